@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and running xwarp on llvmpipe needs, on Debian 12 or newer:
+# the Vulkan loader, Mesa's CPU driver llvmpipe, the validation layer, and cmake/ninja/g++
+# for the shader compiler that the build compiles from source. Needs root (or sudo).
+set -euo pipefail
+
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers cmake ninja-build g++ python3 git pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ! command -v cargo >/dev/null; then
+    [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null; then
+    echo "setup: no Rust toolchain found: install Rust 1.80 or newer (https://rustup.rs)" >&2
+    exit 1
+fi

@@ -1,0 +1,29 @@
+// Shared by every xwarp compute shader; the twin of cuda/common.cuh.
+#extension GL_KHR_shader_subgroup_basic : require
+
+// Bit containers for kernels that only move data: 64-bit values travel as two 32-bit halves,
+// as CUDA moves them through __shfl_*_sync.
+#if defined(XW_TYPE_B32)
+#define WORD uint
+#define WORD_ZERO 0u
+#elif defined(XW_TYPE_B64)
+#define WORD uvec2
+#define WORD_ZERO uvec2(0u)
+#endif
+
+// The warp of the CUDA programming model, which the CUDA-exact kernels reproduce whatever the
+// device's subgroup size.
+const uint XW_WARP = 32u;
+
+// Grids are two-dimensional so that launches may exceed 65535 workgroups on every device;
+// the group index is linearised as in cuda/common.cuh.
+uint xw_group() {
+    return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+}
+
+// The invocation's place in its workgroup, counted through subgroups, so that neighbouring
+// lanes of a subgroup handle neighbouring data however the device maps invocations to
+// subgroups (pipelines ask for full subgroups where the device allows).
+uint xw_local() {
+    return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+}

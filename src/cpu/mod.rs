@@ -1,0 +1,5 @@
+//! CPU references that model CUDA's semantics exactly, one module per algorithm family, named
+//! like its shader (`shaders/NAME.comp`) and CUDA twin (`cuda/NAME.cu`). Tests and
+//! `xwarp validate` compare every GPU result with these.
+
+pub mod shfl;

@@ -1,0 +1,808 @@
+//! The CUDA backend: warp intrinsics in kernels compiled at run time by NVRTC, driven through
+//! the CUDA driver API (via `cudarc`).
+//!
+//! Every kernel source `cuda/NAME.cu` is embedded in the library at build time, with
+//! `cuda/common.cuh` prepended to it, and compiled on first use for the device's compute
+//! capability with `-std=c++17`, `-DXW_T=xw_elem_t` (a typedef of the element's CUDA type,
+//! declared ahead of `common.cuh`: the macro must be one token for `XW_T(0)` to parse when the
+//! type is `unsigned int`) and one `-DNAME=value` per variant constant. Loaded kernels are
+//! cached per device and variant.
+//!
+//! Both libraries are loaded at run time: `libcuda.so` (NVIDIA driver) and `libnvrtc.so`
+//! (CUDA toolkit). [`available`] says, as a typed error, which one is missing instead of
+//! panicking as `cudarc` would.
+//!
+//! A [`CudaDevice`] holds one context (the device's primary context) and issues all work on
+//! that context's default stream, so every upload, launch and download is ordered after the
+//! ones before it without cross-stream events.
+
+use crate::device::{
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Kernel, Launch, RawBuffer,
+    SubgroupFeatures, MAX_PARAMS,
+};
+use crate::element::ElemKind;
+use crate::error::{Error, Result};
+use cudarc::driver::{
+    result as cu, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::{self, CompileError, CompileOptions};
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// Shared helpers, prepended to every kernel source.
+const COMMON: &str = include_str!("../cuda/common.cuh");
+
+/// Every CUDA kernel source, by kernel name (the file stem and entry point). Adding a kernel is
+/// one line here.
+const SOURCES: &[(&str, &str)] = &[("shfl", include_str!("../cuda/shfl.cu"))];
+
+/// The embedded source of kernel `name`, if there is one.
+fn source(name: &str) -> Option<&'static str> {
+    SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// Threads per warp on every CUDA device.
+const WARP: u32 = 32;
+/// Largest block CUDA launches (every compute capability).
+const MAX_BLOCK: u32 = 1024;
+/// Required alignment of a binding's byte offset.
+const BINDING_ALIGNMENT: u64 = 16;
+/// Most kernel parameters asked of `cuFuncGetParamInfo` before giving up.
+const MAX_KERNEL_PARAMS: usize = 256;
+/// First driver (12.4) with `cuFuncGetParamInfo`.
+const DRIVER_WITH_PARAM_INFO: c_int = 12040;
+/// First driver (12.8) with `cuEventElapsedTime_v2`, which cudarc calls with `cuda-13000`.
+const DRIVER_WITH_ELAPSED_V2: c_int = 12080;
+
+/// Maps a driver error to [`Error::Cuda`] naming what was being done.
+fn cuda_err(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+    move |e| Error::Cuda {
+        call,
+        reason: format!("{e:?}"),
+    }
+}
+
+/// [`Error::BackendUnavailable`] for CUDA.
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::BackendUnavailable {
+        backend: BackendKind::Cuda,
+        reason: reason.into(),
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the guarded data (caches, buffer handles) stays valid
+/// whatever a panicking holder was doing.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Number of CUDA devices, or why CUDA cannot be used on this machine.
+///
+/// Checks that the driver library (`libcuda.so`) and NVRTC (`libnvrtc.so`) can be loaded before
+/// touching either, so a machine without them gets [`Error::BackendUnavailable`] naming what
+/// is missing, never a panic. A driver that finds no device is also reported as unavailable.
+pub fn available() -> Result<usize> {
+    // SAFETY: this only tries to dlopen the driver library under its usual names and closes it
+    // again; loading runs the library's own initialisers, which the NVIDIA driver supports, and
+    // cudarc loads exactly these names when the driver is first used.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(unavailable(
+            "the CUDA driver library libcuda.so (libcuda.so.1) was not found: it comes with the \
+             NVIDIA GPU driver; install the driver (e.g. the nvidia-driver / libcuda1 package, \
+             or NVIDIA's installer) and make sure the library is on the loader path \
+             (ldconfig or LD_LIBRARY_PATH)",
+        ));
+    }
+    // SAFETY: as above, for NVRTC, whose initialisers are likewise safe to run.
+    if !unsafe { nvrtc::sys::is_culib_present() } {
+        return Err(unavailable(
+            "the NVRTC runtime compiler libnvrtc.so (libnvrtc.so.13) was not found: it comes \
+             with the CUDA toolkit (13.x), or from the `nvidia-cuda-nvrtc` Python wheel; put \
+             the directory holding it on LD_LIBRARY_PATH",
+        ));
+    }
+    cu::init().map_err(|e| {
+        unavailable(format!(
+            "cuInit failed: {e:?}; check that the NVIDIA driver is loaded (nvidia-smi) and \
+             that the GPU is visible (CUDA_VISIBLE_DEVICES)"
+        ))
+    })?;
+    let count = cu::device::get_count()
+        .map_err(|e| unavailable(format!("cuDeviceGetCount failed: {e:?}")))?;
+    match usize::try_from(count) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(unavailable(
+            "the CUDA driver reports no device (check CUDA_VISIBLE_DEVICES and nvidia-smi)",
+        )),
+    }
+}
+
+/// Facts about every CUDA device, by ordinal, without creating contexts on them.
+pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    let n = available()?;
+    (0..n)
+        .map(|ordinal| {
+            let dev = device_handle(ordinal)?;
+            Ok(probe(ordinal, dev)?.info)
+        })
+        .collect()
+}
+
+/// The driver's handle for device `ordinal` (after [`available`] ran `cuInit`).
+fn device_handle(ordinal: usize) -> Result<sys::CUdevice> {
+    let index = c_int::try_from(ordinal)
+        .map_err(|_| Error::invalid("ordinal", ordinal, "a CUDA device ordinal"))?;
+    cu::device::get(index).map_err(cuda_err("cuDeviceGet"))
+}
+
+/// The installed driver's CUDA version, e.g. 13000 for 13.0.
+fn driver_version() -> Result<c_int> {
+    let mut version: c_int = 0;
+    // SAFETY: cuDriverGetVersion writes one int through the pointer, which points at a live
+    // local; it needs no context.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(cuda_err("cuDriverGetVersion"))?;
+    Ok(version)
+}
+
+/// One device attribute.
+fn attribute(dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
+    // SAFETY: `dev` came from cuDeviceGet after cuInit, as cuDeviceGetAttribute requires; the
+    // call writes one int into a local of cudarc's.
+    unsafe { cu::device::get_attribute(dev, attr) }.map_err(cuda_err("cuDeviceGetAttribute"))
+}
+
+/// What [`probe`] learns about a device.
+struct Probe {
+    info: DeviceInfo,
+    /// Compute capability as `major * 10 + minor`.
+    capability: u32,
+    /// The driver's CUDA version (`13000` for 13.0).
+    driver_version: c_int,
+}
+
+/// Queries the facts about device `ordinal` (handle `dev`); needs no context.
+fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
+    use sys::CUdevice_attribute as A;
+    let name = cu::device::get_name(dev).map_err(cuda_err("cuDeviceGetName"))?;
+    let major = attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let integrated = attribute(dev, A::CU_DEVICE_ATTRIBUTE_INTEGRATED)?;
+    let shared = attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+    let version = driver_version()?;
+    let capability = u32::try_from(major.saturating_mul(10).saturating_add(minor)).unwrap_or(0);
+    let info = DeviceInfo {
+        backend: BackendKind::Cuda,
+        index: ordinal,
+        name,
+        vendor_id: 0x10de,
+        device_type: if integrated != 0 {
+            DeviceType::Integrated
+        } else {
+            DeviceType::Discrete
+        },
+        driver: format!(
+            "CUDA driver {}.{}, compute capability {major}.{minor}",
+            version / 1000,
+            version % 1000 / 10
+        ),
+        subgroup_size: WARP,
+        min_subgroup_size: WARP,
+        max_subgroup_size: WARP,
+        subgroup_size_pinned: true,
+        subgroup_features: SubgroupFeatures::BASIC
+            | SubgroupFeatures::VOTE
+            | SubgroupFeatures::ARITHMETIC
+            | SubgroupFeatures::BALLOT
+            | SubgroupFeatures::SHUFFLE
+            | SubgroupFeatures::SHUFFLE_RELATIVE
+            | SubgroupFeatures::CLUSTERED
+            | SubgroupFeatures::QUAD,
+        max_binding_bytes: u64::MAX,
+        binding_alignment: BINDING_ALIGNMENT,
+        max_groups: [i32::MAX as u32, 65535, 65535],
+        shared_memory_bytes: u32::try_from(shared).unwrap_or(0),
+    };
+    Ok(Probe {
+        info,
+        capability,
+        driver_version: version,
+    })
+}
+
+/// The virtual architectures NVRTC can compile for (`75`, `80`, ...), if it says.
+fn nvrtc_archs() -> Option<Vec<c_int>> {
+    let mut count: c_int = 0;
+    // SAFETY: nvrtcGetNumSupportedArchs writes one int through a pointer to a live local.
+    unsafe { nvrtc::sys::nvrtcGetNumSupportedArchs(&mut count) }
+        .result()
+        .ok()?;
+    let len = usize::try_from(count).ok().filter(|&n| n > 0)?;
+    let mut archs: Vec<c_int> = vec![0; len];
+    // SAFETY: `archs` holds exactly the `count` ints NVRTC just said it would write.
+    unsafe { nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+        .result()
+        .ok()?;
+    Some(archs)
+}
+
+/// The newest architecture NVRTC supports that runs on a device of `capability`, or the
+/// capability itself when NVRTC does not say (compilation then reports the mismatch).
+fn pick_arch(capability: u32) -> u32 {
+    nvrtc_archs()
+        .and_then(|archs| {
+            archs
+                .into_iter()
+                .filter_map(|a| u32::try_from(a).ok())
+                .filter(|&a| a <= capability)
+                .max()
+        })
+        .unwrap_or(capability)
+}
+
+/// Whether `s` is a C identifier (and so a safe macro name).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The one-token name of the element type that `XW_T` expands to in kernel sources.
+const ELEM_TYPEDEF: &str = "xw_elem_t";
+
+/// Compiles kernel `k` to PTX for virtual architecture `compute_<arch>`.
+fn compile(k: &Kernel<'_>, arch: u32) -> Result<nvrtc::Ptx> {
+    let body = source(k.name).ok_or_else(|| Error::MissingKernel {
+        kernel: k.name.to_string(),
+        variant: format!("{k} on CUDA (no cuda/{}.cu is embedded)", k.name),
+    })?;
+    let mut options = vec![
+        format!("--gpu-architecture=compute_{arch}"),
+        "-std=c++17".to_string(),
+        // XW_T must be one token: kernels write `XW_T(0)`, which C++ rejects for
+        // `unsigned int(0)`; so it names a typedef of the CUDA type, declared first below.
+        format!("-DXW_T={ELEM_TYPEDEF}"),
+    ];
+    for &(name, value) in k.consts {
+        if !is_identifier(name) {
+            return Err(Error::invalid(
+                "kernel.consts",
+                name,
+                "C identifiers ([A-Za-z_][A-Za-z0-9_]*)",
+            ));
+        }
+        options.push(format!("-D{name}={value}"));
+    }
+    let common: String = COMMON
+        .lines()
+        .filter(|line| line.trim() != "#pragma once")
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let src = format!(
+        "typedef {} {ELEM_TYPEDEF};\n#line 1 \"common.cuh\"\n{common}#line 1 \"{}.cu\"\n{body}",
+        k.elem.cuda_type(),
+        k.name
+    );
+    let opts = CompileOptions {
+        options,
+        name: Some(format!("{}.cu", k.name)),
+        ..Default::default()
+    };
+    nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| Error::Compile {
+        kernel: k.to_string(),
+        log: match e {
+            CompileError::CompileError {
+                nvrtc,
+                options,
+                log,
+            } => format!(
+                "{nvrtc:?} (options {options:?}):\n{}",
+                log.to_string_lossy().trim_end()
+            ),
+            other => format!("{other:?}"),
+        },
+    })
+}
+
+/// Device memory of a [`CudaDevice`]: what its [`RawBuffer`]s hold.
+struct CudaBuffer {
+    /// Base device address, for kernel arguments.
+    ptr: sys::CUdeviceptr,
+    /// Its context, bound to the dropping thread before the memory is freed.
+    ctx: Arc<CudaContext>,
+    /// The allocation; cudarc's copies need `&mut` for writes, hence the lock.
+    slice: Mutex<CudaSlice<u8>>,
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        // cudarc's CudaSlice frees without making its context current; the last handle may
+        // drop on a thread that never used CUDA, so bind it first (fields drop after this).
+        self.ctx.record_err(self.ctx.bind_to_thread());
+    }
+}
+
+/// The launch parameter block, passed to kernels by value.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct ParamBlock([u8; MAX_PARAMS]);
+
+// SAFETY: a `#[repr(C)]` array of plain bytes: no pointers, no padding, every bit pattern
+// valid. The driver copies the kernel's declared parameter size from its address, which is
+// at most MAX_PARAMS bytes (checked against cuFuncGetParamInfo where the driver has it).
+unsafe impl DeviceRepr for ParamBlock {}
+
+/// Identity of a compiled kernel variant.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct KernelKey {
+    name: &'static str,
+    elem: ElemKind,
+    consts: Vec<(&'static str, u32)>,
+}
+
+/// A loaded kernel and what the driver says about its parameters.
+#[derive(Clone)]
+struct Loaded {
+    func: CudaFunction,
+    /// Size of each declared parameter, in order, when the driver can tell.
+    params: Option<Vec<usize>>,
+}
+
+/// One CUDA device: a context (the device's primary context), its default stream, and the
+/// kernels compiled for it so far.
+///
+/// All work goes to that one stream, so it runs in issue order. Buffers keep the context alive
+/// and are freed in stream order, after queued work that uses them.
+pub struct CudaDevice {
+    id: DeviceId,
+    info: DeviceInfo,
+    /// `cuda:N name`, naming the device in errors and buffers.
+    label: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// Virtual architecture kernels are compiled for (`90` for `compute_90`).
+    arch: u32,
+    driver_version: c_int,
+    kernels: Mutex<HashMap<KernelKey, Loaded>>,
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("info", &self.info)
+            .field("arch", &format_args!("compute_{}", self.arch))
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaDevice {
+    /// Opens CUDA device `ordinal` (`0..available()`).
+    ///
+    /// Errors: [`Error::BackendUnavailable`] without driver, NVRTC or devices,
+    /// [`Error::NoSuchDevice`] for an ordinal out of range, [`Error::Cuda`] if the driver
+    /// refuses a context.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = available()?;
+        if ordinal >= count {
+            let names: Vec<String> = (0..count)
+                .map(|i| match device_handle(i).and_then(|d| probe(i, d)) {
+                    Ok(p) => format!("{i} ({})", p.info.name),
+                    Err(_) => i.to_string(),
+                })
+                .collect();
+            return Err(Error::NoSuchDevice {
+                backend: BackendKind::Cuda,
+                selector: ordinal.to_string(),
+                available: names.join(", "),
+            });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
+        let Probe {
+            info,
+            capability,
+            driver_version,
+        } = probe(ordinal, ctx.cu_device())?;
+        let stream = ctx.default_stream();
+        Ok(CudaDevice {
+            id: DeviceId::fresh(),
+            label: format!("cuda:{ordinal} {}", info.name),
+            info,
+            ctx,
+            stream,
+            arch: pick_arch(capability),
+            driver_version,
+            kernels: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The buffer object behind `raw`, if it belongs to this device.
+    fn buffer<'a>(&self, raw: &'a RawBuffer) -> Result<&'a CudaBuffer> {
+        raw.downcast::<CudaBuffer>(self.id, &self.label)
+    }
+
+    /// The loaded kernel for `k`, compiling and loading it on first use.
+    fn function(&self, k: &Kernel<'_>) -> Result<Loaded> {
+        let key = KernelKey {
+            name: k.name,
+            elem: k.elem,
+            consts: k.consts.to_vec(),
+        };
+        if let Some(loaded) = lock(&self.kernels).get(&key) {
+            return Ok(loaded.clone());
+        }
+        // Compile without holding the lock, so launches of cached kernels go on meanwhile.
+        let loaded = self.build(k)?;
+        Ok(lock(&self.kernels).entry(key).or_insert(loaded).clone())
+    }
+
+    /// Compiles `k` with NVRTC and loads it into the context.
+    fn build(&self, k: &Kernel<'_>) -> Result<Loaded> {
+        let ptx = compile(k, self.arch)?;
+        let module = self.ctx.load_module(ptx).map_err(|e| Error::Cuda {
+            call: "cuModuleLoadData",
+            reason: if e.0 == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
+                format!(
+                    "{e:?}: the NVRTC library is newer than the driver (CUDA {}.{}); upgrade \
+                     the NVIDIA driver or use an NVRTC no newer than it",
+                    self.driver_version / 1000,
+                    self.driver_version % 1000 / 10
+                )
+            } else {
+                format!("{e:?}")
+            },
+        })?;
+        let func = module
+            .load_function(k.name)
+            .map_err(cuda_err("cuModuleGetFunction"))?;
+        let params = self.param_sizes(&func);
+        Ok(Loaded { func, params })
+    }
+
+    /// Sizes of the kernel's declared parameters, or `None` where the driver cannot say
+    /// (before 12.4, or on any error).
+    fn param_sizes(&self, func: &CudaFunction) -> Option<Vec<usize>> {
+        if self.driver_version < DRIVER_WITH_PARAM_INFO {
+            return None;
+        }
+        self.ctx.bind_to_thread().ok()?;
+        let mut sizes = Vec::new();
+        for index in 0..MAX_KERNEL_PARAMS {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: the function handle is valid while `func` (which holds its module) lives;
+            // the out-pointers point at live locals; this device's context is current.
+            let r = unsafe {
+                sys::cuFuncGetParamInfo(func.cu_function(), index, &mut offset, &mut size)
+            };
+            match r {
+                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+                // Past the last parameter.
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+impl Device for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn id(&self) -> DeviceId {
+        self.id
+    }
+
+    fn alloc(&self, bytes: u64) -> Result<RawBuffer> {
+        let oom = |reason: String| Error::OutOfMemory {
+            bytes,
+            device: self.label.clone(),
+            reason,
+        };
+        // The driver refuses zero-byte allocations; the buffer still reports `bytes`.
+        let len = usize::try_from(bytes.max(1))
+            .map_err(|_| oom("larger than the host address space".to_string()))?;
+        let slice = self.stream.alloc_zeros::<u8>(len).map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY | sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
+                oom(format!("{e:?}"))
+            }
+            _ => cuda_err("cuMemAllocAsync")(e),
+        })?;
+        let ptr = {
+            let (ptr, _record) = slice.device_ptr(&self.stream);
+            ptr
+        };
+        let buffer = CudaBuffer {
+            ptr,
+            ctx: self.ctx.clone(),
+            slice: Mutex::new(slice),
+        };
+        Ok(RawBuffer::new(
+            Arc::new(buffer),
+            bytes,
+            self.id,
+            &self.label,
+        ))
+    }
+
+    fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        let buffer = self.buffer(dst)?;
+        dst.check_range(offset, src.len() as u64)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let start = usize::try_from(offset)
+            .map_err(|_| Error::invalid("offset", offset, "inside the buffer"))?;
+        let mut slice = lock(&buffer.slice);
+        let mut view = slice
+            .try_slice_mut(start..start + src.len())
+            .ok_or(Error::OutOfBounds {
+                offset,
+                end: offset.saturating_add(src.len() as u64),
+                size: dst.bytes(),
+            })?;
+        // Pageable host memory: the driver has staged `src` when this returns.
+        self.stream
+            .memcpy_htod(src, &mut view)
+            .map_err(cuda_err("cuMemcpyHtoDAsync"))
+    }
+
+    fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let buffer = self.buffer(src)?;
+        src.check_range(offset, dst.len() as u64)?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let start = usize::try_from(offset)
+            .map_err(|_| Error::invalid("offset", offset, "inside the buffer"))?;
+        {
+            let slice = lock(&buffer.slice);
+            let view = slice
+                .try_slice(start..start + dst.len())
+                .ok_or(Error::OutOfBounds {
+                    offset,
+                    end: offset.saturating_add(dst.len() as u64),
+                    size: src.bytes(),
+                })?;
+            self.stream
+                .memcpy_dtoh(&view, dst)
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    fn launch(&self, l: &Launch<'_>) -> Result<()> {
+        if l.params.len() > MAX_PARAMS {
+            return Err(Error::invalid(
+                "params",
+                format!("{} bytes", l.params.len()),
+                format!("at most {MAX_PARAMS} bytes"),
+            ));
+        }
+        if !(WARP..=MAX_BLOCK).contains(&l.block) || l.block % WARP != 0 {
+            return Err(Error::invalid(
+                "block",
+                l.block,
+                format!("a multiple of {WARP} in {WARP}..={MAX_BLOCK}"),
+            ));
+        }
+        for (axis, (&g, &max)) in l.groups.iter().zip(&self.info.max_groups).enumerate() {
+            if g == 0 || g > max {
+                return Err(Error::invalid(
+                    "groups",
+                    format!("{:?}", l.groups),
+                    format!("1..={max} along axis {axis}"),
+                ));
+            }
+        }
+        let mut pointers: Vec<u64> = Vec::with_capacity(l.bindings.len());
+        for b in l.bindings {
+            let buffer = self.buffer(b.buffer)?;
+            b.buffer.check_range(b.offset, b.bytes)?;
+            if b.offset % BINDING_ALIGNMENT != 0 {
+                return Err(Error::invalid(
+                    "binding.offset",
+                    b.offset,
+                    format!("a multiple of {BINDING_ALIGNMENT} bytes"),
+                ));
+            }
+            pointers.push(buffer.ptr + b.offset);
+        }
+        let loaded = self.function(&l.kernel)?;
+        if let Some(sizes) = &loaded.params {
+            let n = pointers.len();
+            let fits = (sizes.len() == n || sizes.len() == n + 1)
+                && sizes
+                    .iter()
+                    .take(n)
+                    .all(|&s| s == std::mem::size_of::<u64>())
+                && sizes.get(n).map_or(true, |&s| s <= MAX_PARAMS);
+            if !fits {
+                return Err(Error::invalid(
+                    "bindings",
+                    format!("{n} buffers and a parameter block"),
+                    format!(
+                        "what kernel `{}` declares: parameters of {sizes:?} bytes (one 8-byte \
+                         pointer per buffer, then at most a {MAX_PARAMS}-byte struct)",
+                        l.kernel
+                    ),
+                ));
+            }
+        }
+        let mut block = ParamBlock([0; MAX_PARAMS]);
+        // `params` fits: its length was checked against MAX_PARAMS above.
+        if let Some(head) = block.0.get_mut(..l.params.len()) {
+            head.copy_from_slice(l.params);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (l.groups[0], l.groups[1], 1),
+            block_dim: (l.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut args = self.stream.launch_builder(&loaded.func);
+        for p in &pointers {
+            args.arg(p);
+        }
+        args.arg(&block);
+        // SAFETY: the arguments follow the xwarp kernel convention (`kernel(T* binding0, ...,
+        // Params p)`): one u64 device pointer per binding, then the by-value parameter block;
+        // where the driver reports the kernel's parameters (12.4+) their count and sizes were
+        // checked above, so the driver never reads past `pointers` or `block`, both of which
+        // live until the launch has copied them. Each pointer is the base of a live allocation
+        // in this context plus an offset whose `bytes` range was checked to lie inside it, and
+        // the kernels touch only those ranges. The memory cannot be freed under the kernel:
+        // CudaSlice's Drop frees with cuMemFreeAsync on this same stream (or synchronises the
+        // stream first when the device lacks memory pools), i.e. after this launch completes.
+        unsafe { args.launch(cfg) }.map_err(cuda_err("cuLaunchKernel"))?;
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        if self.driver_version < DRIVER_WITH_ELAPSED_V2 {
+            return Err(Error::Cuda {
+                call: "cuEventElapsedTime_v2",
+                reason: format!(
+                    "GPU timing needs a CUDA 12.8 or newer driver; this one is CUDA {}.{}",
+                    self.driver_version / 1000,
+                    self.driver_version % 1000 / 10
+                ),
+            });
+        }
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(timing)
+            .map_err(cuda_err("cuEventRecord"))?;
+        work()?;
+        let end = self
+            .stream
+            .record_event(timing)
+            .map_err(cuda_err("cuEventRecord"))?;
+        end.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(cuda_err("cuEventElapsedTime"))?;
+        Duration::try_from_secs_f64(f64::from(ms) / 1e3).map_err(|e| Error::Cuda {
+            call: "cuEventElapsedTime",
+            reason: format!("elapsed time {ms} ms: {e}"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_source_is_found() {
+        for (name, text) in SOURCES {
+            assert_eq!(source(name), Some(*text));
+            assert!(
+                text.contains(&format!("void {name}(")),
+                "{name}.cu defines {name}"
+            );
+        }
+        assert_eq!(source("no_such_kernel"), None);
+    }
+
+    #[test]
+    fn identifiers() {
+        assert!(is_identifier("OP"));
+        assert!(is_identifier("_SEGM2"));
+        assert!(!is_identifier(""));
+        assert!(!is_identifier("2X"));
+        assert!(!is_identifier("A=B"));
+        assert!(!is_identifier("A B"));
+    }
+
+    #[test]
+    fn param_block_is_max_params_bytes() {
+        assert_eq!(std::mem::size_of::<ParamBlock>(), MAX_PARAMS);
+    }
+
+    /// Compiles every variant of the shuffle kernel when NVRTC is installed (no GPU needed).
+    #[test]
+    fn shfl_compiles_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        assert!(
+            (75..=90).contains(&arch),
+            "NVRTC offers compute_{arch} for a 9.0 device"
+        );
+        assert!(pick_arch(10_000) >= arch);
+        for elem in ElemKind::ALL {
+            for op in 0..5 {
+                for segm in [1, 4] {
+                    let consts = [("OP", op), ("SEGM", segm)];
+                    let k = Kernel {
+                        name: "shfl",
+                        elem,
+                        consts: &consts,
+                    };
+                    match compile(&k, arch) {
+                        Ok(ptx) => assert!(ptx.to_src().contains(".entry shfl"), "{k}"),
+                        Err(e) => panic!("{k}: {e}"),
+                    }
+                }
+            }
+        }
+        let bad = [("OP", 9), ("SEGM", 1)];
+        let k = Kernel {
+            name: "shfl",
+            elem: ElemKind::F32,
+            consts: &bad,
+        };
+        match compile(&k, arch) {
+            Err(Error::Compile { kernel, log }) => {
+                assert_eq!(kernel, "shfl<f32,OP=9,SEGM=1>");
+                assert!(log.contains("unknown OP"), "{log}");
+                assert!(log.contains("shfl.cu"), "{log}");
+            }
+            other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
+        }
+        let k = Kernel {
+            name: "nope",
+            elem: ElemKind::F32,
+            consts: &[],
+        };
+        assert!(matches!(
+            compile(&k, arch),
+            Err(Error::MissingKernel { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_libraries_are_typed_errors() {
+        // On a machine without CUDA this must be BackendUnavailable, never a panic; with CUDA
+        // it is a device count.
+        match available() {
+            Ok(n) => assert!(n > 0),
+            Err(Error::BackendUnavailable { backend, reason }) => {
+                assert_eq!(backend, BackendKind::Cuda);
+                assert!(!reason.is_empty());
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+        if available().is_err() {
+            assert!(list_devices().is_err());
+            assert!(CudaDevice::new(0).is_err());
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! The one trait every backend implements, and the types that cross it.
+//!
+//! A [`Device`] owns memory, moves bytes to and from it, launches named kernels over buffers
+//! with a small parameter block, synchronises and times GPU work. It knows nothing of
+//! algorithms: the algorithm layer ([`crate::shfl`], ...) plans grids once for every backend.
+//!
+//! Work is ordered: every launch, upload and download on one device sees the effects of the
+//! ones issued before it. Launches may be queued; [`Device::synchronize`] waits for all of them,
+//! and downloads wait by themselves.
+
+use crate::element::{ElemKind, Element};
+use crate::error::{Error, Result};
+use std::any::Any;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which implementation of [`Device`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// Vulkan compute with subgroup operations.
+    Vulkan,
+    /// CUDA with warp intrinsics, kernels compiled by NVRTC.
+    Cuda,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Vulkan => "vulkan",
+            BackendKind::Cuda => "cuda",
+        })
+    }
+}
+
+/// What kind of hardware a device is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeviceType {
+    /// A discrete GPU.
+    Discrete,
+    /// A GPU sharing memory with the CPU.
+    Integrated,
+    /// A virtual GPU.
+    Virtual,
+    /// A CPU implementation (llvmpipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+/// Subgroup (warp) operation classes a device supports, after `VkSubgroupFeatureFlags`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SubgroupFeatures(pub u32);
+
+impl SubgroupFeatures {
+    /// `subgroupElect`, `gl_SubgroupSize`, barriers.
+    pub const BASIC: Self = Self(1 << 0);
+    /// `subgroupAll/Any/AllEqual`.
+    pub const VOTE: Self = Self(1 << 1);
+    /// `subgroupAdd/Mul/Min/Max/And/Or/Xor` and their scans.
+    pub const ARITHMETIC: Self = Self(1 << 2);
+    /// `subgroupBallot` and friends.
+    pub const BALLOT: Self = Self(1 << 3);
+    /// `subgroupShuffle`, `subgroupShuffleXor`.
+    pub const SHUFFLE: Self = Self(1 << 4);
+    /// `subgroupShuffleUp/Down`.
+    pub const SHUFFLE_RELATIVE: Self = Self(1 << 5);
+    /// `subgroupClustered*`.
+    pub const CLUSTERED: Self = Self(1 << 6);
+    /// `subgroupQuad*`.
+    pub const QUAD: Self = Self(1 << 7);
+    const NAMES: [&'static str; 8] = [
+        "basic",
+        "vote",
+        "arithmetic",
+        "ballot",
+        "shuffle",
+        "shuffle_relative",
+        "clustered",
+        "quad",
+    ];
+
+    /// Whether every class in `other` is present.
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The classes of `other` missing here.
+    pub fn missing(self, other: Self) -> Self {
+        Self(other.0 & !self.0)
+    }
+}
+
+impl std::ops::BitOr for SubgroupFeatures {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Display for SubgroupFeatures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = (0..8)
+            .filter(|i| self.0 & (1 << i) != 0)
+            .map(|i| Self::NAMES[i])
+            .collect();
+        if names.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&names.join("|"))
+        }
+    }
+}
+
+/// The facts about a device that callers and the algorithm layer plan with.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// The backend that drives it.
+    pub backend: BackendKind,
+    /// Index among the backend's devices (what `--device N` selects).
+    pub index: usize,
+    /// The device's name as the driver reports it.
+    pub name: String,
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa).
+    pub vendor_id: u32,
+    /// Hardware kind.
+    pub device_type: DeviceType,
+    /// Driver and API version, in words.
+    pub driver: String,
+    /// The subgroup (warp) size kernels run with on this device.
+    pub subgroup_size: u32,
+    /// Smallest subgroup size the device can run compute kernels with.
+    pub min_subgroup_size: u32,
+    /// Largest subgroup size the device can run compute kernels with.
+    pub max_subgroup_size: u32,
+    /// Whether kernels are pinned to `subgroup_size` with full subgroups.
+    pub subgroup_size_pinned: bool,
+    /// Subgroup operation classes available in compute kernels.
+    pub subgroup_features: SubgroupFeatures,
+    /// Largest byte range one kernel binding may span.
+    pub max_binding_bytes: u64,
+    /// Required alignment of a binding's byte offset.
+    pub binding_alignment: u64,
+    /// Largest workgroup count per grid dimension.
+    pub max_groups: [u32; 3],
+    /// Shared (workgroup) memory per workgroup, bytes.
+    pub shared_memory_bytes: u32,
+}
+
+impl DeviceInfo {
+    /// The vendor's name for `vendor_id`.
+    pub fn vendor(&self) -> &'static str {
+        match self.vendor_id {
+            0x10de => "NVIDIA",
+            0x1002 | 0x1022 => "AMD",
+            0x8086 => "Intel",
+            0x13b5 => "ARM",
+            0x5143 => "Qualcomm",
+            0x106b => "Apple",
+            0x10005 => "Mesa",
+            _ => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}:{}] {} ({}, {:?}) subgroup {} (range {}..={}{}) ops {}",
+            self.backend,
+            self.index,
+            self.name,
+            self.vendor(),
+            self.device_type,
+            self.subgroup_size,
+            self.min_subgroup_size,
+            self.max_subgroup_size,
+            if self.subgroup_size_pinned {
+                ", pinned"
+            } else {
+                ""
+            },
+            self.subgroup_features
+        )
+    }
+}
+
+/// A unique identity for one opened device, so buffers cannot cross devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceId(u64);
+
+impl DeviceId {
+    /// A fresh id, never handed out before in this process.
+    pub fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        DeviceId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// Untyped device memory, owned by the backend that made it; freed when the last clone drops
+/// (after any queued work that uses it).
+#[derive(Clone)]
+pub struct RawBuffer {
+    inner: Arc<dyn Any + Send + Sync>,
+    bytes: u64,
+    device: DeviceId,
+    owner: Arc<str>,
+}
+
+impl RawBuffer {
+    /// Wraps a backend's buffer object. For backend implementations.
+    pub fn new(
+        inner: Arc<dyn Any + Send + Sync>,
+        bytes: u64,
+        device: DeviceId,
+        owner: &str,
+    ) -> Self {
+        RawBuffer {
+            inner,
+            bytes,
+            device,
+            owner: owner.into(),
+        }
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The backend's object, if this buffer belongs to `device` and is of type `B`.
+    pub fn downcast<B: Any + Send + Sync>(&self, device: DeviceId, name: &str) -> Result<&B> {
+        if self.device != device {
+            return Err(Error::ForeignBuffer {
+                buffer: self.owner.to_string(),
+                device: name.to_string(),
+            });
+        }
+        self.inner
+            .downcast_ref::<B>()
+            .ok_or_else(|| Error::ForeignBuffer {
+                buffer: self.owner.to_string(),
+                device: name.to_string(),
+            })
+    }
+
+    /// A shared handle that keeps the memory alive (backends hold it while work is queued).
+    pub fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
+        self.inner.clone()
+    }
+
+    /// Checks that `offset..offset + len` lies inside the buffer.
+    pub fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.bytes => Ok(()),
+            _ => Err(Error::OutOfBounds {
+                offset,
+                end: offset.saturating_add(len),
+                size: self.bytes,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for RawBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawBuffer({} bytes on {})", self.bytes, self.owner)
+    }
+}
+
+/// A byte range of a buffer bound to one kernel parameter slot.
+#[derive(Clone, Copy, Debug)]
+pub struct Binding<'a> {
+    /// The buffer.
+    pub buffer: &'a RawBuffer,
+    /// First byte (a multiple of [`DeviceInfo::binding_alignment`]).
+    pub offset: u64,
+    /// Length in bytes (at most [`DeviceInfo::max_binding_bytes`]).
+    pub bytes: u64,
+}
+
+/// Which kernel to launch: the same name in `shaders/NAME.comp` and `cuda/NAME.cu`.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel<'a> {
+    /// File stem and entry point.
+    pub name: &'static str,
+    /// Element type the kernel is built for.
+    pub elem: ElemKind,
+    /// Variant constants, in order: Vulkan specialization constants 1, 2, ... (0 is the
+    /// workgroup size); CUDA `-DNAME=value` options.
+    pub consts: &'a [(&'static str, u32)],
+}
+
+impl fmt::Display for Kernel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}<{}", self.name, self.elem)?;
+        for (k, v) in self.consts {
+            write!(f, ",{k}={v}")?;
+        }
+        f.write_str(">")
+    }
+}
+
+/// One kernel launch.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    /// The kernel and its variant.
+    pub kernel: Kernel<'a>,
+    /// Threads per workgroup (block), a multiple of 32 and of the subgroup size.
+    pub block: u32,
+    /// Workgroups (blocks) per dimension; kernels linearise `x + y * X`.
+    pub groups: [u32; 2],
+    /// Buffers, in binding order.
+    pub bindings: &'a [Binding<'a>],
+    /// The parameter block (push constants / a by-value struct), at most [`MAX_PARAMS`] bytes.
+    pub params: &'a [u8],
+}
+
+/// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
+pub const MAX_PARAMS: usize = 128;
+
+/// A compute device: memory, transfers, launches, synchronisation, timing.
+pub trait Device: Send + Sync {
+    /// Facts about the device.
+    fn info(&self) -> &DeviceInfo;
+    /// This opened device's identity.
+    fn id(&self) -> DeviceId;
+    /// Allocates `bytes` of device memory (contents undefined).
+    fn alloc(&self, bytes: u64) -> Result<RawBuffer>;
+    /// Copies `src` into `dst` at `offset`, ordered after earlier work.
+    fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()>;
+    /// Copies bytes from `src` at `offset` into `dst`, after all earlier work has finished.
+    fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()>;
+    /// Queues a kernel launch.
+    fn launch(&self, launch: &Launch<'_>) -> Result<()>;
+    /// Waits until all queued work has finished.
+    fn synchronize(&self) -> Result<()>;
+    /// Runs `work` (which queues launches on this device) and returns the GPU time it took,
+    /// measured by GPU timers (Vulkan timestamp queries, CUDA events).
+    fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+}
+
+/// A typed array in device memory.
+pub struct DeviceVec<T: Element> {
+    raw: RawBuffer,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> DeviceVec<T> {
+    /// Allocates `len` elements on `dev` (contents undefined).
+    pub fn alloc(dev: &dyn Device, len: usize) -> Result<Self> {
+        let bytes = (len as u64)
+            .checked_mul(T::KIND.size() as u64)
+            .ok_or_else(|| Error::invalid("len", len, "at most u64::MAX bytes"))?;
+        Ok(DeviceVec {
+            raw: dev.alloc(bytes.max(1))?,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Allocates and fills from a host slice.
+    pub fn from_slice(dev: &dyn Device, data: &[T]) -> Result<Self> {
+        let v = Self::alloc(dev, data.len())?;
+        if !data.is_empty() {
+            dev.write(&v.raw, 0, bytemuck::cast_slice(data))?;
+        }
+        Ok(v)
+    }
+
+    /// Fills every element with `value` (used to poison outputs before a run).
+    pub fn fill(&mut self, dev: &dyn Device, value: T) -> Result<()> {
+        if self.len > 0 {
+            dev.write(&self.raw, 0, bytemuck::cast_slice(&vec![value; self.len]))?;
+        }
+        Ok(())
+    }
+
+    /// Copies the contents back to the host, waiting for queued work.
+    pub fn to_vec(&self, dev: &dyn Device) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        if self.len > 0 {
+            dev.read(&self.raw, 0, bytemuck::cast_slice_mut(&mut out))?;
+        }
+        Ok(out)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The untyped buffer.
+    pub fn raw(&self) -> &RawBuffer {
+        &self.raw
+    }
+
+    /// A binding of elements `start..start + count`.
+    pub fn binding(&self, start: usize, count: usize) -> Binding<'_> {
+        let size = T::KIND.size() as u64;
+        Binding {
+            buffer: &self.raw,
+            offset: start as u64 * size,
+            bytes: (count as u64 * size).max(size.min(self.raw.bytes())),
+        }
+    }
+}
+
+impl<T: Element> fmt::Debug for DeviceVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceVec<{}>[{}] ({:?})", T::KIND, self.len, self.raw)
+    }
+}

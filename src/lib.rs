@@ -1,0 +1,24 @@
+//! # xwarp
+//!
+//! CUDA's warp-level algorithms on every GPU vendor: the same kernels as GLSL compute shaders
+//! on Vulkan subgroup operations and as CUDA kernels on warp intrinsics, behind one trait
+//! ([`Device`]), with a CPU reference ([`cpu`]) that models CUDA's semantics exactly.
+//!
+//! - [`backend`]: open a device (`auto`: CUDA on an NVIDIA GPU, else the best Vulkan device).
+//! - [`shfl`]: the shuffle family with CUDA semantics on any subgroup size.
+//! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
+
+pub mod backend;
+pub mod cpu;
+pub mod cuda;
+pub mod device;
+pub mod element;
+pub mod error;
+pub mod plan;
+pub mod shfl;
+pub mod validate;
+pub mod vulkan;
+
+pub use device::{BackendKind, Device, DeviceInfo, DeviceVec};
+pub use element::{ElemKind, Element, Rng};
+pub use error::{Error, Result};

@@ -1,0 +1,1347 @@
+//! The Vulkan backend: ash for the API, gpu-allocator for memory, SPIR-V built from
+//! `shaders/` at compile time.
+//!
+//! Work is recorded into one command buffer and submitted when the caller synchronises, reads,
+//! or times; every recorded command is separated from the previous one by a full
+//! compute/transfer memory barrier, so launches see the writes of the launches before them.
+//! Buffers used by recorded work are kept alive until that work has finished.
+//!
+//! Where the device offers `subgroupSizeControl` and `computeFullSubgroups` (Vulkan 1.3 or
+//! `VK_EXT_subgroup_size_control`), every pipeline is pinned to the device's default subgroup
+//! size with full subgroups, so kernels see the subgroup size [`DeviceInfo::subgroup_size`]
+//! reports.
+
+use crate::backend::DeviceSelector;
+use crate::device::{
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Launch, RawBuffer, SubgroupFeatures,
+    MAX_PARAMS,
+};
+use crate::error::{Error, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{
+    Allocation, AllocationCreateDesc, AllocationScheme, Allocator, AllocatorCreateDesc,
+};
+use gpu_allocator::MemoryLocation;
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+/// How long a submit may run before the backend gives up with `VK_TIMEOUT` instead of hanging.
+const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+/// Descriptor sets per pool; pools are added as needed and reset after each submit.
+const SETS_PER_POOL: u32 = 256;
+const MAX_BINDINGS: u32 = 8;
+
+/// How to open the Vulkan backend.
+#[derive(Clone, Debug, Default)]
+pub struct VulkanOptions {
+    /// Which device; `None` picks the best (discrete > integrated > virtual > CPU).
+    pub device: Option<DeviceSelector>,
+    /// Enable `VK_LAYER_KHRONOS_validation` (with synchronization validation) when installed.
+    /// Messages of warning or error severity are collected: see
+    /// [`VulkanDevice::validation_messages`]. The environment variable `XWARP_VALIDATION=1`
+    /// turns it on as well.
+    pub validation: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks cannot leave Vulkan state half-changed in a way
+    // later calls depend on, so a poisoned lock is used as it is.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::BackendUnavailable {
+        backend: BackendKind::Vulkan,
+        reason: reason.into(),
+    }
+}
+
+/// Instance-level state shared by everything made from it; dropped last.
+struct Instance {
+    entry: ash::Entry,
+    instance: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    /// Boxed so its address stays fixed: the messenger callback writes through it.
+    messages: Box<Mutex<Vec<String>>>,
+}
+
+impl Instance {
+    fn new(validation: bool) -> Result<Self> {
+        // SAFETY: loads the system's Vulkan loader; `entry` is stored beside every object made
+        // through it and dropped after them.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| {
+            unavailable(format!(
+                "the Vulkan loader (libvulkan.so.1) could not be loaded ({e}); install it \
+                 (Debian: apt-get install libvulkan1) and a driver (mesa-vulkan-drivers for \
+                 the CPU driver llvmpipe)"
+            ))
+        })?;
+        // SAFETY: plain queries on a loaded entry.
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .map_err(Error::vk("vkEnumerateInstanceVersion"))?
+            .unwrap_or(vk::API_VERSION_1_0);
+        if version < vk::API_VERSION_1_1 {
+            return Err(unavailable(format!(
+                "the Vulkan loader offers API {}.{}, subgroup operations need 1.1",
+                vk::api_version_major(version),
+                vk::api_version_minor(version)
+            )));
+        }
+        let api = version.min(vk::API_VERSION_1_3);
+        // SAFETY: plain queries on a loaded entry.
+        let (layers, exts) = unsafe {
+            (
+                entry
+                    .enumerate_instance_layer_properties()
+                    .unwrap_or_default(),
+                entry
+                    .enumerate_instance_extension_properties(None)
+                    .unwrap_or_default(),
+            )
+        };
+        let has_ext = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        let validation = validation
+            && layers
+                .iter()
+                .any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
+        let mut ext_names = Vec::new();
+        let mut flags = vk::InstanceCreateFlags::empty();
+        if has_ext(ash::khr::portability_enumeration::NAME) {
+            ext_names.push(ash::khr::portability_enumeration::NAME.as_ptr());
+            flags |= vk::InstanceCreateFlags::ENUMERATE_PORTABILITY_KHR;
+        }
+        let mut layer_names = Vec::new();
+        let mut sync_validation = false;
+        if validation {
+            layer_names.push(VALIDATION_LAYER.as_ptr());
+            ext_names.push(ash::ext::debug_utils::NAME.as_ptr());
+            // SAFETY: plain query on a loaded entry.
+            let layer_exts =
+                unsafe { entry.enumerate_instance_extension_properties(Some(VALIDATION_LAYER)) }
+                    .unwrap_or_default();
+            sync_validation = layer_exts
+                .iter()
+                .any(|e| e.extension_name_as_c_str() == Ok(ash::ext::validation_features::NAME));
+            if sync_validation {
+                ext_names.push(ash::ext::validation_features::NAME.as_ptr());
+            }
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"xwarp")
+            .engine_name(c"xwarp")
+            .api_version(api);
+        let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layer_names)
+            .enabled_extension_names(&ext_names)
+            .flags(flags);
+        if sync_validation {
+            info = info.push_next(&mut features);
+        }
+        // SAFETY: `info` and everything it points to live until the call returns.
+        let instance =
+            unsafe { entry.create_instance(&info, None) }.map_err(Error::vk("vkCreateInstance"))?;
+        let mut this = Instance {
+            entry,
+            instance,
+            debug: None,
+            messages: Box::new(Mutex::new(Vec::new())),
+        };
+        if validation {
+            let loader = ash::ext::debug_utils::Instance::new(&this.entry, &this.instance);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(on_validation_message))
+                .user_data(&*this.messages as *const Mutex<Vec<String>> as *mut c_void);
+            // SAFETY: the user data points into `this.messages`, a Box that lives until the
+            // messenger is destroyed in `Drop`.
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+                .map_err(Error::vk("vkCreateDebugUtilsMessengerEXT"))?;
+            this.debug = Some((loader, messenger));
+        }
+        Ok(this)
+    }
+
+    fn physical_devices(&self) -> Result<Vec<vk::PhysicalDevice>> {
+        // SAFETY: the instance is alive.
+        let devices = unsafe { self.instance.enumerate_physical_devices() }
+            .map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
+        if devices.is_empty() {
+            return Err(unavailable(
+                "no Vulkan driver (ICD) found; install one (Debian: apt-get install \
+                 mesa-vulkan-drivers for llvmpipe, or the GPU vendor's driver)",
+            ));
+        }
+        Ok(devices)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: every object made from the instance was destroyed before (they hold Arcs
+        // to it); the messenger goes before the instance it belongs to.
+        unsafe {
+            if let Some((loader, messenger)) = self.debug.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+unsafe extern "system" fn on_validation_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _kind: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data for the duration of the call, and `user`
+    // is the `Mutex<Vec<String>>` registered with the messenger, alive while it exists.
+    unsafe {
+        let text = if data.is_null() {
+            "(no message)".to_string()
+        } else {
+            (*data)
+                .message_as_c_str()
+                .map(|m| m.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let sink = &*(user as *const Mutex<Vec<String>>);
+        lock(sink).push(format!("{severity:?}: {text}"));
+    }
+    vk::FALSE
+}
+
+/// Facts read from one physical device, and what the backend enables on it.
+struct Probe {
+    info: DeviceInfo,
+    api: u32,
+    size_control: bool,
+    size_control_ext: bool,
+    portability_subset: bool,
+    int64: bool,
+    float64: bool,
+    max_block: u32,
+    timestamp_period: f32,
+}
+
+fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
+    let i = &inst.instance;
+    // SAFETY: `pd` was enumerated from this live instance; the chained structs outlive the
+    // calls, and only structs of the device's API version or extensions are chained.
+    unsafe {
+        let props = i.get_physical_device_properties(pd);
+        let exts = i
+            .enumerate_device_extension_properties(pd)
+            .unwrap_or_default();
+        let has_ext = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        let api = props.api_version;
+        let size_control_ext =
+            api < vk::API_VERSION_1_3 && has_ext(ash::ext::subgroup_size_control::NAME);
+        let size_control_known = api >= vk::API_VERSION_1_3 || size_control_ext;
+
+        let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut ssc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sub);
+        if size_control_known {
+            p2 = p2.push_next(&mut ssc);
+        }
+        if api >= vk::API_VERSION_1_2 {
+            p2 = p2.push_next(&mut driver);
+        }
+        i.get_physical_device_properties2(pd, &mut p2);
+
+        let mut sscf = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default();
+        if size_control_known {
+            f2 = f2.push_next(&mut sscf);
+        }
+        i.get_physical_device_features2(pd, &mut f2);
+        let features = f2.features;
+
+        let compute = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE);
+        let ops = sub.supported_operations;
+        let mut sg = SubgroupFeatures::default();
+        if compute {
+            for (flag, ours) in [
+                (vk::SubgroupFeatureFlags::BASIC, SubgroupFeatures::BASIC),
+                (vk::SubgroupFeatureFlags::VOTE, SubgroupFeatures::VOTE),
+                (
+                    vk::SubgroupFeatureFlags::ARITHMETIC,
+                    SubgroupFeatures::ARITHMETIC,
+                ),
+                (vk::SubgroupFeatureFlags::BALLOT, SubgroupFeatures::BALLOT),
+                (vk::SubgroupFeatureFlags::SHUFFLE, SubgroupFeatures::SHUFFLE),
+                (
+                    vk::SubgroupFeatureFlags::SHUFFLE_RELATIVE,
+                    SubgroupFeatures::SHUFFLE_RELATIVE,
+                ),
+                (
+                    vk::SubgroupFeatureFlags::CLUSTERED,
+                    SubgroupFeatures::CLUSTERED,
+                ),
+                (vk::SubgroupFeatureFlags::QUAD, SubgroupFeatures::QUAD),
+            ] {
+                if ops.contains(flag) {
+                    sg = sg | ours;
+                }
+            }
+        }
+        let size_control = size_control_known
+            && sscf.subgroup_size_control == vk::TRUE
+            && sscf.compute_full_subgroups == vk::TRUE
+            && ssc
+                .required_subgroup_size_stages
+                .contains(vk::ShaderStageFlags::COMPUTE);
+        let (min_sg, max_sg) = if size_control_known && ssc.min_subgroup_size > 0 {
+            (ssc.min_subgroup_size, ssc.max_subgroup_size)
+        } else {
+            (sub.subgroup_size, sub.subgroup_size)
+        };
+        let device_type = match props.device_type {
+            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::Discrete,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::Integrated,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::Virtual,
+            vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+            _ => DeviceType::Other,
+        };
+        let driver_name = driver
+            .driver_info_as_c_str()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let limits = props.limits;
+        Probe {
+            info: DeviceInfo {
+                backend: BackendKind::Vulkan,
+                index,
+                name: props
+                    .device_name_as_c_str()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                vendor_id: props.vendor_id,
+                device_type,
+                driver: format!(
+                    "Vulkan {}.{}.{}{}",
+                    vk::api_version_major(api),
+                    vk::api_version_minor(api),
+                    vk::api_version_patch(api),
+                    if driver_name.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", driver {driver_name}")
+                    }
+                ),
+                subgroup_size: sub.subgroup_size,
+                min_subgroup_size: min_sg,
+                max_subgroup_size: max_sg,
+                subgroup_size_pinned: size_control,
+                subgroup_features: sg,
+                max_binding_bytes: limits.max_storage_buffer_range as u64,
+                binding_alignment: limits.min_storage_buffer_offset_alignment.max(4),
+                max_groups: limits.max_compute_work_group_count,
+                shared_memory_bytes: limits.max_compute_shared_memory_size,
+            },
+            api,
+            size_control,
+            size_control_ext,
+            portability_subset: has_ext(c"VK_KHR_portability_subset"),
+            int64: features.shader_int64 == vk::TRUE,
+            float64: features.shader_float64 == vk::TRUE,
+            max_block: limits.max_compute_work_group_size[0]
+                .min(limits.max_compute_work_group_invocations),
+            timestamp_period: limits.timestamp_period,
+        }
+    }
+}
+
+fn rank(t: DeviceType) -> u32 {
+    match t {
+        DeviceType::Discrete => 0,
+        DeviceType::Integrated => 1,
+        DeviceType::Virtual => 2,
+        DeviceType::Cpu => 3,
+        DeviceType::Other => 4,
+    }
+}
+
+/// Every Vulkan device on this machine, in the driver's order (indices are what
+/// [`DeviceSelector::Index`] selects).
+pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    let inst = Instance::new(false)?;
+    Ok(inst
+        .physical_devices()?
+        .into_iter()
+        .enumerate()
+        .map(|(i, pd)| probe(&inst, pd, i).info)
+        .collect())
+}
+
+/// Logical-device state that buffers need to free themselves; dropped after every buffer.
+struct Core {
+    device: ash::Device,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+    name: String,
+    _instance: Arc<Instance>,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // SAFETY: all buffers (which hold Arcs to the core) and all other device objects are
+        // gone; the allocator frees its memory blocks before the device is destroyed.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            ManuallyDrop::drop(&mut self.allocator);
+            self.device.destroy_device(None);
+        }
+    }
+}
+
+/// A buffer with its memory; frees both on drop.
+struct VkBuffer {
+    core: Arc<Core>,
+    buffer: vk::Buffer,
+    allocation: Mutex<Option<Allocation>>,
+}
+
+impl VkBuffer {
+    fn new(core: &Arc<Core>, bytes: u64, location: MemoryLocation, name: &str) -> Result<Self> {
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        let info = vk::BufferCreateInfo::default()
+            .size(bytes)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let oom = |reason: String| Error::OutOfMemory {
+            bytes,
+            device: core.name.clone(),
+            reason,
+        };
+        // SAFETY: valid create info on a live device.
+        let buffer =
+            unsafe { core.device.create_buffer(&info, None) }.map_err(|e| oom(e.to_string()))?;
+        // SAFETY: `buffer` was just created on this device.
+        let requirements = unsafe { core.device.get_buffer_memory_requirements(buffer) };
+        let allocation = lock(&core.allocator).allocate(&AllocationCreateDesc {
+            name,
+            requirements,
+            location,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
+        let allocation = match allocation {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer has no memory bound and is used nowhere.
+                unsafe { core.device.destroy_buffer(buffer, None) };
+                return Err(oom(e.to_string()));
+            }
+        };
+        // SAFETY: the allocation satisfies the buffer's requirements and is bound once.
+        let bound = unsafe {
+            core.device
+                .bind_buffer_memory(buffer, allocation.memory(), allocation.offset())
+        };
+        let this = VkBuffer {
+            core: core.clone(),
+            buffer,
+            allocation: Mutex::new(Some(allocation)),
+        };
+        bound.map_err(Error::vk("vkBindBufferMemory"))?;
+        Ok(this)
+    }
+
+    /// The mapped bytes of a host-visible buffer.
+    fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        let mut guard = lock(&self.allocation);
+        let slice = guard
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .ok_or(Error::Vulkan {
+                call: "map staging memory",
+                result: vk::Result::ERROR_MEMORY_MAP_FAILED,
+            })?;
+        Ok(f(slice))
+    }
+}
+
+impl Drop for VkBuffer {
+    fn drop(&mut self) {
+        if let Some(a) = lock(&self.allocation).take() {
+            let _ = lock(&self.core.allocator).free(a);
+        }
+        // SAFETY: work that used the buffer has finished: recorded work holds a clone of the
+        // buffer's Arc until its fence has signalled.
+        unsafe { self.core.device.destroy_buffer(self.buffer, None) };
+    }
+}
+
+/// The command buffer being recorded and what it keeps alive.
+struct Stream {
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    recording: bool,
+    commands: u32,
+    keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    staging: Vec<VkBuffer>,
+    desc_pools: Vec<vk::DescriptorPool>,
+    desc_pool_current: usize,
+}
+
+#[derive(Hash, PartialEq, Eq, Clone)]
+struct PipelineKey {
+    name: &'static str,
+    variant: &'static str,
+    block: u32,
+    consts: Vec<u32>,
+}
+
+struct Layout {
+    set: vk::DescriptorSetLayout,
+    pipeline: vk::PipelineLayout,
+}
+
+/// A Vulkan compute device.
+pub struct VulkanDevice {
+    core: Arc<Core>,
+    id: DeviceId,
+    info: DeviceInfo,
+    queue: Mutex<vk::Queue>,
+    queue_family: u32,
+    size_control: bool,
+    max_block: u32,
+    timestamp_period: f64,
+    timestamp_mask: u64,
+    query_pool: vk::QueryPool,
+    stream: Mutex<Stream>,
+    layouts: Mutex<HashMap<u32, Layout>>,
+    modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
+    pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
+}
+
+impl VulkanDevice {
+    /// Opens a device: the one `opts.device` selects, else the best one.
+    pub fn new(opts: &VulkanOptions) -> Result<Self> {
+        let validation = opts.validation
+            || std::env::var("XWARP_VALIDATION").is_ok_and(|v| v == "1" || v == "true");
+        let inst = Arc::new(Instance::new(validation)?);
+        let pds = inst.physical_devices()?;
+        let probes: Vec<Probe> = pds
+            .iter()
+            .enumerate()
+            .map(|(i, &pd)| probe(&inst, pd, i))
+            .collect();
+        let usable = |p: &Probe| {
+            p.api >= vk::API_VERSION_1_1
+                && p.info.subgroup_features.contains(SubgroupFeatures::BASIC)
+        };
+        let chosen = match &opts.device {
+            Some(sel) => probes
+                .iter()
+                .find(|p| sel.matches(p.info.index, &p.info.name)),
+            None => probes
+                .iter()
+                .filter(|p| usable(p))
+                .min_by_key(|p| (rank(p.info.device_type), p.info.index)),
+        };
+        let Some(p) = chosen else {
+            let available = probes
+                .iter()
+                .map(|p| format!("{}: {}", p.info.index, p.info.name))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(match &opts.device {
+                Some(sel) => Error::NoSuchDevice {
+                    backend: BackendKind::Vulkan,
+                    selector: sel.to_string(),
+                    available,
+                },
+                None => unavailable(format!(
+                    "no device supports Vulkan 1.1 subgroup operations in compute shaders ({available})"
+                )),
+            });
+        };
+        if !usable(p) {
+            return Err(Error::MissingFeature {
+                device: p.info.name.clone(),
+                missing: "Vulkan 1.1 with basic subgroup operations in compute shaders".into(),
+            });
+        }
+        Self::open(inst.clone(), pds[p.info.index], p)
+    }
+
+    fn open(inst: Arc<Instance>, pd: vk::PhysicalDevice, p: &Probe) -> Result<Self> {
+        let i = &inst.instance;
+        // SAFETY: `pd` belongs to the live instance.
+        let families = unsafe { i.get_physical_device_queue_family_properties(pd) };
+        let family = families
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .max_by_key(|(_, f)| {
+                (
+                    f.timestamp_valid_bits > 0,
+                    !f.queue_flags.contains(vk::QueueFlags::GRAPHICS),
+                )
+            })
+            .map(|(idx, f)| (idx as u32, f.timestamp_valid_bits))
+            .ok_or_else(|| Error::MissingFeature {
+                device: p.info.name.clone(),
+                missing: "a queue family with compute support".into(),
+            })?;
+        let priorities = [1.0f32];
+        let queue_info = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(family.0)
+            .queue_priorities(&priorities)];
+        let mut ext_names = Vec::new();
+        if p.size_control_ext && p.size_control {
+            ext_names.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+        }
+        if p.portability_subset {
+            ext_names.push(c"VK_KHR_portability_subset".as_ptr());
+        }
+        let features = vk::PhysicalDeviceFeatures::default()
+            .shader_int64(p.int64)
+            .shader_float64(p.float64);
+        let mut sscf = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
+            .subgroup_size_control(true)
+            .compute_full_subgroups(true);
+        let mut info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&ext_names)
+            .enabled_features(&features);
+        if p.size_control {
+            info = info.push_next(&mut sscf);
+        }
+        // SAFETY: the create info and its chain live until the call returns; only features
+        // the probe found supported are enabled.
+        let device =
+            unsafe { i.create_device(pd, &info, None) }.map_err(Error::vk("vkCreateDevice"))?;
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: i.clone(),
+            device: device.clone(),
+            physical_device: pd,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        let allocator = match allocator {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: nothing was created on the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(Error::OutOfMemory {
+                    bytes: 0,
+                    device: p.info.name.clone(),
+                    reason: format!("creating the allocator: {e}"),
+                });
+            }
+        };
+        let core = Arc::new(Core {
+            device,
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            name: p.info.name.clone(),
+            _instance: inst.clone(),
+        });
+        let d = &core.device;
+        // From here on, objects are owned by `Self` or by `core`, whose Drop destroys them.
+        // SAFETY: the queue family and index were requested at device creation.
+        let queue = unsafe { d.get_device_queue(family.0, 0) };
+        // SAFETY: valid create infos on a live device; each object is destroyed in Drop.
+        let (pool, fence, query_pool) = unsafe {
+            let pool = d
+                .create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(family.0)
+                        .flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                    None,
+                )
+                .map_err(Error::vk("vkCreateCommandPool"))?;
+            let fence = d
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+                .map_err(Error::vk("vkCreateFence"));
+            let fence = match fence {
+                Ok(f) => f,
+                Err(e) => {
+                    d.destroy_command_pool(pool, None);
+                    return Err(e);
+                }
+            };
+            let qp = d
+                .create_query_pool(
+                    &vk::QueryPoolCreateInfo::default()
+                        .query_type(vk::QueryType::TIMESTAMP)
+                        .query_count(2),
+                    None,
+                )
+                .map_err(Error::vk("vkCreateQueryPool"));
+            let qp = match qp {
+                Ok(q) => q,
+                Err(e) => {
+                    d.destroy_fence(fence, None);
+                    d.destroy_command_pool(pool, None);
+                    return Err(e);
+                }
+            };
+            (pool, fence, qp)
+        };
+        let mut info = p.info.clone();
+        if !p.size_control {
+            info.subgroup_size_pinned = false;
+        }
+        let this = VulkanDevice {
+            core: core.clone(),
+            id: DeviceId::fresh(),
+            info,
+            queue: Mutex::new(queue),
+            queue_family: family.0,
+            size_control: p.size_control,
+            max_block: p.max_block,
+            timestamp_period: p.timestamp_period as f64,
+            timestamp_mask: if family.1 >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << family.1) - 1
+            },
+            query_pool,
+            stream: Mutex::new(Stream {
+                pool,
+                cmd: vk::CommandBuffer::null(),
+                fence,
+                recording: false,
+                commands: 0,
+                keep: Vec::new(),
+                staging: Vec::new(),
+                desc_pools: Vec::new(),
+                desc_pool_current: 0,
+            }),
+            layouts: Mutex::new(HashMap::new()),
+            modules: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::new()),
+        };
+        // Allocated once `this` exists, so that its Drop cleans up if this fails.
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is alive and owned by this device.
+        let cmds = unsafe { this.core.device.allocate_command_buffers(&alloc) }
+            .map_err(Error::vk("vkAllocateCommandBuffers"))?;
+        lock(&this.stream).cmd = cmds[0];
+        Ok(this)
+    }
+
+    /// Validation messages (warning and error severity) collected since the device was
+    /// opened; empty when validation is off.
+    pub fn validation_messages(&self) -> Vec<String> {
+        lock(&self.core._instance.messages).clone()
+    }
+
+    /// Whether the validation layer is active on this device.
+    pub fn validation_enabled(&self) -> bool {
+        self.core._instance.debug.is_some()
+    }
+
+    /// The queue family index work is submitted to.
+    pub fn queue_family(&self) -> u32 {
+        self.queue_family
+    }
+
+    fn buffer<'a>(&self, raw: &'a RawBuffer) -> Result<&'a VkBuffer> {
+        raw.downcast::<VkBuffer>(self.id, &self.info.name)
+    }
+
+    /// Starts recording if needed, and separates the next command from earlier ones.
+    fn begin(&self, s: &mut Stream) -> Result<()> {
+        let d = &self.core.device;
+        if !s.recording {
+            // SAFETY: the command buffer is not in use: every submit waits for its fence.
+            unsafe {
+                d.begin_command_buffer(
+                    s.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )
+            }
+            .map_err(Error::vk("vkBeginCommandBuffer"))?;
+            s.recording = true;
+            s.commands = 0;
+        }
+        if s.commands > 0 {
+            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE,
+                );
+            // SAFETY: recording command buffer of this device.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    s.cmd,
+                    stages,
+                    stages,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                )
+            };
+        }
+        s.commands += 1;
+        Ok(())
+    }
+
+    /// Submits what was recorded and waits for it; releases what it kept alive.
+    fn flush(&self, s: &mut Stream) -> Result<()> {
+        if !s.recording {
+            return Ok(());
+        }
+        let d = &self.core.device;
+        s.recording = false;
+        // SAFETY: the command buffer was recorded on this device; the fence is unsignalled
+        // (reset after each wait) and the queue is externally synchronised by its mutex.
+        let result = unsafe {
+            d.end_command_buffer(s.cmd)
+                .map_err(Error::vk("vkEndCommandBuffer"))
+                .and_then(|_| {
+                    let cmds = [s.cmd];
+                    let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+                    let queue = lock(&self.queue);
+                    d.queue_submit(*queue, &[submit], s.fence)
+                        .map_err(Error::vk("vkQueueSubmit"))
+                })
+                .and_then(|_| {
+                    let waited = d
+                        .wait_for_fences(&[s.fence], true, FENCE_TIMEOUT_NS)
+                        .map_err(Error::vk("vkWaitForFences"));
+                    let reset = d
+                        .reset_fences(&[s.fence])
+                        .map_err(Error::vk("vkResetFences"));
+                    waited.and(reset)
+                })
+        };
+        if matches!(
+            result,
+            Err(Error::Vulkan {
+                result: vk::Result::TIMEOUT,
+                ..
+            })
+        ) {
+            // The GPU still uses what this submit references: wait for it rather than free
+            // memory under it.
+            // SAFETY: waiting is always allowed.
+            unsafe {
+                let _ = d.device_wait_idle();
+                let _ = d.reset_fences(&[s.fence]);
+            }
+        }
+        // SAFETY: the submit finished (or never started): the pools' objects are unused.
+        unsafe {
+            let _ = d.reset_command_pool(s.pool, vk::CommandPoolResetFlags::empty());
+            for &p in &s.desc_pools {
+                let _ = d.reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty());
+            }
+        }
+        s.desc_pool_current = 0;
+        s.keep.clear();
+        s.staging.clear();
+        result
+    }
+
+    fn layout(&self, bindings: u32) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
+        let mut layouts = lock(&self.layouts);
+        if let Some(l) = layouts.get(&bindings) {
+            return Ok((l.set, l.pipeline));
+        }
+        let d = &self.core.device;
+        let b: Vec<_> = (0..bindings)
+            .map(|i| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(i)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        // SAFETY: valid create infos on a live device; destroyed in Drop.
+        unsafe {
+            let set = d
+                .create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&b),
+                    None,
+                )
+                .map_err(Error::vk("vkCreateDescriptorSetLayout"))?;
+            let sets = [set];
+            let ranges = [vk::PushConstantRange::default()
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                .size(MAX_PARAMS as u32)];
+            let pipeline = d.create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default()
+                    .set_layouts(&sets)
+                    .push_constant_ranges(&ranges),
+                None,
+            );
+            let pipeline = match pipeline {
+                Ok(p) => p,
+                Err(e) => {
+                    d.destroy_descriptor_set_layout(set, None);
+                    return Err(Error::vk("vkCreatePipelineLayout")(e));
+                }
+            };
+            layouts.insert(bindings, Layout { set, pipeline });
+            Ok((set, pipeline))
+        }
+    }
+
+    fn pipeline(
+        &self,
+        launch: &Launch<'_>,
+    ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
+        let k = &launch.kernel;
+        let (variant, spirv) = find_shader(k.name, k.elem.name())
+            .or_else(|| find_shader(k.name, k.elem.bits_name()))
+            .ok_or_else(|| Error::MissingKernel {
+                kernel: k.name.to_string(),
+                variant: format!("element type {}", k.elem),
+            })?;
+        let (set_layout, layout) = self.layout(launch.bindings.len() as u32)?;
+        let key = PipelineKey {
+            name: k.name,
+            variant,
+            block: launch.block,
+            consts: k.consts.iter().map(|c| c.1).collect(),
+        };
+        let mut pipelines = lock(&self.pipelines);
+        if let Some(&p) = pipelines.get(&key) {
+            return Ok((p, layout, set_layout));
+        }
+        let d = &self.core.device;
+        let module = {
+            let mut modules = lock(&self.modules);
+            match modules.get(&(k.name, variant)) {
+                Some(&m) => m,
+                None => {
+                    let words =
+                        ash::util::read_spv(&mut std::io::Cursor::new(spirv)).map_err(|e| {
+                            Error::MissingKernel {
+                                kernel: k.name.to_string(),
+                                variant: format!("{variant} (corrupt SPIR-V: {e})"),
+                            }
+                        })?;
+                    // SAFETY: the words are SPIR-V produced by the build script.
+                    let m = unsafe {
+                        d.create_shader_module(
+                            &vk::ShaderModuleCreateInfo::default().code(&words),
+                            None,
+                        )
+                    }
+                    .map_err(Error::vk("vkCreateShaderModule"))?;
+                    modules.insert((k.name, variant), m);
+                    m
+                }
+            }
+        };
+        let mut data: Vec<u32> = vec![launch.block];
+        data.extend(k.consts.iter().map(|c| c.1));
+        let entries: Vec<_> = (0..data.len() as u32)
+            .map(|i| {
+                vk::SpecializationMapEntry::default()
+                    .constant_id(i)
+                    .offset(i * 4)
+                    .size(4)
+            })
+            .collect();
+        let spec = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(bytemuck::cast_slice(&data));
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.info.subgroup_size);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main")
+            .specialization_info(&spec);
+        if self.size_control {
+            stage = stage
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                .push_next(&mut required);
+        }
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(layout);
+        // SAFETY: module, layout and specialization data are alive for the call.
+        let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
+            .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
+        pipelines.insert(key, p);
+        Ok((p, layout, set_layout))
+    }
+
+    fn descriptor_set(
+        &self,
+        s: &mut Stream,
+        layout: vk::DescriptorSetLayout,
+    ) -> Result<vk::DescriptorSet> {
+        let d = &self.core.device;
+        let layouts = [layout];
+        loop {
+            if s.desc_pool_current == s.desc_pools.len() {
+                let sizes = [vk::DescriptorPoolSize::default()
+                    .ty(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(SETS_PER_POOL * MAX_BINDINGS)];
+                // SAFETY: valid create info; pools are destroyed in Drop.
+                let pool = unsafe {
+                    d.create_descriptor_pool(
+                        &vk::DescriptorPoolCreateInfo::default()
+                            .max_sets(SETS_PER_POOL)
+                            .pool_sizes(&sizes),
+                        None,
+                    )
+                }
+                .map_err(Error::vk("vkCreateDescriptorPool"))?;
+                s.desc_pools.push(pool);
+            }
+            let pool = s.desc_pools[s.desc_pool_current];
+            // SAFETY: pool and layout are alive; sets are freed by resetting the pool after
+            // the submit that uses them has finished.
+            match unsafe {
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(pool)
+                        .set_layouts(&layouts),
+                )
+            } {
+                Ok(sets) => return Ok(sets[0]),
+                Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY)
+                | Err(vk::Result::ERROR_FRAGMENTED_POOL) => {
+                    s.desc_pool_current += 1;
+                }
+                Err(e) => return Err(Error::vk("vkAllocateDescriptorSets")(e)),
+            }
+        }
+    }
+
+    fn check_launch(&self, launch: &Launch<'_>) -> Result<()> {
+        let sg = self.info.subgroup_size.max(1);
+        if launch.block == 0
+            || launch.block % 32 != 0
+            || launch.block % sg != 0
+            || launch.block > self.max_block
+        {
+            return Err(Error::invalid(
+                "block",
+                launch.block,
+                format!(
+                    "a multiple of 32 and of the subgroup size {sg}, at most {}",
+                    self.max_block
+                ),
+            ));
+        }
+        for (i, (&g, &max)) in launch.groups.iter().zip(&self.info.max_groups).enumerate() {
+            if g == 0 || g > max {
+                return Err(Error::invalid(
+                    if i == 0 { "groups[0]" } else { "groups[1]" },
+                    g,
+                    format!("1..={max}"),
+                ));
+            }
+        }
+        if launch.params.len() > MAX_PARAMS {
+            return Err(Error::invalid(
+                "params",
+                launch.params.len(),
+                format!("at most {MAX_PARAMS} bytes"),
+            ));
+        }
+        if launch.bindings.is_empty() || launch.bindings.len() > MAX_BINDINGS as usize {
+            return Err(Error::invalid(
+                "bindings",
+                launch.bindings.len(),
+                format!("1..={MAX_BINDINGS}"),
+            ));
+        }
+        for b in launch.bindings {
+            b.buffer.check_range(b.offset, b.bytes)?;
+            if b.bytes == 0 || b.bytes > self.info.max_binding_bytes {
+                return Err(Error::invalid(
+                    "binding.bytes",
+                    b.bytes,
+                    format!(
+                        "1..={} (the device's maxStorageBufferRange)",
+                        self.info.max_binding_bytes
+                    ),
+                ));
+            }
+            if b.offset % self.info.binding_alignment != 0 {
+                return Err(Error::invalid(
+                    "binding.offset",
+                    b.offset,
+                    format!("a multiple of {}", self.info.binding_alignment),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Device for VulkanDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn id(&self) -> DeviceId {
+        self.id
+    }
+
+    fn alloc(&self, bytes: u64) -> Result<RawBuffer> {
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        let buf = VkBuffer::new(&self.core, bytes, MemoryLocation::GpuOnly, "xwarp buffer")?;
+        Ok(RawBuffer::new(
+            Arc::new(buf),
+            bytes,
+            self.id,
+            &self.info.name,
+        ))
+    }
+
+    fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        dst.check_range(offset, src.len() as u64)?;
+        let target = self.buffer(dst)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let staging = VkBuffer::new(
+            &self.core,
+            src.len() as u64,
+            MemoryLocation::CpuToGpu,
+            "xwarp upload",
+        )?;
+        staging.with_mapped(|m| m[..src.len()].copy_from_slice(src))?;
+        let mut s = lock(&self.stream);
+        self.begin(&mut s)?;
+        let region = vk::BufferCopy::default()
+            .dst_offset(offset)
+            .size(src.len() as u64);
+        // SAFETY: both buffers are alive until the submit finishes (kept in the stream) and
+        // the region lies inside both.
+        unsafe {
+            self.core
+                .device
+                .cmd_copy_buffer(s.cmd, staging.buffer, target.buffer, &[region])
+        };
+        s.keep.push(dst.keep_alive());
+        s.staging.push(staging);
+        Ok(())
+    }
+
+    fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        src.check_range(offset, dst.len() as u64)?;
+        let source = self.buffer(src)?;
+        if dst.is_empty() {
+            return self.synchronize();
+        }
+        let staging = VkBuffer::new(
+            &self.core,
+            dst.len() as u64,
+            MemoryLocation::GpuToCpu,
+            "xwarp download",
+        )?;
+        let mut s = lock(&self.stream);
+        self.begin(&mut s)?;
+        let region = vk::BufferCopy::default()
+            .src_offset(offset)
+            .size(dst.len() as u64);
+        let to_host = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ);
+        // SAFETY: both buffers are alive until the wait below; the region lies inside both.
+        unsafe {
+            let d = &self.core.device;
+            d.cmd_copy_buffer(s.cmd, source.buffer, staging.buffer, &[region]);
+            d.cmd_pipeline_barrier(
+                s.cmd,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[to_host],
+                &[],
+                &[],
+            );
+        }
+        s.keep.push(src.keep_alive());
+        self.flush(&mut s)?;
+        drop(s);
+        staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
+    }
+
+    fn launch(&self, launch: &Launch<'_>) -> Result<()> {
+        self.check_launch(launch)?;
+        let buffers = launch
+            .bindings
+            .iter()
+            .map(|b| self.buffer(b.buffer))
+            .collect::<Result<Vec<_>>>()?;
+        let (pipeline, layout, set_layout) = self.pipeline(launch)?;
+        let mut s = lock(&self.stream);
+        let set = self.descriptor_set(&mut s, set_layout)?;
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
+            .bindings
+            .iter()
+            .zip(&buffers)
+            .map(|(b, vb)| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(vb.buffer)
+                    .offset(b.offset)
+                    .range(b.bytes)]
+            })
+            .collect();
+        let writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        let mut params = [0u8; MAX_PARAMS];
+        params[..launch.params.len()].copy_from_slice(launch.params);
+        self.begin(&mut s)?;
+        // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
+        // buffers are alive until the submit finishes; ranges and limits were checked above.
+        unsafe {
+            let d = &self.core.device;
+            d.update_descriptor_sets(&writes, &[]);
+            d.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(
+                s.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &[set],
+                &[],
+            );
+            d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
+            d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1);
+        }
+        for b in launch.bindings {
+            s.keep.push(b.buffer.keep_alive());
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        let mut s = lock(&self.stream);
+        self.flush(&mut s)
+    }
+
+    fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        if self.timestamp_mask == 0 {
+            return Err(Error::MissingFeature {
+                device: self.info.name.clone(),
+                missing: "timestamp queries on its compute queue".into(),
+            });
+        }
+        {
+            let mut s = lock(&self.stream);
+            self.flush(&mut s)?;
+            self.begin(&mut s)?;
+            // SAFETY: recording command buffer; the query pool holds 2 queries.
+            unsafe {
+                let d = &self.core.device;
+                d.cmd_reset_query_pool(s.cmd, self.query_pool, 0, 2);
+                d.cmd_write_timestamp(
+                    s.cmd,
+                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    self.query_pool,
+                    0,
+                );
+            }
+        }
+        let worked = work();
+        let mut s = lock(&self.stream);
+        self.begin(&mut s)?;
+        // SAFETY: recording command buffer; query 1 was reset above.
+        unsafe {
+            self.core.device.cmd_write_timestamp(
+                s.cmd,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                self.query_pool,
+                1,
+            )
+        };
+        self.flush(&mut s)?;
+        worked?;
+        let mut stamps = [0u64; 2];
+        // SAFETY: both queries were written by the finished submit.
+        unsafe {
+            self.core.device.get_query_pool_results(
+                self.query_pool,
+                0,
+                &mut stamps,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(Error::vk("vkGetQueryPoolResults"))?;
+        let ticks = (stamps[1] & self.timestamp_mask).wrapping_sub(stamps[0] & self.timestamp_mask)
+            & self.timestamp_mask;
+        Ok(Duration::from_nanos(
+            (ticks as f64 * self.timestamp_period) as u64,
+        ))
+    }
+}
+
+impl Drop for VulkanDevice {
+    fn drop(&mut self) {
+        let mut s = lock(&self.stream);
+        let _ = self.flush(&mut s);
+        let d = &self.core.device;
+        // SAFETY: the device is idle; every object below was created here and is destroyed
+        // once, in reverse order of creation. Buffers still held by the caller keep `core`
+        // (device and allocator) alive until they drop.
+        unsafe {
+            let _ = d.device_wait_idle();
+            for (_, p) in lock(&self.pipelines).drain() {
+                d.destroy_pipeline(p, None);
+            }
+            for (_, m) in lock(&self.modules).drain() {
+                d.destroy_shader_module(m, None);
+            }
+            for (_, l) in lock(&self.layouts).drain() {
+                d.destroy_pipeline_layout(l.pipeline, None);
+                d.destroy_descriptor_set_layout(l.set, None);
+            }
+            for p in s.desc_pools.drain(..) {
+                d.destroy_descriptor_pool(p, None);
+            }
+            d.destroy_query_pool(self.query_pool, None);
+            d.destroy_fence(s.fence, None);
+            d.destroy_command_pool(s.pool, None);
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Backend selection, device facts, buffers, timing, and typed errors when a driver is missing.
+
+mod common;
+
+use common::{for_each_device, open_vulkan};
+use std::sync::Arc;
+use xwarp::backend::{BackendChoice, DeviceSelector};
+use xwarp::device::{Binding, Kernel, Launch, SubgroupFeatures};
+use xwarp::shfl::ShflOp;
+use xwarp::vulkan::{VulkanDevice, VulkanOptions};
+use xwarp::{BackendKind, Device, DeviceVec, ElemKind, Error, Rng};
+
+#[test]
+fn backend_choice_parses_and_rejects_unknown_names() {
+    assert_eq!(
+        "cuda".parse::<BackendChoice>().unwrap(),
+        BackendChoice::Cuda
+    );
+    assert_eq!(
+        "Vulkan".parse::<BackendChoice>().unwrap(),
+        BackendChoice::Vulkan
+    );
+    assert_eq!(
+        "auto".parse::<BackendChoice>().unwrap(),
+        BackendChoice::Auto
+    );
+    match "metal".parse::<BackendChoice>() {
+        Err(Error::InvalidParameter {
+            name,
+            value,
+            allowed,
+        }) => {
+            assert_eq!((name, value.as_str()), ("backend", "metal"));
+            assert!(allowed.contains("vulkan") && allowed.contains("cuda"));
+        }
+        other => panic!("expected InvalidParameter, got {other:?}"),
+    }
+    assert_eq!(
+        "1".parse::<DeviceSelector>().unwrap(),
+        DeviceSelector::Index(1)
+    );
+    assert_eq!(
+        "llvm".parse::<DeviceSelector>().unwrap(),
+        DeviceSelector::Name("llvm".into())
+    );
+}
+
+#[test]
+fn cuda_backend_is_a_typed_error_or_a_working_device() {
+    match xwarp::cuda::available() {
+        Err(Error::BackendUnavailable { backend, reason }) => {
+            assert_eq!(backend, BackendKind::Cuda);
+            assert!(!reason.is_empty());
+            assert!(matches!(
+                xwarp::cuda::CudaDevice::new(0),
+                Err(Error::BackendUnavailable {
+                    backend: BackendKind::Cuda,
+                    ..
+                })
+            ));
+            // Auto falls back to Vulkan when CUDA is missing.
+            let dev = xwarp::backend::open(&Default::default()).unwrap();
+            assert_eq!(dev.info().backend, BackendKind::Vulkan);
+        }
+        Err(other) => panic!("expected BackendUnavailable, got {other:?}"),
+        Ok(count) => {
+            assert!(count > 0);
+            let dev = xwarp::cuda::CudaDevice::new(0).unwrap();
+            assert_eq!(
+                (dev.info().subgroup_size, dev.info().vendor_id),
+                (32, 0x10de)
+            );
+            assert!(matches!(
+                xwarp::cuda::CudaDevice::new(count),
+                Err(Error::NoSuchDevice {
+                    backend: BackendKind::Cuda,
+                    ..
+                })
+            ));
+            let auto = xwarp::backend::open(&Default::default()).unwrap();
+            assert_eq!(auto.info().backend, BackendKind::Cuda);
+        }
+    }
+}
+
+#[test]
+fn vulkan_device_facts_are_consistent() {
+    let vk = open_vulkan();
+    let info = vk.info();
+    assert_eq!(info.backend, BackendKind::Vulkan);
+    assert!(info.subgroup_size.is_power_of_two(), "{info}");
+    assert!(
+        (info.min_subgroup_size..=info.max_subgroup_size).contains(&info.subgroup_size),
+        "{info}"
+    );
+    assert!(
+        info.subgroup_features.contains(SubgroupFeatures::BASIC),
+        "{info}"
+    );
+    assert!(info.max_binding_bytes >= 1 << 27, "{info}");
+    // llvmpipe's subgroup size follows LP_NATIVE_VECTOR_WIDTH (bits): 128 → 4, 256 → 8, 512 → 16.
+    if info.name.contains("llvmpipe") {
+        let width: u32 = std::env::var("LP_NATIVE_VECTOR_WIDTH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256);
+        assert_eq!(info.subgroup_size, width / 32, "{info}");
+    }
+}
+
+#[test]
+fn vulkan_device_selection_by_index_and_name() {
+    let list = xwarp::vulkan::list_devices().unwrap();
+    assert!(!list.is_empty());
+    let first = &list[0];
+    let by_index = VulkanDevice::new(&VulkanOptions {
+        device: Some(DeviceSelector::Index(0)),
+        validation: false,
+    })
+    .unwrap();
+    assert_eq!(by_index.info().name, first.name);
+    let part: String = first.name.chars().take(4).collect();
+    let by_name = VulkanDevice::new(&VulkanOptions {
+        device: Some(DeviceSelector::Name(part.to_uppercase())),
+        validation: false,
+    })
+    .unwrap();
+    assert_eq!(by_name.info().name, first.name);
+    match VulkanDevice::new(&VulkanOptions {
+        device: Some(DeviceSelector::Name("no-such-gpu".into())),
+        validation: false,
+    }) {
+        Err(Error::NoSuchDevice {
+            backend,
+            selector,
+            available,
+        }) => {
+            assert_eq!(
+                (backend, selector.as_str()),
+                (BackendKind::Vulkan, "no-such-gpu")
+            );
+            assert!(available.contains(&first.name));
+        }
+        Err(e) => panic!("expected NoSuchDevice, got {e:?}"),
+        Ok(_) => panic!("expected NoSuchDevice, got a device"),
+    }
+}
+
+#[test]
+fn buffers_round_trip_at_awkward_lengths() {
+    let mut rng = Rng::new(common::seed());
+    for_each_device(|d| {
+        for n in [1usize, 31, 33, 4097, 1_000_003] {
+            let data: Vec<u64> = rng.vec(n);
+            let v = DeviceVec::from_slice(&*d.dev, &data).unwrap();
+            assert_eq!(v.to_vec(&*d.dev).unwrap(), data, "{} n={n}", d.label);
+        }
+    });
+}
+
+#[test]
+fn buffer_of_another_device_is_refused() {
+    let a = open_vulkan();
+    let b: Arc<dyn Device> = open_vulkan();
+    let buf = DeviceVec::from_slice(&*a, &[1i32, 2, 3]).unwrap();
+    let mut out = [0u8; 12];
+    match b.read(buf.raw(), 0, &mut out) {
+        Err(Error::ForeignBuffer { .. }) => {}
+        other => panic!("expected ForeignBuffer, got {other:?}"),
+    }
+    let mut dst = DeviceVec::<i32>::alloc(&*b, 3).unwrap();
+    assert!(matches!(
+        xwarp::shfl::shfl(&*b, ShflOp::Up { delta: 1 }, 4, &buf, &mut dst),
+        Err(Error::ForeignBuffer { .. })
+    ));
+    assert_eq!(buf.to_vec(&*a).unwrap(), [1, 2, 3]);
+}
+
+#[test]
+fn out_of_range_transfers_and_launches_are_refused() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let buf = DeviceVec::from_slice(dev, &[5u32; 8]).unwrap();
+        assert!(matches!(
+            dev.write(buf.raw(), 30, &[0; 4]),
+            Err(Error::OutOfBounds { .. })
+        ));
+        let mut out = [0u8; 8];
+        assert!(matches!(
+            dev.read(buf.raw(), 28, &mut out),
+            Err(Error::OutOfBounds { .. })
+        ));
+        let consts = [("OP", 0), ("SEGM", 1)];
+        let kernel = Kernel {
+            name: "shfl",
+            elem: ElemKind::U32,
+            consts: &consts,
+        };
+        let params = [8u32, 0, 32, 0];
+        let too_long = Binding {
+            buffer: buf.raw(),
+            offset: 0,
+            bytes: 64,
+        };
+        let launch = Launch {
+            kernel,
+            block: 256,
+            groups: [1, 1],
+            bindings: &[too_long, buf.binding(0, 8)],
+            params: bytemuck::cast_slice(&params),
+        };
+        assert!(
+            matches!(dev.launch(&launch), Err(Error::OutOfBounds { .. })),
+            "{}",
+            d.label
+        );
+        let bad_block = Launch {
+            block: 100,
+            bindings: &[buf.binding(0, 8), buf.binding(0, 8)],
+            ..launch
+        };
+        assert!(matches!(
+            dev.launch(&bad_block),
+            Err(Error::InvalidParameter { name: "block", .. })
+        ));
+        let missing = Launch {
+            kernel: Kernel {
+                name: "no_such_kernel",
+                ..kernel
+            },
+            ..bad_block
+        };
+        let missing = Launch {
+            block: 256,
+            ..missing
+        };
+        assert!(
+            matches!(dev.launch(&missing), Err(Error::MissingKernel { .. })),
+            "{}",
+            d.label
+        );
+        assert_eq!(buf.to_vec(dev).unwrap(), [5; 8]);
+    });
+}
+
+#[test]
+fn gpu_timer_measures_queued_work() {
+    let mut rng = Rng::new(common::seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let data: Vec<u32> = rng.vec(1 << 20);
+        let src = DeviceVec::from_slice(dev, &data).unwrap();
+        let mut dst = DeviceVec::<u32>::alloc(dev, data.len()).unwrap();
+        let t = dev
+            .time(&mut || xwarp::shfl::shfl(dev, ShflOp::Xor { lane_mask: 1 }, 32, &src, &mut dst))
+            .unwrap();
+        assert!(t.as_nanos() > 0, "{}: {t:?}", d.label);
+        assert!(t.as_secs() < 60, "{}: {t:?}", d.label);
+        let out = dst.to_vec(dev).unwrap();
+        assert_eq!(out[0], data[1]);
+    });
+}

@@ -1,0 +1,108 @@
+//! Test harness: one device per backend, shared by the tests of a binary.
+//!
+//! The Vulkan device is opened with the validation layer (synchronization validation too)
+//! whenever the layer is installed, and every test fails on any validation message. Which
+//! backends must be present is set by `XWARP_TEST_BACKENDS` (default `vulkan`; the CUDA backend
+//! is tested whenever it is available). A backend that is required but missing fails the tests.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+use xwarp::backend::DeviceSelector;
+use xwarp::vulkan::{VulkanDevice, VulkanOptions};
+use xwarp::Device;
+
+pub struct TestDevice {
+    pub label: String,
+    pub dev: Arc<dyn Device>,
+    pub vulkan: Option<Arc<VulkanDevice>>,
+}
+
+fn required() -> Vec<String> {
+    std::env::var("XWARP_TEST_BACKENDS")
+        .unwrap_or_else(|_| "vulkan".into())
+        .split(',')
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+pub fn open_vulkan() -> Arc<VulkanDevice> {
+    let device = std::env::var("XWARP_TEST_VULKAN_DEVICE").ok().map(|s| {
+        s.parse::<DeviceSelector>()
+            .expect("XWARP_TEST_VULKAN_DEVICE")
+    });
+    let dev = VulkanDevice::new(&VulkanOptions {
+        device,
+        validation: true,
+    })
+    .expect("the Vulkan backend opens (install libvulkan1 and mesa-vulkan-drivers)");
+    Arc::new(dev)
+}
+
+pub fn devices() -> &'static [TestDevice] {
+    static DEVICES: OnceLock<Vec<TestDevice>> = OnceLock::new();
+    DEVICES.get_or_init(|| {
+        let required = required();
+        let mut list = Vec::new();
+        let vk = open_vulkan();
+        eprintln!(
+            "testing {} (validation layer {})",
+            vk.info(),
+            if vk.validation_enabled() {
+                "on"
+            } else {
+                "not installed"
+            }
+        );
+        list.push(TestDevice {
+            label: format!("vulkan:{}", vk.info().name),
+            dev: vk.clone(),
+            vulkan: Some(vk),
+        });
+        match xwarp::cuda::available() {
+            Ok(_) => {
+                let dev = Arc::new(xwarp::cuda::CudaDevice::new(0).expect("CUDA device 0 opens"));
+                eprintln!("testing {}", dev.info());
+                list.push(TestDevice {
+                    label: format!("cuda:{}", dev.info().name),
+                    dev,
+                    vulkan: None,
+                });
+            }
+            Err(e) => {
+                assert!(
+                    !required.iter().any(|r| r == "cuda"),
+                    "CUDA is required but unavailable: {e}"
+                );
+                eprintln!("CUDA not tested: {e}");
+            }
+        }
+        list
+    })
+}
+
+/// Runs `f` on every test device, then fails on any Vulkan validation message.
+pub fn for_each_device(mut f: impl FnMut(&TestDevice)) {
+    for d in devices() {
+        f(d);
+        if let Some(vk) = &d.vulkan {
+            let messages = vk.validation_messages();
+            assert!(
+                messages.is_empty(),
+                "{}: validation messages:\n{}",
+                d.label,
+                messages.join("\n")
+            );
+        }
+    }
+}
+
+/// A fresh seed per run, printed so a failure can be replayed with `XWARP_SEED`.
+pub fn seed() -> u64 {
+    let seed = std::env::var("XWARP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
+    eprintln!("seed {seed} (replay with XWARP_SEED={seed})");
+    seed
+}
