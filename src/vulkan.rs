@@ -49,6 +49,37 @@ pub struct VulkanOptions {
     pub validation: bool,
 }
 
+/// Opening and closing instances and devices, enumerating them, and allocating and freeing
+/// memory run one at a time in the process. NVIDIA's 580 driver was seen to deadlock (a thread
+/// opening and closing devices spinning inside the driver, a thread working on another device
+/// blocked on one of the driver's mutexes) when threads did these concurrently. They are rare
+/// operations, so serialising them costs nothing that matters; submits and waits stay
+/// concurrent.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static LIFECYCLE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Holds [`LIFECYCLE`]; reentrant, so that error paths inside a held section may drop objects
+/// whose destructors take it again.
+struct LifecycleGuard(#[allow(dead_code)] Option<MutexGuard<'static, ()>>);
+
+impl Drop for LifecycleGuard {
+    fn drop(&mut self) {
+        LIFECYCLE_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+fn lifecycle() -> LifecycleGuard {
+    let depth = LIFECYCLE_DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    LifecycleGuard((depth == 0).then(|| lock(&LIFECYCLE)))
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks cannot leave Vulkan state half-changed in a way
     // later calls depend on, so a poisoned lock is used as it is.
@@ -73,6 +104,7 @@ struct Instance {
 
 impl Instance {
     fn new(validation: bool) -> Result<Self> {
+        let _guard = lifecycle();
         // SAFETY: loads the system's Vulkan loader; `entry` is stored beside every object made
         // through it and dropped after them.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
@@ -172,14 +204,17 @@ impl Instance {
                 .user_data(&*this.messages as *const Mutex<Vec<String>> as *mut c_void);
             // SAFETY: the user data points into `this.messages`, a Box that lives until the
             // messenger is destroyed in `Drop`.
-            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
-                .map_err(Error::vk("vkCreateDebugUtilsMessengerEXT"))?;
-            this.debug = Some((loader, messenger));
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) };
+            this.debug = Some((
+                loader,
+                messenger.map_err(Error::vk("vkCreateDebugUtilsMessengerEXT"))?,
+            ));
         }
         Ok(this)
     }
 
     fn physical_devices(&self) -> Result<Vec<vk::PhysicalDevice>> {
+        let _guard = lifecycle();
         // SAFETY: the instance is alive.
         let devices = unsafe { self.instance.enumerate_physical_devices() }
             .map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
@@ -195,6 +230,7 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        let _guard = lifecycle();
         // SAFETY: every object made from the instance was destroyed before (they hold Arcs
         // to it); the messenger goes before the instance it belongs to.
         unsafe {
@@ -243,6 +279,7 @@ struct Probe {
 }
 
 fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
+    let _guard = lifecycle();
     let i = &inst.instance;
     // SAFETY: `pd` was enumerated from this live instance; the chained structs outlive the
     // calls, and only structs of the device's API version or extensions are chained.
@@ -385,6 +422,7 @@ fn rank(t: DeviceType) -> u32 {
 /// Every Vulkan device on this machine, in the driver's order (indices are what
 /// [`DeviceSelector::Index`] selects).
 pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    let _guard = lifecycle();
     let inst = Instance::new(false)?;
     Ok(inst
         .physical_devices()?
@@ -404,6 +442,7 @@ struct Core {
 
 impl Drop for Core {
     fn drop(&mut self) {
+        let _guard = lifecycle();
         // SAFETY: all buffers (which hold Arcs to the core) and all other device objects are
         // gone; the allocator frees its memory blocks before the device is destroyed.
         unsafe {
@@ -423,6 +462,7 @@ struct VkBuffer {
 
 impl VkBuffer {
     fn new(core: &Arc<Core>, bytes: u64, location: MemoryLocation, name: &str) -> Result<Self> {
+        let _guard = lifecycle();
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;
@@ -485,6 +525,7 @@ impl VkBuffer {
 
 impl Drop for VkBuffer {
     fn drop(&mut self) {
+        let _guard = lifecycle();
         if let Some(a) = lock(&self.allocation).take() {
             let _ = lock(&self.core.allocator).free(a);
         }
@@ -541,6 +582,7 @@ pub struct VulkanDevice {
 impl VulkanDevice {
     /// Opens a device: the one `opts.device` selects, else the best one.
     pub fn new(opts: &VulkanOptions) -> Result<Self> {
+        let _guard = lifecycle();
         let validation = opts.validation
             || std::env::var("XWARP_VALIDATION").is_ok_and(|v| v == "1" || v == "true");
         let inst = Arc::new(Instance::new(validation)?);
@@ -1320,6 +1362,7 @@ impl Drop for VulkanDevice {
     fn drop(&mut self) {
         let mut s = lock(&self.stream);
         let _ = self.flush(&mut s);
+        let _guard = lifecycle();
         let d = &self.core.device;
         // SAFETY: the device is idle; every object below was created here and is destroyed
         // once, in reverse order of creation. Buffers still held by the caller keep `core`
