@@ -1,5 +1,6 @@
 // Shared by every xwarp compute shader; the twin of cuda/common.cuh.
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 
 // Bit containers for kernels that only move data: 64-bit values travel as two 32-bit halves,
 // as CUDA moves them through __shfl_*_sync.
@@ -9,6 +10,27 @@
 #elif defined(XW_TYPE_B64)
 #define WORD uvec2
 #define WORD_ZERO uvec2(0u)
+#endif
+
+// Element types for kernels that compute: T is the element type; XW_T_64 marks 64-bit types
+// (which need shaderInt64 / shaderFloat64), XW_T_FLOAT floating-point ones.
+#if defined(XW_TYPE_I32)
+#define T int
+#elif defined(XW_TYPE_U32)
+#define T uint
+#elif defined(XW_TYPE_F32)
+#define T float
+#define XW_T_FLOAT 1
+#elif defined(XW_TYPE_I64)
+#define T int64_t
+#define XW_T_64 1
+#elif defined(XW_TYPE_U64)
+#define T uint64_t
+#define XW_T_64 1
+#elif defined(XW_TYPE_F64)
+#define T double
+#define XW_T_64 1
+#define XW_T_FLOAT 1
 #endif
 
 // The warp of the CUDA programming model, which the CUDA-exact kernels reproduce whatever the

@@ -38,7 +38,12 @@ const COMMON: &str = include_str!("../cuda/common.cuh");
 
 /// Every CUDA kernel source, by kernel name (the file stem and entry point). Adding a kernel is
 /// one line here.
-const SOURCES: &[(&str, &str)] = &[("shfl", include_str!("../cuda/shfl.cu"))];
+const SOURCES: &[(&str, &str)] = &[
+    ("shfl", include_str!("../cuda/shfl.cu")),
+    ("vote", include_str!("../cuda/vote.cu")),
+    ("compact", include_str!("../cuda/compact.cu")),
+    ("reduce", include_str!("../cuda/reduce.cu")),
+];
 
 /// The embedded source of kernel `name`, if there is one.
 fn source(name: &str) -> Option<&'static str> {
@@ -207,6 +212,8 @@ fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         binding_alignment: BINDING_ALIGNMENT,
         max_groups: [i32::MAX as u32, 65535, 65535],
         shared_memory_bytes: u32::try_from(shared).unwrap_or(0),
+        int64: true,
+        float64: true,
     };
     Ok(Probe {
         info,

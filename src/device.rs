@@ -147,6 +147,10 @@ pub struct DeviceInfo {
     pub max_groups: [u32; 3],
     /// Shared (workgroup) memory per workgroup, bytes.
     pub shared_memory_bytes: u32,
+    /// Whether kernels may compute on 64-bit integers (Vulkan `shaderInt64`).
+    pub int64: bool,
+    /// Whether kernels may compute on `f64` (Vulkan `shaderFloat64`).
+    pub float64: bool,
 }
 
 impl DeviceInfo {

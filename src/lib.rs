@@ -9,14 +9,17 @@
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 
 pub mod backend;
+pub mod compact;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod element;
 pub mod error;
 pub mod plan;
+pub mod reduce;
 pub mod shfl;
 pub mod validate;
+pub mod vote;
 pub mod vulkan;
 
 pub use device::{BackendKind, Device, DeviceInfo, DeviceVec};

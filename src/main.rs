@@ -143,9 +143,9 @@ fn validate(
     let seed = seed.unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
     println!("seed {seed}");
     let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
-    let (passed, failed) = xwarp::validate::run_all(&refs, quick, seed, &mut |r| println!("{r}"));
-    println!("{passed} passed, {failed} failed");
-    Ok(if failed == 0 {
+    let tally = xwarp::validate::run_all(&refs, quick, seed, &mut |r| println!("{r}"));
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    Ok(if tally.failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

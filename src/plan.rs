@@ -1,6 +1,7 @@
 //! Grid planning shared by every algorithm, for every backend.
 
-use crate::device::DeviceInfo;
+use crate::device::{DeviceInfo, SubgroupFeatures};
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 
 /// Threads per workgroup for the element-wise kernels: a multiple of 32 and of every subgroup
@@ -33,4 +34,32 @@ pub fn chunk_elems(info: &DeviceInfo, elem_size: usize, granule: u64) -> u64 {
     let by_binding = info.max_binding_bytes / elem_size as u64;
     let limit = by_binding.min(1 << 30);
     (limit / granule * granule).max(granule)
+}
+
+/// Checks that the device can run kernels that compute on `elem` and use the subgroup
+/// operation classes `ops`.
+pub fn require(info: &DeviceInfo, elem: ElemKind, ops: SubgroupFeatures) -> Result<()> {
+    let missing_type = match elem {
+        ElemKind::I64 | ElemKind::U64 if !info.int64 => {
+            Some("shaderInt64 (64-bit integer kernels)")
+        }
+        ElemKind::F64 if !info.float64 => Some("shaderFloat64 (f64 kernels)"),
+        _ => None,
+    };
+    if let Some(missing) = missing_type {
+        return Err(Error::MissingFeature {
+            device: info.name.clone(),
+            missing: missing.into(),
+        });
+    }
+    if !info.subgroup_features.contains(ops) {
+        return Err(Error::MissingFeature {
+            device: info.name.clone(),
+            missing: format!(
+                "subgroup operations {} in compute shaders",
+                info.subgroup_features.missing(ops)
+            ),
+        });
+    }
+    Ok(())
 }

@@ -28,7 +28,7 @@
 //! ```
 
 use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
-use crate::element::Element;
+use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
 use crate::plan;
 use std::fmt;
@@ -219,17 +219,12 @@ fn run<T: Element>(
 ) -> Result<()> {
     validate(op, width, input.len(), output.len())?;
     let info = dev.info();
-    let needed =
-        SubgroupFeatures::BASIC | SubgroupFeatures::SHUFFLE | SubgroupFeatures::SHUFFLE_RELATIVE;
-    if !info.subgroup_features.contains(needed) {
-        return Err(Error::MissingFeature {
-            device: info.name.clone(),
-            missing: format!(
-                "subgroup operations {} in compute shaders",
-                info.subgroup_features.missing(needed)
-            ),
-        });
-    }
+    plan::require(
+        info,
+        // Shuffles only move bits: no 64-bit arithmetic is needed.
+        ElemKind::U32,
+        SubgroupFeatures::BASIC | SubgroupFeatures::SHUFFLE | SubgroupFeatures::SHUFFLE_RELATIVE,
+    )?;
     let consts = [("OP", op.code()), ("SEGM", segm as u32)];
     let kernel = Kernel {
         name: "shfl",

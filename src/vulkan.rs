@@ -395,6 +395,8 @@ fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
                 binding_alignment: limits.min_storage_buffer_offset_alignment.max(4),
                 max_groups: limits.max_compute_work_group_count,
                 shared_memory_bytes: limits.max_compute_shared_memory_size,
+                int64: features.shader_int64 == vk::TRUE,
+                float64: features.shader_float64 == vk::TRUE,
             },
             api,
             size_control,

@@ -6,7 +6,8 @@ mod common;
 use common::{devices, for_each_device, seed};
 use xwarp::cpu;
 use xwarp::shfl::{shfl, shfl_host, shfl_xor_array_host, ShflOp};
-use xwarp::validate::{first_mismatch, run_shfl, shfl_cases, ShflCase};
+use xwarp::validate::first_mismatch;
+use xwarp::validate::shfl::{run_shfl, shfl_cases, ShflCase};
 use xwarp::{with_elem, DeviceVec, ElemKind, Element, Error, Rng};
 
 fn iota(n: i32) -> Vec<i32> {

@@ -2,4 +2,7 @@
 //! like its shader (`shaders/NAME.comp`) and CUDA twin (`cuda/NAME.cu`). Tests and
 //! `xwarp validate` compare every GPU result with these.
 
+pub mod compact;
+pub mod reduce;
 pub mod shfl;
+pub mod vote;

@@ -3,13 +3,16 @@
 //! buffers are poisoned before each run so unwritten elements are caught, and results are
 //! compared bit for bit.
 
-use crate::cpu;
-use crate::device::{Device, DeviceVec};
-use crate::element::{ElemKind, Element, Rng};
+use crate::device::Device;
+use crate::element::{Element, Rng};
 use crate::error::Result;
-use crate::shfl::{self, ShflOp, SEGM};
 use std::collections::HashSet;
 use std::fmt;
+
+pub mod compact;
+pub mod reduce;
+pub mod shfl;
+pub mod vote;
 
 /// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`].
 #[macro_export]
@@ -87,130 +90,6 @@ pub fn poison_value<T: Element>(values: &[T]) -> T {
     }
 }
 
-/// One shuffle case.
-#[derive(Clone, Copy, Debug)]
-pub struct ShflCase {
-    /// The shuffle.
-    pub op: ShflOp,
-    /// Segment width.
-    pub width: u32,
-    /// Values per lane: 1, or [`SEGM`] for the register-array exchange.
-    pub segm: usize,
-    /// Element type.
-    pub elem: ElemKind,
-    /// Input length.
-    pub n: usize,
-}
-
-impl fmt::Display for ShflCase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = if self.segm == 1 {
-            "shfl"
-        } else {
-            "shfl_xor_array"
-        };
-        write!(
-            f,
-            "{name} {} width={} {} n={}",
-            self.op, self.width, self.elem, self.n
-        )
-    }
-}
-
-/// The lane arguments worth testing for each shuffle: both ends of the range, small values,
-/// and values that cross segment boundaries.
-pub fn shfl_ops() -> Vec<ShflOp> {
-    let mut ops = Vec::new();
-    for a in [0, 2, 13, 31, 100] {
-        ops.push(ShflOp::Broadcast { src_lane: a });
-    }
-    for a in [0, 1, 2, 7, 31] {
-        ops.push(ShflOp::Up { delta: a });
-        ops.push(ShflOp::Down { delta: a });
-    }
-    for a in [-31, -2, 1, 2, 17] {
-        ops.push(ShflOp::Wrap { offset: a });
-    }
-    for a in [0, 1, 6, 16, 31] {
-        ops.push(ShflOp::Xor { lane_mask: a });
-    }
-    ops
-}
-
-/// Every shuffle case: all ops, widths and types at small awkward lengths, and each op and
-/// type at a length of about a million (all at one width and length in `quick` mode).
-pub fn shfl_cases(quick: bool) -> Vec<ShflCase> {
-    let mut cases = Vec::new();
-    let small: &[usize] = if quick { &[33] } else { &[1, 31, 33, 1000] };
-    let widths: &[u32] = if quick { &[8, 32] } else { &[2, 4, 8, 16, 32] };
-    for elem in ElemKind::ALL {
-        for &width in widths {
-            for op in shfl_ops() {
-                for &n in small {
-                    cases.push(ShflCase {
-                        op,
-                        width,
-                        segm: 1,
-                        elem,
-                        n,
-                    });
-                }
-            }
-            for lane_mask in [1, 3, 16] {
-                for &n in small {
-                    let op = ShflOp::Xor { lane_mask };
-                    cases.push(ShflCase {
-                        op,
-                        width,
-                        segm: SEGM,
-                        elem,
-                        n: n * 2 + 1,
-                    });
-                }
-            }
-        }
-        if !quick {
-            for op in [
-                ShflOp::Broadcast { src_lane: 5 },
-                ShflOp::Up { delta: 3 },
-                ShflOp::Down { delta: 3 },
-                ShflOp::Wrap { offset: -5 },
-                ShflOp::Xor { lane_mask: 9 },
-            ] {
-                cases.push(ShflCase {
-                    op,
-                    width: 16,
-                    segm: 1,
-                    elem,
-                    n: 1_000_003,
-                });
-            }
-            let op = ShflOp::Xor { lane_mask: 5 };
-            cases.push(ShflCase {
-                op,
-                width: 32,
-                segm: SEGM,
-                elem,
-                n: 1_000_003,
-            });
-        }
-    }
-    cases
-}
-
-/// Runs a shuffle case on `dev` with `input`: poisons the output, runs, downloads.
-pub fn run_shfl<T: Element>(dev: &dyn Device, case: &ShflCase, input: &[T]) -> Result<Vec<T>> {
-    let src = DeviceVec::from_slice(dev, input)?;
-    let mut dst = DeviceVec::alloc(dev, input.len())?;
-    dst.fill(dev, poison_value(input))?;
-    if case.segm == 1 {
-        shfl::shfl(dev, case.op, case.width, &src, &mut dst)?;
-    } else {
-        shfl::shfl_xor_array(dev, case.op.arg(), case.width, &src, &mut dst)?;
-    }
-    dst.to_vec(dev)
-}
-
 /// What one device gave for one case.
 #[derive(Debug)]
 pub enum Outcome {
@@ -266,20 +145,21 @@ impl fmt::Display for CaseReport {
     }
 }
 
-fn shfl_case_on<T: Element>(
+/// Runs one case on every device: `run` gives each device's output, which is compared with
+/// `expected` and with the other devices' outputs, bit for bit.
+pub fn check_case<T: Element>(
     devices: &[(String, &dyn Device)],
-    case: &ShflCase,
-    rng: &mut Rng,
+    case: String,
+    expected: &[T],
+    mut run: impl FnMut(&dyn Device) -> Result<Vec<T>>,
 ) -> CaseReport {
-    let input: Vec<T> = rng.vec(case.n);
-    let expected = cpu::shfl::shfl(case.op, case.width, case.segm, &input);
     let mut outputs = Vec::new();
     let outcomes = devices
         .iter()
         .map(|(label, dev)| {
-            let o = match run_shfl(*dev, case, &input) {
+            let o = match run(*dev) {
                 Ok(out) => {
-                    let o = match first_mismatch(&expected, &out) {
+                    let o = match first_mismatch(expected, &out) {
                         None => Outcome::Match,
                         Some(m) => Outcome::Mismatch(m),
                     };
@@ -298,29 +178,45 @@ fn shfl_case_on<T: Element>(
                 .all(|w| first_mismatch(&w[0], &w[1]).is_none())
     });
     CaseReport {
-        case: case.to_string(),
+        case,
         outcomes,
         devices_agree,
     }
 }
 
-/// Runs every case on every device, calling `report` once per case; returns (passed, failed).
+/// Passed and failed cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Cases where every device matched the CPU and each other.
+    pub passed: usize,
+    /// The others.
+    pub failed: usize,
+}
+
+impl Tally {
+    /// Counts `r` and hands it to `report`.
+    pub fn add(&mut self, r: &CaseReport, report: &mut dyn FnMut(&CaseReport)) {
+        if r.passed() {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+        report(r);
+    }
+}
+
+/// Runs every case of every family on every device, calling `report` once per case.
 pub fn run_all(
     devices: &[(String, &dyn Device)],
     quick: bool,
     seed: u64,
     report: &mut dyn FnMut(&CaseReport),
-) -> (usize, usize) {
+) -> Tally {
     let mut rng = Rng::new(seed);
-    let (mut passed, mut failed) = (0, 0);
-    for case in shfl_cases(quick) {
-        let r = with_elem!(case.elem, shfl_case_on(devices, &case, &mut rng));
-        if r.passed() {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-        report(&r);
-    }
-    (passed, failed)
+    let mut tally = Tally::default();
+    shfl::run(devices, quick, &mut rng, &mut tally, report);
+    vote::run(devices, quick, &mut rng, &mut tally, report);
+    compact::run(devices, quick, &mut rng, &mut tally, report);
+    reduce::run(devices, quick, &mut rng, &mut tally, report);
+    tally
 }
