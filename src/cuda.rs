@@ -630,7 +630,7 @@ impl Device for CudaDevice {
                     .iter()
                     .take(n)
                     .all(|&s| s == std::mem::size_of::<u64>())
-                && sizes.get(n).map_or(true, |&s| s <= MAX_PARAMS);
+                && sizes.get(n).is_none_or(|&s| s <= MAX_PARAMS);
             if !fits {
                 return Err(Error::invalid(
                     "bindings",
@@ -738,6 +738,39 @@ mod tests {
     #[test]
     fn param_block_is_max_params_bytes() {
         assert_eq!(std::mem::size_of::<ParamBlock>(), MAX_PARAMS);
+    }
+
+    /// Compiles every variant of the reduce kernel the library launches when NVRTC is
+    /// installed (no GPU needed).
+    #[test]
+    fn reduce_compiles_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        for elem in ElemKind::ALL {
+            let ops = if matches!(elem, ElemKind::F32 | ElemKind::F64) {
+                4
+            } else {
+                7
+            };
+            for op in 0..ops {
+                for scope in 0..4 {
+                    let consts = [("OP", op), ("SCOPE", scope), ("ITEMS", 16)];
+                    let k = Kernel {
+                        name: "reduce",
+                        elem,
+                        consts: &consts,
+                    };
+                    match compile(&k, arch) {
+                        Ok(ptx) => assert!(ptx.to_src().contains(".entry reduce"), "{k}"),
+                        Err(e) => panic!("{k}: {e}"),
+                    }
+                }
+            }
+        }
     }
 
     /// Compiles every variant of the shuffle kernel when NVRTC is installed (no GPU needed).

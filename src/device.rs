@@ -342,6 +342,11 @@ pub trait Device: Send + Sync {
     fn launch(&self, launch: &Launch<'_>) -> Result<()>;
     /// Waits until all queued work has finished.
     fn synchronize(&self) -> Result<()>;
+    /// Messages the driver's debugging layers reported (Vulkan validation messages of warning
+    /// or error severity when validation is on); empty otherwise.
+    fn diagnostics(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Runs `work` (which queues launches on this device) and returns the GPU time it took,
     /// measured by GPU timers (Vulkan timestamp queries, CUDA events).
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
@@ -361,7 +366,8 @@ impl<T: Element> DeviceVec<T> {
             .checked_mul(T::KIND.size() as u64)
             .ok_or_else(|| Error::invalid("len", len, "at most u64::MAX bytes"))?;
         Ok(DeviceVec {
-            raw: dev.alloc(bytes.max(1))?,
+            // An empty vector still holds one element, so kernels can always bind it.
+            raw: dev.alloc(bytes.max(T::KIND.size() as u64))?,
             len,
             _t: PhantomData,
         })
@@ -414,7 +420,7 @@ impl<T: Element> DeviceVec<T> {
         Binding {
             buffer: &self.raw,
             offset: start as u64 * size,
-            bytes: (count as u64 * size).max(size.min(self.raw.bytes())),
+            bytes: count.max(1) as u64 * size,
         }
     }
 }

@@ -38,6 +38,9 @@ enum Command {
         /// Seed for the random inputs (default: from the clock).
         #[arg(long)]
         seed: Option<u64>,
+        /// Add GPU-sized inputs (2^24 and 2^28 + 3 elements).
+        #[arg(long)]
+        large: bool,
     },
 }
 
@@ -70,8 +73,8 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
             info(choice.unwrap_or_default(), selector, cli.validation);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { quick, seed } => {
-            validate(choice, selector, cli.validation, quick, seed)
+        Command::Validate { quick, seed, large } => {
+            validate(choice, selector, cli.validation, quick, large, seed)
         }
     }
 }
@@ -108,6 +111,7 @@ fn validate(
     selector: Option<DeviceSelector>,
     validation: bool,
     quick: bool,
+    large: bool,
     seed: Option<u64>,
 ) -> xwarp::Result<ExitCode> {
     let mut devices: Vec<(String, std::sync::Arc<dyn Device>)> = Vec::new();
@@ -143,9 +147,17 @@ fn validate(
     let seed = seed.unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
     println!("seed {seed}");
     let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
-    let tally = xwarp::validate::run_all(&refs, quick, seed, &mut |r| println!("{r}"));
-    println!("{} passed, {} failed", tally.passed, tally.failed);
-    Ok(if tally.failed == 0 {
+    let tally = xwarp::validate::run_all(&refs, quick, large, seed, &mut |r| println!("{r}"));
+    let mut failed = tally.failed;
+    for (label, dev) in &refs {
+        let messages = dev.diagnostics();
+        for m in &messages {
+            println!("FAIL {label} validation: {m}");
+        }
+        failed += messages.len();
+    }
+    println!("{} passed, {failed} failed", tally.passed);
+    Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

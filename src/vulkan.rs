@@ -275,6 +275,7 @@ struct Probe {
     int64: bool,
     float64: bool,
     max_block: u32,
+    max_workgroup_subgroups: u32,
     timestamp_period: f32,
 }
 
@@ -406,6 +407,7 @@ fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
             float64: features.shader_float64 == vk::TRUE,
             max_block: limits.max_compute_work_group_size[0]
                 .min(limits.max_compute_work_group_invocations),
+            max_workgroup_subgroups: ssc.max_compute_workgroup_subgroups,
             timestamp_period: limits.timestamp_period,
         }
     }
@@ -572,6 +574,7 @@ pub struct VulkanDevice {
     queue_family: u32,
     size_control: bool,
     max_block: u32,
+    max_workgroup_subgroups: u32,
     timestamp_period: f64,
     timestamp_mask: u64,
     query_pool: vk::QueryPool,
@@ -760,6 +763,7 @@ impl VulkanDevice {
             queue_family: family.0,
             size_control: p.size_control,
             max_block: p.max_block,
+            max_workgroup_subgroups: p.max_workgroup_subgroups,
             timestamp_period: p.timestamp_period as f64,
             timestamp_mask: if family.1 >= 64 {
                 u64::MAX
@@ -1028,9 +1032,16 @@ impl VulkanDevice {
             .name(c"main")
             .specialization_info(&spec);
         if self.size_control {
-            stage = stage
-                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
-                .push_next(&mut required);
+            // Full subgroups always; the size itself is pinned where the workgroup fits in
+            // the number of subgroups a workgroup may have at that size (llvmpipe at size 4
+            // allows 32, i.e. 128 invocations). Unpinned, the device runs its default size,
+            // which is the size reported.
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
+            let fits = launch.block as u64
+                <= self.info.subgroup_size as u64 * self.max_workgroup_subgroups as u64;
+            if fits {
+                stage = stage.push_next(&mut required);
+            }
         }
         let info = vk::ComputePipelineCreateInfo::default()
             .stage(stage)
@@ -1087,7 +1098,14 @@ impl VulkanDevice {
     }
 
     fn check_launch(&self, launch: &Launch<'_>) -> Result<()> {
-        let sg = self.info.subgroup_size.max(1);
+        // With full subgroups required, the workgroup must hold whole subgroups of the largest
+        // size the device may pick.
+        let sg = if self.size_control {
+            self.info.max_subgroup_size
+        } else {
+            self.info.subgroup_size
+        }
+        .max(1);
         if launch.block == 0
             || launch.block % 32 != 0
             || launch.block % sg != 0
@@ -1302,6 +1320,10 @@ impl Device for VulkanDevice {
     fn synchronize(&self) -> Result<()> {
         let mut s = lock(&self.stream);
         self.flush(&mut s)
+    }
+
+    fn diagnostics(&self) -> Vec<String> {
+        self.validation_messages()
     }
 
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {

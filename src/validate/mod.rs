@@ -205,10 +205,12 @@ impl Tally {
     }
 }
 
-/// Runs every case of every family on every device, calling `report` once per case.
+/// Runs every case of every family on every device, calling `report` once per case. `large`
+/// adds GPU-sized inputs (hundreds of millions of elements).
 pub fn run_all(
     devices: &[(String, &dyn Device)],
     quick: bool,
+    large: bool,
     seed: u64,
     report: &mut dyn FnMut(&CaseReport),
 ) -> Tally {
@@ -217,6 +219,6 @@ pub fn run_all(
     shfl::run(devices, quick, &mut rng, &mut tally, report);
     vote::run(devices, quick, &mut rng, &mut tally, report);
     compact::run(devices, quick, &mut rng, &mut tally, report);
-    reduce::run(devices, quick, &mut rng, &mut tally, report);
+    reduce::run(devices, quick, large, &mut rng, &mut tally, report);
     tally
 }

@@ -1,15 +1,212 @@
-//! Placeholder: being written.
+//! Reduction cases: every operator and type at every scope, at awkward lengths.
 
-use super::{CaseReport, Tally};
-use crate::device::Device;
-use crate::element::Rng;
+use super::{check_case, poison_value, CaseReport, Tally};
+use crate::cpu::reduce::{self as cpu, Reduce};
+use crate::device::{Device, DeviceVec};
+use crate::element::{ElemKind, Rng};
+use crate::error::Result;
+use crate::reduce::{self, ReduceOp, WarpForm};
+use crate::with_elem;
+use std::fmt;
 
-/// Runs every reduction case.
+/// Where a reduction acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// [`reduce::warp_reduce`] in one of its forms.
+    Warp(WarpForm),
+    /// [`reduce::block_reduce`].
+    Block,
+    /// [`reduce::device_reduce`].
+    Device,
+}
+
+/// One reduction case.
+#[derive(Clone, Copy, Debug)]
+pub struct ReduceCase {
+    /// Operator.
+    pub op: ReduceOp,
+    /// Scope.
+    pub scope: Scope,
+    /// Element type.
+    pub elem: ElemKind,
+    /// Input length.
+    pub n: usize,
+}
+
+impl fmt::Display for ReduceCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = match self.scope {
+            Scope::Warp(WarpForm::Butterfly) => "warp_reduce butterfly",
+            Scope::Warp(WarpForm::ShiftDown) => "warp_reduce shift_down",
+            Scope::Block => "block_reduce",
+            Scope::Device => "device_reduce",
+        };
+        write!(f, "{scope} {} {} n={}", self.op, self.elem, self.n)
+    }
+}
+
+/// Inputs that exercise an operator without running into what it cannot compare across
+/// devices: sums of finite mixed magnitudes; products of values near ±1 (floats) or of odd
+/// integers (which never collapse to 0); min/max with NaN, -0.0 and +0.0 sprinkled in; bitwise
+/// operators with bits that survive many elements.
+pub trait ReduceInput: Reduce {
+    /// A random input of length `n` for `op`.
+    fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self>;
+}
+
+macro_rules! int_input {
+    ($($t:ty),*) => {$(
+        impl ReduceInput for $t {
+            fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self> {
+                let bits = <$t>::BITS as u64;
+                (0..n)
+                    .map(|_| {
+                        let r = rng.next_u64() as $t;
+                        match op {
+                            ReduceOp::Product => r | 1,
+                            ReduceOp::And => !((1 as $t) << rng.below(8) * (bits / 8)),
+                            ReduceOp::Or => (1 as $t) << rng.below(8) * (bits / 8),
+                            _ => r,
+                        }
+                    })
+                    .collect()
+            }
+        }
+    )*};
+}
+int_input!(i32, u32, i64, u64);
+
+macro_rules! float_input {
+    ($($t:ty),*) => {$(
+        impl ReduceInput for $t {
+            fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self> {
+                (0..n)
+                    .map(|_| match op {
+                        ReduceOp::Product => {
+                            let m = 1.0 + (rng.next_f64_mixed() / (1u64 << 21) as f64).clamp(-1e-3, 1e-3);
+                            (if rng.next_u64() & 1 == 0 { m } else { -m }) as $t
+                        }
+                        ReduceOp::Min | ReduceOp::Max => match rng.below(64) {
+                            0 => <$t>::NAN,
+                            1 => -0.0,
+                            2 => 0.0,
+                            _ => rng.next_f64_mixed() as $t,
+                        },
+                        _ => rng.next_f64_mixed() as $t,
+                    })
+                    .collect()
+            }
+        }
+    )*};
+}
+float_input!(f32, f64);
+
+/// Every reduction case: every scope at small awkward lengths, the device reduce also at
+/// 0 and 2^20 + 7 elements. `large` adds device reduces of 2^24 and 2^28 + 3 elements (for GPUs).
+pub fn reduce_cases(quick: bool, large: bool) -> Vec<ReduceCase> {
+    let sizes: &[usize] = if quick {
+        &[33, 1000]
+    } else {
+        &[1, 31, 32, 33, 1000, 4099]
+    };
+    let mut cases = Vec::new();
+    for elem in ElemKind::ALL {
+        let float = matches!(elem, ElemKind::F32 | ElemKind::F64);
+        for op in ReduceOp::ALL
+            .into_iter()
+            .filter(|op| !float || op.for_floats())
+        {
+            for scope in [
+                Scope::Warp(WarpForm::Butterfly),
+                Scope::Warp(WarpForm::ShiftDown),
+                Scope::Block,
+                Scope::Device,
+            ] {
+                for &n in sizes {
+                    cases.push(ReduceCase { op, scope, elem, n });
+                }
+            }
+            cases.push(ReduceCase {
+                op,
+                scope: Scope::Device,
+                elem,
+                n: 0,
+            });
+            if !quick {
+                cases.push(ReduceCase {
+                    op,
+                    scope: Scope::Device,
+                    elem,
+                    n: (1 << 20) + 7,
+                });
+            }
+            if large {
+                for n in [1 << 24, (1 << 28) + 3] {
+                    cases.push(ReduceCase {
+                        op,
+                        scope: Scope::Device,
+                        elem,
+                        n,
+                    });
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// The CPU reference's result for a case.
+pub fn expected<T: Reduce>(case: &ReduceCase, input: &[T]) -> Vec<T> {
+    match case.scope {
+        Scope::Warp(WarpForm::Butterfly) => cpu::warp_reduce_butterfly(case.op, input),
+        Scope::Warp(WarpForm::ShiftDown) => cpu::warp_reduce_down(case.op, input),
+        Scope::Block => cpu::block_reduce(case.op, input),
+        Scope::Device => vec![cpu::device_reduce(case.op, input)],
+    }
+}
+
+/// Runs a case on `dev`: poisons the output, reduces, downloads.
+pub fn run_reduce<T: Reduce>(dev: &dyn Device, case: &ReduceCase, input: &[T]) -> Result<Vec<T>> {
+    let src = DeviceVec::from_slice(dev, input)?;
+    let out_len = match case.scope {
+        Scope::Warp(WarpForm::Butterfly) => input.len(),
+        Scope::Warp(WarpForm::ShiftDown) => input.len().div_ceil(32),
+        Scope::Block => input.len().div_ceil(reduce::BLOCK as usize),
+        Scope::Device => 1,
+    };
+    let mut dst = DeviceVec::alloc(dev, out_len)?;
+    dst.fill(dev, poison_value(input))?;
+    match case.scope {
+        Scope::Warp(form) => reduce::warp_reduce(dev, case.op, form, &src, &mut dst)?,
+        Scope::Block => reduce::block_reduce(dev, case.op, &src, &mut dst)?,
+        Scope::Device => reduce::device_reduce(dev, case.op, &src, &mut dst, 0)?,
+    }
+    dst.to_vec(dev)
+}
+
+fn case_on<T: ReduceInput>(
+    devices: &[(String, &dyn Device)],
+    case: &ReduceCase,
+    rng: &mut Rng,
+) -> CaseReport {
+    let input = T::input(case.op, case.n, rng);
+    let want = expected(case, &input);
+    check_case(devices, case.to_string(), &want, |dev| {
+        run_reduce(dev, case, &input)
+    })
+}
+
+/// Runs every reduction case (`large` adds the GPU-sized ones).
 pub fn run(
-    _devices: &[(String, &dyn Device)],
-    _quick: bool,
-    _rng: &mut Rng,
-    _tally: &mut Tally,
-    _report: &mut dyn FnMut(&CaseReport),
+    devices: &[(String, &dyn Device)],
+    quick: bool,
+    large: bool,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    report: &mut dyn FnMut(&CaseReport),
 ) {
+    for case in reduce_cases(quick, large) {
+        let r = with_elem!(case.elem, case_on(devices, &case, rng));
+        tally.add(&r, report);
+    }
 }
