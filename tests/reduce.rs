@@ -6,8 +6,8 @@ mod common;
 use common::{for_each_device, seed};
 use xwarp::cpu::reduce::Reduce;
 use xwarp::reduce::{device_reduce, device_reduce_host, warp_reduce_host, ReduceOp, WarpForm};
-use xwarp::validate::first_mismatch;
 use xwarp::validate::reduce::{expected, reduce_cases, run_reduce, ReduceCase, ReduceInput};
+use xwarp::validate::{first_mismatch, poison_value};
 use xwarp::{with_elem, DeviceVec, ElemKind, Error, Rng};
 
 fn check<T: ReduceInput>(cases: &[ReduceCase], rng: &mut Rng) {
@@ -16,7 +16,7 @@ fn check<T: ReduceInput>(cases: &[ReduceCase], rng: &mut Rng) {
         let want = expected(case, &input);
         let mut outputs = Vec::new();
         for_each_device(|d| {
-            let got = run_reduce(&*d.dev, case, &input)
+            let got = run_reduce(&*d.dev, case, &input, poison_value(&want))
                 .unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
             if let Some(m) = first_mismatch(&want, &got) {
                 panic!("{}: {case}: {m}", d.label);

@@ -102,7 +102,8 @@ macro_rules! float_input {
 float_input!(f32, f64);
 
 /// Every reduction case: every scope at small awkward lengths, the device reduce also at
-/// 0 and 2^20 + 7 elements. `large` adds device reduces of 2^24 and 2^28 + 3 elements (for GPUs).
+/// 0 and 2^20 + 7 elements. `large` adds device reduces of 2^24 and 2^28 + 3 elements and one
+/// i32 sum of 2^31 + 5 (for GPUs).
 pub fn reduce_cases(quick: bool, large: bool) -> Vec<ReduceCase> {
     let sizes: &[usize] = if quick {
         &[33, 1000]
@@ -152,6 +153,15 @@ pub fn reduce_cases(quick: bool, large: bool) -> Vec<ReduceCase> {
             }
         }
     }
+    if large {
+        // Beyond 2^31 elements: 64-bit indexing on the host, chunked launches on the device.
+        cases.push(ReduceCase {
+            op: ReduceOp::Sum,
+            scope: Scope::Device,
+            elem: ElemKind::I32,
+            n: (1 << 31) + 5,
+        });
+    }
     cases
 }
 
@@ -165,8 +175,14 @@ pub fn expected<T: Reduce>(case: &ReduceCase, input: &[T]) -> Vec<T> {
     }
 }
 
-/// Runs a case on `dev`: poisons the output, reduces, downloads.
-pub fn run_reduce<T: Reduce>(dev: &dyn Device, case: &ReduceCase, input: &[T]) -> Result<Vec<T>> {
+/// Runs a case on `dev`: fills the output with `poison` (a value the result must not hold),
+/// reduces, downloads.
+pub fn run_reduce<T: Reduce>(
+    dev: &dyn Device,
+    case: &ReduceCase,
+    input: &[T],
+    poison: T,
+) -> Result<Vec<T>> {
     let src = DeviceVec::from_slice(dev, input)?;
     let out_len = match case.scope {
         Scope::Warp(WarpForm::Butterfly) => input.len(),
@@ -175,7 +191,7 @@ pub fn run_reduce<T: Reduce>(dev: &dyn Device, case: &ReduceCase, input: &[T]) -
         Scope::Device => 1,
     };
     let mut dst = DeviceVec::alloc(dev, out_len)?;
-    dst.fill(dev, poison_value(input))?;
+    dst.fill(dev, poison)?;
     match case.scope {
         Scope::Warp(form) => reduce::warp_reduce(dev, case.op, form, &src, &mut dst)?,
         Scope::Block => reduce::block_reduce(dev, case.op, &src, &mut dst)?,
@@ -191,8 +207,9 @@ fn case_on<T: ReduceInput>(
 ) -> CaseReport {
     let input = T::input(case.op, case.n, rng);
     let want = expected(case, &input);
+    let poison = poison_value(&want);
     check_case(devices, case.to_string(), &want, |dev| {
-        run_reduce(dev, case, &input)
+        run_reduce(dev, case, &input, poison)
     })
 }
 
