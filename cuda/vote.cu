@@ -1,2 +1,114 @@
-// Placeholder: being written.
-extern "C" __global__ void vote() {}
+// The warp vote family with CUDA's own intrinsics: the reference behaviour that shaders/vote.comp
+// reproduces on any subgroup size.
+//
+// Thread t evaluates the predicate on element t; lane = t % 32. The tail lanes of a partial last
+// warp really are inactive: the warp takes the mask of lanes holding an element with
+// __ballot_sync, the others return, and every vote below runs with that mask. The warp's leader
+// (its lowest active lane) writes the warp's record; every lane writes its exclusive rank.
+//
+// No variant constants: the predicate is chosen at run time by the parameter block.
+
+struct VoteParams {
+    unsigned int n;     // elements in this launch
+    unsigned int pred;  // predicate code (xw_predicate)
+    unsigned int a_lo;  // first operand, low and high word
+    unsigned int a_hi;
+    unsigned int b_lo;  // second operand (in_range's hi)
+    unsigned int b_hi;
+    unsigned int pad0;
+    unsigned int pad1;
+};
+
+// ---- run-time predicates, the twin of shaders/vote_predicate.glsl (also in compact.cu) ----
+
+// A value of each type from its bits (32-bit types take the low word).
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, int& v) { v = (int)(unsigned int)w; }
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, unsigned int& v) { v = (unsigned int)w; }
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, float& v) { v = __uint_as_float((unsigned int)w); }
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, long long& v) { v = (long long)w; }
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, unsigned long long& v) { v = w; }
+__device__ __forceinline__ void xw_from_bits(unsigned long long w, double& v) { v = __longlong_as_double((long long)w); }
+
+// An operand from its two parameter words, low first.
+__device__ __forceinline__ XW_T xw_pred_operand(unsigned int lo, unsigned int hi) {
+    XW_T v;
+    xw_from_bits(((unsigned long long)hi << 32) | lo, v);
+    return v;
+}
+
+template <typename V>
+__device__ __forceinline__ bool xw_is_even(V v) { return (v & 1) == 0; }
+template <typename V>
+__device__ __forceinline__ bool xw_is_odd(V v) { return (v & 1) != 0; }
+// A float is even or odd when it is an integer (finite, equal to its truncation), as that
+// integer. Half of an integer of magnitude 1 or more is exact, so no rounding enters.
+__device__ __forceinline__ bool xw_is_even(float v) {
+    const float h = v * 0.5f;
+    return !isinf(v) && truncf(v) == v && truncf(h) == h;
+}
+__device__ __forceinline__ bool xw_is_odd(float v) {
+    const float h = v * 0.5f;
+    return !isinf(v) && truncf(v) == v && truncf(h) != h;
+}
+__device__ __forceinline__ bool xw_is_even(double v) {
+    const double h = v * 0.5;
+    return !isinf(v) && trunc(v) == v && trunc(h) == h;
+}
+__device__ __forceinline__ bool xw_is_odd(double v) {
+    const double h = v * 0.5;
+    return !isinf(v) && trunc(v) == v && trunc(h) != h;
+}
+
+// Whether v passes predicate `code` with operands a and b: 0 even, 1 odd, 2 nonzero,
+// 3 greater than a, 4 less than a, 5 a <= v <= b (IEEE comparisons: NaN fails all but nonzero).
+__device__ __forceinline__ bool xw_predicate(XW_T v, unsigned int code, XW_T a, XW_T b) {
+    switch (code) {
+    case 0: return xw_is_even(v);
+    case 1: return xw_is_odd(v);
+    case 2: return v != XW_T(0);
+    case 3: return v > a;
+    case 4: return v < a;
+    case 5: return a <= v && v <= b;
+    default: return false;
+    }
+}
+
+// ---- the kernel ----
+
+// Words per warp record: ballot, any, all, active mask, popc, ffs, leader, active lanes.
+#define XW_RECORD 8
+
+extern "C" __global__ void vote(const XW_T* __restrict__ in, unsigned int* __restrict__ records,
+                                unsigned int* __restrict__ ranks, VoteParams p) {
+    const unsigned long long first = xw_group() * blockDim.x;
+    if (first >= p.n) return;
+    const unsigned long long i = first + threadIdx.x;
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    // The lanes holding an element, taken while the whole warp is here; then the tail leaves.
+    const unsigned int active = __ballot_sync(XW_FULL_MASK, i < p.n);
+    if (i >= p.n) return;
+
+    const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
+    const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
+    const bool pass = xw_predicate(in[i], p.pred, a, b);
+    const unsigned int ballot = __ballot_sync(active, pass);
+    const int any_pass = __any_sync(active, pass);
+    const int all_pass = __all_sync(active, pass);
+    // Reconverge the active lanes so that __activemask sees all of them.
+    __syncwarp(active);
+    const unsigned int mask = __activemask();
+    const int leader = __ffs(mask) - 1;
+
+    ranks[i] = __popc(ballot & ((1u << lane) - 1u));
+    if ((int)lane == leader) {
+        unsigned int* r = records + i / XW_WARP * XW_RECORD;
+        r[0] = ballot;
+        r[1] = any_pass != 0;
+        r[2] = all_pass != 0;
+        r[3] = mask;
+        r[4] = __popc(ballot);
+        r[5] = __ffs(ballot);
+        r[6] = leader;
+        r[7] = __popc(mask);
+    }
+}

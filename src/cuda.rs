@@ -773,6 +773,39 @@ mod tests {
         }
     }
 
+    /// Compiles every variant of the vote and compaction kernels when NVRTC is installed.
+    #[test]
+    fn vote_and_compact_compile_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        for elem in ElemKind::ALL {
+            let k = Kernel {
+                name: "vote",
+                elem,
+                consts: &[],
+            };
+            if let Err(e) = compile(&k, arch) {
+                panic!("{k}: {e}");
+            }
+            for op in 0..6 {
+                let consts = [("OP", op)];
+                let k = Kernel {
+                    name: "compact",
+                    elem,
+                    consts: &consts,
+                };
+                match compile(&k, arch) {
+                    Ok(ptx) => assert!(ptx.to_src().contains(".entry compact"), "{k}"),
+                    Err(e) => panic!("{k}: {e}"),
+                }
+            }
+        }
+    }
+
     /// Compiles every variant of the shuffle kernel when NVRTC is installed (no GPU needed).
     #[test]
     fn shfl_compiles_with_nvrtc() {

@@ -6,6 +6,9 @@
 //!
 //! - [`backend`]: open a device (`auto`: CUDA on an NVIDIA GPU, else the best Vulkan device).
 //! - [`shfl`]: the shuffle family with CUDA semantics on any subgroup size.
+//! - [`vote`]: ballot, any, all, active mask, popcount, find-first-set per 32-lane warp.
+//! - [`compact`]: stream compaction by predicate, warp-aggregated (unordered) or stable.
+//! - [`reduce`]: warp, block and device reductions with a canonical float order.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 
 pub mod backend;

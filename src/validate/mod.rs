@@ -14,7 +14,7 @@ pub mod reduce;
 pub mod shfl;
 pub mod vote;
 
-/// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`].
+/// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`](crate::ElemKind).
 #[macro_export]
 macro_rules! with_elem {
     ($kind:expr, $f:ident ( $($arg:expr),* $(,)? )) => {

@@ -1,15 +1,221 @@
-//! Placeholder: being written.
+//! Vote cases, and the inputs and predicates the vote and compaction cases share.
 
-use super::{CaseReport, Tally};
-use crate::device::Device;
-use crate::element::Rng;
+use super::{check_case, CaseReport, Tally};
+use crate::cpu;
+use crate::device::{Device, DeviceVec};
+use crate::element::{ElemKind, Element, Rng};
+use crate::error::Result;
+use crate::vote::{self, Predicate, PredicateElement, RECORD_WORDS};
+use crate::with_elem;
+use std::fmt;
+
+/// How a case picks its input and predicate: about half the lanes pass, or all, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredSpec {
+    /// [`Predicate::Even`] on values of which about half are even (floats: a quarter of them
+    /// random, the rest integers, so some pass neither even nor odd).
+    Even,
+    /// [`Predicate::Odd`] on the same kind of values.
+    Odd,
+    /// [`Predicate::NonZero`] on values of which about half are zero (floats: `0.0` and `-0.0`).
+    NonZero,
+    /// [`Predicate::Greater`] than the median.
+    GreaterMedian,
+    /// [`Predicate::Less`] than the median.
+    LessMedian,
+    /// [`Predicate::InRange`] from the first to the third quartile.
+    MiddleHalf,
+    /// [`Predicate::InRange`] from the least to the greatest value: every lane passes.
+    AllPass,
+    /// [`Predicate::Greater`] than the greatest value: no lane passes.
+    NonePass,
+}
+
+impl PredSpec {
+    /// Every spec.
+    pub const ALL: [PredSpec; 8] = [
+        PredSpec::Even,
+        PredSpec::Odd,
+        PredSpec::NonZero,
+        PredSpec::GreaterMedian,
+        PredSpec::LessMedian,
+        PredSpec::MiddleHalf,
+        PredSpec::AllPass,
+        PredSpec::NonePass,
+    ];
+}
+
+impl fmt::Display for PredSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PredSpec::Even => "even",
+            PredSpec::Odd => "odd",
+            PredSpec::NonZero => "nonzero",
+            PredSpec::GreaterMedian => "greater(median)",
+            PredSpec::LessMedian => "less(median)",
+            PredSpec::MiddleHalf => "in_range(q1..=q3)",
+            PredSpec::AllPass => "in_range(min..=max)",
+            PredSpec::NonePass => "greater(max)",
+        })
+    }
+}
+
+/// Random values where floats are a mix of random reals and integers (so even and odd pass
+/// for some of them), and, for [`PredSpec::NonZero`], about half are zeros.
+fn values<T: PredicateElement>(spec: PredSpec, n: usize, rng: &mut Rng) -> Vec<T> {
+    let mut v: Vec<T> = rng.vec(n);
+    for x in v.iter_mut() {
+        let r = rng.below(4);
+        if spec == PredSpec::NonZero {
+            if r < 2 {
+                // Integer zero, or a float's +0.0 / -0.0.
+                *x = signed_zero(r == 1);
+            }
+        } else if r > 0 {
+            let int = rng.below(1 << 21) as i64 - (1 << 20);
+            *x = integer_valued(int, *x);
+        }
+    }
+    v
+}
+
+/// Zero, or for floats `-0.0` when `negative`.
+fn signed_zero<T: Element>(negative: bool) -> T {
+    let sign = if negative {
+        1u64 << (T::KIND.size() * 8 - 1)
+    } else {
+        0
+    };
+    match T::KIND {
+        ElemKind::F32 => bytemuck::cast_slice::<u32, T>(&[sign as u32])[0],
+        ElemKind::F64 => bytemuck::cast_slice::<u64, T>(&[sign])[0],
+        _ => T::zeroed(),
+    }
+}
+
+/// For floats, the float of the integer `int`; other types keep `x`.
+fn integer_valued<T: Element>(int: i64, x: T) -> T {
+    match T::KIND {
+        ElemKind::F32 => bytemuck::cast_slice::<f32, T>(&[int as f32])[0],
+        ElemKind::F64 => bytemuck::cast_slice::<f64, T>(&[int as f64])[0],
+        _ => x,
+    }
+}
+
+/// A fresh input of `n` values for `spec`, and the predicate to test it with.
+pub fn case_input<T: PredicateElement>(
+    spec: PredSpec,
+    n: usize,
+    rng: &mut Rng,
+) -> (Vec<T>, Predicate<T>) {
+    let input = values::<T>(spec, n, rng);
+    // The value of rank q * (n - 1) / 4: the least, the quartiles, the greatest.
+    let quantile = |q: usize| -> T {
+        if n == 0 {
+            return T::zeroed();
+        }
+        let mut v = input.clone();
+        let (_, &mut x, _) = v.select_nth_unstable_by(q * (n - 1) / 4, |a, b| {
+            a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+        });
+        x
+    };
+    let pred = match spec {
+        PredSpec::Even => Predicate::Even,
+        PredSpec::Odd => Predicate::Odd,
+        PredSpec::NonZero => Predicate::NonZero,
+        PredSpec::GreaterMedian => Predicate::Greater(quantile(2)),
+        PredSpec::LessMedian => Predicate::Less(quantile(2)),
+        PredSpec::MiddleHalf => Predicate::InRange {
+            lo: quantile(1),
+            hi: quantile(3),
+        },
+        PredSpec::AllPass => Predicate::InRange {
+            lo: quantile(0),
+            hi: quantile(4),
+        },
+        PredSpec::NonePass => Predicate::Greater(quantile(4)),
+    };
+    (input, pred)
+}
+
+/// One vote case.
+#[derive(Clone, Copy, Debug)]
+pub struct VoteCase {
+    /// How the input and predicate are chosen.
+    pub spec: PredSpec,
+    /// Element type.
+    pub elem: ElemKind,
+    /// Input length.
+    pub n: usize,
+}
+
+impl fmt::Display for VoteCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "vote {} {} n={}", self.spec, self.elem, self.n)
+    }
+}
+
+/// The vote lengths: one lane, a partial warp, a warp, a warp and one lane, many warps with a
+/// partial last one, and about a million.
+pub const VOTE_LENGTHS: [usize; 6] = [1, 31, 32, 33, 1000, (1 << 20) + 7];
+
+/// Every vote case: each spec and type at every length of [`VOTE_LENGTHS`] (two short lengths
+/// in `quick` mode).
+pub fn vote_cases(quick: bool) -> Vec<VoteCase> {
+    let lengths: &[usize] = if quick { &[33, 1000] } else { &VOTE_LENGTHS };
+    let mut cases = Vec::new();
+    for elem in ElemKind::ALL {
+        for spec in PredSpec::ALL {
+            for &n in lengths {
+                cases.push(VoteCase { spec, elem, n });
+            }
+        }
+    }
+    cases
+}
+
+/// Runs a vote on `dev` with outputs poisoned with `poison`: the records' words, then the ranks.
+pub fn run_vote<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &[T],
+    poison: u32,
+) -> Result<Vec<u32>> {
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut records = DeviceVec::alloc(dev, vote::warps(input.len()) * RECORD_WORDS)?;
+    let mut ranks = DeviceVec::alloc(dev, input.len())?;
+    records.fill(dev, poison)?;
+    ranks.fill(dev, poison)?;
+    vote::vote(dev, pred, &src, &mut records, &mut ranks)?;
+    let mut words = records.to_vec(dev)?;
+    words.extend(ranks.to_vec(dev)?);
+    Ok(words)
+}
+
+fn vote_case_on<T: PredicateElement>(
+    devices: &[(String, &dyn Device)],
+    case: &VoteCase,
+    rng: &mut Rng,
+) -> CaseReport {
+    let (input, pred) = case_input::<T>(case.spec, case.n, rng);
+    let expected = cpu::vote::vote(pred, &input).to_words();
+    let poison = super::poison_value(&expected);
+    check_case(devices, format!("{case} ({pred})"), &expected, |dev| {
+        run_vote(dev, pred, &input, poison)
+    })
+}
 
 /// Runs every vote case.
 pub fn run(
-    _devices: &[(String, &dyn Device)],
-    _quick: bool,
-    _rng: &mut Rng,
-    _tally: &mut Tally,
-    _report: &mut dyn FnMut(&CaseReport),
+    devices: &[(String, &dyn Device)],
+    quick: bool,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    report: &mut dyn FnMut(&CaseReport),
 ) {
+    for case in vote_cases(quick) {
+        let r = with_elem!(case.elem, vote_case_on(devices, &case, rng));
+        tally.add(&r, report);
+    }
 }
