@@ -69,7 +69,8 @@ fn check_cases<T: PredicateElement>(cases: &[CompactCase], rng: &mut Rng) {
 
 fn random_cases_for(elem: ElemKind) {
     let mut rng = Rng::new(seed());
-    let cases: Vec<CompactCase> = compact_cases(false)
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let cases: Vec<CompactCase> = compact_cases(false, large)
         .into_iter()
         .filter(|c| c.elem == elem)
         .collect();

@@ -50,8 +50,9 @@ pub const COMPACT_LENGTHS: [usize; 6] = [0, 1, 31, 33, 1000, 1_000_003];
 
 /// Every compaction case: each order, spec and type at every length of [`COMPACT_LENGTHS`],
 /// and per order and type a long input planned with a small binding limit, so that it runs in
-/// many chunks and output windows (short lengths and one spec in two in `quick` mode).
-pub fn compact_cases(quick: bool) -> Vec<CompactCase> {
+/// many chunks and output windows (short lengths and one spec in two in `quick` mode). `large`
+/// adds GPU-sized inputs.
+pub fn compact_cases(quick: bool, large: bool) -> Vec<CompactCase> {
     let lengths: &[usize] = if quick {
         &[0, 33, 1000]
     } else {
@@ -77,6 +78,22 @@ pub fn compact_cases(quick: bool) -> Vec<CompactCase> {
             let tuning = Tuning {
                 max_binding_elems: Some(1 << 16),
             };
+            if large && matches!(elem, ElemKind::I32 | ElemKind::F64) {
+                // GPU-sized: one launch chunk of 2^24 + 1, and for the stable order 2^28 + 3.
+                let mut lengths = vec![(1 << 24) + 1];
+                if order == Order::Stable && elem == ElemKind::I32 {
+                    lengths.push((1 << 28) + 3);
+                }
+                for n in lengths {
+                    cases.push(CompactCase {
+                        order,
+                        spec: PredSpec::GreaterMedian,
+                        elem,
+                        n,
+                        tuning: Tuning::default(),
+                    });
+                }
+            }
             for spec in [PredSpec::GreaterMedian, PredSpec::AllPass] {
                 cases.push(CompactCase {
                     order,
@@ -144,7 +161,24 @@ fn compact_case_on<T: PredicateElement>(
     rng: &mut Rng,
 ) -> CaseReport {
     let (input, pred) = case_input::<T>(case.spec, case.n, rng);
-    let poison = poison_value(&input);
+    let poison = if input.len() > 1 << 22 {
+        // Any value the predicate rejects can never be written; searching the whole input for
+        // an absent value would cost more than the case.
+        (0..4096u64)
+            .map(|k| {
+                let bits =
+                    0xcdcd_cdcd_cdcd_cdcdu64.wrapping_add(k.wrapping_mul(0x0101_0101_0101_0101));
+                if T::KIND.size() == 4 {
+                    bytemuck::cast_slice::<u32, T>(&[bits as u32])[0]
+                } else {
+                    bytemuck::cast_slice::<u64, T>(&[bits])[0]
+                }
+            })
+            .find(|&c| !pred.eval(c))
+            .unwrap_or_else(|| poison_value(&input))
+    } else {
+        poison_value(&input)
+    };
     let (count, out) = expected_output(case.order, pred, &input, poison);
     let expected = comparable(case.order, count, &out);
     check_case(devices, format!("{case} ({pred})"), &expected, |dev| {
@@ -157,11 +191,12 @@ fn compact_case_on<T: PredicateElement>(
 pub fn run(
     devices: &[(String, &dyn Device)],
     quick: bool,
+    large: bool,
     rng: &mut Rng,
     tally: &mut Tally,
     report: &mut dyn FnMut(&CaseReport),
 ) {
-    for case in compact_cases(quick) {
+    for case in compact_cases(quick, large) {
         let r = with_elem!(case.elem, compact_case_on(devices, &case, rng));
         tally.add(&r, report);
     }

@@ -218,7 +218,7 @@ pub fn run_all(
     let mut tally = Tally::default();
     shfl::run(devices, quick, &mut rng, &mut tally, report);
     vote::run(devices, quick, &mut rng, &mut tally, report);
-    compact::run(devices, quick, &mut rng, &mut tally, report);
+    compact::run(devices, quick, large, &mut rng, &mut tally, report);
     reduce::run(devices, quick, large, &mut rng, &mut tally, report);
     tally
 }
