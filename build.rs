@@ -2,6 +2,8 @@
 //! table of them (`$OUT_DIR/shaders.rs`) that the Vulkan backend includes. Any compile error
 //! fails the build with the compiler's message: there is no half-built table.
 //!
+//! It also embeds every `cuda/*.cu` (`$OUT_DIR/cuda_sources.rs`) for the CUDA backend.
+//!
 //! A shader names its variants on a line `// variants: b32 b64` (element types or bit
 //! containers); each variant is compiled with `-DXW_TYPE_<VARIANT>` (upper case).
 
@@ -84,4 +86,31 @@ fn main() {
          }\n",
     );
     std::fs::write(out.join("shaders.rs"), table).expect("write shader table");
+    write_cuda_table(&out);
+}
+
+/// Writes `$OUT_DIR/cuda_sources.rs`: every `cuda/*.cu` embedded as (file stem, text), for
+/// the CUDA backend to compile with NVRTC at run time.
+fn write_cuda_table(out: &Path) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("cuda/ exists")
+        .map(|e| e.expect("readable cuda/").path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("cu"))
+        .collect();
+    files.sort();
+    let mut table = String::from("const SOURCES: &[(&str, &str)] = &[\n");
+    for path in files {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        writeln!(
+            table,
+            "    ({name:?}, include_str!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
+    }
+    table.push_str("];\n");
+    std::fs::write(out.join("cuda_sources.rs"), table).expect("write CUDA table");
 }

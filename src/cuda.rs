@@ -36,14 +36,8 @@ use std::time::Duration;
 /// Shared helpers, prepended to every kernel source.
 const COMMON: &str = include_str!("../cuda/common.cuh");
 
-/// Every CUDA kernel source, by kernel name (the file stem and entry point). Adding a kernel is
-/// one line here.
-const SOURCES: &[(&str, &str)] = &[
-    ("shfl", include_str!("../cuda/shfl.cu")),
-    ("vote", include_str!("../cuda/vote.cu")),
-    ("compact", include_str!("../cuda/compact.cu")),
-    ("reduce", include_str!("../cuda/reduce.cu")),
-];
+// `SOURCES`: every `cuda/*.cu`, as (file stem, text), written by build.rs.
+include!(concat!(env!("OUT_DIR"), "/cuda_sources.rs"));
 
 /// The embedded source of kernel `name`, if there is one.
 fn source(name: &str) -> Option<&'static str> {

@@ -3,6 +3,9 @@
 //! `xwarp validate` compare every GPU result with these.
 
 pub mod compact;
+pub mod ladder;
 pub mod reduce;
+pub mod scan;
 pub mod shfl;
+pub mod stencil;
 pub mod vote;

@@ -10,8 +10,11 @@ use std::collections::HashSet;
 use std::fmt;
 
 pub mod compact;
+pub mod ladder;
 pub mod reduce;
+pub mod scan;
 pub mod shfl;
+pub mod stencil;
 pub mod vote;
 
 /// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`](crate::ElemKind).
@@ -220,5 +223,8 @@ pub fn run_all(
     vote::run(devices, quick, &mut rng, &mut tally, report);
     compact::run(devices, quick, large, &mut rng, &mut tally, report);
     reduce::run(devices, quick, large, &mut rng, &mut tally, report);
+    ladder::run(devices, quick, large, &mut rng, &mut tally, report);
+    scan::run(devices, quick, large, &mut rng, &mut tally, report);
+    stencil::run(devices, quick, large, &mut rng, &mut tally, report);
     tally
 }
