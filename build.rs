@@ -2,7 +2,8 @@
 //! table of them (`$OUT_DIR/shaders.rs`) that the Vulkan backend includes. Any compile error
 //! fails the build with the compiler's message: there is no half-built table.
 //!
-//! It also embeds every `cuda/*.cu` (`$OUT_DIR/cuda_sources.rs`) for the CUDA backend.
+//! It also embeds every `cuda/*.cu` and `cuda/*.cuh` (`$OUT_DIR/cuda_sources.rs`) for the CUDA
+//! backend.
 //!
 //! A shader names its variants on a line `// variants: b32 b64` (element types or bit
 //! containers); each variant is compiled with `-DXW_TYPE_<VARIANT>` (upper case).
@@ -104,6 +105,26 @@ fn write_cuda_table(out: &Path) {
     for path in files {
         println!("cargo:rerun-if-changed={}", path.display());
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        writeln!(
+            table,
+            "    ({name:?}, include_str!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
+    }
+    table.push_str("];\n");
+    // Headers that kernels `#include "NAME.cuh"`; common.cuh is prepended to every kernel.
+    let mut headers: Vec<_> = std::fs::read_dir(&dir)
+        .expect("cuda/ exists")
+        .map(|e| e.expect("readable cuda/").path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("cuh"))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()) != Some("common.cuh"))
+        .collect();
+    headers.sort();
+    table.push_str("const HEADERS: &[(&str, &str)] = &[\n");
+    for path in headers {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
         writeln!(
             table,
             "    ({name:?}, include_str!({:?})),",

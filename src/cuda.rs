@@ -36,7 +36,8 @@ use std::time::Duration;
 /// Shared helpers, prepended to every kernel source.
 const COMMON: &str = include_str!("../cuda/common.cuh");
 
-// `SOURCES`: every `cuda/*.cu`, as (file stem, text), written by build.rs.
+// `SOURCES`: every `cuda/*.cu`, as (file stem, text); `HEADERS`: every `cuda/*.cuh` but
+// common.cuh, as (file name, text). Written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/cuda_sources.rs"));
 
 /// The embedded source of kernel `name`, if there is one.
@@ -257,6 +258,39 @@ fn is_identifier(s: &str) -> bool {
 const ELEM_TYPEDEF: &str = "xw_elem_t";
 
 /// Compiles kernel `k` to PTX for virtual architecture `compute_<arch>`.
+/// Replaces each `#include "NAME.cuh"` line with that embedded header (NVRTC sees one source),
+/// with `#line` markers so compile errors name the right file and line.
+fn expand_includes(text: &str, file: &str, depth: u32) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    for (number, line) in text.lines().enumerate() {
+        let included = line
+            .trim()
+            .strip_prefix("#include \"")
+            .and_then(|rest| rest.strip_suffix('"'));
+        match included {
+            Some(name) => {
+                let header = HEADERS
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, t)| *t)
+                    .filter(|_| depth < 8)
+                    .ok_or_else(|| Error::MissingKernel {
+                        kernel: file.to_string(),
+                        variant: format!("the header {name} (cuda/{name} is not embedded)"),
+                    })?;
+                out.push_str(&format!("#line 1 \"{name}\"\n"));
+                out.push_str(&expand_includes(header, name, depth + 1)?);
+                out.push_str(&format!("#line {} \"{file}\"\n", number + 2));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn compile(k: &Kernel<'_>, arch: u32) -> Result<nvrtc::Ptx> {
     let body = source(k.name).ok_or_else(|| Error::MissingKernel {
         kernel: k.name.to_string(),
@@ -284,10 +318,11 @@ fn compile(k: &Kernel<'_>, arch: u32) -> Result<nvrtc::Ptx> {
         .filter(|line| line.trim() != "#pragma once")
         .map(|line| format!("{line}\n"))
         .collect();
+    let file = format!("{}.cu", k.name);
     let src = format!(
-        "typedef {} {ELEM_TYPEDEF};\n#line 1 \"common.cuh\"\n{common}#line 1 \"{}.cu\"\n{body}",
+        "typedef {} {ELEM_TYPEDEF};\n#line 1 \"common.cuh\"\n{common}#line 1 \"{file}\"\n{}",
         k.elem.cuda_type(),
-        k.name
+        expand_includes(body, &file, 0)?
     );
     let opts = CompileOptions {
         options,
@@ -553,6 +588,38 @@ impl Device for CudaDevice {
             .map_err(cuda_err("cuMemcpyHtoDAsync"))
     }
 
+    fn copy(
+        &self,
+        src: &RawBuffer,
+        src_offset: u64,
+        dst: &RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        let from = self.buffer(src)?;
+        let to = self.buffer(dst)?;
+        src.check_range(src_offset, bytes)?;
+        dst.check_range(dst_offset, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent"))?;
+        // SAFETY: both ranges lie inside live allocations of this context (checked above, and
+        // the buffers are borrowed for the call); the copy is ordered on the device's one
+        // stream, where the memory is freed too, so it cannot outlive them.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                to.ptr + dst_offset,
+                from.ptr + src_offset,
+                bytes as usize,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(cuda_err("cuMemcpyDtoDAsync"))
+    }
+
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
         let buffer = self.buffer(src)?;
         src.check_range(offset, dst.len() as u64)?;
@@ -762,6 +829,69 @@ mod tests {
                         Ok(ptx) => assert!(ptx.to_src().contains(".entry reduce"), "{k}"),
                         Err(e) => panic!("{k}: {e}"),
                     }
+                }
+            }
+        }
+    }
+
+    /// Compiles every variant of the scan kernels the library launches when NVRTC is installed.
+    #[test]
+    fn scan_compiles_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        for elem in ElemKind::ALL {
+            for op in [0, 2, 3] {
+                for exclusive in [0, 1] {
+                    for scope in [0, 1] {
+                        let consts = [("OP", op), ("SCOPE", scope), ("EXCLUSIVE", exclusive)];
+                        let k = Kernel {
+                            name: "scan",
+                            elem,
+                            consts: &consts,
+                        };
+                        if let Err(e) = compile(&k, arch) {
+                            panic!("{k}: {e}");
+                        }
+                    }
+                    let consts = [("OP", op), ("EXCLUSIVE", exclusive), ("ITEMS", 8)];
+                    let k = Kernel {
+                        name: "scan_device",
+                        elem,
+                        consts: &consts,
+                    };
+                    match compile(&k, arch) {
+                        Ok(ptx) => assert!(ptx.to_src().contains(".entry scan_device"), "{k}"),
+                        Err(e) => panic!("{k}: {e}"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Compiles every variant of the stencil kernel when NVRTC is installed.
+    #[test]
+    fn stencil_compiles_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        for elem in [ElemKind::F32, ElemKind::F64] {
+            for smem in [0, 1] {
+                let consts = [("SMEM", smem)];
+                let k = Kernel {
+                    name: "stencil",
+                    elem,
+                    consts: &consts,
+                };
+                match compile(&k, arch) {
+                    Ok(ptx) => assert!(ptx.to_src().contains(".entry stencil"), "{k}"),
+                    Err(e) => panic!("{k}: {e}"),
                 }
             }
         }

@@ -336,6 +336,16 @@ pub trait Device: Send + Sync {
     fn alloc(&self, bytes: u64) -> Result<RawBuffer>;
     /// Copies `src` into `dst` at `offset`, ordered after earlier work.
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()>;
+    /// Copies `bytes` from `src` at `src_offset` to `dst` at `dst_offset` on the device, ordered
+    /// after earlier work (ranges may not overlap).
+    fn copy(
+        &self,
+        src: &RawBuffer,
+        src_offset: u64,
+        dst: &RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()>;
     /// Copies bytes from `src` at `offset` into `dst`, after all earlier work has finished.
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()>;
     /// Queues a kernel launch.

@@ -1,1 +1,272 @@
-//! Placeholder: being written.
+//! Prefix scans — inclusive and exclusive, for sum, min and max over every element type: warp
+//! scan (each 32-lane logical warp, Kogge-Stone with shift-up shuffles, CUDA's semantics on any
+//! subgroup size), block scan (each block of [`BLOCK`] elements) and device scan of any length.
+//!
+//! # The device scan
+//! Single pass: each workgroup scans a tile of [`TILE`] = 2048 elements (256 threads × 8
+//! consecutive elements) and gets the tile's exclusive prefix by decoupled look-back over the
+//! tiles before it, which publish their totals and inclusive prefixes as they go. Vulkan
+//! promises no forward progress between workgroups, so a tile that waits too long for a
+//! predecessor reduces that predecessor's tile itself: it cannot deadlock on any conformant
+//! device. [`Tuning::spin`] sets how long it waits; 0 always takes the fallback.
+//!
+//! # Deterministic floats
+//! The association order depends only on `n` (see `shaders/scan_common.glsl`): in a tile each
+//! thread folds its 8 elements in order, the thread totals are scanned Kogge-Stone style per
+//! 32-lane warp, the warp totals are folded in order, and a tile's exclusive prefix is the left
+//! fold of the totals of all tiles before it, whatever the look-back happened to find. Float
+//! scans are therefore bit-identical on CUDA, on Vulkan at every subgroup size, and in the CPU
+//! reference ([`crate::cpu::scan`]). Operators and identities are those of
+//! [`crate::reduce`] (-0.0 for float sums; min/max ignore NaN).
+//!
+//! In place ([`device_scan_in_place`]) goes through a temporary buffer, because the fallback
+//! may read a predecessor's input after that predecessor would have overwritten it.
+
+use crate::cpu::reduce::Reduce;
+use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::error::{Error, Result};
+use crate::plan;
+use crate::reduce::ReduceOp;
+
+/// Threads per workgroup of every scan kernel (part of the canonical order).
+pub const BLOCK: u32 = 256;
+/// Consecutive elements per thread in a device-scan tile (part of the canonical order).
+pub const ITEMS: u32 = 8;
+/// Elements per device-scan tile.
+pub const TILE: usize = (BLOCK * ITEMS) as usize;
+/// Default polls of an unpublished predecessor before a tile reduces it itself.
+pub const DEFAULT_SPIN: u32 = 1 << 14;
+
+/// Inclusive (`y[i]` includes `x[i]`) or exclusive (`y[0]` is the identity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScanKind {
+    /// `y[i] = x[0] op … op x[i]`.
+    Inclusive,
+    /// `y[i] = identity op x[0] op … op x[i-1]`.
+    Exclusive,
+}
+
+/// Device-scan knobs that change speed, never results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Polls of an unpublished predecessor before a tile reduces it itself.
+    pub spin: u32,
+    /// Plan as if one launch could span at most this many elements (a multiple of [`TILE`]);
+    /// `None`: the device's binding limit. Small values force many launches.
+    pub max_launch_elems: Option<usize>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            spin: DEFAULT_SPIN,
+            max_launch_elems: None,
+        }
+    }
+}
+
+fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
+    if !matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
+        return Err(Error::invalid("op", op, "sum, min or max"));
+    }
+    plan::require(
+        dev.info(),
+        T::KIND,
+        SubgroupFeatures::BASIC | SubgroupFeatures::SHUFFLE | SubgroupFeatures::SHUFFLE_RELATIVE,
+    )
+}
+
+fn check_lengths(input: usize, output: usize) -> Result<()> {
+    if output != input {
+        return Err(Error::LengthMismatch {
+            name: "output",
+            expected: input as u64,
+            actual: output as u64,
+        });
+    }
+    Ok(())
+}
+
+fn exclusive(kind: ScanKind) -> u32 {
+    u32::from(kind == ScanKind::Exclusive)
+}
+
+fn elementwise<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    scope: u32,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+) -> Result<()> {
+    check::<T>(dev, op)?;
+    if input.is_empty() {
+        return Err(Error::EmptyInput { name: "input" });
+    }
+    check_lengths(input.len(), output.len())?;
+    let consts = [
+        ("OP", op.code()),
+        ("SCOPE", scope),
+        ("EXCLUSIVE", exclusive(kind)),
+    ];
+    let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), BLOCK as u64) as usize;
+    let mut start = 0;
+    while start < input.len() {
+        let n = chunk.min(input.len() - start);
+        let groups = n.div_ceil(BLOCK as usize);
+        let params = [n as u32, groups as u32];
+        dev.launch(&Launch {
+            kernel: Kernel {
+                name: "scan",
+                elem: T::KIND,
+                consts: &consts,
+            },
+            block: BLOCK,
+            groups: plan::grid(dev.info(), groups as u64)?,
+            bindings: &[input.binding(start, n), output.binding(start, n)],
+            params: bytemuck::cast_slice(&params),
+        })?;
+        start += n;
+    }
+    Ok(())
+}
+
+/// Scans each 32-element warp of `input` on its own (`output.len() == input.len()`).
+pub fn warp_scan<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+) -> Result<()> {
+    elementwise(dev, op, kind, 0, input, output)
+}
+
+/// Scans each block of [`BLOCK`] elements of `input` on its own.
+pub fn block_scan<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+) -> Result<()> {
+    elementwise(dev, op, kind, 1, input, output)
+}
+
+/// Scans all of `input` into `output` (same length; an empty input is a no-op).
+pub fn device_scan<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+) -> Result<()> {
+    device_scan_tuned(dev, op, kind, input, output, Tuning::default())
+}
+
+/// [`device_scan`] with explicit [`Tuning`].
+pub fn device_scan_tuned<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+    tuning: Tuning,
+) -> Result<()> {
+    check::<T>(dev, op)?;
+    check_lengths(input.len(), output.len())?;
+    let n_total = input.len();
+    if n_total == 0 {
+        return Ok(());
+    }
+    let mut chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
+    if let Some(max) = tuning.max_launch_elems {
+        if max < TILE || max % TILE != 0 {
+            return Err(Error::invalid(
+                "max_launch_elems",
+                max,
+                format!("a positive multiple of {TILE}"),
+            ));
+        }
+        chunk = chunk.min(max);
+    }
+    let tiles = n_total.div_ceil(TILE);
+    let launches = n_total.div_ceil(chunk);
+    let counters = DeviceVec::<u32>::from_slice(dev, &vec![0u32; launches])?;
+    let flags = DeviceVec::<u32>::from_slice(dev, &vec![0u32; tiles])?;
+    let aggregates = DeviceVec::<T>::alloc(dev, tiles)?;
+    let inclusives = DeviceVec::<T>::alloc(dev, tiles)?;
+    let consts = [
+        ("OP", op.code()),
+        ("EXCLUSIVE", exclusive(kind)),
+        ("ITEMS", ITEMS),
+    ];
+    for (launch, start) in (0..n_total).step_by(chunk).enumerate() {
+        let n = chunk.min(n_total - start);
+        let launch_tiles = n.div_ceil(TILE);
+        let tile0 = start / TILE;
+        let params = [
+            n as u32,
+            launch_tiles as u32,
+            tile0 as u32,
+            launch as u32,
+            tuning.spin,
+        ];
+        // Tile state of all tiles so far stays bound: look-back reads earlier launches' tiles.
+        dev.launch(&Launch {
+            kernel: Kernel {
+                name: "scan_device",
+                elem: T::KIND,
+                consts: &consts,
+            },
+            block: BLOCK,
+            groups: plan::grid(dev.info(), launch_tiles as u64)?,
+            bindings: &[
+                input.binding(start, n),
+                output.binding(start, n),
+                counters.binding(0, launches),
+                flags.binding(0, tile0 + launch_tiles),
+                aggregates.binding(0, tile0 + launch_tiles),
+                inclusives.binding(0, tile0 + launch_tiles),
+            ],
+            params: bytemuck::cast_slice(&params),
+        })?;
+    }
+    Ok(())
+}
+
+/// [`device_scan`] in place: the result replaces `data` (through a temporary buffer).
+pub fn device_scan_in_place<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    data: &mut DeviceVec<T>,
+) -> Result<()> {
+    check::<T>(dev, op)?;
+    if data.is_empty() {
+        return Ok(());
+    }
+    let mut tmp = DeviceVec::<T>::alloc(dev, data.len())?;
+    device_scan(dev, op, kind, data, &mut tmp)?;
+    dev.copy(
+        tmp.raw(),
+        0,
+        data.raw(),
+        0,
+        (data.len() * T::KIND.size()) as u64,
+    )
+}
+
+/// [`device_scan`] of host data.
+pub fn device_scan_host<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    input: &[T],
+) -> Result<Vec<T>> {
+    check::<T>(dev, op)?;
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut dst = DeviceVec::alloc(dev, input.len())?;
+    device_scan(dev, op, kind, &src, &mut dst)?;
+    dst.to_vec(dev)
+}

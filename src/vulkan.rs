@@ -1219,6 +1219,38 @@ impl Device for VulkanDevice {
         Ok(())
     }
 
+    fn copy(
+        &self,
+        src: &RawBuffer,
+        src_offset: u64,
+        dst: &RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        let from = self.buffer(src)?;
+        let to = self.buffer(dst)?;
+        src.check_range(src_offset, bytes)?;
+        dst.check_range(dst_offset, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut s = lock(&self.stream);
+        self.begin(&mut s)?;
+        let region = vk::BufferCopy::default()
+            .src_offset(src_offset)
+            .dst_offset(dst_offset)
+            .size(bytes);
+        // SAFETY: both buffers are kept alive until the submit finishes; ranges checked above.
+        unsafe {
+            self.core
+                .device
+                .cmd_copy_buffer(s.cmd, from.buffer, to.buffer, &[region])
+        };
+        s.keep.push(src.keep_alive());
+        s.keep.push(dst.keep_alive());
+        Ok(())
+    }
+
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
         src.check_range(offset, dst.len() as u64)?;
         let source = self.buffer(src)?;

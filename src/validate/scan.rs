@@ -1,16 +1,195 @@
-//! Placeholder: being written.
+//! Scan cases: sum, min and max, inclusive and exclusive, at warp, block and device scope, for
+//! every type; device scans also through the look-back fallback and over many launches.
 
-use super::{CaseReport, Tally};
-use crate::device::Device;
-use crate::element::Rng;
+use super::reduce::ReduceInput;
+use super::{check_case, poison_value, CaseReport, Tally};
+use crate::cpu::reduce::Reduce;
+use crate::cpu::scan as cpu;
+use crate::device::{Device, DeviceVec};
+use crate::element::{ElemKind, Rng};
+use crate::error::Result;
+use crate::reduce::ReduceOp;
+use crate::scan::{self, ScanKind, Tuning, TILE};
+use crate::with_elem;
+use std::fmt;
+
+/// Where a scan acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// [`scan::warp_scan`].
+    Warp,
+    /// [`scan::block_scan`].
+    Block,
+    /// [`scan::device_scan_tuned`].
+    Device(Tuning),
+}
+
+/// One scan case.
+#[derive(Clone, Copy, Debug)]
+pub struct ScanCase {
+    /// Sum, min or max.
+    pub op: ReduceOp,
+    /// Inclusive or exclusive.
+    pub kind: ScanKind,
+    /// Scope.
+    pub scope: Scope,
+    /// Element type.
+    pub elem: ElemKind,
+    /// Input length.
+    pub n: usize,
+}
+
+impl fmt::Display for ScanCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            ScanKind::Inclusive => "inclusive",
+            ScanKind::Exclusive => "exclusive",
+        };
+        match self.scope {
+            Scope::Warp => write!(f, "warp_scan")?,
+            Scope::Block => write!(f, "block_scan")?,
+            Scope::Device(t) => {
+                write!(f, "device_scan")?;
+                if t.spin != Tuning::default().spin {
+                    write!(f, " spin={}", t.spin)?;
+                }
+                if let Some(m) = t.max_launch_elems {
+                    write!(f, " max_launch_elems={m}")?;
+                }
+            }
+        }
+        write!(f, " {kind} {} {} n={}", self.op, self.elem, self.n)
+    }
+}
+
+/// Every scan case; `large` adds device scans of 2^24 + 1 and 2^28 elements (for GPUs).
+pub fn scan_cases(quick: bool, large: bool) -> Vec<ScanCase> {
+    let sizes: &[usize] = if quick {
+        &[33, 1000]
+    } else {
+        &[1, 2, 3, 31, 33, 1000, 4099]
+    };
+    let fallback = Tuning {
+        spin: 0,
+        max_launch_elems: None,
+    };
+    let launches = Tuning {
+        spin: scan::DEFAULT_SPIN,
+        max_launch_elems: Some(3 * TILE),
+    };
+    let mut cases = Vec::new();
+    for elem in ElemKind::ALL {
+        for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
+            for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                for scope in [Scope::Warp, Scope::Block, Scope::Device(Tuning::default())] {
+                    for &n in sizes {
+                        cases.push(ScanCase {
+                            op,
+                            kind,
+                            scope,
+                            elem,
+                            n,
+                        });
+                    }
+                }
+                if !quick {
+                    let n = 1_000_003;
+                    cases.push(ScanCase {
+                        op,
+                        kind,
+                        scope: Scope::Device(Tuning::default()),
+                        elem,
+                        n,
+                    });
+                    cases.push(ScanCase {
+                        op,
+                        kind,
+                        scope: Scope::Device(fallback),
+                        elem,
+                        n: 100_003,
+                    });
+                    cases.push(ScanCase {
+                        op,
+                        kind,
+                        scope: Scope::Device(launches),
+                        elem,
+                        n: 20 * TILE + 5,
+                    });
+                }
+                if large {
+                    for n in [(1 << 24) + 1, 1 << 28] {
+                        cases.push(ScanCase {
+                            op,
+                            kind,
+                            scope: Scope::Device(Tuning::default()),
+                            elem,
+                            n,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// The CPU reference's result for a case.
+pub fn expected<T: Reduce>(case: &ScanCase, input: &[T]) -> Vec<T> {
+    match case.scope {
+        Scope::Warp => cpu::warp_scan(case.op, case.kind, input),
+        Scope::Block => cpu::block_scan(case.op, case.kind, input),
+        Scope::Device(_) => cpu::device_scan(case.op, case.kind, input),
+    }
+}
+
+/// Runs a case on `dev` with the output poisoned with `poison`.
+pub fn run_scan<T: Reduce>(
+    dev: &dyn Device,
+    case: &ScanCase,
+    input: &[T],
+    poison: T,
+) -> Result<Vec<T>> {
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut dst = DeviceVec::alloc(dev, input.len())?;
+    dst.fill(dev, poison)?;
+    match case.scope {
+        Scope::Warp => scan::warp_scan(dev, case.op, case.kind, &src, &mut dst)?,
+        Scope::Block => scan::block_scan(dev, case.op, case.kind, &src, &mut dst)?,
+        Scope::Device(t) => scan::device_scan_tuned(dev, case.op, case.kind, &src, &mut dst, t)?,
+    }
+    dst.to_vec(dev)
+}
+
+fn case_on<T: ReduceInput>(
+    devices: &[(String, &dyn Device)],
+    case: &ScanCase,
+    rng: &mut Rng,
+) -> CaseReport {
+    let input = T::input(case.op, case.n, rng);
+    let want = expected(case, &input);
+    let poison = if want.len() > 1 << 22 {
+        // Searching a huge output for an absent value costs more than the case; an unwritten
+        // element then goes unnoticed only where the expected value equals the poison.
+        poison_value(&want[..0])
+    } else {
+        poison_value(&want)
+    };
+    check_case(devices, case.to_string(), &want, |dev| {
+        run_scan(dev, case, &input, poison)
+    })
+}
 
 /// Runs every scan case.
 pub fn run(
-    _devices: &[(String, &dyn Device)],
-    _quick: bool,
-    _large: bool,
-    _rng: &mut Rng,
-    _tally: &mut Tally,
-    _report: &mut dyn FnMut(&CaseReport),
+    devices: &[(String, &dyn Device)],
+    quick: bool,
+    large: bool,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    report: &mut dyn FnMut(&CaseReport),
 ) {
+    for case in scan_cases(quick, large) {
+        let r = with_elem!(case.elem, case_on(devices, &case, rng));
+        tally.add(&r, report);
+    }
 }

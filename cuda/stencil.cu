@@ -1,0 +1,112 @@
+// The 5-point weighted moving average with CUDA's warp intrinsics; the twin of
+// shaders/stencil.comp (see there for the formula, the edges and the launch parameters),
+// modelled by src/cpu/stencil.rs.
+//
+//   y[i] = ((((w0*x[i-2] + w1*x[i-1]) + w2*x[i]) + w3*x[i+1]) + w4*x[i+2])   for 2 <= i < n-2
+//
+// evaluated in exactly that order with __fmul_rn/__fadd_rn (__dmul_rn/__dadd_rn): the
+// intrinsics are never contracted into an FMA, so the result is bit-identical to the Vulkan
+// shader and the CPU reference.
+//
+// Variant constant: SMEM (0 the shuffle version, 1 the shared-memory version).
+// Blocks are XW_STENCIL_BLOCK threads (src/stencil.rs launches that many).
+
+#define XW_STENCIL_BLOCK 256
+#define XW_HALO 2
+
+typedef XW_T T;
+
+struct StencilParams {
+    unsigned int count;   // outputs in this launch
+    unsigned int in_off;  // index in src of output 0's centre element x[i]
+    unsigned int in_len;  // elements src holds
+    unsigned int lo;      // outputs lo .. hi-1 are averages, the others the edge value +0.0
+    unsigned int hi;
+    unsigned int out_off; // index in dst of output 0
+    unsigned int w[10];   // weights w0 .. w4, two words each, low first (float: the low word)
+};
+
+__device__ __forceinline__ void xw_from_words(unsigned int lo, unsigned int, float& v) {
+    v = __uint_as_float(lo);
+}
+__device__ __forceinline__ void xw_from_words(unsigned int lo, unsigned int hi, double& v) {
+    v = __hiloint2double((int)hi, (int)lo);
+}
+__device__ __forceinline__ T xw_weight(const StencilParams& p, int k) {
+    T v;
+    xw_from_words(p.w[2 * k], p.w[2 * k + 1], v);
+    return v;
+}
+
+__device__ __forceinline__ float xw_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float xw_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double xw_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double xw_mul(double a, double b) { return __dmul_rn(a, b); }
+
+// x at offset d from output t's centre; outside the bound input it is never used for an
+// average and reads as 0, so nothing out of bounds is touched.
+__device__ __forceinline__ T xw_load(const T* __restrict__ src, const StencilParams& p, unsigned t, int d) {
+    const long long q = (long long)p.in_off + t + d;
+    return q >= 0 && q < (long long)p.in_len ? src[q] : T(0);
+}
+
+// The documented order, every product and sum rounded on its own.
+__device__ __forceinline__ T xw_average(const StencilParams& p, T m2, T m1, T c, T p1, T p2) {
+    T y = xw_add(xw_mul(xw_weight(p, 0), m2), xw_mul(xw_weight(p, 1), m1));
+    y = xw_add(y, xw_mul(xw_weight(p, 2), c));
+    y = xw_add(y, xw_mul(xw_weight(p, 3), p1));
+    return xw_add(y, xw_mul(xw_weight(p, 4), p2));
+}
+
+extern "C" __global__ void stencil(const T* __restrict__ src, T* __restrict__ dst, StencilParams p) {
+    const unsigned long long first = xw_group() * blockDim.x;
+    // Whole blocks past the end leave together; inside a block every warp stays whole.
+    if (first >= p.count) return;
+    const unsigned local = threadIdx.x;
+    const unsigned t = (unsigned)first + local;
+    // Threads past `count` still load: their centre values are the right-hand neighbours of
+    // the last outputs.
+    const T c = xw_load(src, p, t, 0);
+    T m2, m1, p1, p2;
+#if SMEM
+    __shared__ T tile[XW_STENCIL_BLOCK + 2 * XW_HALO];
+    tile[local + XW_HALO] = c;
+    if (local < XW_HALO) tile[local] = xw_load(src, p, t, -XW_HALO);
+    if (local >= blockDim.x - XW_HALO) tile[local + 2 * XW_HALO] = xw_load(src, p, t, XW_HALO);
+    // Each thread reads slots other threads wrote (its neighbours, the halo loaders at the
+    // block's edges), possibly in other warps: the barrier makes every write visible first.
+    __syncthreads();
+    m2 = tile[local];
+    m1 = tile[local + 1];
+    p1 = tile[local + 3];
+    p2 = tile[local + 4];
+#else
+    const unsigned lane = local % XW_WARP;
+    // The halo registers: lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the warp starting
+    // at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]).
+    T h = T(0);
+    if (lane < XW_HALO) {
+        h = xw_load(src, p, t, -XW_HALO);
+    } else if (lane >= XW_WARP - XW_HALO) {
+        h = xw_load(src, p, t, XW_HALO);
+    }
+    // Every lane takes part in every shuffle (full mask); the fix-ups below replace what the
+    // lanes at the warp's edges got back (their own values, by CUDA's rule).
+    const T up2 = __shfl_up_sync(XW_FULL_MASK, c, 2);
+    const T up1 = __shfl_up_sync(XW_FULL_MASK, c, 1);
+    const T dn1 = __shfl_down_sync(XW_FULL_MASK, c, 1);
+    const T dn2 = __shfl_down_sync(XW_FULL_MASK, c, 2);
+    const T h_dn1 = __shfl_down_sync(XW_FULL_MASK, h, 1);
+    const T h_up1 = __shfl_up_sync(XW_FULL_MASK, h, 1);
+    // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
+    // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's x[i-2].
+    // Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
+    m2 = lane >= 2 ? up2 : h;
+    m1 = lane >= 1 ? up1 : h_dn1;
+    p1 = lane + 1 < XW_WARP ? dn1 : h_up1;
+    p2 = lane + 2 < XW_WARP ? dn2 : h;
+#endif
+    if (t < p.count) {
+        dst[p.out_off + t] = t >= p.lo && t < p.hi ? xw_average(p, m2, m1, c, p1, p2) : T(0);
+    }
+}

@@ -1,0 +1,140 @@
+#version 450
+// variants: f32 f64
+//
+// The 5-point weighted moving average (Professional CUDA C Programming, chapter 5); the twin of
+// cuda/stencil.cu, modelled by src/cpu/stencil.rs:
+//
+//   y[i] = ((((w0*x[i-2] + w1*x[i-1]) + w2*x[i]) + w3*x[i+1]) + w4*x[i+2])   for 2 <= i < n-2,
+//   y[i] = +0.0 for the two outputs at each end (every output when n <= 4).
+//
+// The sum is evaluated in exactly that order, every product and sum rounded on its own (`precise`
+// forbids contracting a product and a sum into an FMA): that is what makes the result
+// bit-identical to CUDA (__fmul_rn/__fadd_rn) and the CPU reference at every subgroup size.
+//
+// SMEM 0, the shuffle version: each 32-lane logical warp loads its 32 centre values plus two
+// halo values on each side into registers (lanes 0 and 1 load x[i-2], lanes 30 and 31 load
+// x[i+2]) and gets its neighbours by shift up/down shuffles.
+// SMEM 1, the shared-memory version: the workgroup loads its tile plus two halo values on each
+// side into shared memory, waits at a barrier, and reads its neighbours from there.
+//
+// Invocation t of the launch computes output t; the host plans the bindings (src/stencil.rs).
+#include "common.glsl"
+#include "shuffle.glsl"
+
+// Declared before the shared arrays sized by gl_WorkGroupSize (else glslang sizes them as 1).
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint SMEM = 0u; // 0 shuffle version, 1 shared-memory version
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
+layout(push_constant) uniform Params {
+    uint count;   // outputs in this launch
+    uint in_off;  // index in src of output 0's centre element x[i]
+    uint in_len;  // elements src holds; anything before 0 or from in_len on lies past the signal
+    uint lo;      // outputs lo .. hi-1 are averages, the others the edge value +0.0
+    uint hi;
+    uint out_off; // index in dst of output 0
+    uint w[10];   // weights w0 .. w4, two words each, low first (f32: the low word)
+} p;
+
+const uint HALO = 2u;
+// Shared version: the tile and its halo. Shuffle version on subgroups narrower than a warp:
+// the centre values, staged for lanes whose neighbour lies in another subgroup.
+shared T tile[gl_WorkGroupSize.x + 2u * HALO];
+// Shuffle version on narrow subgroups: the halo registers, staged likewise.
+shared T halo[gl_WorkGroupSize.x];
+
+T weight(uint k) {
+#if defined(XW_TYPE_F64)
+    return packDouble2x32(uvec2(p.w[2u * k], p.w[2u * k + 1u]));
+#else
+    return uintBitsToFloat(p.w[2u * k]);
+#endif
+}
+
+// x at offset d from output t's centre; past either end of the bound input it is never used
+// for an average, and reads as 0 so nothing out of bounds is touched.
+T load(uint t, int d) {
+    int q = int(p.in_off + t) + d;
+    return q >= 0 && q < int(p.in_len) ? src[q] : T(0);
+}
+
+// The documented order, no contraction: bit-identical on every device.
+T average(T m2, T m1, T c, T p1, T p2) {
+    precise T y = (((weight(0u) * m2 + weight(1u) * m1) + weight(2u) * c) + weight(3u) * p1)
+        + weight(4u) * p2;
+    return y;
+}
+
+void main() {
+    uint block = gl_WorkGroupSize.x;
+    uint first = xw_group() * block;
+    // Whole workgroups past the end leave together, so the barriers below see every
+    // invocation of the workgroups that stay.
+    if (first >= p.count) return;
+    uint local = xw_local();
+    uint t = first + local;
+    // Invocations past `count` still load: their centre values are the right-hand neighbours
+    // of the last outputs.
+    T c = load(t, 0);
+    T m2, m1, p1, p2;
+    if (SMEM == 1u) {
+        tile[local + HALO] = c;
+        if (local < HALO) tile[local] = load(t, -int(HALO));
+        if (local >= block - HALO) tile[local + 2u * HALO] = load(t, int(HALO));
+        // Each invocation reads slots that other invocations wrote (its neighbours, the halo
+        // loaders at the workgroup's edges), possibly in other subgroups: the barrier makes
+        // every write visible before any read.
+        barrier();
+        m2 = tile[local];
+        m1 = tile[local + 1u];
+        p1 = tile[local + 3u];
+        p2 = tile[local + 4u];
+    } else {
+        // Workgroups start at multiples of 32 outputs, so warps are aligned to the workgroup.
+        uint lane = local % XW_WARP;
+        // The halo registers: lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the warp
+        // starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]).
+        T h = T(0);
+        if (lane < HALO) {
+            h = load(t, -int(HALO));
+        } else if (lane >= XW_WARP - HALO) {
+            h = load(t, int(HALO));
+        }
+        // Every invocation shuffles (a shuffle reads only active invocations); the fix-ups
+        // below discard what the lanes at the warp's edges got.
+        T up2 = xw_shuffle_up(c, 2u);
+        T up1 = xw_shuffle_up(c, 1u);
+        T dn1 = xw_shuffle_down(c, 1u);
+        T dn2 = xw_shuffle_down(c, 2u);
+        T h_dn1 = xw_shuffle_down(h, 1u);
+        T h_up1 = xw_shuffle_up(h, 1u);
+        if (gl_SubgroupSize < XW_WARP) {
+            // A warp spans several subgroups: a neighbour in another subgroup of the same warp
+            // is out of the shuffle's reach (Vulkan leaves the value undefined), so it comes
+            // through shared memory. The condition is uniform, so the barrier is too; it makes
+            // every staged value visible before any is read.
+            tile[local] = c;
+            halo[local] = h;
+            barrier();
+            uint s = gl_SubgroupInvocationID;
+            uint sg = gl_SubgroupSize;
+            if (lane >= 2u && s < 2u) up2 = tile[local - 2u];
+            if (lane >= 1u && s < 1u) up1 = tile[local - 1u];
+            if (lane + 1u < XW_WARP && s + 1u >= sg) dn1 = tile[local + 1u];
+            if (lane + 2u < XW_WARP && s + 2u >= sg) dn2 = tile[local + 2u];
+            if (lane == 0u && s + 1u >= sg) h_dn1 = halo[local + 1u];
+            if (lane == XW_WARP - 1u && s < 1u) h_up1 = halo[local - 1u];
+        }
+        // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
+        // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's x[i-2].
+        // Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
+        m2 = lane >= 2u ? up2 : h;
+        m1 = lane >= 1u ? up1 : h_dn1;
+        p1 = lane + 1u < XW_WARP ? dn1 : h_up1;
+        p2 = lane + 2u < XW_WARP ? dn2 : h;
+    }
+    if (t < p.count) {
+        dst[p.out_off + t] = t >= p.lo && t < p.hi ? average(m2, m1, c, p1, p2) : T(0);
+    }
+}
