@@ -38,9 +38,13 @@ enum Command {
         /// Seed for the random inputs (default: from the clock).
         #[arg(long)]
         seed: Option<u64>,
-        /// Add GPU-sized inputs (2^24 and 2^28 + 3 elements).
+        /// Add GPU-sized inputs (2^24 to 2^31 + 5 elements).
         #[arg(long)]
         large: bool,
+        /// Only these algorithm families (repeatable): shfl, vote, compact, reduce, ladder,
+        /// scan, stencil.
+        #[arg(long = "family")]
+        families: Vec<String>,
     },
 }
 
@@ -73,8 +77,21 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
             info(choice.unwrap_or_default(), selector, cli.validation);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { quick, seed, large } => {
-            validate(choice, selector, cli.validation, quick, large, seed)
+        Command::Validate {
+            quick,
+            seed,
+            large,
+            families,
+        } => {
+            xwarp::validate::check_families(&families)?;
+            validate(
+                choice,
+                selector,
+                cli.validation,
+                (quick, large),
+                &families,
+                seed,
+            )
         }
     }
 }
@@ -110,8 +127,8 @@ fn validate(
     choice: Option<BackendChoice>,
     selector: Option<DeviceSelector>,
     validation: bool,
-    quick: bool,
-    large: bool,
+    (quick, large): (bool, bool),
+    families: &[String],
     seed: Option<u64>,
 ) -> xwarp::Result<ExitCode> {
     let mut devices: Vec<(String, std::sync::Arc<dyn Device>)> = Vec::new();
@@ -147,7 +164,13 @@ fn validate(
     let seed = seed.unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
     println!("seed {seed}");
     let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
-    let tally = xwarp::validate::run_all(&refs, quick, large, seed, &mut |r| println!("{r}"));
+    let names: Vec<&str> = if families.is_empty() {
+        xwarp::validate::FAMILIES.to_vec()
+    } else {
+        families.iter().map(String::as_str).collect()
+    };
+    let tally =
+        xwarp::validate::run_families(&refs, &names, quick, large, seed, &mut |r| println!("{r}"));
     let mut failed = tally.failed;
     for (label, dev) in &refs {
         let messages = dev.diagnostics();

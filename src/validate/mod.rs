@@ -217,14 +217,59 @@ pub fn run_all(
     seed: u64,
     report: &mut dyn FnMut(&CaseReport),
 ) -> Tally {
+    run_families(devices, &FAMILIES, quick, large, seed, report)
+}
+
+/// The algorithm families `validate` knows, in the order it runs them.
+pub const FAMILIES: [&str; 7] = [
+    "shfl", "vote", "compact", "reduce", "ladder", "scan", "stencil",
+];
+
+/// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
+/// ignored, so check them first with [`check_families`]).
+pub fn run_families(
+    devices: &[(String, &dyn Device)],
+    families: &[&str],
+    quick: bool,
+    large: bool,
+    seed: u64,
+    report: &mut dyn FnMut(&CaseReport),
+) -> Tally {
     let mut rng = Rng::new(seed);
     let mut tally = Tally::default();
-    shfl::run(devices, quick, &mut rng, &mut tally, report);
-    vote::run(devices, quick, &mut rng, &mut tally, report);
-    compact::run(devices, quick, large, &mut rng, &mut tally, report);
-    reduce::run(devices, quick, large, &mut rng, &mut tally, report);
-    ladder::run(devices, quick, large, &mut rng, &mut tally, report);
-    scan::run(devices, quick, large, &mut rng, &mut tally, report);
-    stencil::run(devices, quick, large, &mut rng, &mut tally, report);
+    let on = |name: &str| families.contains(&name);
+    if on("shfl") {
+        shfl::run(devices, quick, &mut rng, &mut tally, report);
+    }
+    if on("vote") {
+        vote::run(devices, quick, &mut rng, &mut tally, report);
+    }
+    if on("compact") {
+        compact::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("reduce") {
+        reduce::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("ladder") {
+        ladder::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("scan") {
+        scan::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("stencil") {
+        stencil::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
     tally
+}
+
+/// Checks family names against [`FAMILIES`].
+pub fn check_families(names: &[String]) -> crate::error::Result<()> {
+    match names.iter().find(|n| !FAMILIES.contains(&n.as_str())) {
+        Some(bad) => Err(crate::error::Error::invalid(
+            "family",
+            bad,
+            FAMILIES.join(", "),
+        )),
+        None => Ok(()),
+    }
 }
