@@ -872,6 +872,52 @@ mod tests {
         }
     }
 
+    /// Compiles every variant of the reduction-ladder kernels when NVRTC is installed.
+    #[test]
+    fn ladder_compiles_with_nvrtc() {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return;
+        }
+        let arch = pick_arch(90);
+        let rungs = [
+            "reduce_neighbored",
+            "reduce_neighbored_less",
+            "reduce_interleaved",
+            "reduce_unrolling2",
+            "reduce_unrolling4",
+            "reduce_unrolling8",
+            "reduce_unroll_warps8",
+            "reduce_complete_unroll_warps8",
+            "reduce_smem",
+            "reduce_shfl",
+        ];
+        for elem in [ElemKind::I32, ElemKind::U32, ElemKind::I64, ElemKind::U64] {
+            for name in rungs {
+                let k = Kernel {
+                    name,
+                    elem,
+                    consts: &[],
+                };
+                if let Err(e) = compile(&k, arch) {
+                    panic!("{k}: {e}");
+                }
+            }
+            for block in [64, 128, 256, 512, 1024] {
+                let consts = [("IBLOCK", block)];
+                let k = Kernel {
+                    name: "reduce_complete_unroll",
+                    elem,
+                    consts: &consts,
+                };
+                if let Err(e) = compile(&k, arch) {
+                    panic!("{k}: {e}");
+                }
+            }
+        }
+    }
+
     /// Compiles every variant of the stencil kernel when NVRTC is installed.
     #[test]
     fn stencil_compiles_with_nvrtc() {

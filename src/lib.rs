@@ -9,6 +9,7 @@
 //! - [`vote`]: ballot, any, all, active mask, popcount, find-first-set per 32-lane warp.
 //! - [`compact`]: stream compaction by predicate, warp-aggregated (unordered) or stable.
 //! - [`reduce`]: warp, block and device reductions with a canonical float order.
+//! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.

@@ -1,0 +1,64 @@
+// Rung reduceUnrolling2: each block first sums 2 data blocks (thread tid adds elements idx,
+// idx + blockDim.x, ... of its tile of 2*blockDim.x elements), then reduces the block of sums
+// with the interleaved tree.
+//
+//
+// A rung of the reduction ladder (Professional CUDA C Programming, chapter 3 reduceInteger.cu
+// and chapter 5); the twin of shaders/reduce_unrolling2.comp,
+// modelled by src/cpu/ladder.rs. Sums wrap on overflow (the book's int sums, done as unsigned
+// so that C++ has no overflow UB).
+//
+// Like every chapter-3 rung it works in place on global memory, as the book's kernels do on
+// g_idata, but never on the caller's input: each block first writes its starting values (the
+// guarded loads, zeros past n) into its slice of a scratch buffer the layer allocates (`work`,
+// blockDim.x elements per block) and the tree runs there. One partial per block goes to
+// dst[dst_index + group]; the layer finishes with the device reduce.
+
+typedef XW_T T;
+
+struct LadderParams {
+    unsigned int n;         // elements in this launch
+    unsigned int groups;    // blocks that have work; any beyond leave at once
+    unsigned int dst_index; // index of the first partial in dst
+};
+
+__device__ __forceinline__ int xw_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ unsigned xw_add(unsigned a, unsigned b) { return a + b; }
+__device__ __forceinline__ long long xw_add(long long a, long long b) {
+    return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+__device__ __forceinline__ unsigned long long xw_add(unsigned long long a, unsigned long long b) {
+    return a + b;
+}
+
+// The sum of the `items` data blocks this thread starts with (elements idx, idx + block, ...
+// of the block's tile of items * blockDim.x elements); every load is guarded, so a ragged tail
+// contributes zeros.
+__device__ __forceinline__ T ladder_load(const T* __restrict__ src, unsigned n, unsigned group,
+                                         unsigned tid, unsigned items) {
+    const unsigned block = blockDim.x;
+    const unsigned idx = group * block * items + tid;
+    T sum = T(0);
+    for (unsigned k = 0; k < items; ++k) {
+        const unsigned i = idx + k * block;
+        if (i < n) sum = xw_add(sum, src[i]);
+    }
+    return sum;
+}
+
+extern "C" __global__ void reduce_unrolling2(
+    const T* __restrict__ src, T* work, T* __restrict__ dst, LadderParams p) {
+    const unsigned group = (unsigned)xw_group();
+    // Whole blocks without work leave together; inside one all threads stay.
+    if (group >= p.groups) return;
+    const unsigned tid = threadIdx.x;
+    const unsigned block = blockDim.x;
+    T* idata = work + (unsigned long long)group * block;
+    idata[tid] = ladder_load(src, p.n, group, tid, 2);
+    __syncthreads();
+    for (unsigned stride = block / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) idata[tid] = xw_add(idata[tid], idata[tid + stride]);
+        __syncthreads();
+    }
+    if (tid == 0) dst[p.dst_index + group] = idata[0];
+}

@@ -1,0 +1,46 @@
+#version 450
+// variants: i32 u32 i64 u64
+//
+// Rung reduceCompleteUnrollWarps8: unrolling 8 with the tree completely unrolled (the block is
+// at most 1024: one guarded step per stride 512, 256, 128, 64, each skipped when the block is
+// smaller; gl_WorkGroupSize.x is a specialization constant, so the driver folds the tests) and
+// the last warp unrolled. Needs a block of at least 64.
+//
+// Like every chapter-3 rung it works in place on global memory, as the book's kernels do on
+// g_idata, but never on the caller's input: each workgroup first writes its starting values
+// (the guarded loads, zeros past n) into its slice of a scratch buffer the layer allocates
+// (`work`, block elements per workgroup), and the tree runs there. One partial per workgroup
+// goes to dst[dst_index + group]; the layer finishes with the device reduce.
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) coherent buffer Work { T work[]; };
+layout(std430, binding = 2) writeonly buffer Dst { T dst[]; };
+
+#define LADDER_AT(i) work[ladder_base + (i)]
+#define LADDER_GLOBAL 1
+#include "ladder_common.glsl"
+
+void main() {
+    uint group = xw_group();
+    // Whole workgroups without work leave together; inside one all invocations stay.
+    if (group >= p.groups) return;
+    uint tid = xw_local();
+    uint block = gl_WorkGroupSize.x;
+    ladder_base = group * block;
+    LADDER_AT(tid) = ladder_load(group, tid, 8u);
+    ladder_barrier();
+    // Barriers stay outside the tests, in uniform control flow, as in the book.
+    if (block >= 1024u && tid < 512u) LADDER_AT(tid) += LADDER_AT(tid + 512u);
+    ladder_barrier();
+    if (block >= 512u && tid < 256u) LADDER_AT(tid) += LADDER_AT(tid + 256u);
+    ladder_barrier();
+    if (block >= 256u && tid < 128u) LADDER_AT(tid) += LADDER_AT(tid + 128u);
+    ladder_barrier();
+    if (block >= 128u && tid < 64u) LADDER_AT(tid) += LADDER_AT(tid + 64u);
+    ladder_barrier();
+    ladder_last_warp(tid);
+    if (tid == 0u) dst[p.dst_index + group] = LADDER_AT(0u);
+}
