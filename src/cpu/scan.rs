@@ -119,21 +119,42 @@ fn tile<T: Reduce>(op: ReduceOp, data: &[T]) -> Tile<T> {
 /// Device scan: tiles of [`TILE`] elements; each tile's exclusive prefix is the left fold of
 /// the totals of the tiles before it.
 pub fn device_scan<T: Reduce>(op: ReduceOp, kind: ScanKind, data: &[T]) -> Vec<T> {
-    let items = ITEMS as usize;
-    let mut out = Vec::with_capacity(data.len());
+    // Tiles are independent but for their prefix: their totals first (on all cores), the left
+    // fold of the totals, then each tile's outputs (on all cores).
+    let tiles: Vec<&[T]> = data.chunks(TILE).collect();
+    let mut totals = vec![T::identity(op); tiles.len()];
+    let jobs: Vec<(&[T], &mut T)> = tiles.iter().copied().zip(totals.iter_mut()).collect();
+    crate::validate::par_each(jobs, |(chunk, total)| *total = tile(op, chunk).total);
+    let mut prefixes = Vec::with_capacity(tiles.len());
     let mut e = T::identity(op);
-    for chunk in data.chunks(TILE) {
-        let tile = tile(op, chunk);
-        for (i, _) in chunk.iter().enumerate() {
-            let (t, j) = (i / items, i % items);
-            let pre = T::combine(op, e, tile.prefix[t]);
-            out.push(match kind {
-                ScanKind::Inclusive => T::combine(op, pre, tile.running[i]),
-                ScanKind::Exclusive if j == 0 => pre,
-                ScanKind::Exclusive => T::combine(op, pre, tile.running[i - 1]),
-            });
-        }
-        e = T::combine(op, e, tile.total);
+    for &total in &totals {
+        prefixes.push(e);
+        e = T::combine(op, e, total);
     }
+    let mut out = vec![T::identity(op); data.len()];
+    let jobs: Vec<_> = tiles
+        .iter()
+        .copied()
+        .zip(prefixes)
+        .zip(out.chunks_mut(TILE))
+        .collect();
+    crate::validate::par_each(jobs, |((chunk, e), dst): ((&[T], T), &mut [T])| {
+        scan_tile(op, kind, e, chunk, dst)
+    });
     out
+}
+
+/// Writes one tile's outputs, given the tile's exclusive prefix `e`.
+fn scan_tile<T: Reduce>(op: ReduceOp, kind: ScanKind, e: T, chunk: &[T], dst: &mut [T]) {
+    let items = ITEMS as usize;
+    let tile = tile(op, chunk);
+    for (i, y) in dst.iter_mut().enumerate() {
+        let (t, j) = (i / items, i % items);
+        let pre = T::combine(op, e, tile.prefix[t]);
+        *y = match kind {
+            ScanKind::Inclusive => T::combine(op, pre, tile.running[i]),
+            ScanKind::Exclusive if j == 0 => pre,
+            ScanKind::Exclusive => T::combine(op, pre, tile.running[i - 1]),
+        };
+    }
 }

@@ -50,26 +50,43 @@ impl fmt::Display for ReduceCase {
 /// integers (which never collapse to 0); min/max with NaN, -0.0 and +0.0 sprinkled in; bitwise
 /// operators with bits that survive many elements.
 pub trait ReduceInput: Reduce {
-    /// A random input of length `n` for `op`.
-    fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self>;
+    /// One random element for `op`.
+    fn one(op: ReduceOp, rng: &mut Rng) -> Self;
+
+    /// A random input of length `n` for `op`. Long inputs are made in blocks of 2^20 elements,
+    /// each from its own generator seeded from `rng`, on all cores; the result depends only on
+    /// `rng`'s state, never on the number of threads.
+    fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self> {
+        const BLOCK: usize = 1 << 20;
+        if n <= BLOCK {
+            return (0..n).map(|_| Self::one(op, rng)).collect();
+        }
+        let seeds: Vec<u64> = (0..n.div_ceil(BLOCK)).map(|_| rng.next_u64()).collect();
+        let mut out = vec![Self::zeroed(); n];
+        let blocks: Vec<(u64, &mut [Self])> =
+            seeds.into_iter().zip(out.chunks_mut(BLOCK)).collect();
+        super::par_each(blocks, |(seed, block)| {
+            let mut r = Rng::new(seed);
+            for x in block.iter_mut() {
+                *x = Self::one(op, &mut r);
+            }
+        });
+        out
+    }
 }
 
 macro_rules! int_input {
     ($($t:ty),*) => {$(
         impl ReduceInput for $t {
-            fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self> {
+            fn one(op: ReduceOp, rng: &mut Rng) -> Self {
                 let bits = <$t>::BITS as u64;
-                (0..n)
-                    .map(|_| {
-                        let r = rng.next_u64() as $t;
-                        match op {
-                            ReduceOp::Product => r | 1,
-                            ReduceOp::And => !((1 as $t) << rng.below(8) * (bits / 8)),
-                            ReduceOp::Or => (1 as $t) << rng.below(8) * (bits / 8),
-                            _ => r,
-                        }
-                    })
-                    .collect()
+                let r = rng.next_u64() as $t;
+                match op {
+                    ReduceOp::Product => r | 1,
+                    ReduceOp::And => !((1 as $t) << rng.below(8) * (bits / 8)),
+                    ReduceOp::Or => (1 as $t) << rng.below(8) * (bits / 8),
+                    _ => r,
+                }
             }
         }
     )*};
@@ -79,22 +96,20 @@ int_input!(i32, u32, i64, u64);
 macro_rules! float_input {
     ($($t:ty),*) => {$(
         impl ReduceInput for $t {
-            fn input(op: ReduceOp, n: usize, rng: &mut Rng) -> Vec<Self> {
-                (0..n)
-                    .map(|_| match op {
-                        ReduceOp::Product => {
-                            let m = 1.0 + (rng.next_f64_mixed() / (1u64 << 21) as f64).clamp(-1e-3, 1e-3);
-                            (if rng.next_u64() & 1 == 0 { m } else { -m }) as $t
-                        }
-                        ReduceOp::Min | ReduceOp::Max => match rng.below(64) {
-                            0 => <$t>::NAN,
-                            1 => -0.0,
-                            2 => 0.0,
-                            _ => rng.next_f64_mixed() as $t,
-                        },
+            fn one(op: ReduceOp, rng: &mut Rng) -> Self {
+                match op {
+                    ReduceOp::Product => {
+                        let m = 1.0 + (rng.next_f64_mixed() / (1u64 << 21) as f64).clamp(-1e-3, 1e-3);
+                        (if rng.next_u64() & 1 == 0 { m } else { -m }) as $t
+                    }
+                    ReduceOp::Min | ReduceOp::Max => match rng.below(64) {
+                        0 => <$t>::NAN,
+                        1 => -0.0,
+                        2 => 0.0,
                         _ => rng.next_f64_mixed() as $t,
-                    })
-                    .collect()
+                    },
+                    _ => rng.next_f64_mixed() as $t,
+                }
             }
         }
     )*};
