@@ -14,37 +14,7 @@
 // blockDim.x elements per block) and the tree runs there. One partial per block goes to
 // dst[dst_index + group]; the layer finishes with the device reduce.
 
-typedef XW_T T;
-
-struct LadderParams {
-    unsigned int n;         // elements in this launch
-    unsigned int groups;    // blocks that have work; any beyond leave at once
-    unsigned int dst_index; // index of the first partial in dst
-};
-
-__device__ __forceinline__ int xw_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
-__device__ __forceinline__ unsigned xw_add(unsigned a, unsigned b) { return a + b; }
-__device__ __forceinline__ long long xw_add(long long a, long long b) {
-    return (long long)((unsigned long long)a + (unsigned long long)b);
-}
-__device__ __forceinline__ unsigned long long xw_add(unsigned long long a, unsigned long long b) {
-    return a + b;
-}
-
-// The sum of the `items` data blocks this thread starts with (elements idx, idx + block, ...
-// of the block's tile of items * blockDim.x elements); every load is guarded, so a ragged tail
-// contributes zeros.
-__device__ __forceinline__ T ladder_load(const T* __restrict__ src, unsigned n, unsigned group,
-                                         unsigned tid, unsigned items) {
-    const unsigned block = blockDim.x;
-    const unsigned idx = group * block * items + tid;
-    T sum = T(0);
-    for (unsigned k = 0; k < items; ++k) {
-        const unsigned i = idx + k * block;
-        if (i < n) sum = xw_add(sum, src[i]);
-    }
-    return sum;
-}
+#include "ladder_common.cuh"
 
 extern "C" __global__ void reduce_unrolling2(
     const T* __restrict__ src, T* work, T* __restrict__ dst, LadderParams p) {
