@@ -269,16 +269,9 @@ fn run_blocks<T: LadderElem>(
     } else {
         None
     };
-    let align = (dev.info().binding_alignment / T::KIND.size() as u64).max(1) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = n.div_ceil(tile);
-        // Bind the partials from the aligned element at or below the first one this launch
-        // writes, and pass the rest as an index.
-        let first = start / tile;
-        let out_base = first - first % align;
-        let dst_index = first - out_base;
+        let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), start / tile);
         let params = [n as u32, groups as u32, dst_index as u32];
         let src = input.binding(start, n);
         let dst = partials.binding(out_base, dst_index + groups);
@@ -301,7 +294,6 @@ fn run_blocks<T: LadderElem>(
             bindings,
             params: bytemuck::cast_slice(&params),
         })?;
-        start += n;
     }
     Ok(())
 }

@@ -63,3 +63,85 @@ pub fn require(info: &DeviceInfo, elem: ElemKind, ops: SubgroupFeatures) -> Resu
     }
     Ok(())
 }
+
+/// The launches covering `len` elements in chunks of at most `chunk`: `(start, count)` pairs.
+pub fn chunks(chunk: usize, len: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..len)
+        .step_by(chunk.max(1))
+        .map(move |start| (start, chunk.min(len - start)))
+}
+
+/// Where to bind an output whose first written element is `first`: binding offsets must be
+/// multiples of the device's alignment, so the binding starts at the aligned element at or
+/// below `first` and the kernel gets the rest as an index. Returns `(base, index)`.
+pub fn aligned_output(info: &DeviceInfo, elem_size: usize, first: usize) -> (usize, usize) {
+    let align = (info.binding_alignment / elem_size as u64).max(1) as usize;
+    let base = first - first % align;
+    (base, first - base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{BackendKind, DeviceType};
+
+    #[test]
+    fn chunks_cover_the_range_once_in_order() {
+        for (chunk, len) in [
+            (256, 0),
+            (256, 1),
+            (256, 256),
+            (256, 257),
+            (1024, 1_000_003),
+            (7, 50),
+        ] {
+            let parts: Vec<_> = chunks(chunk, len).collect();
+            let mut next = 0;
+            for &(start, n) in &parts {
+                assert_eq!(start, next, "chunk {chunk}, len {len}");
+                assert!(n >= 1 && n <= chunk, "chunk {chunk}, len {len}: {n}");
+                next += n;
+            }
+            assert_eq!(next, len);
+            assert_eq!(parts.len(), len.div_ceil(chunk));
+        }
+    }
+
+    #[test]
+    fn aligned_output_binds_at_an_aligned_element() {
+        let mut info = DeviceInfo {
+            backend: BackendKind::Vulkan,
+            index: 0,
+            name: "test".into(),
+            vendor_id: 0,
+            device_type: DeviceType::Other,
+            driver: String::new(),
+            subgroup_size: 32,
+            min_subgroup_size: 32,
+            max_subgroup_size: 32,
+            subgroup_size_pinned: false,
+            subgroup_features: SubgroupFeatures::default(),
+            max_binding_bytes: 1 << 30,
+            binding_alignment: 16,
+            max_groups: [65535; 3],
+            shared_memory_bytes: 49152,
+            int64: true,
+            float64: true,
+        };
+        for (size, first, want) in [
+            (4, 0, (0, 0)),
+            (4, 5, (4, 1)),
+            (8, 5, (4, 1)),
+            (8, 7, (6, 1)),
+            (4, 3, (0, 3)),
+        ] {
+            assert_eq!(
+                aligned_output(&info, size, first),
+                want,
+                "size {size}, first {first}"
+            );
+        }
+        info.binding_alignment = 4;
+        assert_eq!(aligned_output(&info, 8, 7), (7, 0));
+    }
+}

@@ -173,11 +173,7 @@ fn launch<T: Reduce>(
     };
     let groups = n.div_ceil(per_group).max(1);
     let consts = [("OP", op.code()), ("SCOPE", scope), ("ITEMS", ITEMS)];
-    // Binding offsets must be aligned: bind the output from the aligned element at or below
-    // `out_start` and pass the rest as an index.
-    let align = (dev.info().binding_alignment / T::KIND.size() as u64).max(1) as usize;
-    let out_base = out_start - out_start % align;
-    let dst_index = out_start - out_base;
+    let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), out_start);
     let params = [n as u32, groups as u32, dst_index as u32];
     dev.launch(&Launch {
         kernel: Kernel {
@@ -219,13 +215,10 @@ fn run_elementwise<T: Reduce>(
     }
     check_output("output", input.len().div_ceil(per_output), output.len())?;
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), BLOCK as u64) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         let out_start = start / per_output;
         let out_len = n.div_ceil(per_output);
         launch(dev, op, scope, input, start, n, output, out_start, out_len)?;
-        start += n;
     }
     Ok(())
 }
@@ -282,9 +275,7 @@ pub fn device_reduce<T: Reduce>(
     let tiles = input.len().div_ceil(TILE);
     let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         launch(
             dev,
             op,
@@ -296,7 +287,6 @@ pub fn device_reduce<T: Reduce>(
             start / TILE,
             n.div_ceil(TILE),
         )?;
-        start += n;
     }
     while totals.len() > TILE {
         let next_len = totals.len().div_ceil(TILE);

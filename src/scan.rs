@@ -110,9 +110,7 @@ fn elementwise<T: Reduce>(
         ("EXCLUSIVE", exclusive(kind)),
     ];
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), BLOCK as u64) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = n.div_ceil(BLOCK as usize);
         let params = [n as u32, groups as u32];
         dev.launch(&Launch {
@@ -126,7 +124,6 @@ fn elementwise<T: Reduce>(
             bindings: &[input.binding(start, n), output.binding(start, n)],
             params: bytemuck::cast_slice(&params),
         })?;
-        start += n;
     }
     Ok(())
 }

@@ -234,9 +234,7 @@ fn run<T: Element>(
     // Chunks hold whole workgroups, so no warp spans two launches.
     let granule = plan::BLOCK as u64 * segm as u64;
     let chunk = plan::chunk_elems(info, T::KIND.size(), granule) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         let lanes = n.div_ceil(segm) as u64;
         let groups = plan::grid(info, lanes.div_ceil(plan::BLOCK as u64))?;
         let params = [n as u32, op.arg() as u32, width, 0];
@@ -247,7 +245,6 @@ fn run<T: Element>(
             bindings: &[input.binding(start, n), output.binding(start, n)],
             params: bytemuck::cast_slice(&params),
         })?;
-        start += n;
     }
     Ok(())
 }

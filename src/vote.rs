@@ -286,9 +286,7 @@ pub fn vote<T: PredicateElement>(
     // Chunks hold whole workgroups, so no warp spans two launches and every chunk's records
     // start at a whole warp.
     let chunk = plan::chunk_elems(info, T::KIND.size(), plan::BLOCK as u64) as usize;
-    let mut start = 0;
-    while start < input.len() {
-        let n = chunk.min(input.len() - start);
+    for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = plan::grid(info, (n as u64).div_ceil(plan::BLOCK as u64))?;
         let params = [n as u32, code, a_lo, a_hi, b_lo, b_hi, 0, 0];
         dev.launch(&Launch {
@@ -302,7 +300,6 @@ pub fn vote<T: PredicateElement>(
             ],
             params: bytemuck::cast_slice(&params),
         })?;
-        start += n;
     }
     Ok(())
 }
