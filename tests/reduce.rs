@@ -3,32 +3,21 @@
 
 mod common;
 
-use common::{for_each_device, seed};
+use common::{check_on_every_device, for_each_device, seed};
 use xwarp::cpu::reduce::Reduce;
 use xwarp::reduce::{device_reduce, device_reduce_host, warp_reduce_host, ReduceOp, WarpForm};
+use xwarp::validate::poison_value;
 use xwarp::validate::reduce::{expected, reduce_cases, run_reduce, ReduceCase, ReduceInput};
-use xwarp::validate::{first_mismatch, poison_value};
 use xwarp::{with_elem, DeviceVec, ElemKind, Error, Rng};
 
 fn check<T: ReduceInput>(cases: &[ReduceCase], rng: &mut Rng) {
     for case in cases {
         let input = T::input(case.op, case.n, rng);
         let want = expected(case, &input);
-        let mut outputs = Vec::new();
-        for_each_device(|d| {
-            let got = run_reduce(&*d.dev, case, &input, poison_value(&want))
-                .unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
-            if let Some(m) = first_mismatch(&want, &got) {
-                panic!("{}: {case}: {m}", d.label);
-            }
-            outputs.push(got);
+        let poison = poison_value(&want);
+        check_on_every_device(&case.to_string(), &want, |dev| {
+            run_reduce(dev, case, &input, poison)
         });
-        for w in outputs.windows(2) {
-            assert!(
-                first_mismatch(&w[0], &w[1]).is_none(),
-                "{case}: backends differ"
-            );
-        }
     }
 }
 

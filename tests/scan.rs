@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{for_each_device, seed};
+use common::{check_on_every_device, for_each_device, seed};
 use xwarp::reduce::ReduceOp;
 use xwarp::scan::{self, device_scan_host, ScanKind, Tuning, TILE};
 use xwarp::validate::reduce::ReduceInput;
@@ -16,21 +16,9 @@ fn check<T: ReduceInput>(cases: &[ScanCase], rng: &mut Rng) {
         let input = T::input(case.op, case.n, rng);
         let want = expected(case, &input);
         let poison = poison_value(&want);
-        let mut outputs = Vec::new();
-        for_each_device(|d| {
-            let got = run_scan(&*d.dev, case, &input, poison)
-                .unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
-            if let Some(m) = first_mismatch(&want, &got) {
-                panic!("{}: {case}: {m}", d.label);
-            }
-            outputs.push(got);
+        check_on_every_device(&case.to_string(), &want, |dev| {
+            run_scan(dev, case, &input, poison)
         });
-        for w in outputs.windows(2) {
-            assert!(
-                first_mismatch(&w[0], &w[1]).is_none(),
-                "{case}: backends differ"
-            );
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{devices, for_each_device, seed};
+use common::{check_on_every_device, devices, for_each_device, seed};
 use xwarp::cpu;
 use xwarp::shfl::{shfl, shfl_host, shfl_xor_array_host, ShflOp};
 use xwarp::validate::first_mismatch;
@@ -125,21 +125,9 @@ fn check_cases<T: Element>(cases: &[ShflCase], rng: &mut Rng) {
     for case in cases {
         let input: Vec<T> = rng.vec(case.n);
         let expected = cpu::shfl::shfl(case.op, case.width, case.segm, &input);
-        let mut outputs = Vec::new();
-        for_each_device(|d| {
-            let got = run_shfl(&*d.dev, case, &input)
-                .unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
-            if let Some(m) = first_mismatch(&expected, &got) {
-                panic!("{}: {case}: {m}", d.label);
-            }
-            outputs.push(got);
+        check_on_every_device(&case.to_string(), &expected, |dev| {
+            run_shfl(dev, case, &input)
         });
-        for w in outputs.windows(2) {
-            assert!(
-                first_mismatch(&w[0], &w[1]).is_none(),
-                "{case}: backends differ"
-            );
-        }
     }
 }
 

@@ -106,3 +106,28 @@ pub fn seed() -> u64 {
     eprintln!("seed {seed} (replay with XWARP_SEED={seed})");
     seed
 }
+
+/// Runs one case on every test device: each output must equal `want` bit for bit, and the
+/// devices must agree with each other. A failure names the case, the device and the first
+/// wrong index.
+pub fn check_on_every_device<T: xwarp::Element>(
+    case: &str,
+    want: &[T],
+    mut run: impl FnMut(&dyn Device) -> xwarp::Result<Vec<T>>,
+) {
+    use xwarp::validate::first_mismatch;
+    let mut outputs = Vec::new();
+    for_each_device(|d| {
+        let got = run(&*d.dev).unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
+        if let Some(m) = first_mismatch(want, &got) {
+            panic!("{}: {case}: {m}", d.label);
+        }
+        outputs.push(got);
+    });
+    for w in outputs.windows(2) {
+        assert!(
+            first_mismatch(&w[0], &w[1]).is_none(),
+            "{case}: backends differ"
+        );
+    }
+}
