@@ -15,6 +15,7 @@
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 
 pub mod backend;
+pub mod bench;
 pub mod compact;
 pub mod cpu;
 pub mod cuda;

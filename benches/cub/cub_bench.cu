@@ -1,0 +1,823 @@
+// cub_bench: times NVIDIA CUB's device-wide reduce, scan and select on random inputs. It is the
+// baseline that `xwarp bench` measures in the same run and prints its own times against
+// (`src/bench/cub.rs` embeds this file, builds it with nvcc and parses what it prints).
+//
+// Build:
+//   nvcc -O3 -std=c++17 -arch=native -o cub_bench cub_bench.cu
+//
+// Usage (every option is optional; `--name value` and `--name=value` both work):
+//   cub_bench [--sizes 1024,1048576,...]      element counts              (default 2^10,2^16,2^20,2^24,2^28)
+//             [--types i32,u32,f32,i64,u64,f64]                           (default: all six)
+//             [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,select_if]
+//                                                                         (default: all six)
+//             [--reps 21]                     timed repetitions per case  (default 21)
+//             [--scrub-bytes 268435456]       L2 scrub buffer, 0 = none   (default 256 MiB)
+//             [--seed 12345]                  input generator seed        (default 12345)
+//             [--dump-inputs K]               print the first K inputs of each type and exit
+//                                             (needs no GPU: a cross-check of the generator)
+//   An unknown option or value prints a message on stderr and exits with status 2.
+//
+// Inputs: for each (type, n) a fresh SplitMix64 generator seeded with --seed draws n values with
+// the recipe of `Rng::vec` in src/element.rs: integers are the generator's 64 random bits
+// truncated to the type; floats are finite values of random sign with magnitude in 2^-20..2^20
+// (f32 values are the f64 recipe rounded to nearest). So the inputs are the ones xwarp's own
+// benchmark times, bit for bit. They are uploaded once per (type, n) and shared by every
+// algorithm.
+//
+// Algorithms (one CUB call each, on the legacy default stream):
+//   reduce_sum / reduce_min / reduce_max   cub::DeviceReduce::Sum / Min / Max into one element
+//   scan_inclusive / scan_exclusive        cub::DeviceScan::InclusiveSum / ExclusiveSum (not in place)
+//   select_if                              cub::DeviceSelect::If with `v > threshold`, where the
+//                                          threshold is 0 for signed integers and floats, 2^31
+//                                          for u32 and 2^63 for u64 (about half the values pass)
+//
+// Per case: temporary storage is sized and allocated once; one call is checked against a host
+// computation (integer sums and scans exact with wrap-around, min/max and selection exact —
+// CUB's selection is stable — float sums and scans within a rounding tolerance, since CUB's
+// association order is its own); two untimed warm-up calls follow. Then:
+//   GPU time:  --reps calls, each between two cudaEvents; before each, outside the events, a
+//              cudaMemsetAsync over --scrub-bytes evicts the L2 cache.
+//   host wall: --reps more calls, each timed with std::chrono::steady_clock around the CUB call
+//              and what makes its result usable on the host: a cudaMemcpy of the one result
+//              element (reduce), of the selected count (select), or cudaStreamSynchronize
+//              (scan). The same scrub, followed by a device synchronisation, precedes each.
+//
+// Output on stdout, one line each, machine-readable:
+//   # device <name> cc <major>.<minor>
+//   # cub <major>.<minor>.<subminor>          (from CUB_VERSION)
+//   # cuda <major>.<minor>                    (cudaRuntimeGetVersion)
+//   case <algo> <type> <n> <median_ms> <min_ms> <max_ms> <host_median_us> <ok|FAIL>
+//   skip <algo> <type> <n> <reason>           (not enough host or device memory for the case)
+// A failed check also prints its details on stderr. Any other error prints `error <text>` on
+// stderr and exits with status 1.
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <cub/version.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Not enough memory (device or host) for one case: reported as a `skip` line, then go on.
+struct OutOfMemory {
+  std::string reason;
+};
+
+/// Anything else: reported as an `error` line, then exit with status 1.
+struct Fatal {
+  std::string reason;
+};
+
+/// Turns a CUDA status into an exception; `what` names the call that failed.
+void cuda_check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) {
+    return;
+  }
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // an allocation failure is not sticky: clear it and go on
+    throw OutOfMemory{std::string("device out of memory in ") + what};
+  }
+  throw Fatal{std::string(what) + ": " + cudaGetErrorName(status) + " (" +
+              cudaGetErrorString(status) + ")"};
+}
+
+#define CUDA_CHECK(call) cuda_check((call), #call)
+
+// ---------------------------------------------------------------------------------------------
+// Owning wrappers
+
+/// A device allocation, freed when it goes out of scope.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) {
+    if (bytes > 0) {
+      CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    }
+  }
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) {
+      (void)cudaFree(ptr_);
+    }
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+/// A CUDA event with timing enabled.
+class Event {
+ public:
+  Event() { CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~Event() { (void)cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: SplitMix64 and the per-type recipe of xwarp's `Rng`
+
+/// SplitMix64, the generator of xwarp's `Rng`: the same sequence for the same seed.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+
+  uint64_t next_u64() {
+    state_ += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+  /// Uniform in 0..bound: the high 64 bits of the 128-bit product.
+  uint64_t below(uint64_t bound) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(next_u64()) * bound) >> 64);
+  }
+
+  /// A finite double of random sign, magnitude in 2^-20 .. 2^20. The three draws happen in
+  /// this order (mantissa, exponent, sign) and every step is exact or correctly rounded, so
+  /// the value is the same as the Rust one.
+  double next_f64_mixed() {
+    const double mantissa =
+        static_cast<double>(next_u64() >> 11) / static_cast<double>(uint64_t{1} << 53) + 1.0;
+    const int exponent = static_cast<int>(below(41)) - 20;
+    const double sign = (next_u64() & 1) == 0 ? 1.0 : -1.0;
+    return sign * mantissa * std::ldexp(1.0, exponent);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+/// Reinterprets the bits of one trivially copyable type as another of the same size.
+template <typename To, typename From>
+To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs equal sizes");
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+/// Per-type facts: the name on the command line and in the output, the random recipe, and the
+/// select threshold.
+template <typename T>
+struct Elem;
+
+template <>
+struct Elem<int32_t> {
+  static constexpr const char* name = "i32";
+  static int32_t random(SplitMix64& rng) {
+    return bit_cast<int32_t>(static_cast<uint32_t>(rng.next_u64()));
+  }
+  static constexpr int32_t threshold = 0;
+};
+
+template <>
+struct Elem<uint32_t> {
+  static constexpr const char* name = "u32";
+  static uint32_t random(SplitMix64& rng) { return static_cast<uint32_t>(rng.next_u64()); }
+  static constexpr uint32_t threshold = uint32_t{1} << 31;
+};
+
+template <>
+struct Elem<float> {
+  static constexpr const char* name = "f32";
+  static float random(SplitMix64& rng) { return static_cast<float>(rng.next_f64_mixed()); }
+  static constexpr float threshold = 0.0f;
+};
+
+template <>
+struct Elem<int64_t> {
+  static constexpr const char* name = "i64";
+  static int64_t random(SplitMix64& rng) { return bit_cast<int64_t>(rng.next_u64()); }
+  static constexpr int64_t threshold = 0;
+};
+
+template <>
+struct Elem<uint64_t> {
+  static constexpr const char* name = "u64";
+  static uint64_t random(SplitMix64& rng) { return rng.next_u64(); }
+  static constexpr uint64_t threshold = uint64_t{1} << 63;
+};
+
+template <>
+struct Elem<double> {
+  static constexpr const char* name = "f64";
+  static double random(SplitMix64& rng) { return rng.next_f64_mixed(); }
+  static constexpr double threshold = 0.0;
+};
+
+/// The unsigned integer of the same size as T: integer sums wrap in it.
+template <typename T>
+using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+/// `n` values of T from a fresh generator seeded with `seed` (xwarp: `Rng::new(seed).vec(n)`).
+template <typename T>
+std::vector<T> make_input(uint64_t seed, size_t n) {
+  SplitMix64 rng(seed);
+  std::vector<T> values(n);
+  for (T& v : values) {
+    v = Elem<T>::random(rng);
+  }
+  return values;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+
+enum class Algo { ReduceSum, ReduceMin, ReduceMax, ScanInclusive, ScanExclusive, SelectIf };
+
+constexpr Algo kAllAlgos[] = {Algo::ReduceSum,     Algo::ReduceMin,     Algo::ReduceMax,
+                              Algo::ScanInclusive, Algo::ScanExclusive, Algo::SelectIf};
+
+const char* algo_name(Algo algo) {
+  switch (algo) {
+    case Algo::ReduceSum: return "reduce_sum";
+    case Algo::ReduceMin: return "reduce_min";
+    case Algo::ReduceMax: return "reduce_max";
+    case Algo::ScanInclusive: return "scan_inclusive";
+    case Algo::ScanExclusive: return "scan_exclusive";
+    case Algo::SelectIf: return "select_if";
+  }
+  return "?";
+}
+
+const char* const kAllTypes[] = {"i32", "u32", "f32", "i64", "u64", "f64"};
+
+struct Options {
+  std::vector<uint64_t> sizes{uint64_t{1} << 10, uint64_t{1} << 16, uint64_t{1} << 20,
+                              uint64_t{1} << 24, uint64_t{1} << 28};
+  std::vector<std::string> types{std::begin(kAllTypes), std::end(kAllTypes)};
+  std::vector<Algo> algos{std::begin(kAllAlgos), std::end(kAllAlgos)};
+  uint64_t reps = 21;
+  uint64_t scrub_bytes = uint64_t{1} << 28;
+  uint64_t seed = 12345;
+  uint64_t dump_inputs = 0;  // 0: time as usual
+};
+
+const char* const kOptions[] = {"--sizes",       "--types", "--algos",      "--reps",
+                                "--scrub-bytes", "--seed",  "--dump-inputs"};
+
+const char kUsage[] =
+    "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
+    "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
+    "select_if]\n"
+    "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K]\n";
+
+/// A command-line mistake: the message goes to stderr with the usage, and the exit status is 2.
+struct UsageError {
+  std::string reason;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                  : comma - start));
+    if (comma == std::string::npos) {
+      return parts;
+    }
+    start = comma + 1;
+  }
+}
+
+/// A decimal unsigned integer that must use the whole string.
+uint64_t parse_u64(const std::string& option, const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError{option + ": '" + text + "' is not a decimal unsigned integer"};
+  }
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) {
+    throw UsageError{option + ": '" + text + "' is too large"};
+  }
+  return static_cast<uint64_t>(value);
+}
+
+Options parse_args(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string name = argv[i];
+    std::string value;
+    const size_t eq = name.find('=');
+    if (name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (name == "--help" || name == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (std::find(std::begin(kOptions), std::end(kOptions), name) == std::end(kOptions)) {
+      throw UsageError{"unknown option '" + name + "'"};
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      throw UsageError{name + ": missing value"};
+    }
+
+    if (name == "--sizes") {
+      opt.sizes.clear();
+      for (const std::string& part : split_commas(value)) {
+        const uint64_t n = parse_u64(name, part);
+        if (n == 0 || n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          throw UsageError{name + ": sizes must be between 1 and 2^63 - 1, not " + part};
+        }
+        opt.sizes.push_back(n);
+      }
+    } else if (name == "--types") {
+      opt.types.clear();
+      for (const std::string& part : split_commas(value)) {
+        if (std::find(std::begin(kAllTypes), std::end(kAllTypes), part) == std::end(kAllTypes)) {
+          throw UsageError{name + ": unknown type '" + part +
+                           "' (known: i32,u32,f32,i64,u64,f64)"};
+        }
+        opt.types.push_back(part);
+      }
+    } else if (name == "--algos") {
+      opt.algos.clear();
+      for (const std::string& part : split_commas(value)) {
+        const Algo* found = std::find_if(std::begin(kAllAlgos), std::end(kAllAlgos),
+                                         [&](Algo a) { return part == algo_name(a); });
+        if (found == std::end(kAllAlgos)) {
+          throw UsageError{name + ": unknown algorithm '" + part +
+                           "' (known: reduce_sum,reduce_min,reduce_max,scan_inclusive,"
+                           "scan_exclusive,select_if)"};
+        }
+        opt.algos.push_back(*found);
+      }
+    } else if (name == "--reps") {
+      opt.reps = parse_u64(name, value);
+      if (opt.reps == 0 || opt.reps > 1000000) {
+        throw UsageError{name + ": must be between 1 and 1000000, not " + value};
+      }
+    } else if (name == "--scrub-bytes") {
+      opt.scrub_bytes = parse_u64(name, value);
+    } else if (name == "--seed") {
+      opt.seed = parse_u64(name, value);
+    } else if (name == "--dump-inputs") {
+      opt.dump_inputs = parse_u64(name, value);
+    } else {
+      throw UsageError{"unknown option '" + name + "'"};
+    }
+  }
+  return opt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks against the host
+
+/// A value in a form that prints exactly.
+template <typename T>
+std::string show(T v) {
+  char text[64];
+  if constexpr (std::is_floating_point_v<T>) {
+    std::snprintf(text, sizeof text, "%.17g", static_cast<double>(v));
+  } else if constexpr (std::is_signed_v<T>) {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(v));
+  } else {
+    std::snprintf(text, sizeof text, "%llu", static_cast<unsigned long long>(v));
+  }
+  return text;
+}
+
+/// Whether a float sum over `n` values is close enough to a reference computed in long double.
+/// Any order of summation errs by at most (depth) * eps * sum(|x|) to first order, where depth is
+/// the longest chain of additions. CUB's chains are far shorter than sqrt(n) + 64 for a
+/// reduction and, for a scan, the random signs keep the partial sums far below sum(|x|), so the
+/// bound leaves no room for a false alarm while still catching a dropped or doubled tile of
+/// values at modest sizes.
+template <typename T>
+bool float_close(T got, long double want, long double sum_abs, size_t n) {
+  const long double eps = std::numeric_limits<T>::epsilon();
+  const long double depth = std::sqrt(static_cast<long double>(n)) + 64.0L;
+  return std::fabs(static_cast<long double>(got) - want) <= eps * depth * sum_abs;
+}
+
+/// Checks one reduction result; an empty string means ok, else what is wrong.
+template <typename T>
+std::string check_reduce(Algo algo, const std::vector<T>& in, T got) {
+  if (algo == Algo::ReduceSum) {
+    if constexpr (std::is_floating_point_v<T>) {
+      long double sum = 0.0L;
+      long double sum_abs = 0.0L;
+      for (T v : in) {
+        sum += v;
+        sum_abs += std::fabs(static_cast<long double>(v));
+      }
+      if (!float_close(got, sum, sum_abs, in.size())) {
+        char text[128];
+        std::snprintf(text, sizeof text, "sum %.17g, host %.17Lg (sum of |x| %.6Lg)",
+                      static_cast<double>(got), sum, sum_abs);
+        return text;
+      }
+      return "";
+    } else {
+      Bits<T> sum = 0;
+      for (T v : in) {
+        sum += static_cast<Bits<T>>(v);
+      }
+      const T want = bit_cast<T>(sum);
+      return got == want ? "" : "sum " + show(got) + ", host " + show(want);
+    }
+  }
+  T want = in[0];
+  for (T v : in) {
+    want = algo == Algo::ReduceMin ? std::min(want, v) : std::max(want, v);
+  }
+  return got == want ? "" : std::string(algo_name(algo)) + " " + show(got) + ", host " + show(want);
+}
+
+/// Checks a scan output element by element; reports the first mismatch.
+template <typename T>
+std::string check_scan(Algo algo, const std::vector<T>& in, const std::vector<T>& out) {
+  const bool inclusive = algo == Algo::ScanInclusive;
+  if constexpr (std::is_floating_point_v<T>) {
+    long double prefix = 0.0L;
+    long double prefix_abs = 0.0L;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (inclusive) {
+        prefix += in[i];
+        prefix_abs += std::fabs(static_cast<long double>(in[i]));
+      }
+      // The exclusive output at 0 is T{} exactly; the bound is 0 there and demands it.
+      if (!float_close(out[i], prefix, prefix_abs, i + 1)) {
+        char text[160];
+        std::snprintf(text, sizeof text, "element %zu: %.17g, host %.17Lg", i,
+                      static_cast<double>(out[i]), prefix);
+        return text;
+      }
+      if (!inclusive) {
+        prefix += in[i];
+        prefix_abs += std::fabs(static_cast<long double>(in[i]));
+      }
+    }
+  } else {
+    Bits<T> prefix = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (inclusive) {
+        prefix += static_cast<Bits<T>>(in[i]);
+      }
+      if (out[i] != bit_cast<T>(prefix)) {
+        return "element " + std::to_string(i) + ": " + show(out[i]) + ", host " +
+               show(bit_cast<T>(prefix));
+      }
+      if (!inclusive) {
+        prefix += static_cast<Bits<T>>(in[i]);
+      }
+    }
+  }
+  return "";
+}
+
+/// Checks a selection: the count, then the selected values in input order (CUB's select is
+/// stable).
+template <typename T>
+std::string check_select(const std::vector<T>& in, int64_t count, const std::vector<T>& out) {
+  const T threshold = Elem<T>::threshold;
+  int64_t want = 0;
+  for (T v : in) {
+    want += v > threshold ? 1 : 0;
+  }
+  if (count != want) {
+    return "count " + std::to_string(count) + ", host " + std::to_string(want);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] > threshold) {
+      if (out[k] != in[i]) {
+        return "selected element " + std::to_string(k) + " (input " + std::to_string(i) +
+               "): " + show(out[k]) + ", host " + show(in[i]);
+      }
+      ++k;
+    }
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+/// The select predicate: `v > threshold`.
+template <typename T>
+struct GreaterThan {
+  T threshold;
+  __host__ __device__ bool operator()(const T& v) const { return v > threshold; }
+};
+
+/// Evicts the L2 cache by writing a buffer larger than it (nothing when the size is 0).
+class Scrubber {
+ public:
+  explicit Scrubber(uint64_t bytes) : bytes_(bytes), buffer_(bytes) {}
+
+  /// Queues the scrub on the default stream; `rep` varies the byte written.
+  void run(uint64_t rep) {
+    if (bytes_ > 0) {
+      CUDA_CHECK(cudaMemsetAsync(buffer_.get(), static_cast<int>(rep & 0xff), bytes_, 0));
+    }
+  }
+
+ private:
+  uint64_t bytes_;
+  DeviceBuffer buffer_;
+};
+
+struct Stats {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+
+Stats summarize(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  Stats s;
+  s.min = samples.front();
+  s.max = samples.back();
+  s.median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+/// Everything one case needs on the device besides its input.
+template <typename T>
+struct CaseBuffers {
+  CaseBuffers(size_t out_elems, size_t temp_bytes)
+      : out(out_elems * sizeof(T)),
+        count(sizeof(int64_t)),
+        temp(std::max<size_t>(temp_bytes, 1)),
+        temp_bytes(temp_bytes) {}
+  DeviceBuffer out;
+  DeviceBuffer count;
+  DeviceBuffer temp;
+  size_t temp_bytes;
+};
+
+/// One CUB call of `algo` on `n` elements at `in`; with `temp` null it only sizes the
+/// temporary storage into `temp_bytes`.
+template <typename T>
+cudaError_t cub_call(Algo algo, void* temp, size_t& temp_bytes, const T* in, T* out,
+                     int64_t* count, int64_t n) {
+  switch (algo) {
+    case Algo::ReduceSum: return cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n);
+    case Algo::ReduceMin: return cub::DeviceReduce::Min(temp, temp_bytes, in, out, n);
+    case Algo::ReduceMax: return cub::DeviceReduce::Max(temp, temp_bytes, in, out, n);
+    case Algo::ScanInclusive: return cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, n);
+    case Algo::ScanExclusive: return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n);
+    case Algo::SelectIf:
+      return cub::DeviceSelect::If(temp, temp_bytes, in, out, count, n,
+                                   GreaterThan<T>{Elem<T>::threshold});
+  }
+  return cudaErrorInvalidValue;
+}
+
+/// Checks, warms up and times one case, and prints its `case` line.
+template <typename T>
+void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
+              const Options& opt, Scrubber& scrub) {
+  const size_t n = host_in.size();
+  const int64_t items = static_cast<int64_t>(n);
+  const bool is_reduce =
+      algo == Algo::ReduceSum || algo == Algo::ReduceMin || algo == Algo::ReduceMax;
+  const T* in = dev_in.as<T>();
+
+  size_t temp_bytes = 0;
+  CUDA_CHECK(cub_call<T>(algo, nullptr, temp_bytes, in, nullptr, nullptr, items));
+  CaseBuffers<T> buf(is_reduce ? 1 : n, temp_bytes);
+  T* out = buf.out.template as<T>();
+  int64_t* count = buf.count.template as<int64_t>();
+  auto call = [&]() {
+    size_t bytes = buf.temp_bytes;
+    CUDA_CHECK(cub_call<T>(algo, buf.temp.get(), bytes, in, out, count, items));
+  };
+
+  // Check one call against the host.
+  call();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::string problem;
+  if (is_reduce) {
+    T got;
+    CUDA_CHECK(cudaMemcpy(&got, out, sizeof(T), cudaMemcpyDeviceToHost));
+    problem = check_reduce(algo, host_in, got);
+  } else if (algo == Algo::SelectIf) {
+    int64_t selected = 0;
+    CUDA_CHECK(cudaMemcpy(&selected, count, sizeof selected, cudaMemcpyDeviceToHost));
+    if (selected < 0 || static_cast<uint64_t>(selected) > n) {
+      problem = "count " + std::to_string(selected) + " out of range";
+    } else {
+      std::vector<T> got(static_cast<size_t>(selected));
+      CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(T), cudaMemcpyDeviceToHost));
+      problem = check_select(host_in, selected, got);
+    }
+  } else {
+    std::vector<T> got(n);
+    CUDA_CHECK(cudaMemcpy(got.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
+    problem = check_scan(algo, host_in, got);
+  }
+  if (!problem.empty()) {
+    std::fprintf(stderr, "check %s %s %zu: %s\n", algo_name(algo), Elem<T>::name, n,
+                 problem.c_str());
+  }
+
+  // Warm-up.
+  for (int i = 0; i < 2; ++i) {
+    call();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  // GPU time: the events bracket the CUB call alone; the scrub runs before the first event.
+  Event start;
+  Event stop;
+  std::vector<double> gpu_ms;
+  gpu_ms.reserve(opt.reps);
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaEventRecord(start.get(), 0));
+    call();
+    CUDA_CHECK(cudaEventRecord(stop.get(), 0));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    gpu_ms.push_back(ms);
+  }
+
+  // Host wall: the call plus what makes its result usable on the host.
+  std::vector<double> host_us;
+  host_us.reserve(opt.reps);
+  T result;
+  int64_t selected = 0;
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    if (is_reduce) {
+      CUDA_CHECK(cudaMemcpy(&result, out, sizeof(T), cudaMemcpyDeviceToHost));
+    } else if (algo == Algo::SelectIf) {
+      CUDA_CHECK(cudaMemcpy(&selected, count, sizeof selected, cudaMemcpyDeviceToHost));
+    } else {
+      CUDA_CHECK(cudaStreamSynchronize(0));
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+
+  const Stats gpu = summarize(std::move(gpu_ms));
+  const Stats host = summarize(std::move(host_us));
+  std::printf("case %s %s %zu %.6f %.6f %.6f %.3f %s\n", algo_name(algo), Elem<T>::name, n,
+              gpu.median, gpu.min, gpu.max, host.median, problem.empty() ? "ok" : "FAIL");
+  std::fflush(stdout);
+}
+
+void print_skip(Algo algo, const char* type, uint64_t n, const std::string& reason) {
+  std::printf("skip %s %s %" PRIu64 " %s\n", algo_name(algo), type, n, reason.c_str());
+  std::fflush(stdout);
+}
+
+/// Every size and algorithm for one element type.
+template <typename T>
+void run_type(const Options& opt, Scrubber& scrub) {
+  for (const uint64_t n64 : opt.sizes) {
+    const size_t n = static_cast<size_t>(n64);
+    try {
+      const std::vector<T> host_in = make_input<T>(opt.seed, n);
+      const DeviceBuffer dev_in(n * sizeof(T));
+      CUDA_CHECK(cudaMemcpy(dev_in.get(), host_in.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+      for (const Algo algo : opt.algos) {
+        try {
+          run_case<T>(algo, host_in, dev_in, opt, scrub);
+        } catch (const OutOfMemory& oom) {
+          print_skip(algo, Elem<T>::name, n64, oom.reason);
+        } catch (const std::bad_alloc&) {
+          print_skip(algo, Elem<T>::name, n64, "host out of memory");
+        }
+      }
+    } catch (const OutOfMemory& oom) {
+      for (const Algo algo : opt.algos) {
+        print_skip(algo, Elem<T>::name, n64, oom.reason + " (input)");
+      }
+    } catch (const std::bad_alloc&) {
+      for (const Algo algo : opt.algos) {
+        print_skip(algo, Elem<T>::name, n64, "host out of memory (input)");
+      }
+    }
+  }
+}
+
+/// Prints the first `count` inputs of type T as `input <type> <index> <hex bits>` lines.
+template <typename T>
+void dump_inputs(const Options& opt) {
+  const std::vector<T> values = make_input<T>(opt.seed, static_cast<size_t>(opt.dump_inputs));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint64_t bits = static_cast<uint64_t>(bit_cast<Bits<T>>(values[i]));
+    std::printf("input %s %zu %0*" PRIx64 "\n", Elem<T>::name, i,
+                static_cast<int>(2 * sizeof(T)), bits);
+  }
+}
+
+/// Calls `f` with a value-initialised T, where T is the C++ type named `type` (a known name).
+template <typename F>
+void with_type(const std::string& type, F&& f) {
+  if (type == "i32") {
+    f(int32_t{});
+  } else if (type == "u32") {
+    f(uint32_t{});
+  } else if (type == "f32") {
+    f(float{});
+  } else if (type == "i64") {
+    f(int64_t{});
+  } else if (type == "u64") {
+    f(uint64_t{});
+  } else if (type == "f64") {
+    f(double{});
+  }
+}
+
+int run(const Options& opt) {
+  if (opt.dump_inputs > 0) {
+    for (const std::string& type : opt.types) {
+      with_type(type, [&](auto tag) { dump_inputs<decltype(tag)>(opt); });
+    }
+    return 0;
+  }
+
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess) {
+    throw Fatal{std::string("no CUDA device: ") + cudaGetErrorName(status) + " (" +
+                cudaGetErrorString(status) + ")"};
+  }
+  if (devices == 0) {
+    throw Fatal{"no CUDA device"};
+  }
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int runtime = 0;
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  std::printf("# device %s cc %d.%d\n", prop.name, prop.major, prop.minor);
+  std::printf("# cub %d.%d.%d\n", CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
+  std::printf("# cuda %d.%d\n", runtime / 1000, runtime % 1000 / 10);
+  std::fflush(stdout);
+
+  Scrubber scrub(opt.scrub_bytes);
+  for (const std::string& type : opt.types) {
+    with_type(type, [&](auto tag) { run_type<decltype(tag)>(opt, scrub); });
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  try {
+    opt = parse_args(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "cub_bench: %s\n%s", e.reason.c_str(), kUsage);
+    return 2;
+  }
+  try {
+    return run(opt);
+  } catch (const Fatal& e) {
+    std::fprintf(stderr, "error %s\n", e.reason.c_str());
+  } catch (const OutOfMemory& e) {
+    std::fprintf(stderr, "error %s\n", e.reason.c_str());  // the scrub buffer did not fit
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error host out of memory\n");
+  }
+  return 1;
+}

@@ -1,0 +1,3 @@
+//! `xwarp bench`: times xwarp's algorithms beside NVIDIA CUB and the memory roofline.
+
+pub mod cub;
