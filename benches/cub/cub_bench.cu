@@ -291,6 +291,10 @@ struct Options {
 const char* const kOptions[] = {"--sizes",       "--types", "--algos",      "--reps",
                                 "--scrub-bytes", "--seed",  "--dump-inputs"};
 
+/// The largest size accepted: far beyond any GPU's memory, small enough that no byte count
+/// overflows.
+constexpr uint64_t kMaxSize = uint64_t{1} << 40;
+
 const char kUsage[] =
     "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
     "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
@@ -353,8 +357,8 @@ Options parse_args(int argc, char** argv) {
       opt.sizes.clear();
       for (const std::string& part : split_commas(value)) {
         const uint64_t n = parse_u64(name, part);
-        if (n == 0 || n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          throw UsageError{name + ": sizes must be between 1 and 2^63 - 1, not " + part};
+        if (n == 0 || n > kMaxSize) {
+          throw UsageError{name + ": sizes must be between 1 and 2^40, not " + part};
         }
         opt.sizes.push_back(n);
       }
