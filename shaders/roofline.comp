@@ -23,7 +23,8 @@ const uint MODE_READ = 1u;
 const uint VECS = 4u; // 16-byte vectors per thread
 
 // Each binding is declared twice: as 16-byte vectors for the bulk, as words for the tail.
-// Binding offsets are multiples of the 16 KiB tile, so the vectors are aligned.
+// No word is accessed through both declarations, so `restrict` holds. Binding offsets are
+// multiples of the 16 KiB tile, so the vectors are aligned.
 layout(std430, binding = 0) readonly restrict buffer Src4 { uvec4 src4[]; };
 layout(std430, binding = 0) readonly restrict buffer Src1 { uint src1[]; };
 layout(std430, binding = 1) writeonly restrict buffer Dst4 { uvec4 dst4[]; };
