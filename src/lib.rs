@@ -12,6 +12,8 @@
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
+//! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
+//! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 
 pub mod backend;
@@ -25,9 +27,11 @@ pub mod error;
 pub mod ladder;
 pub mod plan;
 pub mod reduce;
+pub mod roofline;
 pub mod scan;
 pub mod shfl;
 pub mod stencil;
+pub mod throughput;
 pub mod validate;
 pub mod vote;
 pub mod vulkan;

@@ -5,7 +5,9 @@
 pub mod compact;
 pub mod ladder;
 pub mod reduce;
+pub mod roofline;
 pub mod scan;
 pub mod shfl;
 pub mod stencil;
+pub mod throughput;
 pub mod vote;

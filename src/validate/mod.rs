@@ -12,9 +12,11 @@ use std::fmt;
 pub mod compact;
 pub mod ladder;
 pub mod reduce;
+pub mod roofline;
 pub mod scan;
 pub mod shfl;
 pub mod stencil;
+pub mod throughput;
 pub mod vote;
 
 /// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`](crate::ElemKind).
@@ -239,8 +241,16 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 7] = [
-    "shfl", "vote", "compact", "reduce", "ladder", "scan", "stencil",
+pub const FAMILIES: [&str; 9] = [
+    "shfl",
+    "vote",
+    "compact",
+    "reduce",
+    "ladder",
+    "scan",
+    "stencil",
+    "roofline",
+    "throughput",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -276,6 +286,12 @@ pub fn run_families(
     }
     if on("stencil") {
         stencil::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("roofline") {
+        roofline::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("throughput") {
+        throughput::run(devices, quick, &mut rng, &mut tally, report);
     }
     tally
 }

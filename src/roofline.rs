@@ -1,0 +1,154 @@
+//! The memory roofline: a copy and a read-only pass that move data as fast as the device's
+//! memory allows. `xwarp bench` measures every algorithm against them.
+//!
+//! Both kernels treat the data as 32-bit words, whatever the element type, and move them in
+//! 16-byte vectors: workgroup (block) `g` of [`BLOCK`] threads owns the *tile* of
+//! [`TILE_WORDS`] words (16 KiB) that starts at word `g * TILE_WORDS`; each thread issues four
+//! independent 16-byte loads before any store. The words after the input's last whole vector
+//! (at most three) are moved one each.
+//!
+//! - [`copy`] writes `output = input`.
+//! - [`read`] reads every word once and writes one word per tile: `folds[g]` is the XOR of the
+//!   words `g * TILE_WORDS .. (g + 1) * TILE_WORDS` of the input (missing words past the end
+//!   count as zero), so the write traffic is 1/4096 of the read traffic and no load can be
+//!   dropped. [`read_folds`] gives the number of folds; [`crate::cpu::roofline::read`] gives
+//!   the same folds on the CPU.
+//!
+//! Inputs longer than one binding run in several launches of whole tiles: the tiles, and so
+//! the folds, do not depend on the device.
+//!
+//! ```no_run
+//! # fn main() -> xwarp::Result<()> {
+//! use xwarp::roofline::{self, read_folds};
+//! use xwarp::{DeviceVec, ElemKind};
+//! let dev = xwarp::backend::open_default()?;
+//! let data: Vec<u64> = (0..1_000_003).collect();
+//! let input = DeviceVec::from_slice(&*dev, &data)?;
+//! let mut copy = DeviceVec::<u64>::alloc(&*dev, data.len())?;
+//! roofline::copy(&*dev, &input, &mut copy)?;
+//! let mut folds = DeviceVec::<u32>::alloc(&*dev, read_folds(data.len(), ElemKind::U64))?;
+//! roofline::read(&*dev, &input, &mut folds)?;
+//! assert_eq!(folds.to_vec(&*dev)?, xwarp::cpu::roofline::read(&data));
+//! # Ok(()) }
+//! ```
+
+use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::element::{ElemKind, Element};
+use crate::error::{Error, Result};
+use crate::plan;
+
+/// Threads per workgroup (block).
+pub const BLOCK: u32 = plan::BLOCK;
+
+/// 16-byte vectors each thread moves.
+const VECS: usize = 4;
+
+/// Words per tile: what one workgroup moves, and what one fold of [`read`] covers.
+pub const TILE_WORDS: usize = BLOCK as usize * VECS * 4;
+
+const TILE_BYTES: usize = TILE_WORDS * 4;
+
+/// Where a launch writes: the copy's output, or the folds of a read.
+#[derive(Clone, Copy)]
+enum Dst<'a, T: Element> {
+    Copy(&'a DeviceVec<T>),
+    Read(&'a DeviceVec<u32>),
+}
+
+/// The number of folds [`read`] writes for `n_elems` elements of type `elem`: one per tile of
+/// [`TILE_WORDS`] words.
+pub fn read_folds(n_elems: usize, elem: ElemKind) -> usize {
+    n_elems.div_ceil(TILE_BYTES / elem.size())
+}
+
+/// Copies `input` into `output` (same length) at the speed of the device's memory.
+pub fn copy<T: Element>(
+    dev: &dyn Device,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+) -> Result<()> {
+    check_input(input)?;
+    check_len("output", input.len(), output.len())?;
+    run(dev, input, Dst::Copy(output))
+}
+
+/// Reads every word of `input` once, writing one XOR fold per tile into `folds`
+/// (`folds.len()` must be [`read_folds`]`(input.len(), T::KIND)`).
+pub fn read<T: Element>(
+    dev: &dyn Device,
+    input: &DeviceVec<T>,
+    folds: &mut DeviceVec<u32>,
+) -> Result<()> {
+    check_input(input)?;
+    check_len("folds", read_folds(input.len(), T::KIND), folds.len())?;
+    run(dev, input, Dst::Read(folds))
+}
+
+fn check_input<T: Element>(input: &DeviceVec<T>) -> Result<()> {
+    if input.is_empty() {
+        return Err(Error::EmptyInput { name: "input" });
+    }
+    Ok(())
+}
+
+fn check_len(name: &'static str, expected: usize, actual: usize) -> Result<()> {
+    if expected != actual {
+        return Err(Error::LengthMismatch {
+            name,
+            expected: expected as u64,
+            actual: actual as u64,
+        });
+    }
+    Ok(())
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Launches the kernel over `input` in chunks of whole tiles whose byte offsets are multiples
+/// of both the tile and the device's binding alignment, so every binding starts 16-byte
+/// aligned.
+fn run<T: Element>(dev: &dyn Device, input: &DeviceVec<T>, dst: Dst<'_, T>) -> Result<()> {
+    let info = dev.info();
+    let (mode, ops) = match dst {
+        Dst::Copy(_) => (0, SubgroupFeatures::BASIC),
+        Dst::Read(_) => (1, SubgroupFeatures::BASIC | SubgroupFeatures::ARITHMETIC),
+    };
+    plan::require(info, ElemKind::U32, ops)?;
+    let size = T::KIND.size();
+    let tile_elems = TILE_BYTES / size;
+    let align_elems = (info.binding_alignment as usize / size).max(1);
+    let granule = tile_elems / gcd(tile_elems, align_elems) * align_elems;
+    let chunk = plan::chunk_elems(info, size, granule as u64) as usize;
+    let consts = [("MODE", mode)];
+    let kernel = Kernel {
+        name: "roofline",
+        elem: ElemKind::U32,
+        consts: &consts,
+    };
+    for (start, n) in plan::chunks(chunk, input.len()) {
+        let words = n * size / 4;
+        let tiles = words.div_ceil(TILE_WORDS);
+        let (out, fold0) = match dst {
+            Dst::Copy(output) => (output.binding(start, n), 0),
+            Dst::Read(folds) => {
+                let (base, index) = plan::aligned_output(info, 4, start / tile_elems);
+                (folds.binding(base, index + tiles), index)
+            }
+        };
+        let params = [words as u32, fold0 as u32, 0, 0];
+        dev.launch(&Launch {
+            kernel,
+            block: BLOCK,
+            groups: plan::grid(info, tiles as u64)?,
+            bindings: &[input.binding(start, n), out],
+            params: bytemuck::cast_slice(&params),
+        })?;
+    }
+    Ok(())
+}
