@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, then runs the CLI on llvmpipe: `xwarp info` and `xwarp validate`.
+# Sets up, then runs the CLI on llvmpipe: `xwarp info`, `xwarp validate` (arguments go to it)
+# and `xwarp bench --quick`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -7,3 +8,4 @@ cd "$(dirname "$0")/.."
 cargo build --locked --bin xwarp 2>&1 | tail -n 3
 ./target/debug/xwarp info
 ./target/debug/xwarp validate "$@"
+./target/debug/xwarp bench --quick

@@ -124,6 +124,14 @@ pub enum Error {
         /// The variant that was asked for.
         variant: String,
     },
+    /// A device's result differs from the CPU reference (benchmarks check before timing).
+    #[error("`{case}` differs from the CPU reference: {detail}")]
+    WrongResult {
+        /// The case, in words.
+        case: String,
+        /// Where it first differs.
+        detail: String,
+    },
 }
 
 impl Error {

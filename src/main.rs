@@ -1,4 +1,6 @@
-//! `xwarp`: list devices, validate every kernel on every backend.
+//! `xwarp`: list devices, validate every kernel on every backend, benchmark them.
+
+mod cli_bench;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -42,10 +44,58 @@ enum Command {
         #[arg(long)]
         large: bool,
         /// Only these algorithm families (repeatable): shfl, vote, compact, reduce, ladder,
-        /// scan, stencil.
+        /// scan, stencil, roofline, throughput.
         #[arg(long = "family")]
         families: Vec<String>,
     },
+    /// Times every algorithm on every available backend (GPU timers), beside the memory
+    /// roofline and, where nvcc is present, CUB; every case is checked against the CPU first.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct BenchArgs {
+    /// A short run (sizes 2^10, 2^14, 2^18; 5 repetitions): for CPU devices and smoke runs.
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Algorithms or families (repeatable, comma-separated): roofline, reduce, scan, compact,
+    /// stencil, shfl, vote, ladder, chain, or names such as reduce_sum (default: all).
+    #[arg(long = "algo", value_delimiter = ',')]
+    pub(crate) algos: Vec<String>,
+    /// Element types (comma-separated: i32,u32,f32,i64,u64,f64 or all; default i32,f32).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) types: Vec<String>,
+    /// Sizes: comma-separated lengths, 2^k, 2^k+c, or a range of powers 2^a..2^b
+    /// (default 2^10..2^28).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) sizes: Vec<String>,
+    /// Timed repetitions per case.
+    #[arg(long)]
+    pub(crate) reps: Option<usize>,
+    /// Untimed calls per case before timing.
+    #[arg(long)]
+    pub(crate) warmup: Option<usize>,
+    /// MiB copied between repetitions to evict GPU caches (0: none).
+    #[arg(long)]
+    pub(crate) scrub_mib: Option<u64>,
+    /// Input length of the ladder table.
+    #[arg(long)]
+    pub(crate) ladder_n: Option<String>,
+    /// Seed for the random inputs (default: from the clock).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Skip the CUB comparison.
+    #[arg(long)]
+    pub(crate) no_cub: bool,
+    /// Write the whole report as JSON here.
+    #[arg(long)]
+    pub(crate) json: Option<std::path::PathBuf>,
+    /// Write SVG plots (GB/s against n, a plot per algorithm and type) into this directory.
+    #[arg(long)]
+    pub(crate) svg: Option<std::path::PathBuf>,
+    /// Write a Markdown summary here.
+    #[arg(long)]
+    pub(crate) markdown: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -93,6 +143,7 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
                 seed,
             )
         }
+        Command::Bench(args) => cli_bench::bench(choice, selector, cli.validation, args),
     }
 }
 
@@ -131,31 +182,7 @@ fn validate(
     families: &[String],
     seed: Option<u64>,
 ) -> xwarp::Result<ExitCode> {
-    let mut devices: Vec<(String, std::sync::Arc<dyn Device>)> = Vec::new();
-    let opened = match choice {
-        None => backend::open_each(validation),
-        Some(c) => {
-            let opts = Options {
-                backend: c,
-                device: selector,
-                validation,
-            };
-            let kind = match c {
-                BackendChoice::Cuda => BackendKind::Cuda,
-                _ => BackendKind::Vulkan,
-            };
-            vec![(kind, backend::open(&opts))]
-        }
-    };
-    for (kind, dev) in opened {
-        match dev {
-            Ok(d) => {
-                println!("device {kind}: {}", d.info());
-                devices.push((format!("{kind}"), d));
-            }
-            Err(e) => println!("device {kind}: skipped: {e}"),
-        }
-    }
+    let devices = open_devices(choice, selector, validation);
     if devices.is_empty() {
         println!("0 passed, 1 failed");
         eprintln!("error: no backend is available");
@@ -185,4 +212,39 @@ fn validate(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Opens the chosen backend, or every available one when none is chosen, printing each
+/// device or why it was skipped.
+pub(crate) fn open_devices(
+    choice: Option<BackendChoice>,
+    selector: Option<DeviceSelector>,
+    validation: bool,
+) -> Vec<(String, std::sync::Arc<dyn Device>)> {
+    let opened = match choice {
+        None => backend::open_each(validation),
+        Some(c) => {
+            let opts = Options {
+                backend: c,
+                device: selector,
+                validation,
+            };
+            let kind = match c {
+                BackendChoice::Cuda => BackendKind::Cuda,
+                _ => BackendKind::Vulkan,
+            };
+            vec![(kind, backend::open(&opts))]
+        }
+    };
+    let mut devices = Vec::new();
+    for (kind, dev) in opened {
+        match dev {
+            Ok(d) => {
+                println!("device {kind}: {}", d.info());
+                devices.push((d.info().backend.to_string(), d));
+            }
+            Err(e) => println!("device {kind}: skipped: {e}"),
+        }
+    }
+    devices
 }

@@ -1,0 +1,188 @@
+//! Inputs, element types and the throughput chains of the benchmark.
+
+use super::{measure, ChainRow, Ctx, Stats};
+use crate::cpu;
+use crate::cpu::reduce::Reduce;
+use crate::cpu::stencil::POINTS;
+use crate::device::{Device, DeviceVec};
+use crate::element::{Element, Rng};
+use crate::error::{Error, Result};
+use crate::stencil::{self, StencilVariant};
+use crate::throughput::{self, ChainOp};
+use crate::vote::PredicateElement;
+
+/// The element types the benchmark runs: every kernel type.
+pub(crate) trait BenchElem: Reduce + PredicateElement {
+    /// The compaction and vote threshold: about half of the random inputs lie above it.
+    const THRESHOLD: Self;
+
+    /// Random weights and the CPU reference of the moving average over `input`; `None` for
+    /// types without a stencil.
+    fn stencil_reference(rng: &mut Rng, input: &[Self]) -> Option<([Self; POINTS], Vec<Self>)>;
+
+    /// [`stencil::moving_average`] where the type has it.
+    fn moving_average(
+        dev: &dyn Device,
+        variant: StencilVariant,
+        weights: [Self; POINTS],
+        input: &DeviceVec<Self>,
+        output: &mut DeviceVec<Self>,
+    ) -> Result<()>;
+}
+
+macro_rules! int_bench_elem {
+    ($($t:ty = $th:expr),*) => {$(
+        impl BenchElem for $t {
+            const THRESHOLD: Self = $th;
+            fn stencil_reference(_: &mut Rng, _: &[Self]) -> Option<([Self; POINTS], Vec<Self>)> {
+                None
+            }
+            fn moving_average(
+                _: &dyn Device,
+                _: StencilVariant,
+                _: [Self; POINTS],
+                _: &DeviceVec<Self>,
+                _: &mut DeviceVec<Self>,
+            ) -> Result<()> {
+                Err(Error::invalid("elem", Self::KIND, "f32 or f64 for the stencil"))
+            }
+        }
+    )*};
+}
+int_bench_elem!(i32 = 0, u32 = 1 << 31, i64 = 0, u64 = 1 << 63);
+
+macro_rules! float_bench_elem {
+    ($($t:ty),*) => {$(
+        impl BenchElem for $t {
+            const THRESHOLD: Self = 0.0;
+            fn stencil_reference(
+                rng: &mut Rng,
+                input: &[Self],
+            ) -> Option<([Self; POINTS], Vec<Self>)> {
+                let weights: [Self; POINTS] = std::array::from_fn(|_| Self::random(rng));
+                Some((weights, cpu::stencil::moving_average(weights, input)))
+            }
+            fn moving_average(
+                dev: &dyn Device,
+                variant: StencilVariant,
+                weights: [Self; POINTS],
+                input: &DeviceVec<Self>,
+                output: &mut DeviceVec<Self>,
+            ) -> Result<()> {
+                stencil::moving_average(dev, variant, weights, input, output)
+            }
+        }
+    )*};
+}
+float_bench_elem!(f32, f64);
+
+/// Calls `f::<T>(args)` with `T` the Rust type of an [`crate::ElemKind`].
+macro_rules! with_bench_elem {
+    ($kind:expr, $f:ident ( $($arg:expr),* $(,)? )) => {
+        match $kind {
+            $crate::ElemKind::I32 => $f::<i32>($($arg),*),
+            $crate::ElemKind::U32 => $f::<u32>($($arg),*),
+            $crate::ElemKind::F32 => $f::<f32>($($arg),*),
+            $crate::ElemKind::I64 => $f::<i64>($($arg),*),
+            $crate::ElemKind::U64 => $f::<u64>($($arg),*),
+            $crate::ElemKind::F64 => $f::<f64>($($arg),*),
+        }
+    };
+}
+pub(crate) use with_bench_elem;
+
+/// `n` random values from `seed`: the values the CUB program draws for the same seed
+/// (`benches/cub/cub_bench.cu` runs the same generator), so both sides time the same data.
+pub(crate) fn random_input<T: Element>(seed: u64, n: usize) -> Vec<T> {
+    Rng::new(seed).vec(n)
+}
+
+/// The read roofline's folds of `input`, as the kernel writes them.
+pub(crate) fn read_folds<T: Element>(input: &[T]) -> Vec<u32> {
+    cpu::roofline::read(input)
+}
+
+/// How many folds the read roofline writes for `n` elements of `T`.
+pub(crate) fn read_folds_len<T: Element>(n: usize) -> usize {
+    crate::roofline::read_folds(n, T::KIND)
+}
+
+/// The chains of the throughput table.
+const OPS: [ChainOp; 5] = [
+    ChainOp::Broadcast,
+    ChainOp::Up,
+    ChainOp::Down,
+    ChainOp::Xor,
+    ChainOp::Ballot,
+];
+
+/// Chains per backend in the throughput table.
+pub(crate) const CHAIN_OPS: usize = OPS.len();
+
+/// Threads of the checked run (the CPU model runs every one of its operations).
+const CHECK_THREADS: usize = 4096 + 96;
+
+/// The throughput table: each op's chain on every backend, checked on a small grid against
+/// the CPU model, then timed on `chain_threads` threads.
+pub(super) fn chains(ctx: &mut Ctx<'_>) {
+    let (iters, threads) = (ctx.cfg.chain_iters, ctx.cfg.chain_threads);
+    for (i, (label, dev)) in ctx.devices.iter().enumerate() {
+        for op in OPS {
+            let what = format!("{label} chain {} x{iters}", op.name());
+            ctx.step(what.clone());
+            match chain(*dev, ctx, i, op) {
+                Ok(Ok(gpu)) => ctx.report.chains.push(ChainRow {
+                    backend: label.clone(),
+                    op: op.name().to_string(),
+                    threads,
+                    iters,
+                    gpu,
+                    ops_per_s: throughput::ops(op, iters, threads) as f64 / gpu.median,
+                }),
+                Ok(Err(m)) => ctx.report.failures.push(format!("{what}: {m}")),
+                Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
+            }
+        }
+    }
+}
+
+fn chain(
+    dev: &dyn Device,
+    ctx: &Ctx<'_>,
+    index: usize,
+    op: ChainOp,
+) -> Result<std::result::Result<Stats, String>> {
+    let cfg = ctx.cfg;
+    let seed = cfg.seed as u32 ^ 0x000c_4a1e;
+    let mut small = DeviceVec::<u32>::alloc(dev, CHECK_THREADS)?;
+    small.fill(dev, 0xcdcd_cdcd)?;
+    throughput::chain(dev, op, cfg.chain_iters.min(64), seed, &mut small)?;
+    let want = cpu::throughput::chain(
+        op,
+        cfg.chain_iters.min(64),
+        seed,
+        chain_subgroup(dev),
+        CHECK_THREADS,
+    );
+    if let Err(m) = super::compare(&want, &small.to_vec(dev)?) {
+        return Ok(Err(m));
+    }
+    let mut out = DeviceVec::<u32>::alloc(dev, cfg.chain_threads)?;
+    let (gpu, _) = measure(dev, ctx.scrubs[index].as_ref(), cfg, &mut |finish| {
+        throughput::chain(dev, op, cfg.chain_iters, seed, &mut out)?;
+        if finish {
+            dev.synchronize()?;
+        }
+        Ok(())
+    })?;
+    Ok(Ok(gpu))
+}
+
+/// The subgroup size the chain kernels run with on `dev`: 32 on CUDA, the device's (pinned)
+/// subgroup size on Vulkan.
+fn chain_subgroup(dev: &dyn Device) -> u32 {
+    match dev.info().backend {
+        crate::BackendKind::Cuda => 32,
+        crate::BackendKind::Vulkan => dev.info().subgroup_size,
+    }
+}

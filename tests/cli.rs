@@ -1,0 +1,94 @@
+//! The `xwarp` binary: `bench --quick` on the default Vulkan device prints its tables, reports
+//! every missing backend and CUB with a reason, checks every case, and writes JSON and plots.
+
+use std::process::Command;
+
+fn xwarp(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_xwarp"))
+        .args(args)
+        .env("XWARP_BACKEND", "")
+        .output()
+        .expect("the xwarp binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bench_quick_prints_tables_and_reasons() {
+    let dir = std::env::temp_dir().join(format!("xwarp-cli-{}", std::process::id()));
+    let json = dir.join("bench.json");
+    let svg = dir.join("plots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ok, stdout, stderr) = xwarp(&[
+        "--backend",
+        "vulkan",
+        "bench",
+        "--quick",
+        "--algo",
+        "roofline,reduce_sum,scan_exclusive,compact,stencil_shuffle,ladder,chain",
+        "--sizes",
+        "1,33,2^12+1",
+        "--ladder-n",
+        "2^12+3",
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(ok, "bench failed:\n{stdout}\n{stderr}");
+    for want in [
+        "reduce_sum i32",
+        "scan_exclusive f32",
+        "compact_unordered i32",
+        "stencil_shuffle f32",
+        "ladder: block sums of 4099 random i32",
+        "reduceShfl",
+        "subgroup-op throughput",
+        "0 failed the check",
+    ] {
+        assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
+    }
+    // CUB's absence always comes with its reason; CUDA's where this machine has none.
+    assert!(stdout.contains("cub: unavailable: "), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = report["records"].as_array().unwrap();
+    // 3 sizes x (copy, read, reduce_sum, scan_exclusive, 2 compactions) x (i32, f32), plus the
+    // f32 stencil at 3 sizes.
+    assert_eq!(records.len(), 3 * 6 * 2 + 3, "{report}");
+    for r in records {
+        let g = &r["gpu"];
+        let (min, med, max) = (
+            g["min"].as_f64().unwrap(),
+            g["median"].as_f64().unwrap(),
+            g["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < min && min <= med && med <= max, "{r}");
+        assert!(r["host"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["gbs"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["roof_fraction"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_eq!(report["ladder"].as_array().unwrap().len(), 11);
+    assert_eq!(report["chains"].as_array().unwrap().len(), 5);
+    let plots = std::fs::read_dir(&svg).unwrap().count();
+    assert_eq!(plots, 6 * 2 + 1, "one plot per algorithm and type");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_refuses_bad_options_with_the_parameter_named() {
+    for (args, name) in [
+        (&["bench", "--sizes", "0"][..], "`sizes`"),
+        (&["bench", "--sizes", "2^9..2^3"][..], "`sizes`"),
+        (&["bench", "--types", "i16"][..], "`types`"),
+        (&["bench", "--algo", "sort"][..], "`algo`"),
+        (&["bench", "--reps", "0"][..], "`reps`"),
+    ] {
+        let (ok, stdout, stderr) = xwarp(args);
+        assert!(!ok, "{args:?} succeeded:\n{stdout}");
+        assert!(stderr.contains(name), "{args:?}: {stderr}");
+    }
+}
