@@ -548,7 +548,8 @@ impl CudaDevice {
     ///
     /// Errors: [`Error::InvalidParameter`] for an empty range or a `ptr` that is not a multiple
     /// of [`DeviceInfo::binding_alignment`] (16 bytes); [`Error::OutOfBounds`] when the driver
-    /// reports that `ptr..ptr + bytes` does not lie inside one allocation.
+    /// reports that `ptr..ptr + bytes` does not lie inside one allocation. Overlapping wrapped
+    /// ranges passed as the input and the output of one operation give unspecified results.
     ///
     /// # Safety
     /// - `ptr..ptr + bytes` is device memory of this context's device, accessible in this

@@ -1662,6 +1662,10 @@ impl VulkanDevice {
     /// [`Error::MissingUsage`] when `buffer.usage` lacks `STORAGE_BUFFER` (transfer usages are
     /// checked by the operations that need them).
     ///
+    /// Ranges of one buffer may be wrapped many times; xwarp does not know that they share
+    /// memory, so passing overlapping ranges as the input and the output of one operation (or
+    /// to [`Device::copy`]) gives unspecified results.
+    ///
     /// # Safety
     /// - `buffer` describes a live buffer created on this device with exactly that size and
     ///   usage, bound to memory, and it (and its memory) stays alive until every clone of the
