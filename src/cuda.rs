@@ -15,16 +15,43 @@
 //! A [`CudaDevice`] holds one context (the device's primary context) and issues all work on
 //! that context's default stream, so every upload, launch and download is ordered after the
 //! ones before it without cross-stream events.
+//!
+//! # Using an application's CUDA context and memory
+//!
+//! [`CudaDevice::from_external`] opens the backend on the application's `cudarc` context and
+//! stream: xwarp issues every copy and launch on that stream, so it is ordered with the
+//! application's own work on the stream by stream order, with nothing else to do. xwarp holds
+//! clones of the two `Arc`s (the cudarc way of keeping a context alive) and creates only its
+//! own kernel modules (NVRTC-compiled on first use) and the memory it allocates itself, on that
+//! stream; it never destroys the context or the stream.
+//!
+//! [`CudaDevice::wrap_slice`] (a `CudaSlice`, `CudaViewMut`) and [`CudaDevice::wrap_device_ptr`]
+//! (a raw device pointer and a length) make the application's memory usable wherever a
+//! [`DeviceVec`] is, with no copy; dropping the wrapper frees nothing.
+//!
+//! **Synchronisation contract.**
+//! - Launches and device copies are queued on the stream and return at once; uploads return
+//!   once the host data is staged; [`Device::read`] (`DeviceVec::to_vec`) and
+//!   [`Device::synchronize`] return when the stream has finished everything queued so far (the
+//!   application's work on it included).
+//! - Work on the same stream needs nothing more. Work on other streams is ordered by the
+//!   application: record an event on xwarp's stream after the xwarp call and wait on it
+//!   (`CudaStream::join`), or synchronize. `wrap_slice` makes xwarp's stream wait for the
+//!   slice's pending reads and writes that cudarc tracks (when the context tracks events).
+//! - xwarp records no events the application must wait on; dropping the [`CudaDevice`]
+//!   synchronizes the stream, so the kernels it loaded are unloaded only when idle.
+//! - Wrapped memory must stay allocated until the work that uses it has finished: see the
+//!   safety contract of [`CudaDevice::wrap_device_ptr`].
 
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Kernel, Launch, RawBuffer,
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel, Launch, RawBuffer,
     SubgroupFeatures, MAX_PARAMS,
 };
-use crate::element::ElemKind;
+use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
 use cudarc::driver::{
-    result as cu, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
-    DriverError, LaunchConfig, PushKernelArg,
+    result as cu, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{self, CompileError, CompileOptions};
 use std::collections::HashMap;
@@ -363,6 +390,12 @@ impl Drop for CudaBuffer {
     }
 }
 
+/// An application's device memory, borrowed: nothing is freed when it drops.
+struct AppMemory {
+    /// First byte of the borrowed range.
+    ptr: sys::CUdeviceptr,
+}
+
 /// The launch parameter block, passed to kernels by value.
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
@@ -416,6 +449,15 @@ impl fmt::Debug for CudaDevice {
     }
 }
 
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // The kernel modules unload when `kernels` drops: let queued launches finish first.
+        // An error here means the context is already broken; the next user of the stream (or
+        // the application's own check of its context) meets it.
+        let _ = self.stream.synchronize();
+    }
+}
+
 impl CudaDevice {
     /// Opens CUDA device `ordinal` (`0..available()`).
     ///
@@ -456,9 +498,167 @@ impl CudaDevice {
         })
     }
 
-    /// The buffer object behind `raw`, if it belongs to this device.
+    /// Opens the backend on an application's context and stream: every copy and launch of
+    /// xwarp goes on `stream`, in order with the application's own work there (see the module
+    /// docs). Memory xwarp allocates itself is allocated on `stream` too.
+    ///
+    /// Errors: [`Error::BackendUnavailable`] without NVRTC, [`Error::InvalidParameter`] when
+    /// `stream` belongs to another context.
+    pub fn from_external(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Result<Self> {
+        available()?;
+        if stream.context() != &ctx {
+            return Err(Error::invalid(
+                "stream",
+                format!("a stream of context {:?}", stream.context().cu_ctx()),
+                format!("a stream of the given context {:?}", ctx.cu_ctx()),
+            ));
+        }
+        let ordinal = ctx.ordinal();
+        let Probe {
+            mut info,
+            capability,
+            driver_version,
+        } = probe(ordinal, ctx.cu_device())?;
+        info.driver.push_str(", application's context");
+        Ok(CudaDevice {
+            id: DeviceId::fresh(),
+            label: format!("cuda:{ordinal} {} (application context)", info.name),
+            info,
+            ctx,
+            stream,
+            arch: pick_arch(capability),
+            driver_version,
+            kernels: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The stream xwarp issues its work on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The context xwarp works in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Borrows `bytes` of the application's device memory from `ptr` as a [`RawBuffer`]
+    /// usable wherever xwarp's own memory is (through [`DeviceVec::from_raw`]), with no copy.
+    /// Dropping it frees nothing.
+    ///
+    /// Errors: [`Error::InvalidParameter`] for an empty range or a `ptr` that is not a multiple
+    /// of [`DeviceInfo::binding_alignment`] (16 bytes); [`Error::OutOfBounds`] when the driver
+    /// reports that `ptr..ptr + bytes` does not lie inside one allocation. Overlapping wrapped
+    /// ranges passed as the input and the output of one operation give unspecified results.
+    ///
+    /// # Safety
+    /// - `ptr..ptr + bytes` is device memory of this context's device, accessible in this
+    ///   context, and stays allocated until every clone of the returned buffer has dropped and
+    ///   the work that used it has finished (a [`Device::synchronize`] after the last use, or
+    ///   stream order: memory freed with `cuMemFreeAsync` on xwarp's stream after the last use
+    ///   is fine).
+    /// - The application does not access the range from other streams or the host while
+    ///   xwarp's work on it is queued, unless it orders that access after xwarp's work.
+    pub unsafe fn wrap_device_ptr(&self, ptr: sys::CUdeviceptr, bytes: u64) -> Result<RawBuffer> {
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        if ptr % BINDING_ALIGNMENT != 0 {
+            return Err(Error::invalid(
+                "ptr",
+                format!("{ptr:#x}"),
+                format!("a multiple of {BINDING_ALIGNMENT} bytes"),
+            ));
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent"))?;
+        let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: the out-pointers point at live locals; the call only looks `ptr` up in the
+        // driver's address map, with this device's context current.
+        unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) }
+            .result()
+            .map_err(|e| {
+                Error::invalid(
+                    "ptr",
+                    format!("{ptr:#x} ({e:?})"),
+                    format!("a device pointer of {}", self.label),
+                )
+            })?;
+        let offset = ptr - base;
+        if offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > size as u64)
+        {
+            return Err(Error::OutOfBounds {
+                offset,
+                end: offset.saturating_add(bytes),
+                size: size as u64,
+            });
+        }
+        Ok(RawBuffer::new(
+            Arc::new(AppMemory { ptr }),
+            bytes,
+            self.id,
+            &format!("{} (application memory)", self.label),
+        ))
+    }
+
+    /// Borrows an application's `CudaSlice<T>` (or `CudaViewMut<T>`, for a sub-range) as a
+    /// [`DeviceVec<T>`] with no copy. xwarp's stream first waits for the slice's pending reads
+    /// and writes that cudarc tracks (where the context tracks events).
+    ///
+    /// Errors: [`Error::ForeignBuffer`] when the slice belongs to another context, and those of
+    /// [`Self::wrap_device_ptr`].
+    ///
+    /// # Safety
+    /// As for [`Self::wrap_device_ptr`]: the slice is not dropped (freed) until the work using
+    /// the returned vector has finished, unless it was allocated on xwarp's stream (cudarc
+    /// frees it in that stream's order); it is not used on other streams or the host
+    /// meanwhile.
+    pub unsafe fn wrap_slice<T: Element, S: DevicePtrMut<T>>(
+        &self,
+        slice: &mut S,
+    ) -> Result<DeviceVec<T>> {
+        if slice.stream().context() != &self.ctx {
+            return Err(Error::ForeignBuffer {
+                buffer: format!(
+                    "a CudaSlice of cuda:{} context {:?}",
+                    slice.stream().context().ordinal(),
+                    slice.stream().context().cu_ctx()
+                ),
+                device: self.label.clone(),
+            });
+        }
+        let len = slice.len();
+        let bytes = (len as u64) * T::KIND.size() as u64;
+        let ptr = {
+            // Makes xwarp's stream wait for the slice's tracked accesses; the returned guard
+            // records a write on xwarp's stream as it drops.
+            let (ptr, _write) = slice.device_ptr_mut(&self.stream);
+            ptr
+        };
+        // SAFETY: the caller upholds wrap_device_ptr's contract for the slice's memory.
+        let raw = unsafe { self.wrap_device_ptr(ptr, bytes) }?;
+        DeviceVec::from_raw(raw, len)
+    }
+
+    /// The buffer object behind `raw`, if xwarp allocated it on this device.
     fn buffer<'a>(&self, raw: &'a RawBuffer) -> Result<&'a CudaBuffer> {
         raw.downcast::<CudaBuffer>(self.id, &self.label)
+    }
+
+    /// The application memory behind `raw`, if it was wrapped on this device.
+    fn app_memory<'a>(&self, raw: &'a RawBuffer) -> Option<&'a AppMemory> {
+        raw.downcast::<AppMemory>(self.id, &self.label).ok()
+    }
+
+    /// The device address of byte 0 of `raw`, xwarp's memory or wrapped.
+    fn device_ptr(&self, raw: &RawBuffer) -> Result<sys::CUdeviceptr> {
+        match self.app_memory(raw) {
+            Some(app) => Ok(app.ptr),
+            None => self.buffer(raw).map(|b| b.ptr),
+        }
     }
 
     /// The loaded kernel for `k`, compiling and loading it on first use.
@@ -567,6 +767,22 @@ impl Device for CudaDevice {
     }
 
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        if let Some(app) = self.app_memory(dst) {
+            dst.check_range(offset, src.len() as u64)?;
+            if src.is_empty() {
+                return Ok(());
+            }
+            self.ctx
+                .bind_to_thread()
+                .map_err(cuda_err("cuCtxSetCurrent"))?;
+            // SAFETY: the range lies inside the wrapped memory (checked above), which the
+            // wrap contract keeps allocated while work on it is queued; `src` is pageable, so
+            // the driver has staged it when the call returns.
+            return unsafe {
+                cu::memcpy_htod_async(app.ptr + offset, src, self.stream.cu_stream())
+            }
+            .map_err(cuda_err("cuMemcpyHtoDAsync"));
+        }
         let buffer = self.buffer(dst)?;
         dst.check_range(offset, src.len() as u64)?;
         if src.is_empty() {
@@ -596,8 +812,8 @@ impl Device for CudaDevice {
         dst_offset: u64,
         bytes: u64,
     ) -> Result<()> {
-        let from = self.buffer(src)?;
-        let to = self.buffer(dst)?;
+        let from = self.device_ptr(src)?;
+        let to = self.device_ptr(dst)?;
         src.check_range(src_offset, bytes)?;
         dst.check_range(dst_offset, bytes)?;
         if bytes == 0 {
@@ -611,8 +827,8 @@ impl Device for CudaDevice {
         // stream, where the memory is freed too, so it cannot outlive them.
         unsafe {
             cudarc::driver::result::memcpy_dtod_async(
-                to.ptr + dst_offset,
-                from.ptr + src_offset,
+                to + dst_offset,
+                from + src_offset,
                 bytes as usize,
                 self.stream.cu_stream(),
             )
@@ -621,6 +837,23 @@ impl Device for CudaDevice {
     }
 
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        if let Some(app) = self.app_memory(src) {
+            src.check_range(offset, dst.len() as u64)?;
+            if !dst.is_empty() {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(cuda_err("cuCtxSetCurrent"))?;
+                // SAFETY: the range lies inside the wrapped memory (checked above); `dst` is
+                // pageable host memory, which the driver fills before the call returns, and
+                // the stream is synchronised below before `dst` is handed back anyway.
+                unsafe { cu::memcpy_dtoh_async(dst, app.ptr + offset, self.stream.cu_stream()) }
+                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            }
+            return self
+                .stream
+                .synchronize()
+                .map_err(cuda_err("cuStreamSynchronize"));
+        }
         let buffer = self.buffer(src)?;
         src.check_range(offset, dst.len() as u64)?;
         if dst.is_empty() {
@@ -672,7 +905,7 @@ impl Device for CudaDevice {
         }
         let mut pointers: Vec<u64> = Vec::with_capacity(l.bindings.len());
         for b in l.bindings {
-            let buffer = self.buffer(b.buffer)?;
+            let ptr = self.device_ptr(b.buffer)?;
             b.buffer.check_range(b.offset, b.bytes)?;
             if b.offset % BINDING_ALIGNMENT != 0 {
                 return Err(Error::invalid(
@@ -681,7 +914,7 @@ impl Device for CudaDevice {
                     format!("a multiple of {BINDING_ALIGNMENT} bytes"),
                 ));
             }
-            pointers.push(buffer.ptr + b.offset);
+            pointers.push(ptr + b.offset);
         }
         let loaded = self.function(&l.kernel)?;
         if let Some(sizes) = &loaded.params {
@@ -724,10 +957,11 @@ impl Device for CudaDevice {
         // where the driver reports the kernel's parameters (12.4+) their count and sizes were
         // checked above, so the driver never reads past `pointers` or `block`, both of which
         // live until the launch has copied them. Each pointer is the base of a live allocation
-        // in this context plus an offset whose `bytes` range was checked to lie inside it, and
+        // in this context (or of a wrapped application range) plus an offset whose `bytes` range was checked to lie inside it, and
         // the kernels touch only those ranges. The memory cannot be freed under the kernel:
         // CudaSlice's Drop frees with cuMemFreeAsync on this same stream (or synchronises the
-        // stream first when the device lacks memory pools), i.e. after this launch completes.
+        // stream first when the device lacks memory pools), i.e. after this launch completes;
+        // wrapped application memory stays allocated by the contract of `wrap_device_ptr`.
         unsafe { args.launch(cfg) }.map_err(cuda_err("cuLaunchKernel"))?;
         Ok(())
     }

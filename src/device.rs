@@ -204,8 +204,10 @@ impl DeviceId {
     }
 }
 
-/// Untyped device memory, owned by the backend that made it; freed when the last clone drops
-/// (after any queued work that uses it).
+/// Untyped device memory: either made by a backend's [`Device::alloc`] and freed when the last
+/// clone drops (after any queued work that uses it), or a byte range of an application's own
+/// buffer that the backend borrows (`VulkanDevice::wrap_buffer`, `CudaDevice::wrap_device_ptr`)
+/// and never frees. Offsets are relative to the start of that range either way.
 #[derive(Clone)]
 pub struct RawBuffer {
     inner: Arc<dyn Any + Send + Sync>,
@@ -381,6 +383,27 @@ impl<T: Element> DeviceVec<T> {
             len,
             _t: PhantomData,
         })
+    }
+
+    /// A typed view of the first `len` elements of `raw`: memory [`Device::alloc`] made, or
+    /// an application's buffer wrapped without ownership (`VulkanDevice::wrap_buffer`,
+    /// `CudaDevice::wrap_device_ptr`). Fails with [`Error::OutOfBounds`] when `len` elements
+    /// do not fit in `raw`.
+    pub fn from_raw(raw: RawBuffer, len: usize) -> Result<Self> {
+        let size = T::KIND.size() as u64;
+        let bytes = (len as u64).checked_mul(size);
+        match bytes {
+            Some(b) if b <= raw.bytes() => Ok(DeviceVec {
+                raw,
+                len,
+                _t: PhantomData,
+            }),
+            _ => Err(Error::OutOfBounds {
+                offset: 0,
+                end: bytes.unwrap_or(u64::MAX),
+                size: raw.bytes(),
+            }),
+        }
     }
 
     /// Allocates and fills from a host slice.

@@ -82,6 +82,25 @@ pub enum Error {
         /// The missing feature, named.
         missing: String,
     },
+    /// The application's Vulkan device was created without a feature or extension xwarp needs
+    /// on it (the device supports it; the application did not enable it).
+    #[error("`{device}` was created without {feature}, which xwarp needs: {how}")]
+    NotEnabled {
+        /// The device's name.
+        device: String,
+        /// The feature or extension, as the Vulkan specification names it.
+        feature: String,
+        /// What to enable at device creation.
+        how: String,
+    },
+    /// An application's buffer was created without a usage an operation needs.
+    #[error("the application's buffer lacks usage {usage}, needed to {operation}")]
+    MissingUsage {
+        /// The missing usage flag, as Vulkan names it.
+        usage: &'static str,
+        /// What xwarp was about to do with the buffer.
+        operation: &'static str,
+    },
     /// A device memory allocation failed.
     #[error("allocation of {bytes} bytes failed on `{device}`: {reason}")]
     OutOfMemory {

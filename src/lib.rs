@@ -15,6 +15,16 @@
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
 //! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
+//!
+//! # Using your own Vulkan device or CUDA context
+//!
+//! [`vulkan::VulkanDevice::from_external`] runs xwarp on an application's instance, device and
+//! queue, and [`vulkan::VulkanDevice::wrap_buffer`] on ranges of its own `vk::Buffer`s;
+//! [`cuda::CudaDevice::from_external`] on its cudarc context and stream, and
+//! [`cuda::CudaDevice::wrap_slice`] on its `CudaSlice`s. Nothing is copied and nothing the
+//! application owns is destroyed. The module docs of [`vulkan`] and [`cuda`] state what must be
+//! enabled, who may use the queue when, and the synchronisation contract; `examples/` holds
+//! programs to start from.
 
 pub mod backend;
 pub mod bench;

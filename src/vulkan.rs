@@ -10,12 +10,68 @@
 //! `VK_EXT_subgroup_size_control`), every pipeline is pinned to the device's default subgroup
 //! size with full subgroups, so kernels see the subgroup size [`DeviceInfo::subgroup_size`]
 //! reports.
+//!
+//! # Using an application's Vulkan device
+//!
+//! [`VulkanDevice::from_external`] opens the backend on an instance, device and queue the
+//! application created ([`ExternalVulkan`]); [`VulkanDevice::wrap_buffer`] and
+//! [`VulkanDevice::wrap_vec`] make byte ranges of the application's own `vk::Buffer`s usable
+//! wherever a [`DeviceVec`] is, with no copy and no ownership taken.
+//! `examples/app_vulkan_device.rs` shows the whole sequence.
+//!
+//! **Ownership.** On the application's device xwarp creates only its own command pool and
+//! command buffer, a fence, a timestamp query pool, descriptor pools and layouts, shader
+//! modules, pipelines, and a gpu-allocator `Allocator` for the memory it allocates itself
+//! ([`Device::alloc`], temporaries, staging). It destroys exactly those: the instance, the
+//! device, the queue and wrapped buffers are never destroyed, and `vkDeviceWaitIdle` is never
+//! called on a device xwarp did not create.
+//!
+//! **What the device must have enabled** — [`VulkanDevice::requirements`] lists it for a
+//! physical device, and `from_external` checks it ([`Error::NotEnabled`] names what is missing):
+//! - Vulkan 1.1 or newer (instance `apiVersion` and device) with subgroup operations in compute
+//!   shaders, and a queue family with compute;
+//! - `subgroupSizeControl` and `computeFullSubgroups` wherever the device supports them
+//!   (Vulkan 1.3 core; before 1.3 through `VK_EXT_subgroup_size_control`, which must then be
+//!   enabled too): xwarp's kernels rely on full subgroups of the size it reports;
+//! - `VK_KHR_portability_subset` where the device offers it (the specification requires it);
+//! - optional: `shaderInt64`, `shaderFloat64`; without them 64-bit kernels are refused with
+//!   [`Error::MissingFeature`].
+//!
+//! Nothing else: no buffer device address, no timeline semaphores, no descriptor indexing.
+//!
+//! **Sharing the queue.** Vulkan requires `vkQueueSubmit` and `vkQueueWaitIdle` on one queue to
+//! be externally synchronised. xwarp uses the queue inside [`Device::synchronize`],
+//! [`Device::read`] (so `DeviceVec::to_vec` and every `*_host` helper), [`Device::time`] and
+//! when the [`VulkanDevice`] drops. The application must not use the queue concurrently with
+//! those calls — or it passes [`ExternalVulkan::queue_lock`], holds that lock around each of its
+//! own uses of the queue, and xwarp holds it around each of its submits and waits.
+//!
+//! **Synchronisation contract.**
+//! - xwarp records uploads, copies and launches, and submits them to the queue at the next
+//!   synchronize, read or time call (or drop), then waits on its own fence: when that call
+//!   returns, all of xwarp's work so far has finished. Algorithm calls (`reduce::device_reduce`,
+//!   ...) return once their work is recorded.
+//! - Before: each command buffer xwarp submits begins with a memory barrier from all commands'
+//!   writes to its own compute and transfer accesses, so application work submitted to the same
+//!   queue *before* that submit — and host writes to mapped memory made before it — are
+//!   complete and visible to xwarp. Work on other queues must have finished (the application
+//!   waits on its fence) before the synchronize, read or time call.
+//! - After: each submit ends with a memory barrier from xwarp's writes to all later commands
+//!   and to host reads, so application work submitted to the queue *after* the call returns,
+//!   and host reads of mapped memory, see xwarp's results.
+//! - xwarp signals nothing the application can wait on (no semaphore, no shared fence): the
+//!   returning call is the signal. Work the application submits between an algorithm call and
+//!   the next synchronize runs *before* xwarp's recorded work.
+//! - Wrapped buffers must stay alive until that synchronize has returned; the contract of
+//!   [`VulkanDevice::wrap_buffer`] lists the rest (usage flags, alignment, queue family
+//!   ownership).
 
 use crate::backend::DeviceSelector;
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Launch, RawBuffer, SubgroupFeatures,
-    MAX_PARAMS,
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Launch, RawBuffer,
+    SubgroupFeatures, MAX_PARAMS,
 };
+use crate::element::Element;
 use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{
@@ -23,7 +79,8 @@ use gpu_allocator::vulkan::{
 };
 use gpu_allocator::MemoryLocation;
 use std::collections::HashMap;
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_void, CStr, CString};
+use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -31,6 +88,9 @@ use std::time::Duration;
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+/// Must be enabled on devices that offer it (the specification's rule for non-conformant
+/// implementations such as MoltenVK).
+const PORTABILITY_SUBSET: &CStr = c"VK_KHR_portability_subset";
 /// How long a submit may run before the backend gives up with `VK_TIMEOUT` instead of hanging.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
@@ -100,6 +160,8 @@ struct Instance {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Boxed so its address stays fixed: the messenger callback writes through it.
     messages: Box<Mutex<Vec<String>>>,
+    /// False for an application's instance, which xwarp never destroys.
+    owned: bool,
 }
 
 impl Instance {
@@ -187,6 +249,7 @@ impl Instance {
             instance,
             debug: None,
             messages: Box::new(Mutex::new(Vec::new())),
+            owned: true,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&this.entry, &this.instance);
@@ -230,6 +293,9 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let _guard = lifecycle();
         // SAFETY: every object made from the instance was destroyed before (they hold Arcs
         // to it); the messenger goes before the instance it belongs to.
@@ -279,9 +345,8 @@ struct Probe {
     timestamp_period: f32,
 }
 
-fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
+fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
     let _guard = lifecycle();
-    let i = &inst.instance;
     // SAFETY: `pd` was enumerated from this live instance; the chained structs outlive the
     // calls, and only structs of the device's API version or extensions are chained.
     unsafe {
@@ -402,7 +467,7 @@ fn probe(inst: &Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
             api,
             size_control,
             size_control_ext,
-            portability_subset: has_ext(c"VK_KHR_portability_subset"),
+            portability_subset: has_ext(PORTABILITY_SUBSET),
             int64: features.shader_int64 == vk::TRUE,
             float64: features.shader_float64 == vk::TRUE,
             max_block: limits.max_compute_work_group_size[0]
@@ -423,6 +488,24 @@ fn rank(t: DeviceType) -> u32 {
     }
 }
 
+/// The compute queue family xwarp prefers on `pd` (one with timestamps, then one without
+/// graphics), as `(index, timestampValidBits)`.
+fn compute_family(i: &ash::Instance, pd: vk::PhysicalDevice) -> Option<(u32, u32)> {
+    // SAFETY: `pd` belongs to the live instance `i`.
+    let families = unsafe { i.get_physical_device_queue_family_properties(pd) };
+    families
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        .max_by_key(|(_, f)| {
+            (
+                f.timestamp_valid_bits > 0,
+                !f.queue_flags.contains(vk::QueueFlags::GRAPHICS),
+            )
+        })
+        .map(|(idx, f)| (idx as u32, f.timestamp_valid_bits))
+}
+
 /// Every Vulkan device on this machine, in the driver's order (indices are what
 /// [`DeviceSelector::Index`] selects).
 pub fn list_devices() -> Result<Vec<DeviceInfo>> {
@@ -432,7 +515,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
         .physical_devices()?
         .into_iter()
         .enumerate()
-        .map(|(i, pd)| probe(&inst, pd, i).info)
+        .map(|(i, pd)| probe(&inst.instance, pd, i).info)
         .collect())
 }
 
@@ -441,18 +524,68 @@ struct Core {
     device: ash::Device,
     allocator: ManuallyDrop<Mutex<Allocator>>,
     name: String,
+    /// False for an application's device: xwarp frees its own memory on it, nothing else.
+    owned: bool,
     _instance: Arc<Instance>,
+}
+
+impl Core {
+    /// Wraps `device` with an allocator for xwarp's own memory. On failure an owned device is
+    /// destroyed (nothing else was created on it yet).
+    fn new(
+        inst: &Arc<Instance>,
+        device: ash::Device,
+        pd: vk::PhysicalDevice,
+        name: &str,
+        owned: bool,
+    ) -> Result<Arc<Self>> {
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: inst.instance.clone(),
+            device: device.clone(),
+            physical_device: pd,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        match allocator {
+            Ok(a) => Ok(Arc::new(Core {
+                device,
+                allocator: ManuallyDrop::new(Mutex::new(a)),
+                name: name.to_string(),
+                owned,
+                _instance: inst.clone(),
+            })),
+            Err(e) => {
+                if owned {
+                    // SAFETY: nothing was created on the device yet.
+                    unsafe { device.destroy_device(None) };
+                }
+                Err(Error::OutOfMemory {
+                    bytes: 0,
+                    device: name.to_string(),
+                    reason: format!("creating the allocator: {e}"),
+                })
+            }
+        }
+    }
 }
 
 impl Drop for Core {
     fn drop(&mut self) {
         let _guard = lifecycle();
         // SAFETY: all buffers (which hold Arcs to the core) and all other device objects are
-        // gone; the allocator frees its memory blocks before the device is destroyed.
+        // gone, and the work that used them has finished (buffers are kept alive by recorded
+        // work until its fence signals); the allocator frees its memory blocks before an owned
+        // device is destroyed. An application's device is neither waited on (vkDeviceWaitIdle
+        // needs every queue externally synchronised) nor destroyed.
         unsafe {
-            let _ = self.device.device_wait_idle();
+            if self.owned {
+                let _ = self.device.device_wait_idle();
+            }
             ManuallyDrop::drop(&mut self.allocator);
-            self.device.destroy_device(None);
+            if self.owned {
+                self.device.destroy_device(None);
+            }
         }
     }
 }
@@ -582,6 +715,10 @@ pub struct VulkanDevice {
     layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
+    /// Whether the device, instance and queue are an application's ([`Self::from_external`]).
+    external: bool,
+    /// The application's lock around its uses of the queue, if it gave one.
+    queue_lock: Option<Arc<Mutex<()>>>,
 }
 
 impl VulkanDevice {
@@ -595,7 +732,7 @@ impl VulkanDevice {
         let probes: Vec<Probe> = pds
             .iter()
             .enumerate()
-            .map(|(i, &pd)| probe(&inst, pd, i))
+            .map(|(i, &pd)| probe(&inst.instance, pd, i))
             .collect();
         let usable = |p: &Probe| {
             p.api >= vk::API_VERSION_1_1
@@ -638,23 +775,10 @@ impl VulkanDevice {
 
     fn open(inst: Arc<Instance>, pd: vk::PhysicalDevice, p: &Probe) -> Result<Self> {
         let i = &inst.instance;
-        // SAFETY: `pd` belongs to the live instance.
-        let families = unsafe { i.get_physical_device_queue_family_properties(pd) };
-        let family = families
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            .max_by_key(|(_, f)| {
-                (
-                    f.timestamp_valid_bits > 0,
-                    !f.queue_flags.contains(vk::QueueFlags::GRAPHICS),
-                )
-            })
-            .map(|(idx, f)| (idx as u32, f.timestamp_valid_bits))
-            .ok_or_else(|| Error::MissingFeature {
-                device: p.info.name.clone(),
-                missing: "a queue family with compute support".into(),
-            })?;
+        let family = compute_family(i, pd).ok_or_else(|| Error::MissingFeature {
+            device: p.info.name.clone(),
+            missing: "a queue family with compute support".into(),
+        })?;
         let priorities = [1.0f32];
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family.0)
@@ -664,7 +788,7 @@ impl VulkanDevice {
             ext_names.push(ash::ext::subgroup_size_control::NAME.as_ptr());
         }
         if p.portability_subset {
-            ext_names.push(c"VK_KHR_portability_subset".as_ptr());
+            ext_names.push(PORTABILITY_SUBSET.as_ptr());
         }
         let features = vk::PhysicalDeviceFeatures::default()
             .shader_int64(p.int64)
@@ -683,36 +807,25 @@ impl VulkanDevice {
         // the probe found supported are enabled.
         let device =
             unsafe { i.create_device(pd, &info, None) }.map_err(Error::vk("vkCreateDevice"))?;
-        let allocator = Allocator::new(&AllocatorCreateDesc {
-            instance: i.clone(),
-            device: device.clone(),
-            physical_device: pd,
-            debug_settings: Default::default(),
-            buffer_device_address: false,
-            allocation_sizes: Default::default(),
-        });
-        let allocator = match allocator {
-            Ok(a) => a,
-            Err(e) => {
-                // SAFETY: nothing was created on the device yet.
-                unsafe { device.destroy_device(None) };
-                return Err(Error::OutOfMemory {
-                    bytes: 0,
-                    device: p.info.name.clone(),
-                    reason: format!("creating the allocator: {e}"),
-                });
-            }
-        };
-        let core = Arc::new(Core {
-            device,
-            allocator: ManuallyDrop::new(Mutex::new(allocator)),
-            name: p.info.name.clone(),
-            _instance: inst.clone(),
-        });
+        let core = Core::new(&inst, device, pd, &p.info.name, true)?;
+        // SAFETY: the queue family and index were requested at device creation.
+        let queue = unsafe { core.device.get_device_queue(family.0, 0) };
+        Self::attach(core, queue, family, p, false, None)
+    }
+
+    /// Creates xwarp's own objects on `core`'s device: command pool and buffer, fence, query
+    /// pool. `queue` belongs to family `family.0`, whose timestamps have `family.1` valid bits.
+    /// `external` marks an application's device, `queue_lock` its lock around the queue.
+    fn attach(
+        core: Arc<Core>,
+        queue: vk::Queue,
+        family: (u32, u32),
+        p: &Probe,
+        external: bool,
+        queue_lock: Option<Arc<Mutex<()>>>,
+    ) -> Result<Self> {
         let d = &core.device;
         // From here on, objects are owned by `Self` or by `core`, whose Drop destroys them.
-        // SAFETY: the queue family and index were requested at device creation.
-        let queue = unsafe { d.get_device_queue(family.0, 0) };
         // SAFETY: valid create infos on a live device; each object is destroyed in Drop.
         let (pool, fence, query_pool) = unsafe {
             let pool = d
@@ -785,6 +898,8 @@ impl VulkanDevice {
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
+            external,
+            queue_lock,
         };
         // Allocated once `this` exists, so that its Drop cleans up if this fails.
         let alloc = vk::CommandBufferAllocateInfo::default()
@@ -814,10 +929,6 @@ impl VulkanDevice {
         self.queue_family
     }
 
-    fn buffer<'a>(&self, raw: &'a RawBuffer) -> Result<&'a VkBuffer> {
-        raw.downcast::<VkBuffer>(self.id, &self.info.name)
-    }
-
     /// Starts recording if needed, and separates the next command from earlier ones.
     fn begin(&self, s: &mut Stream) -> Result<()> {
         let d = &self.core.device;
@@ -833,6 +944,30 @@ impl VulkanDevice {
             .map_err(Error::vk("vkBeginCommandBuffer"))?;
             s.recording = true;
             s.commands = 0;
+            if self.external {
+                // The application's earlier work on this queue (submission order) may have
+                // written the buffers xwarp is about to use, or still read ones it writes.
+                let barrier = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+                    .dst_access_mask(
+                        vk::AccessFlags::SHADER_READ
+                            | vk::AccessFlags::SHADER_WRITE
+                            | vk::AccessFlags::TRANSFER_READ
+                            | vk::AccessFlags::TRANSFER_WRITE,
+                    );
+                // SAFETY: recording command buffer of this device.
+                unsafe {
+                    d.cmd_pipeline_barrier(
+                        s.cmd,
+                        vk::PipelineStageFlags::ALL_COMMANDS,
+                        vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                        vk::DependencyFlags::empty(),
+                        &[barrier],
+                        &[],
+                        &[],
+                    )
+                };
+            }
         }
         if s.commands > 0 {
             let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
@@ -868,8 +1003,32 @@ impl VulkanDevice {
         }
         let d = &self.core.device;
         s.recording = false;
+        if self.external {
+            // The application's later work on this queue, and its host reads after this call
+            // returns, see what xwarp wrote.
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::MEMORY_READ
+                        | vk::AccessFlags::MEMORY_WRITE
+                        | vk::AccessFlags::HOST_READ,
+                );
+            // SAFETY: recording command buffer of this device.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    s.cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                )
+            };
+        }
         // SAFETY: the command buffer was recorded on this device; the fence is unsignalled
-        // (reset after each wait) and the queue is externally synchronised by its mutex.
+        // (reset after each wait) and the queue is externally synchronised by its mutex (and
+        // by the application's lock, or its promise not to use the queue meanwhile).
         let result = unsafe {
             d.end_command_buffer(s.cmd)
                 .map_err(Error::vk("vkEndCommandBuffer"))
@@ -877,6 +1036,7 @@ impl VulkanDevice {
                     let cmds = [s.cmd];
                     let submit = vk::SubmitInfo::default().command_buffers(&cmds);
                     let queue = lock(&self.queue);
+                    let _app = self.queue_lock.as_deref().map(lock);
                     d.queue_submit(*queue, &[submit], s.fence)
                         .map_err(Error::vk("vkQueueSubmit"))
                 })
@@ -898,10 +1058,17 @@ impl VulkanDevice {
             })
         ) {
             // The GPU still uses what this submit references: wait for it rather than free
-            // memory under it.
-            // SAFETY: waiting is always allowed.
+            // memory under it. On an application's device only the queue is waited on:
+            // vkDeviceWaitIdle would need all of its queues externally synchronised.
+            // SAFETY: waiting is always allowed; the queue is synchronised as for the submit.
             unsafe {
-                let _ = d.device_wait_idle();
+                if self.external {
+                    let queue = lock(&self.queue);
+                    let _app = self.queue_lock.as_deref().map(lock);
+                    let _ = d.queue_wait_idle(*queue);
+                } else {
+                    let _ = d.device_wait_idle();
+                }
                 let _ = d.reset_fences(&[s.fence]);
             }
         }
@@ -1167,6 +1334,448 @@ impl VulkanDevice {
     }
 }
 
+/// Device features xwarp uses, as an application enabled them at `vkCreateDevice` (see
+/// [`VulkanDevice::requirements`] for which ones xwarp needs on a given device).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VulkanFeatures {
+    /// `VkPhysicalDeviceFeatures::shaderInt64`: 64-bit integer kernels.
+    pub shader_int64: bool,
+    /// `VkPhysicalDeviceFeatures::shaderFloat64`: `f64` kernels.
+    pub shader_float64: bool,
+    /// `subgroupSizeControl` (`VkPhysicalDeviceSubgroupSizeControlFeatures` or
+    /// `VkPhysicalDeviceVulkan13Features`).
+    pub subgroup_size_control: bool,
+    /// `computeFullSubgroups` (same structures).
+    pub compute_full_subgroups: bool,
+}
+
+/// What an application must enable on its device for [`VulkanDevice::from_external`], as
+/// [`VulkanDevice::requirements`] finds it for one physical device.
+#[derive(Clone, Debug)]
+pub struct VulkanRequirements {
+    /// Device extensions to enable: `VK_EXT_subgroup_size_control` where subgroup size
+    /// control is not core (before Vulkan 1.3), `VK_KHR_portability_subset` where offered.
+    pub extensions: Vec<&'static CStr>,
+    /// Features xwarp refuses to run without (`subgroupSizeControl` and
+    /// `computeFullSubgroups` where the device supports them).
+    pub required: VulkanFeatures,
+    /// Features xwarp uses when enabled (`shaderInt64`, `shaderFloat64` where supported);
+    /// without them the kernels of those types are refused with [`Error::MissingFeature`].
+    pub optional: VulkanFeatures,
+    /// A queue family with compute support, the one xwarp would pick itself (timestamps
+    /// first, then no graphics); any compute family works.
+    pub queue_family_index: u32,
+}
+
+impl VulkanRequirements {
+    /// Every feature xwarp uses: [`Self::required`] and [`Self::optional`] together.
+    pub fn features(&self) -> VulkanFeatures {
+        VulkanFeatures {
+            shader_int64: self.required.shader_int64 || self.optional.shader_int64,
+            shader_float64: self.required.shader_float64 || self.optional.shader_float64,
+            subgroup_size_control: self.required.subgroup_size_control
+                || self.optional.subgroup_size_control,
+            compute_full_subgroups: self.required.compute_full_subgroups
+                || self.optional.compute_full_subgroups,
+        }
+    }
+}
+
+/// An application's Vulkan objects to open the backend on, for
+/// [`VulkanDevice::from_external`]. xwarp keeps clones of the ash handles (function tables)
+/// and never destroys what they refer to.
+#[derive(Clone)]
+pub struct ExternalVulkan {
+    /// The loader the instance was created through.
+    pub entry: ash::Entry,
+    /// The application's instance.
+    pub instance: ash::Instance,
+    /// The `apiVersion` the instance was created with (`VkApplicationInfo::apiVersion`); 1.1
+    /// or newer.
+    pub api_version: u32,
+    /// The physical device the device was created on.
+    pub physical_device: vk::PhysicalDevice,
+    /// The application's device.
+    pub device: ash::Device,
+    /// The family of `queue`; it must support compute.
+    pub queue_family_index: u32,
+    /// The queue xwarp submits to (see the module docs on sharing it).
+    pub queue: vk::Queue,
+    /// The features the device was created with.
+    pub enabled_features: VulkanFeatures,
+    /// The device extensions the device was created with.
+    pub enabled_extensions: Vec<CString>,
+    /// A lock the application holds around each of its own uses of `queue`; xwarp holds it
+    /// around each of its submits and queue waits, so both may use the queue from different
+    /// threads. Never hold it while calling into xwarp (xwarp would wait for it forever).
+    /// `None`: the application promises not to use the queue while an xwarp call runs.
+    pub queue_lock: Option<Arc<Mutex<()>>>,
+}
+
+impl fmt::Debug for ExternalVulkan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExternalVulkan")
+            .field("api_version", &self.api_version)
+            .field("physical_device", &self.physical_device)
+            .field("device", &self.device.handle())
+            .field("queue_family_index", &self.queue_family_index)
+            .field("queue", &self.queue)
+            .field("enabled_features", &self.enabled_features)
+            .field("enabled_extensions", &self.enabled_extensions)
+            .field("queue_lock", &self.queue_lock.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An application's buffer, as it was created: what [`VulkanDevice::wrap_buffer`] borrows.
+#[derive(Clone, Copy, Debug)]
+pub struct ExternalBuffer {
+    /// The buffer, created on the device xwarp was opened on, with memory bound.
+    pub buffer: vk::Buffer,
+    /// `VkBufferCreateInfo::size`.
+    pub size: u64,
+    /// `VkBufferCreateInfo::usage`: `STORAGE_BUFFER` always; `TRANSFER_DST` for uploads
+    /// (`Device::write`, `DeviceVec::fill`, copies into it), `TRANSFER_SRC` for downloads
+    /// (`Device::read`, `DeviceVec::to_vec`, copies from it).
+    pub usage: vk::BufferUsageFlags,
+}
+
+/// A byte range of an application's buffer, borrowed: nothing is freed when it drops.
+struct AppBuffer {
+    buffer: vk::Buffer,
+    /// Where the range starts in `buffer`.
+    base: u64,
+    usage: vk::BufferUsageFlags,
+}
+
+/// What a command needs of a [`RawBuffer`]: the handle, where the RawBuffer's byte 0 lies in
+/// it, and the usages it was created with.
+#[derive(Clone, Copy)]
+struct Target {
+    buffer: vk::Buffer,
+    base: u64,
+    usage: vk::BufferUsageFlags,
+}
+
+impl Target {
+    fn require(self, usage: vk::BufferUsageFlags, operation: &'static str) -> Result<Self> {
+        if self.usage.contains(usage) {
+            return Ok(self);
+        }
+        Err(Error::MissingUsage {
+            usage: if usage == vk::BufferUsageFlags::TRANSFER_SRC {
+                "VK_BUFFER_USAGE_TRANSFER_SRC_BIT"
+            } else if usage == vk::BufferUsageFlags::TRANSFER_DST {
+                "VK_BUFFER_USAGE_TRANSFER_DST_BIT"
+            } else {
+                "VK_BUFFER_USAGE_STORAGE_BUFFER_BIT"
+            },
+            operation,
+        })
+    }
+}
+
+/// The probe of `pd` on an application's instance of `api_version`, adjusted to what that
+/// version makes usable, and what the application must enable for xwarp.
+fn external_plan(
+    i: &ash::Instance,
+    api_version: u32,
+    pd: vk::PhysicalDevice,
+) -> Result<(Probe, VulkanRequirements)> {
+    let _guard = lifecycle();
+    // SAFETY: plain queries on the application's live instance and its physical device.
+    let (index, exts) = unsafe {
+        (
+            i.enumerate_physical_devices()
+                .ok()
+                .and_then(|all| all.iter().position(|&d| d == pd))
+                .unwrap_or(0),
+            i.enumerate_device_extension_properties(pd)
+                .map_err(Error::vk("vkEnumerateDeviceExtensionProperties"))?,
+        )
+    };
+    let offered = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+    let mut p = probe(i, pd, index);
+    let api = api_version.min(p.api);
+    if api < vk::API_VERSION_1_1 || !p.info.subgroup_features.contains(SubgroupFeatures::BASIC) {
+        return Err(Error::MissingFeature {
+            device: p.info.name.clone(),
+            missing: format!(
+                "Vulkan 1.1 with basic subgroup operations in compute shaders (instance API \
+                 {}.{}, device API {}.{})",
+                vk::api_version_major(api_version),
+                vk::api_version_minor(api_version),
+                vk::api_version_major(p.api),
+                vk::api_version_minor(p.api)
+            ),
+        });
+    }
+    let size_ext = ash::ext::subgroup_size_control::NAME;
+    // Below 1.3 (instance or device) subgroup size control exists only as the extension.
+    p.size_control = p.size_control && (api >= vk::API_VERSION_1_3 || offered(size_ext));
+    p.info.subgroup_size_pinned = p.size_control;
+    let mut extensions = Vec::new();
+    if p.size_control && api < vk::API_VERSION_1_3 {
+        extensions.push(size_ext);
+    }
+    if p.portability_subset {
+        extensions.push(PORTABILITY_SUBSET);
+    }
+    let queue_family_index = compute_family(i, pd)
+        .ok_or_else(|| Error::MissingFeature {
+            device: p.info.name.clone(),
+            missing: "a queue family with compute support".into(),
+        })?
+        .0;
+    let req = VulkanRequirements {
+        extensions,
+        required: VulkanFeatures {
+            subgroup_size_control: p.size_control,
+            compute_full_subgroups: p.size_control,
+            ..VulkanFeatures::default()
+        },
+        optional: VulkanFeatures {
+            shader_int64: p.int64,
+            shader_float64: p.float64,
+            ..VulkanFeatures::default()
+        },
+        queue_family_index,
+    };
+    Ok((p, req))
+}
+
+impl VulkanDevice {
+    /// What an application must enable when it creates a device on `physical_device` (of
+    /// `instance`, created with `api_version`) for [`Self::from_external`] to accept it.
+    ///
+    /// Errors: [`Error::MissingFeature`] when the device cannot run xwarp at all (no Vulkan
+    /// 1.1 with subgroup operations in compute shaders, no compute queue).
+    pub fn requirements(
+        instance: &ash::Instance,
+        api_version: u32,
+        physical_device: vk::PhysicalDevice,
+    ) -> Result<VulkanRequirements> {
+        external_plan(instance, api_version, physical_device).map(|(_, req)| req)
+    }
+
+    /// Opens the backend on an application's instance, device and queue, creating no device
+    /// of its own. See the module docs for what the device must have enabled (checked here:
+    /// a missing one is [`Error::NotEnabled`] naming it), the queue-sharing rule and the
+    /// synchronisation contract.
+    ///
+    /// xwarp creates on the device only its own command pool, fence, query pool, descriptor
+    /// pools, layouts, shader modules, pipelines and an allocator for its own memory, and
+    /// destroys only those. Dropping the returned device waits for xwarp's own submitted work
+    /// (its fence), never for the device or queue as a whole.
+    ///
+    /// # Safety
+    /// - Every handle in `ext` is valid: `device` was created from `physical_device` of
+    ///   `instance` (loaded through `entry`), `queue` was retrieved from `device` in family
+    ///   `queue_family_index`, and `api_version`, `enabled_features` and
+    ///   `enabled_extensions` state exactly what the application passed at creation.
+    /// - The instance and device outlive the returned [`VulkanDevice`] and every buffer made
+    ///   by it or wrapped through it ([`RawBuffer`], `DeviceVec`, clones included).
+    /// - No other thread uses `queue` (submit, wait idle, present, sparse binding) while an
+    ///   xwarp call on this device runs, unless every such use holds `ext.queue_lock`; and the
+    ///   application does not call `vkDeviceWaitIdle` while an xwarp call runs.
+    /// - The application does not destroy, reset or otherwise touch the objects xwarp
+    ///   creates on the device.
+    pub unsafe fn from_external(ext: ExternalVulkan) -> Result<Self> {
+        let _guard = lifecycle();
+        let inst = Arc::new(Instance {
+            entry: ext.entry,
+            instance: ext.instance,
+            debug: None,
+            messages: Box::new(Mutex::new(Vec::new())),
+            owned: false,
+        });
+        let pd = ext.physical_device;
+        let (mut p, req) = external_plan(&inst.instance, ext.api_version, pd)?;
+        let name = p.info.name.clone();
+        let not_enabled = |feature: &str, how: &str| Error::NotEnabled {
+            device: name.clone(),
+            feature: feature.to_string(),
+            how: how.to_string(),
+        };
+        let size_control_how = "set subgroupSizeControl and computeFullSubgroups in \
+             VkPhysicalDeviceSubgroupSizeControlFeatures (or VkPhysicalDeviceVulkan13Features) \
+             in the VkDeviceCreateInfo chain; xwarp's kernels rely on full subgroups";
+        let on = ext.enabled_features;
+        if req.required.subgroup_size_control && !on.subgroup_size_control {
+            return Err(not_enabled("subgroupSizeControl", size_control_how));
+        }
+        if req.required.compute_full_subgroups && !on.compute_full_subgroups {
+            return Err(not_enabled("computeFullSubgroups", size_control_how));
+        }
+        for &needed in &req.extensions {
+            if !ext
+                .enabled_extensions
+                .iter()
+                .any(|e| e.as_c_str() == needed)
+            {
+                return Err(not_enabled(
+                    &needed.to_string_lossy(),
+                    "list it in VkDeviceCreateInfo::ppEnabledExtensionNames",
+                ));
+            }
+        }
+        // SAFETY: `pd` belongs to the application's live instance.
+        let families = unsafe {
+            inst.instance
+                .get_physical_device_queue_family_properties(pd)
+        };
+        let family = families
+            .get(ext.queue_family_index as usize)
+            .filter(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "queue_family_index",
+                    ext.queue_family_index,
+                    format!(
+                        "a queue family of `{name}` with compute support (e.g. {})",
+                        req.queue_family_index
+                    ),
+                )
+            })?;
+        let family = (ext.queue_family_index, family.timestamp_valid_bits);
+        p.int64 = p.int64 && on.shader_int64;
+        p.float64 = p.float64 && on.shader_float64;
+        p.info.int64 = p.int64;
+        p.info.float64 = p.float64;
+        p.info.driver.push_str(", application's device");
+        let core = Core::new(&inst, ext.device, pd, &p.info.name, false)?;
+        Self::attach(core, ext.queue, family, &p, true, ext.queue_lock)
+    }
+
+    /// Whether this device runs on an application's Vulkan device ([`Self::from_external`]).
+    pub fn is_external(&self) -> bool {
+        self.external
+    }
+
+    /// Borrows bytes `offset..offset + bytes` of an application's buffer as a [`RawBuffer`]
+    /// usable wherever xwarp's own memory is (through [`DeviceVec::from_raw`], or
+    /// [`Self::wrap_vec`]), with no copy. Dropping it frees nothing.
+    ///
+    /// Errors: [`Error::OutOfBounds`] when the range leaves the buffer,
+    /// [`Error::InvalidParameter`] for an empty range or an `offset` that is not a multiple of
+    /// [`DeviceInfo::binding_alignment`] (`minStorageBufferOffsetAlignment`),
+    /// [`Error::MissingUsage`] when `buffer.usage` lacks `STORAGE_BUFFER` (transfer usages are
+    /// checked by the operations that need them).
+    ///
+    /// Ranges of one buffer may be wrapped many times; xwarp does not know that they share
+    /// memory, so passing overlapping ranges as the input and the output of one operation (or
+    /// to [`Device::copy`]) gives unspecified results.
+    ///
+    /// # Safety
+    /// - `buffer` describes a live buffer created on this device with exactly that size and
+    ///   usage, bound to memory, and it (and its memory) stays alive until every clone of the
+    ///   returned buffer has dropped and the work using it has finished (the next
+    ///   [`Device::synchronize`], [`Device::read`] or drop of this device after the last use).
+    /// - Between an xwarp call that uses the range and the next synchronize (or read) the
+    ///   application does not access the range from the host or from other queues, and does not
+    ///   submit work to xwarp's queue that reads xwarp's results (it would run first: see the
+    ///   module docs).
+    /// - A buffer created with `VK_SHARING_MODE_EXCLUSIVE` is owned by the queue family xwarp
+    ///   submits to ([`Self::queue_family`]): the application released and acquired it if it
+    ///   used it on another family.
+    pub unsafe fn wrap_buffer(
+        &self,
+        buffer: ExternalBuffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<RawBuffer> {
+        if buffer.buffer == vk::Buffer::null() {
+            return Err(Error::invalid(
+                "buffer",
+                "VK_NULL_HANDLE",
+                "a buffer created on this device",
+            ));
+        }
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        match offset.checked_add(bytes) {
+            Some(end) if end <= buffer.size => {}
+            _ => {
+                return Err(Error::OutOfBounds {
+                    offset,
+                    end: offset.saturating_add(bytes),
+                    size: buffer.size,
+                })
+            }
+        }
+        if offset % self.info.binding_alignment != 0 {
+            return Err(Error::invalid(
+                "offset",
+                offset,
+                format!(
+                    "a multiple of {} (minStorageBufferOffsetAlignment of `{}`)",
+                    self.info.binding_alignment, self.info.name
+                ),
+            ));
+        }
+        let target = Target {
+            buffer: buffer.buffer,
+            base: offset,
+            usage: buffer.usage,
+        };
+        target.require(
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            "bind it to xwarp's kernels",
+        )?;
+        Ok(RawBuffer::new(
+            Arc::new(AppBuffer {
+                buffer: buffer.buffer,
+                base: offset,
+                usage: buffer.usage,
+            }),
+            bytes,
+            self.id,
+            &format!("{} (application buffer)", self.info.name),
+        ))
+    }
+
+    /// [`Self::wrap_buffer`] of `len` elements of `T` from byte `offset`, typed.
+    ///
+    /// # Safety
+    /// As for [`Self::wrap_buffer`].
+    pub unsafe fn wrap_vec<T: Element>(
+        &self,
+        buffer: ExternalBuffer,
+        offset: u64,
+        len: usize,
+    ) -> Result<DeviceVec<T>> {
+        let bytes = (len as u64)
+            .checked_mul(T::KIND.size() as u64)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| Error::invalid("len", len, "1 or more, at most u64::MAX bytes"))?;
+        // SAFETY: the caller upholds wrap_buffer's contract.
+        let raw = unsafe { self.wrap_buffer(buffer, offset, bytes) }?;
+        DeviceVec::from_raw(raw, len)
+    }
+
+    /// The handle, base offset and usages behind `raw`, if it belongs to this device.
+    fn target(&self, raw: &RawBuffer) -> Result<Target> {
+        match raw.downcast::<VkBuffer>(self.id, &self.info.name) {
+            Ok(b) => Ok(Target {
+                buffer: b.buffer,
+                base: 0,
+                usage: vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::TRANSFER_SRC
+                    | vk::BufferUsageFlags::TRANSFER_DST,
+            }),
+            Err(e) => raw
+                .downcast::<AppBuffer>(self.id, &self.info.name)
+                .map(|b| Target {
+                    buffer: b.buffer,
+                    base: b.base,
+                    usage: b.usage,
+                })
+                .map_err(|_| e),
+        }
+    }
+}
+
 impl Device for VulkanDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -1191,7 +1800,10 @@ impl Device for VulkanDevice {
 
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
         dst.check_range(offset, src.len() as u64)?;
-        let target = self.buffer(dst)?;
+        let target = self.target(dst)?.require(
+            vk::BufferUsageFlags::TRANSFER_DST,
+            "upload into it (Device::write, DeviceVec::fill)",
+        )?;
         if src.is_empty() {
             return Ok(());
         }
@@ -1205,7 +1817,7 @@ impl Device for VulkanDevice {
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
         let region = vk::BufferCopy::default()
-            .dst_offset(offset)
+            .dst_offset(target.base + offset)
             .size(src.len() as u64);
         // SAFETY: both buffers are alive until the submit finishes (kept in the stream) and
         // the region lies inside both.
@@ -1227,8 +1839,14 @@ impl Device for VulkanDevice {
         dst_offset: u64,
         bytes: u64,
     ) -> Result<()> {
-        let from = self.buffer(src)?;
-        let to = self.buffer(dst)?;
+        let from = self.target(src)?.require(
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            "copy from it on the device (Device::copy)",
+        )?;
+        let to = self.target(dst)?.require(
+            vk::BufferUsageFlags::TRANSFER_DST,
+            "copy into it on the device (Device::copy)",
+        )?;
         src.check_range(src_offset, bytes)?;
         dst.check_range(dst_offset, bytes)?;
         if bytes == 0 {
@@ -1237,8 +1855,8 @@ impl Device for VulkanDevice {
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
         let region = vk::BufferCopy::default()
-            .src_offset(src_offset)
-            .dst_offset(dst_offset)
+            .src_offset(from.base + src_offset)
+            .dst_offset(to.base + dst_offset)
             .size(bytes);
         // SAFETY: both buffers are kept alive until the submit finishes; ranges checked above.
         unsafe {
@@ -1253,7 +1871,10 @@ impl Device for VulkanDevice {
 
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
         src.check_range(offset, dst.len() as u64)?;
-        let source = self.buffer(src)?;
+        let source = self.target(src)?.require(
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            "download from it (Device::read, DeviceVec::to_vec)",
+        )?;
         if dst.is_empty() {
             return self.synchronize();
         }
@@ -1266,7 +1887,7 @@ impl Device for VulkanDevice {
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
         let region = vk::BufferCopy::default()
-            .src_offset(offset)
+            .src_offset(source.base + offset)
             .size(dst.len() as u64);
         let to_host = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
@@ -1296,7 +1917,7 @@ impl Device for VulkanDevice {
         let buffers = launch
             .bindings
             .iter()
-            .map(|b| self.buffer(b.buffer))
+            .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
         let (pipeline, layout, set_layout) = self.pipeline(launch)?;
         let mut s = lock(&self.stream);
@@ -1308,7 +1929,7 @@ impl Device for VulkanDevice {
             .map(|(b, vb)| {
                 [vk::DescriptorBufferInfo::default()
                     .buffer(vb.buffer)
-                    .offset(b.offset)
+                    .offset(vb.base + b.offset)
                     .range(b.bytes)]
             })
             .collect();
@@ -1420,11 +2041,14 @@ impl Drop for VulkanDevice {
         let _ = self.flush(&mut s);
         let _guard = lifecycle();
         let d = &self.core.device;
-        // SAFETY: the device is idle; every object below was created here and is destroyed
-        // once, in reverse order of creation. Buffers still held by the caller keep `core`
-        // (device and allocator) alive until they drop.
+        // SAFETY: xwarp's work has finished (the flush above waited on its fence; an owned
+        // device is also waited idle, an application's is not); every object below was created
+        // here and is destroyed once, in reverse order of creation. Buffers still held by the
+        // caller keep `core` (device and allocator) alive until they drop.
         unsafe {
-            let _ = d.device_wait_idle();
+            if !self.external {
+                let _ = d.device_wait_idle();
+            }
             for (_, p) in lock(&self.pipelines).drain() {
                 d.destroy_pipeline(p, None);
             }
