@@ -13,8 +13,8 @@
 
 use crate::backend::DeviceSelector;
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Launch, RawBuffer, SubgroupFeatures,
-    MAX_PARAMS,
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, Launch, MemoryUsage, RawBuffer,
+    SubgroupFeatures, MAX_PARAMS,
 };
 use crate::error::{Error, Result};
 use ash::vk;
@@ -86,6 +86,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+const NO_DRIVER: &str = "no Vulkan driver (ICD) found; install one (Debian: apt-get install \
+                         mesa-vulkan-drivers for llvmpipe, or the GPU vendor's driver)";
+
 fn unavailable(reason: impl Into<String>) -> Error {
     Error::BackendUnavailable {
         backend: BackendKind::Vulkan,
@@ -100,6 +103,8 @@ struct Instance {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Boxed so its address stays fixed: the messenger callback writes through it.
     messages: Box<Mutex<Vec<String>>>,
+    /// Whether the layer runs synchronization validation too.
+    sync_validation: bool,
 }
 
 impl Instance {
@@ -180,13 +185,17 @@ impl Instance {
             info = info.push_next(&mut features);
         }
         // SAFETY: `info` and everything it points to live until the call returns.
-        let instance =
-            unsafe { entry.create_instance(&info, None) }.map_err(Error::vk("vkCreateInstance"))?;
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
+            // What the loader answers when it finds no driver at all.
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => unavailable(format!("{NO_DRIVER} ({e})")),
+            e => Error::vk("vkCreateInstance")(e),
+        })?;
         let mut this = Instance {
             entry,
             instance,
             debug: None,
             messages: Box::new(Mutex::new(Vec::new())),
+            sync_validation,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&this.entry, &this.instance);
@@ -219,10 +228,7 @@ impl Instance {
         let devices = unsafe { self.instance.enumerate_physical_devices() }
             .map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
         if devices.is_empty() {
-            return Err(unavailable(
-                "no Vulkan driver (ICD) found; install one (Debian: apt-get install \
-                 mesa-vulkan-drivers for llvmpipe, or the GPU vendor's driver)",
-            ));
+            return Err(unavailable(NO_DRIVER));
         }
         Ok(devices)
     }
@@ -578,6 +584,8 @@ pub struct VulkanDevice {
     timestamp_period: f64,
     timestamp_mask: u64,
     query_pool: vk::QueryPool,
+    /// Held for the whole of [`Device::time`]: timers share the two queries of `query_pool`.
+    timer: Mutex<()>,
     stream: Mutex<Stream>,
     layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
@@ -771,6 +779,7 @@ impl VulkanDevice {
                 (1u64 << family.1) - 1
             },
             query_pool,
+            timer: Mutex::new(()),
             stream: Mutex::new(Stream {
                 pool,
                 cmd: vk::CommandBuffer::null(),
@@ -807,6 +816,12 @@ impl VulkanDevice {
     /// Whether the validation layer is active on this device.
     pub fn validation_enabled(&self) -> bool {
         self.core._instance.debug.is_some()
+    }
+
+    /// Whether the validation layer checks synchronization too (through
+    /// `VK_EXT_validation_features`).
+    pub fn sync_validation_enabled(&self) -> bool {
+        self.validation_enabled() && self.core._instance.sync_validation
     }
 
     /// The queue family index work is submitted to.
@@ -1358,6 +1373,15 @@ impl Device for VulkanDevice {
         self.validation_messages()
     }
 
+    fn memory_usage(&self) -> Option<MemoryUsage> {
+        let report = lock(&self.core.allocator).generate_report();
+        Some(MemoryUsage {
+            buffers: report.allocations.len() as u64,
+            bytes: report.total_allocated_bytes,
+            reserved_bytes: report.total_capacity_bytes,
+        })
+    }
+
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         if self.timestamp_mask == 0 {
             return Err(Error::MissingFeature {
@@ -1365,6 +1389,9 @@ impl Device for VulkanDevice {
                 missing: "timestamp queries on its compute queue".into(),
             });
         }
+        // One timer at a time: another's reset must not land between this one's timestamps
+        // and its read of them. Work other threads queue meanwhile counts in this time.
+        let _timer = lock(&self.timer);
         {
             let mut s = lock(&self.stream);
             self.flush(&mut s)?;
