@@ -7,9 +7,9 @@
 # the terminal. Needs bash, the binaries and compute-sanitizer (for the sanitizer steps).
 #
 # Usage: scripts/gpu-proof.sh BIN_DIR [OUT_DIR]
-#   BIN_DIR  the test executables `cargo test --release --no-run --all-targets` builds
+#   BIN_DIR  the test executables `cargo test --release --no-run --tests` builds
 #            (NAME-HASH, e.g. proptest-0123abcd...), copied flat into one folder, e.g.:
-#              mkdir -p .gpu && cargo test --release --no-run --all-targets 2>&1 \
+#              mkdir -p .gpu && cargo test --release --no-run --tests 2>&1 \
 #                | grep -o 'target/release/deps/[A-Za-z0-9_-]*' | xargs -I{} cp {} .gpu/ \
 #                && strip .gpu/*-*
 #            Debian packages (*.deb) in BIN_DIR (the Vulkan loader and libglvnd of
@@ -30,7 +30,10 @@
 #   synccheck  proptest (3 cases), and the shfl, vote and compact binaries filtered (partial
 #              warps and their masks);
 #   initcheck  proptest (2 cases) and misuse.
-# XWARP_PROOF_CASES and XWARP_PROOF_DISPATCHES override the 10,000 cases and 100,000
+# XWARP_PROOF_STEPS picks steps (default "proptest soak sanitizer") and XWARP_PROOF_BACKENDS
+# the backends of the proptest and soak steps (default "vulkan cuda"), to split the proof over
+# several calls of a limited length into one OUT_DIR (summary.txt collects them all). XWARP_PROOF_CASES and
+# XWARP_PROOF_DISPATCHES override the 10,000 cases and 100,000
 # dispatches; XWARP_PROOF_STEP_TIMEOUT (default 3600) and XWARP_PROOF_SANITIZER_TIMEOUT
 # (default 900) bound each step, in seconds.
 set -uo pipefail
@@ -47,8 +50,10 @@ cases=${XWARP_PROOF_CASES:-10000}
 dispatches=${XWARP_PROOF_DISPATCHES:-100000}
 step_timeout=${XWARP_PROOF_STEP_TIMEOUT:-3600}
 sanitizer_timeout=${XWARP_PROOF_SANITIZER_TIMEOUT:-900}
+steps=" ${XWARP_PROOF_STEPS:-proptest soak sanitizer} "
+read -r -a backends <<<"${XWARP_PROOF_BACKENDS:-vulkan cuda}"
 summary="$out/summary.txt"
-: >"$summary"
+touch "$summary"
 passed=0
 failed=0
 
@@ -67,11 +72,13 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nvidia_icd" ]; then
 fi
 unset CI
 
-# The newest executable named NAME-<hash> in BIN_DIR.
+# The newest test executable named NAME-<hash> in BIN_DIR (a benchmark of the same name is
+# no test harness: it lists no tests).
 binary() {
     local f best=""
     for f in "$bin_dir/$1"-*; do
         [[ $f =~ /$1-[0-9a-f]{16}$ ]] && [ -x "$f" ] || continue
+        "$f" --list 2>/dev/null | grep -q ': test$' || continue
         if [ -z "$best" ] || [ "$f" -nt "$best" ]; then best=$f; fi
     done
     echo "$best"
@@ -130,20 +137,22 @@ soak=$(binary soak)
 } >"$out/env.txt" 2>&1
 
 # 1. Property tests, once per backend.
-for backend in vulkan cuda; do
+[[ $steps == *" proptest "* ]] && for backend in "${backends[@]}"; do
     step "proptest-$backend" XWARP_TEST_BACKENDS=$backend XWARP_PROPTEST_CASES="$cases" \
         -- "$proptest" --nocapture
 done
 
 # 2. Soak, once per backend.
-for backend in vulkan cuda; do
+[[ $steps == *" soak "* ]] && for backend in "${backends[@]}"; do
     step "soak-$backend" XWARP_TEST_BACKENDS=$backend XWARP_SOAK_DISPATCHES="$dispatches" \
         -- "$soak" --nocapture
 done
 
 # 3. compute-sanitizer over the CUDA backend.
 heavy=(--skip random_ --skip every_ --skip repeated_ --skip inputs_longer --skip many_chunks)
-if command -v compute-sanitizer >/dev/null; then
+if [[ $steps != *" sanitizer "* ]]; then
+    :
+elif command -v compute-sanitizer >/dev/null; then
     step_timeout=$sanitizer_timeout
     # san TOOL BINARY [ENV...] [-- TEST ARGS...]
     san() {
