@@ -44,8 +44,8 @@
 //!   safety contract of [`CudaDevice::wrap_device_ptr`].
 
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel, Launch, RawBuffer,
-    SubgroupFeatures, MAX_PARAMS,
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel, Launch, MemoryUsage,
+    RawBuffer, SubgroupFeatures, MAX_PARAMS,
 };
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
@@ -57,6 +57,7 @@ use cudarc::nvrtc::{self, CompileError, CompileOptions};
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -380,10 +381,22 @@ struct CudaBuffer {
     ctx: Arc<CudaContext>,
     /// The allocation; cudarc's copies need `&mut` for writes, hence the lock.
     slice: Mutex<CudaSlice<u8>>,
+    /// Its device's count of live buffers, and the bytes this one holds.
+    live: Arc<Live>,
+    bytes: u64,
+}
+
+/// Live buffers of one [`CudaDevice`] and their bytes, for [`Device::memory_usage`].
+#[derive(Default)]
+struct Live {
+    buffers: AtomicU64,
+    bytes: AtomicU64,
 }
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
+        self.live.buffers.fetch_sub(1, Ordering::Relaxed);
+        self.live.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
         // cudarc's CudaSlice frees without making its context current; the last handle may
         // drop on a thread that never used CUDA, so bind it first (fields drop after this).
         self.ctx.record_err(self.ctx.bind_to_thread());
@@ -438,6 +451,7 @@ pub struct CudaDevice {
     arch: u32,
     driver_version: c_int,
     kernels: Mutex<HashMap<KernelKey, Loaded>>,
+    live: Arc<Live>,
 }
 
 impl fmt::Debug for CudaDevice {
@@ -495,6 +509,7 @@ impl CudaDevice {
             arch: pick_arch(capability),
             driver_version,
             kernels: Mutex::new(HashMap::new()),
+            live: Arc::default(),
         })
     }
 
@@ -529,6 +544,7 @@ impl CudaDevice {
             arch: pick_arch(capability),
             driver_version,
             kernels: Mutex::new(HashMap::new()),
+            live: Arc::default(),
         })
     }
 
@@ -753,10 +769,14 @@ impl Device for CudaDevice {
             let (ptr, _record) = slice.device_ptr(&self.stream);
             ptr
         };
+        self.live.buffers.fetch_add(1, Ordering::Relaxed);
+        self.live.bytes.fetch_add(len as u64, Ordering::Relaxed);
         let buffer = CudaBuffer {
             ptr,
             ctx: self.ctx.clone(),
             slice: Mutex::new(slice),
+            live: self.live.clone(),
+            bytes: len as u64,
         };
         Ok(RawBuffer::new(
             Arc::new(buffer),
@@ -970,6 +990,21 @@ impl Device for CudaDevice {
         self.stream
             .synchronize()
             .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    fn memory_usage(&self) -> Option<MemoryUsage> {
+        let bytes = self.live.bytes.load(Ordering::Relaxed);
+        // Device-wide use (every context and process), as the driver counts it.
+        let used = self
+            .ctx
+            .mem_get_info()
+            .map(|(free, total)| total.saturating_sub(free) as u64)
+            .unwrap_or(0);
+        Some(MemoryUsage {
+            buffers: self.live.buffers.load(Ordering::Relaxed),
+            bytes,
+            reserved_bytes: used.max(bytes),
+        })
     }
 
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {

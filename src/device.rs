@@ -239,18 +239,15 @@ impl RawBuffer {
 
     /// The backend's object, if this buffer belongs to `device` and is of type `B`.
     pub fn downcast<B: Any + Send + Sync>(&self, device: DeviceId, name: &str) -> Result<&B> {
+        // Two opens of one GPU share a name: the ids tell them apart.
+        let foreign = || Error::ForeignBuffer {
+            buffer: format!("{} #{}", self.owner, self.device.0),
+            device: format!("{name} #{}", device.0),
+        };
         if self.device != device {
-            return Err(Error::ForeignBuffer {
-                buffer: self.owner.to_string(),
-                device: name.to_string(),
-            });
+            return Err(foreign());
         }
-        self.inner
-            .downcast_ref::<B>()
-            .ok_or_else(|| Error::ForeignBuffer {
-                buffer: self.owner.to_string(),
-                device: name.to_string(),
-            })
+        self.inner.downcast_ref::<B>().ok_or_else(foreign)
     }
 
     /// A shared handle that keeps the memory alive (backends hold it while work is queued).
@@ -360,8 +357,36 @@ pub trait Device: Send + Sync {
         Vec::new()
     }
     /// Runs `work` (which queues launches on this device) and returns the GPU time it took,
-    /// measured by GPU timers (Vulkan timestamp queries, CUDA events).
+    /// measured by GPU timers (Vulkan timestamp queries, CUDA events). Threads may time at
+    /// once (Vulkan takes their turns one after another); work that other threads queue
+    /// meanwhile may count in the time.
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+    /// Device memory this device holds now, for leak checks; `None` where the backend does not
+    /// count it.
+    fn memory_usage(&self) -> Option<MemoryUsage> {
+        None
+    }
+}
+
+/// What [`Device::memory_usage`] reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Live buffers: those [`Device::alloc`] made and the backend's own staging buffers.
+    pub buffers: u64,
+    /// Bytes those buffers hold.
+    pub bytes: u64,
+    /// Bytes the backend holds from the driver to carve buffers from (at least `bytes`).
+    pub reserved_bytes: u64,
+}
+
+impl fmt::Display for MemoryUsage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} buffers, {} bytes in use, {} bytes reserved",
+            self.buffers, self.bytes, self.reserved_bytes
+        )
+    }
 }
 
 /// A typed array in device memory.

@@ -68,8 +68,8 @@
 
 use crate::backend::DeviceSelector;
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Launch, RawBuffer,
-    SubgroupFeatures, MAX_PARAMS,
+    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Launch, MemoryUsage,
+    RawBuffer, SubgroupFeatures, MAX_PARAMS,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -146,6 +146,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+const NO_DRIVER: &str = "no Vulkan driver (ICD) found; install one (Debian: apt-get install \
+                         mesa-vulkan-drivers for llvmpipe, or the GPU vendor's driver)";
+
 fn unavailable(reason: impl Into<String>) -> Error {
     Error::BackendUnavailable {
         backend: BackendKind::Vulkan,
@@ -162,6 +165,8 @@ struct Instance {
     messages: Box<Mutex<Vec<String>>>,
     /// False for an application's instance, which xwarp never destroys.
     owned: bool,
+    /// Whether the layer runs synchronization validation too.
+    sync_validation: bool,
 }
 
 impl Instance {
@@ -242,14 +247,18 @@ impl Instance {
             info = info.push_next(&mut features);
         }
         // SAFETY: `info` and everything it points to live until the call returns.
-        let instance =
-            unsafe { entry.create_instance(&info, None) }.map_err(Error::vk("vkCreateInstance"))?;
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
+            // What the loader answers when it finds no driver at all.
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => unavailable(format!("{NO_DRIVER} ({e})")),
+            e => Error::vk("vkCreateInstance")(e),
+        })?;
         let mut this = Instance {
             entry,
             instance,
             debug: None,
             messages: Box::new(Mutex::new(Vec::new())),
             owned: true,
+            sync_validation,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&this.entry, &this.instance);
@@ -282,10 +291,7 @@ impl Instance {
         let devices = unsafe { self.instance.enumerate_physical_devices() }
             .map_err(Error::vk("vkEnumeratePhysicalDevices"))?;
         if devices.is_empty() {
-            return Err(unavailable(
-                "no Vulkan driver (ICD) found; install one (Debian: apt-get install \
-                 mesa-vulkan-drivers for llvmpipe, or the GPU vendor's driver)",
-            ));
+            return Err(unavailable(NO_DRIVER));
         }
         Ok(devices)
     }
@@ -711,6 +717,8 @@ pub struct VulkanDevice {
     timestamp_period: f64,
     timestamp_mask: u64,
     query_pool: vk::QueryPool,
+    /// Held for the whole of [`Device::time`]: timers share the two queries of `query_pool`.
+    timer: Mutex<()>,
     stream: Mutex<Stream>,
     layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
@@ -884,6 +892,7 @@ impl VulkanDevice {
                 (1u64 << family.1) - 1
             },
             query_pool,
+            timer: Mutex::new(()),
             stream: Mutex::new(Stream {
                 pool,
                 cmd: vk::CommandBuffer::null(),
@@ -922,6 +931,12 @@ impl VulkanDevice {
     /// Whether the validation layer is active on this device.
     pub fn validation_enabled(&self) -> bool {
         self.core._instance.debug.is_some()
+    }
+
+    /// Whether the validation layer checks synchronization too (through
+    /// `VK_EXT_validation_features`).
+    pub fn sync_validation_enabled(&self) -> bool {
+        self.validation_enabled() && self.core._instance.sync_validation
     }
 
     /// The queue family index work is submitted to.
@@ -1588,6 +1603,7 @@ impl VulkanDevice {
             debug: None,
             messages: Box::new(Mutex::new(Vec::new())),
             owned: false,
+            sync_validation: false,
         });
         let pd = ext.physical_device;
         let (mut p, req) = external_plan(&inst.instance, ext.api_version, pd)?;
@@ -1979,6 +1995,15 @@ impl Device for VulkanDevice {
         self.validation_messages()
     }
 
+    fn memory_usage(&self) -> Option<MemoryUsage> {
+        let report = lock(&self.core.allocator).generate_report();
+        Some(MemoryUsage {
+            buffers: report.allocations.len() as u64,
+            bytes: report.total_allocated_bytes,
+            reserved_bytes: report.total_capacity_bytes,
+        })
+    }
+
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         if self.timestamp_mask == 0 {
             return Err(Error::MissingFeature {
@@ -1986,6 +2011,9 @@ impl Device for VulkanDevice {
                 missing: "timestamp queries on its compute queue".into(),
             });
         }
+        // One timer at a time: another's reset must not land between this one's timestamps
+        // and its read of them. Work other threads queue meanwhile counts in this time.
+        let _timer = lock(&self.timer);
         {
             let mut s = lock(&self.stream);
             self.flush(&mut s)?;

@@ -1,9 +1,11 @@
 //! Test harness: one device per backend, shared by the tests of a binary.
 //!
 //! The Vulkan device is opened with the validation layer (synchronization validation too)
-//! whenever the layer is installed, and every test fails on any validation message. Which
-//! backends must be present is set by `XWARP_TEST_BACKENDS` (default `vulkan`; the CUDA backend
-//! is tested whenever it is available). A backend that is required but missing fails the tests.
+//! whenever the layer is installed, and every test fails on any validation message; under CI
+//! (`CI` set) a missing layer or synchronization validation fails the tests. Which backends
+//! are tested is set by `XWARP_TEST_BACKENDS`: unset, Vulkan, and CUDA whenever it is
+//! available; set (`vulkan`, `cuda` or `vulkan,cuda`), exactly those, each required: a listed
+//! backend that is missing fails the tests.
 #![allow(dead_code)]
 
 use std::sync::{Arc, OnceLock};
@@ -17,13 +19,21 @@ pub struct TestDevice {
     pub vulkan: Option<Arc<VulkanDevice>>,
 }
 
-fn required() -> Vec<String> {
-    std::env::var("XWARP_TEST_BACKENDS")
-        .unwrap_or_else(|_| "vulkan".into())
+/// The backends `XWARP_TEST_BACKENDS` lists, `None` when unset.
+fn listed() -> Option<Vec<String>> {
+    let list: Vec<String> = std::env::var("XWARP_TEST_BACKENDS")
+        .ok()?
         .split(',')
         .map(|s| s.trim().to_lowercase())
         .filter(|s| !s.is_empty())
-        .collect()
+        .collect();
+    for b in &list {
+        assert!(
+            b == "vulkan" || b == "cuda",
+            "XWARP_TEST_BACKENDS: unknown backend `{b}` (vulkan, cuda)"
+        );
+    }
+    Some(list)
 }
 
 pub fn open_vulkan() -> Arc<VulkanDevice> {
@@ -42,24 +52,36 @@ pub fn open_vulkan() -> Arc<VulkanDevice> {
 pub fn devices() -> &'static [TestDevice] {
     static DEVICES: OnceLock<Vec<TestDevice>> = OnceLock::new();
     DEVICES.get_or_init(|| {
-        let required = required();
+        let listed = listed();
+        let wants = |b: &str| listed.as_ref().is_none_or(|l| l.iter().any(|x| x == b));
+        let required = |b: &str| listed.as_ref().is_some_and(|l| l.iter().any(|x| x == b));
         let mut list = Vec::new();
-        let vk = open_vulkan();
-        eprintln!(
-            "testing {} (validation layer {})",
-            vk.info(),
-            if vk.validation_enabled() {
-                "on"
-            } else {
-                "not installed"
+        if listed.is_none() || required("vulkan") {
+            let vk = open_vulkan();
+            eprintln!(
+                "testing {} (validation layer {})",
+                vk.info(),
+                match (vk.validation_enabled(), vk.sync_validation_enabled()) {
+                    (true, true) => "on, with synchronization validation",
+                    (true, false) => "on, WITHOUT synchronization validation",
+                    _ => "not installed",
+                }
+            );
+            if std::env::var_os("CI").is_some() {
+                assert!(
+                    vk.sync_validation_enabled(),
+                    "CI runs need the Vulkan validation layer with synchronization validation \
+                     (Debian: vulkan-validationlayers)"
+                );
             }
-        );
-        list.push(TestDevice {
-            label: format!("vulkan:{}", vk.info().name),
-            dev: vk.clone(),
-            vulkan: Some(vk),
-        });
+            list.push(TestDevice {
+                label: format!("vulkan:{}", vk.info().name),
+                dev: vk.clone(),
+                vulkan: Some(vk),
+            });
+        }
         match xwarp::cuda::available() {
+            _ if !wants("cuda") => eprintln!("CUDA not tested: XWARP_TEST_BACKENDS leaves it out"),
             Ok(_) => {
                 let dev = Arc::new(xwarp::cuda::CudaDevice::new(0).expect("CUDA device 0 opens"));
                 eprintln!("testing {}", dev.info());
@@ -70,10 +92,7 @@ pub fn devices() -> &'static [TestDevice] {
                 });
             }
             Err(e) => {
-                assert!(
-                    !required.iter().any(|r| r == "cuda"),
-                    "CUDA is required but unavailable: {e}"
-                );
+                assert!(!required("cuda"), "CUDA is required but unavailable: {e}");
                 eprintln!("CUDA not tested: {e}");
             }
         }
