@@ -49,10 +49,19 @@ extern "C" __global__ void reduce(const T* __restrict__ src, T* __restrict__ dst
 #if SCOPE == 3
     T acc = identity;
     const unsigned base = group * block * ITEMS;
+    if (base + block * ITEMS <= p.n) {
+        // A whole tile: every load issued before the first fold.
+        T x[ITEMS];
 #pragma unroll
-    for (unsigned k = 0; k < ITEMS; ++k) {
-        const unsigned i = base + k * block + local;
-        if (i < p.n) acc = xw_op(acc, src[i]);
+        for (unsigned k = 0; k < ITEMS; ++k) x[k] = src[base + k * block + local];
+#pragma unroll
+        for (unsigned k = 0; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
+    } else {
+#pragma unroll
+        for (unsigned k = 0; k < ITEMS; ++k) {
+            const unsigned i = base + k * block + local;
+            if (i < p.n) acc = xw_op(acc, src[i]);
+        }
     }
     const T total = butterfly(acc, local, block, stage);
     if (local == 0) dst[p.dst_index + group] = total;

@@ -23,18 +23,21 @@ __device__ __forceinline__ float xw_mul(float a, float b) { return __fmul_rn(a, 
 __device__ __forceinline__ double xw_add(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ double xw_mul(double a, double b) { return __dmul_rn(a, b); }
 
-// min/max: IEEE 754-2008 minNum/maxNum for floats, with -0.0 below +0.0.
+// min/max: IEEE 754-2008 minNum/maxNum for floats, with -0.0 below +0.0, as branch-free
+// selects: equal operands (equal values, or +0.0 and -0.0) differ at most in the sign of a zero,
+// so OR of the bits picks -0.0 (min) and AND picks +0.0 (max); otherwise a NaN `a` yields `b`,
+// a NaN `b` loses every comparison, and both NaN yields `b`.
+__device__ __forceinline__ float xw_or_bits(float a, float b) { return __int_as_float(__float_as_int(a) | __float_as_int(b)); }
+__device__ __forceinline__ float xw_and_bits(float a, float b) { return __int_as_float(__float_as_int(a) & __float_as_int(b)); }
+__device__ __forceinline__ double xw_or_bits(double a, double b) { return __longlong_as_double(__double_as_longlong(a) | __double_as_longlong(b)); }
+__device__ __forceinline__ double xw_and_bits(double a, double b) { return __longlong_as_double(__double_as_longlong(a) & __double_as_longlong(b)); }
 template <typename F> __device__ __forceinline__ F xw_fmin(F a, F b) {
-    if (isnan(a)) return b;
-    if (isnan(b)) return a;
-    if (a == b) return signbit(a) ? a : b;
-    return a < b ? a : b;
+    const F m = (isnan(a) || b < a) ? b : a;
+    return a == b ? xw_or_bits(a, b) : m;
 }
 template <typename F> __device__ __forceinline__ F xw_fmax(F a, F b) {
-    if (isnan(a)) return b;
-    if (isnan(b)) return a;
-    if (a == b) return signbit(a) ? b : a;
-    return a > b ? a : b;
+    const F m = (isnan(a) || b > a) ? b : a;
+    return a == b ? xw_and_bits(a, b) : m;
 }
 template <typename I> __device__ __forceinline__ I xw_imin(I a, I b) { return a < b ? a : b; }
 template <typename I> __device__ __forceinline__ I xw_imax(I a, I b) { return a > b ? a : b; }

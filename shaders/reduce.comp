@@ -85,9 +85,16 @@ void main() {
     if (SCOPE == 3u) {
         precise T acc = xw_identity();
         uint base = group * block * ITEMS;
-        for (uint k = 0u; k < ITEMS; ++k) {
-            uint i = base + k * block + local;
-            if (i < p.n) acc = xw_op(acc, src[i]);
+        if (base + block * ITEMS <= p.n) {
+            // A whole tile: every load issued before the first fold.
+            T x[ITEMS];
+            for (uint k = 0u; k < ITEMS; ++k) x[k] = src[base + k * block + local];
+            for (uint k = 0u; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
+        } else {
+            for (uint k = 0u; k < ITEMS; ++k) {
+                uint i = base + k * block + local;
+                if (i < p.n) acc = xw_op(acc, src[i]);
+            }
         }
         T total = butterfly(acc, local, block);
         if (local == 0u) dst[p.dst_index + group] = total;

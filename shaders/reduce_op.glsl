@@ -6,22 +6,25 @@
 // and order -0.0 below +0.0, so their identity is NaN and an empty reduction gives NaN.
 // Integers wrap on overflow.
 
+// Equal floats (a == b: equal values, or +0.0 and -0.0) differ at most in the sign of a zero:
+// OR of the bits picks -0.0 (min), AND picks +0.0 (max). Otherwise a NaN `a` yields `b`, a NaN
+// `b` loses every comparison, and both NaN yields `b`: branch-free selects.
 #if defined(XW_TYPE_F32)
-bool xw_signbit(T a) { return (floatBitsToUint(a) >> 31) != 0u; }
 T xw_neg_zero() { return uintBitsToFloat(0x80000000u); }
 T xw_nan() { return uintBitsToFloat(0x7fc00000u); }
+T xw_or_bits(T a, T b) { return uintBitsToFloat(floatBitsToUint(a) | floatBitsToUint(b)); }
+T xw_and_bits(T a, T b) { return uintBitsToFloat(floatBitsToUint(a) & floatBitsToUint(b)); }
 #elif defined(XW_TYPE_F64)
-bool xw_signbit(T a) { return (unpackDouble2x32(a).y >> 31) != 0u; }
 T xw_neg_zero() { return packDouble2x32(uvec2(0u, 0x80000000u)); }
 T xw_nan() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+T xw_or_bits(T a, T b) { return packDouble2x32(unpackDouble2x32(a) | unpackDouble2x32(b)); }
+T xw_and_bits(T a, T b) { return packDouble2x32(unpackDouble2x32(a) & unpackDouble2x32(b)); }
 #endif
 
 T xw_min(T a, T b) {
 #ifdef XW_T_FLOAT
-    if (isnan(a)) return b;
-    if (isnan(b)) return a;
-    if (a == b) return xw_signbit(a) ? a : b;
-    return a < b ? a : b;
+    const T m = (isnan(a) || b < a) ? b : a;
+    return a == b ? xw_or_bits(a, b) : m;
 #else
     return min(a, b);
 #endif
@@ -29,10 +32,8 @@ T xw_min(T a, T b) {
 
 T xw_max(T a, T b) {
 #ifdef XW_T_FLOAT
-    if (isnan(a)) return b;
-    if (isnan(b)) return a;
-    if (a == b) return xw_signbit(a) ? b : a;
-    return a > b ? a : b;
+    const T m = (isnan(a) || b > a) ? b : a;
+    return a == b ? xw_and_bits(a, b) : m;
 #else
     return max(a, b);
 #endif

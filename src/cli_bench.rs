@@ -14,8 +14,18 @@ pub(crate) fn bench(
     validation: bool,
     args: BenchArgs,
 ) -> Result<ExitCode> {
-    let cfg = config(&args)?;
     let started = Instant::now();
+    if let Some(path) = &args.load {
+        let report = bench::read_json(path).map_err(|e| {
+            Error::invalid(
+                "load",
+                format!("{}: {e}", path.display()),
+                "a report written by --json",
+            )
+        })?;
+        return output(&report, &args, started);
+    }
+    let cfg = config(&args)?;
     let devices = open_devices(choice, selector, validation);
     if devices.is_empty() {
         eprintln!("error: no backend is available");
@@ -61,14 +71,19 @@ pub(crate) fn bench(
         report.unavailable.push(format!("{kind}: {reason}"));
     }
     bench::add_cub(&mut report, cub_run);
+    output(&report, &args, started)
+}
+
+/// Prints the report's tables and writes the files `args` asks for; fails when a case failed.
+fn output(report: &bench::Report, args: &BenchArgs, started: Instant) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let io = |e: std::io::Error| Error::invalid("output", e, "a writable stdout and paths");
     for u in &report.unavailable {
         writeln!(out, "unavailable: {u}").map_err(io)?;
     }
-    bench::print_table(&report, &mut out).map_err(io)?;
-    bench::print_ladder(&report, &mut out).map_err(io)?;
-    bench::print_chains(&report, &mut out).map_err(io)?;
+    bench::print_table(report, &mut out).map_err(io)?;
+    bench::print_ladder(report, &mut out).map_err(io)?;
+    bench::print_chains(report, &mut out).map_err(io)?;
     for s in &report.skipped {
         writeln!(out, "skipped: {s}").map_err(io)?;
     }
@@ -76,15 +91,15 @@ pub(crate) fn bench(
         writeln!(out, "FAIL: {f}").map_err(io)?;
     }
     if let Some(path) = &args.json {
-        bench::write_json(&report, path).map_err(io)?;
+        bench::write_json(report, path).map_err(io)?;
         writeln!(out, "json: {}", path.display()).map_err(io)?;
     }
     if let Some(dir) = &args.svg {
-        let written = bench::write_plots(&report, dir).map_err(io)?;
+        let written = bench::write_plots(report, dir).map_err(io)?;
         writeln!(out, "svg: {} plots in {}", written.len(), dir.display()).map_err(io)?;
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, bench::summary_markdown(&report)).map_err(io)?;
+        std::fs::write(path, bench::summary_markdown(report)).map_err(io)?;
         writeln!(out, "markdown: {}", path.display()).map_err(io)?;
     }
     writeln!(

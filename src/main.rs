@@ -93,6 +93,10 @@ pub(crate) struct BenchArgs {
     /// Write SVG plots (GB/s against n, a plot per algorithm and type) into this directory.
     #[arg(long)]
     pub(crate) svg: Option<std::path::PathBuf>,
+    /// Do not measure: load the report a run wrote with --json and print it (and write --svg
+    /// and --markdown from it).
+    #[arg(long)]
+    pub(crate) load: Option<std::path::PathBuf>,
     /// Write a Markdown summary here.
     #[arg(long)]
     pub(crate) markdown: Option<std::path::PathBuf>,

@@ -23,7 +23,9 @@ mod data;
 mod report;
 mod svg;
 
-pub use report::{print_chains, print_ladder, print_table, summary_markdown, write_json};
+pub use report::{
+    print_chains, print_ladder, print_table, read_json, summary_markdown, write_json,
+};
 pub use svg::write_plots;
 
 use crate::compact::{self, Order};
@@ -38,7 +40,7 @@ use crate::shfl::{self, ShflOp};
 use crate::stencil::StencilVariant;
 use crate::vote::{self, Predicate};
 use data::{random_input, with_bench_elem, BenchElem};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
@@ -191,15 +193,21 @@ impl fmt::Display for Algo {
 }
 
 /// What a benchmark run covers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Config {
     /// Input lengths.
     pub sizes: Vec<usize>,
     /// Element types.
-    #[serde(serialize_with = "report::kinds")]
+    #[serde(
+        serialize_with = "report::kinds",
+        deserialize_with = "report::parse_kinds"
+    )]
     pub types: Vec<ElemKind>,
     /// Algorithms of the main table.
-    #[serde(serialize_with = "report::algos")]
+    #[serde(
+        serialize_with = "report::algos",
+        deserialize_with = "report::parse_algos"
+    )]
     pub algos: Vec<Algo>,
     /// Whether to run the ladder table.
     pub ladder: bool,
@@ -281,7 +289,7 @@ impl Config {
 }
 
 /// Median, minimum and maximum of a set of times, in seconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Median (the mean of the two middle samples for an even count).
     pub median: f64,
@@ -314,7 +322,7 @@ impl Stats {
 }
 
 /// One timed case of the main table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
     /// `vulkan`, `cuda` or `cub`.
     pub backend: String,
@@ -339,7 +347,7 @@ pub struct Record {
 }
 
 /// One rung of the ladder table on one backend.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LadderRow {
     /// `vulkan` or `cuda`.
     pub backend: String,
@@ -358,7 +366,7 @@ pub struct LadderRow {
 }
 
 /// One subgroup-operation chain on one backend.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChainRow {
     /// `vulkan` or `cuda`.
     pub backend: String,
@@ -375,7 +383,7 @@ pub struct ChainRow {
 }
 
 /// A device the run used.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceEntry {
     /// `vulkan` or `cuda`.
     pub backend: String,
@@ -388,7 +396,7 @@ pub struct DeviceEntry {
 }
 
 /// Whether CUB ran, and on what.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CubInfo {
     /// Whether its numbers are in the report.
     pub available: bool,
@@ -403,7 +411,7 @@ pub struct CubInfo {
 }
 
 /// Everything one run measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// UTC date of the run, `YYYY-MM-DD`.
     pub date: String,

@@ -2,7 +2,8 @@
 
 use super::{Algo, Record, Report};
 use crate::element::ElemKind;
-use serde::Serializer;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serializer};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -13,6 +14,36 @@ pub(super) fn kinds<S: Serializer>(kinds: &[ElemKind], s: S) -> Result<S::Ok, S:
 
 pub(super) fn algos<S: Serializer>(algos: &[Algo], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(algos.iter().map(|a| a.name()))
+}
+
+pub(super) fn parse_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ElemKind>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|name| {
+            ElemKind::ALL
+                .into_iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| D::Error::custom(format!("unknown element type `{name}`")))
+        })
+        .collect()
+}
+
+pub(super) fn parse_algos<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Algo>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|name| {
+            Algo::ALL
+                .into_iter()
+                .find(|a| a.name() == *name)
+                .ok_or_else(|| D::Error::custom(format!("unknown algorithm `{name}`")))
+        })
+        .collect()
+}
+
+/// Reads a report [`write_json`] wrote.
+pub fn read_json(path: &Path) -> std::io::Result<Report> {
+    let file = std::fs::File::open(path)?;
+    serde_json::from_reader(std::io::BufReader::new(file)).map_err(std::io::Error::other)
 }
 
 /// Today's date in UTC, `YYYY-MM-DD`.

@@ -12,11 +12,12 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 130.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 48.0;
-const COLOURS: [(&str, &str); 4] = [
+const COLOURS: [(&str, &str); 5] = [
     ("vulkan", "#c0392b"),
     ("cuda", "#27ae60"),
     ("cub", "#2c3e50"),
-    ("roofline", "#999999"),
+    ("vulkan roofline", "#e8a59e"),
+    ("cuda roofline", "#98d8b0"),
 ];
 
 /// One line of a plot: a label and its (n, GB/s) points.
@@ -48,7 +49,7 @@ pub fn write_plots(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>>
                     let mut s = series_of(report, &d.backend, &roof, elem, &d.backend);
                     s.label = format!("{} {roof}", d.backend);
                     s.dashed = true;
-                    s.colour = colour("roofline");
+                    s.colour = colour(&format!("{} roofline", d.backend));
                     series.push(s);
                 }
             }
