@@ -14,23 +14,7 @@ struct ReduceParams {
 
 #include "reduce_op.cuh"
 
-// The xor butterfly over aligned blocks of `span` threads (32 or the block); levels of 32 and
-// more go through shared memory.
-__device__ __forceinline__ T butterfly(T v, unsigned local, unsigned span, T* stage) {
-    for (unsigned s = 1; s < span; s <<= 1) {
-        T o;
-        if (s < XW_WARP) {
-            o = __shfl_xor_sync(XW_FULL_MASK, v, s);
-        } else {
-            stage[local] = v;
-            __syncthreads();
-            o = stage[local ^ s];
-            __syncthreads();
-        }
-        v = (local & s) == 0 ? xw_op(v, o) : xw_op(o, v);
-    }
-    return v;
-}
+#include "reduce_tile.cuh"
 
 // The shift-down reduce of the source material: lane 0 ends with the warp's total.
 __device__ __forceinline__ T warp_reduce_down(T v) {
@@ -47,22 +31,7 @@ extern "C" __global__ void reduce(const T* __restrict__ src, T* __restrict__ dst
     const unsigned block = blockDim.x;
     const T identity = xw_identity(T(0));
 #if SCOPE == 3
-    T acc = identity;
-    const unsigned base = group * block * ITEMS;
-    if (base + block * ITEMS <= p.n) {
-        // A whole tile: every load issued before the first fold.
-        T x[ITEMS];
-#pragma unroll
-        for (unsigned k = 0; k < ITEMS; ++k) x[k] = src[base + k * block + local];
-#pragma unroll
-        for (unsigned k = 0; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
-    } else {
-#pragma unroll
-        for (unsigned k = 0; k < ITEMS; ++k) {
-            const unsigned i = base + k * block + local;
-            if (i < p.n) acc = xw_op(acc, src[i]);
-        }
-    }
+    const T acc = tile_fold(src, group * block * ITEMS, p.n);
     const T total = butterfly(acc, local, block, stage);
     if (local == 0) dst[p.dst_index + group] = total;
 #else

@@ -35,24 +35,7 @@ shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
 
 #include "reduce_op.glsl"
 
-// The xor butterfly over aligned blocks of `span` invocations (32 or the workgroup): levels
-// below the subgroup size shuffle, the others go through shared memory. Call in uniform
-// control flow.
-T butterfly(T v, uint local, uint span) {
-    for (uint s = 1u; s < span; s <<= 1u) {
-        T o;
-        if (s < gl_SubgroupSize) {
-            o = xw_shuffle_xor(v, s);
-        } else {
-            stage[local] = v;
-            barrier();
-            o = stage[local ^ s];
-            barrier();
-        }
-        v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
-    }
-    return v;
-}
+#include "reduce_tile.glsl"
 
 // CUDA's shift-down reduce of a 32-lane warp: lane 0 ends with the total. A lane whose source
 // lies past the warp combines with its own value, as __shfl_down_sync returns it. Levels at or
@@ -84,18 +67,7 @@ void main() {
     uint block = gl_WorkGroupSize.x;
     if (SCOPE == 3u) {
         precise T acc = xw_identity();
-        uint base = group * block * ITEMS;
-        if (base + block * ITEMS <= p.n) {
-            // A whole tile: every load issued before the first fold.
-            T x[ITEMS];
-            for (uint k = 0u; k < ITEMS; ++k) x[k] = src[base + k * block + local];
-            for (uint k = 0u; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
-        } else {
-            for (uint k = 0u; k < ITEMS; ++k) {
-                uint i = base + k * block + local;
-                if (i < p.n) acc = xw_op(acc, src[i]);
-            }
-        }
+        XW_TILE_FOLD(acc, src, group * block * ITEMS, p.n);
         T total = butterfly(acc, local, block);
         if (local == 0u) dst[p.dst_index + group] = total;
         return;

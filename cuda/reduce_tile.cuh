@@ -1,0 +1,45 @@
+// The device-reduce tile: the canonical order of src/reduce.rs, shared by reduce.cu (SCOPE 3)
+// and reduce_device.cu; the twin of shaders/reduce_tile.glsl. Needs reduce_op.cuh and ITEMS.
+
+// The xor butterfly over aligned blocks of `span` threads (32 or the block); levels of 32 and
+// more go through shared memory.
+__device__ __forceinline__ T butterfly(T v, unsigned local, unsigned span, T* stage) {
+    for (unsigned s = 1; s < span; s <<= 1) {
+        T o;
+        if (s < XW_WARP) {
+            o = __shfl_xor_sync(XW_FULL_MASK, v, s);
+        } else {
+            stage[local] = v;
+            __syncthreads();
+            o = stage[local ^ s];
+            __syncthreads();
+        }
+        v = (local & s) == 0 ? xw_op(v, o) : xw_op(o, v);
+    }
+    return v;
+}
+
+// The fold, in order, of a[base + k * blockDim.x + threadIdx.x] for k = 0 .. ITEMS-1 (elements
+// at or past n skipped): this thread's part of the tile starting at `base`. A whole tile issues
+// every load before the first fold. `a` is the kernel's restricted input, or memory other blocks
+// wrote in this launch (a plain pointer, so no read goes through the non-coherent cache).
+template <typename P>
+__device__ __forceinline__ T tile_fold(P a, unsigned base, unsigned n) {
+    const unsigned block = blockDim.x;
+    const unsigned local = threadIdx.x;
+    T acc = xw_identity(T(0));
+    if (base + block * ITEMS <= n) {
+        T x[ITEMS];
+#pragma unroll
+        for (unsigned k = 0; k < ITEMS; ++k) x[k] = a[base + k * block + local];
+#pragma unroll
+        for (unsigned k = 0; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
+    } else {
+#pragma unroll
+        for (unsigned k = 0; k < ITEMS; ++k) {
+            const unsigned i = base + k * block + local;
+            if (i < n) acc = xw_op(acc, a[i]);
+        }
+    }
+    return acc;
+}

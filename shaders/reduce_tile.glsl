@@ -1,0 +1,42 @@
+// The device-reduce tile: the canonical order of src/reduce.rs, shared by reduce.comp (SCOPE 3)
+// and reduce_device.comp. Include after reduce_op.glsl, with `shared T stage[]` of the
+// workgroup's size declared, ITEMS a constant and the workgroup size set.
+
+// The xor butterfly over aligned blocks of `span` invocations (32 or the workgroup): levels
+// below the subgroup size shuffle, the others go through shared memory. Call in uniform
+// control flow.
+T butterfly(T v, uint local, uint span) {
+    for (uint s = 1u; s < span; s <<= 1u) {
+        T o;
+        if (s < gl_SubgroupSize) {
+            o = xw_shuffle_xor(v, s);
+        } else {
+            stage[local] = v;
+            barrier();
+            o = stage[local ^ s];
+            barrier();
+        }
+        v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
+    }
+    return v;
+}
+
+// acc = the fold, in order, of ARRAY[base + k * block + local] for k = 0 .. ITEMS-1 (elements at
+// or past n skipped): each invocation's part of the tile starting at `base`. A whole tile issues
+// every load before the first fold.
+#define XW_TILE_FOLD(acc, ARRAY, base, n)                                                   \
+    {                                                                                        \
+        uint b_ = (base);                                                                    \
+        uint block_ = gl_WorkGroupSize.x;                                                    \
+        uint local_ = xw_local();                                                            \
+        if (b_ + block_ * ITEMS <= (n)) {                                                    \
+            T x_[ITEMS];                                                                     \
+            for (uint k_ = 0u; k_ < ITEMS; ++k_) x_[k_] = ARRAY[b_ + k_ * block_ + local_]; \
+            for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);                  \
+        } else {                                                                             \
+            for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                           \
+                uint i_ = b_ + k_ * block_ + local_;                                         \
+                if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                   \
+            }                                                                                \
+        }                                                                                    \
+    }
