@@ -50,7 +50,7 @@ enum Command {
     },
     /// Times every algorithm on every available backend (GPU timers), beside the memory
     /// roofline and, where nvcc is present, CUB; every case is checked against the CPU first.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
 }
 
 #[derive(clap::Args)]
@@ -147,7 +147,7 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
                 seed,
             )
         }
-        Command::Bench(args) => cli_bench::bench(choice, selector, cli.validation, args),
+        Command::Bench(args) => cli_bench::bench(choice, selector, cli.validation, *args),
     }
 }
 
