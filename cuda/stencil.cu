@@ -8,7 +8,8 @@
 // intrinsics are never contracted into an FMA, so the result is bit-identical to the Vulkan
 // shader and the CPU reference.
 //
-// Variant constant: SMEM (0 the shuffle version, 1 the shared-memory version).
+// Variant constants: SMEM (0 the shuffle version, 1 the shared-memory version), ROWS (layers of
+// a block's width per block).
 // Blocks are XW_STENCIL_BLOCK threads (src/stencil.rs launches that many).
 
 #define XW_STENCIL_BLOCK 256
@@ -59,54 +60,67 @@ __device__ __forceinline__ T xw_average(const StencilParams& p, T m2, T m1, T c,
 }
 
 extern "C" __global__ void stencil(const T* __restrict__ src, T* __restrict__ dst, StencilParams p) {
-    const unsigned long long first = xw_group() * blockDim.x;
+    // A block computes ROWS layers of blockDim.x consecutive outputs each; every layer is
+    // aligned like a block of its own, so warps start at multiples of 32 outputs.
+    const unsigned long long first = xw_group() * blockDim.x * ROWS;
     // Whole blocks past the end leave together; inside a block every warp stays whole.
     if (first >= p.count) return;
     const unsigned local = threadIdx.x;
-    const unsigned t = (unsigned)first + local;
-    // Threads past `count` still load: their centre values are the right-hand neighbours of
-    // the last outputs.
-    const T c = xw_load(src, p, t, 0);
-    T m2, m1, p1, p2;
+    const unsigned lane = local % XW_WARP;
+    // Every load of every layer is issued before the first average. Threads past `count` still
+    // load: their centre values are the right-hand neighbours of the last outputs. The halo
+    // registers: in the shuffle version lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the
+    // warp starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]); in the
+    // shared-memory version the first and last two threads of the layer do.
+    const bool left = SMEM ? local < XW_HALO : lane < XW_HALO;
+    const bool right = SMEM ? local >= blockDim.x - XW_HALO : lane >= XW_WARP - XW_HALO;
+    T c[ROWS], h[ROWS];
+#pragma unroll
+    for (unsigned r = 0; r < ROWS; ++r) {
+        const unsigned t = (unsigned)first + r * blockDim.x + local;
+        c[r] = xw_load(src, p, t, 0);
+        h[r] = left ? xw_load(src, p, t, -XW_HALO) : right ? xw_load(src, p, t, XW_HALO) : T(0);
+    }
 #if SMEM
     __shared__ T tile[XW_STENCIL_BLOCK + 2 * XW_HALO];
-    tile[local + XW_HALO] = c;
-    if (local < XW_HALO) tile[local] = xw_load(src, p, t, -XW_HALO);
-    if (local >= blockDim.x - XW_HALO) tile[local + 2 * XW_HALO] = xw_load(src, p, t, XW_HALO);
-    // Each thread reads slots other threads wrote (its neighbours, the halo loaders at the
-    // block's edges), possibly in other warps: the barrier makes every write visible first.
-    __syncthreads();
-    m2 = tile[local];
-    m1 = tile[local + 1];
-    p1 = tile[local + 3];
-    p2 = tile[local + 4];
-#else
-    const unsigned lane = local % XW_WARP;
-    // The halo registers: lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the warp starting
-    // at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]).
-    T h = T(0);
-    if (lane < XW_HALO) {
-        h = xw_load(src, p, t, -XW_HALO);
-    } else if (lane >= XW_WARP - XW_HALO) {
-        h = xw_load(src, p, t, XW_HALO);
-    }
-    // Every lane takes part in every shuffle (full mask); the fix-ups below replace what the
-    // lanes at the warp's edges got back (their own values, by CUDA's rule).
-    const T up2 = __shfl_up_sync(XW_FULL_MASK, c, 2);
-    const T up1 = __shfl_up_sync(XW_FULL_MASK, c, 1);
-    const T dn1 = __shfl_down_sync(XW_FULL_MASK, c, 1);
-    const T dn2 = __shfl_down_sync(XW_FULL_MASK, c, 2);
-    const T h_dn1 = __shfl_down_sync(XW_FULL_MASK, h, 1);
-    const T h_up1 = __shfl_up_sync(XW_FULL_MASK, h, 1);
-    // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
-    // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's x[i-2].
-    // Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
-    m2 = lane >= 2 ? up2 : h;
-    m1 = lane >= 1 ? up1 : h_dn1;
-    p1 = lane + 1 < XW_WARP ? dn1 : h_up1;
-    p2 = lane + 2 < XW_WARP ? dn2 : h;
 #endif
-    if (t < p.count) {
-        dst[p.out_off + t] = t >= p.lo && t < p.hi ? xw_average(p, m2, m1, c, p1, p2) : T(0);
+#pragma unroll
+    for (unsigned r = 0; r < ROWS; ++r) {
+        const unsigned t = (unsigned)first + r * blockDim.x + local;
+        T m2, m1, p1, p2;
+#if SMEM
+        tile[local + XW_HALO] = c[r];
+        if (left) tile[local] = h[r];
+        if (right) tile[local + 2 * XW_HALO] = h[r];
+        // Each thread reads slots other threads wrote (its neighbours, the halo loaders at the
+        // layer's edges), possibly in other warps: the barrier makes every write visible first.
+        __syncthreads();
+        m2 = tile[local];
+        m1 = tile[local + 1];
+        p1 = tile[local + 3];
+        p2 = tile[local + 4];
+        // The next layer overwrites the tile.
+        __syncthreads();
+#else
+        // Every lane takes part in every shuffle (full mask); the fix-ups below replace what
+        // the lanes at the warp's edges got back (their own values, by CUDA's rule).
+        const T up2 = __shfl_up_sync(XW_FULL_MASK, c[r], 2);
+        const T up1 = __shfl_up_sync(XW_FULL_MASK, c[r], 1);
+        const T dn1 = __shfl_down_sync(XW_FULL_MASK, c[r], 1);
+        const T dn2 = __shfl_down_sync(XW_FULL_MASK, c[r], 2);
+        const T h_dn1 = __shfl_down_sync(XW_FULL_MASK, h[r], 1);
+        const T h_up1 = __shfl_up_sync(XW_FULL_MASK, h[r], 1);
+        // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
+        // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's x[i-2].
+        // Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
+        m2 = lane >= 2 ? up2 : h[r];
+        m1 = lane >= 1 ? up1 : h_dn1;
+        p1 = lane + 1 < XW_WARP ? dn1 : h_up1;
+        p2 = lane + 2 < XW_WARP ? dn2 : h[r];
+#endif
+        if (t < p.count) {
+            dst[p.out_off + t] =
+                t >= p.lo && t < p.hi ? xw_average(p, m2, m1, c[r], p1, p2) : T(0);
+        }
     }
 }

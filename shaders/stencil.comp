@@ -24,6 +24,7 @@
 // Declared before the shared arrays sized by gl_WorkGroupSize (else glslang sizes them as 1).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint SMEM = 0u; // 0 shuffle version, 1 shared-memory version
+layout(constant_id = 2) const uint ROWS = 8u;  // layers of a workgroup's width per workgroup
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
@@ -68,73 +69,83 @@ T average(T m2, T m1, T c, T p1, T p2) {
 
 void main() {
     uint block = gl_WorkGroupSize.x;
-    uint first = xw_group() * block;
+    // A workgroup computes ROWS layers of `block` consecutive outputs each; every layer is
+    // aligned like a workgroup of its own, so warps start at multiples of 32 outputs.
+    uint first = xw_group() * block * ROWS;
     // Whole workgroups past the end leave together, so the barriers below see every
     // invocation of the workgroups that stay.
     if (first >= p.count) return;
     uint local = xw_local();
-    uint t = first + local;
-    // Invocations past `count` still load: their centre values are the right-hand neighbours
-    // of the last outputs.
-    T c = load(t, 0);
-    T m2, m1, p1, p2;
-    if (SMEM == 1u) {
-        tile[local + HALO] = c;
-        if (local < HALO) tile[local] = load(t, -int(HALO));
-        if (local >= block - HALO) tile[local + 2u * HALO] = load(t, int(HALO));
-        // Each invocation reads slots that other invocations wrote (its neighbours, the halo
-        // loaders at the workgroup's edges), possibly in other subgroups: the barrier makes
-        // every write visible before any read.
-        barrier();
-        m2 = tile[local];
-        m1 = tile[local + 1u];
-        p1 = tile[local + 3u];
-        p2 = tile[local + 4u];
-    } else {
-        // Workgroups start at multiples of 32 outputs, so warps are aligned to the workgroup.
-        uint lane = local % XW_WARP;
-        // The halo registers: lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the warp
-        // starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]).
-        T h = T(0);
-        if (lane < HALO) {
-            h = load(t, -int(HALO));
-        } else if (lane >= XW_WARP - HALO) {
-            h = load(t, int(HALO));
-        }
-        // Every invocation shuffles (a shuffle reads only active invocations); the fix-ups
-        // below discard what the lanes at the warp's edges got.
-        T up2 = xw_shuffle_up(c, 2u);
-        T up1 = xw_shuffle_up(c, 1u);
-        T dn1 = xw_shuffle_down(c, 1u);
-        T dn2 = xw_shuffle_down(c, 2u);
-        T h_dn1 = xw_shuffle_down(h, 1u);
-        T h_up1 = xw_shuffle_up(h, 1u);
-        if (gl_SubgroupSize < XW_WARP) {
-            // A warp spans several subgroups: a neighbour in another subgroup of the same warp
-            // is out of the shuffle's reach (Vulkan leaves the value undefined), so it comes
-            // through shared memory. The condition is uniform, so the barrier is too; it makes
-            // every staged value visible before any is read.
-            tile[local] = c;
-            halo[local] = h;
-            barrier();
-            uint s = gl_SubgroupInvocationID;
-            uint sg = gl_SubgroupSize;
-            if (lane >= 2u && s < 2u) up2 = tile[local - 2u];
-            if (lane >= 1u && s < 1u) up1 = tile[local - 1u];
-            if (lane + 1u < XW_WARP && s + 1u >= sg) dn1 = tile[local + 1u];
-            if (lane + 2u < XW_WARP && s + 2u >= sg) dn2 = tile[local + 2u];
-            if (lane == 0u && s + 1u >= sg) h_dn1 = halo[local + 1u];
-            if (lane == XW_WARP - 1u && s < 1u) h_up1 = halo[local - 1u];
-        }
-        // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
-        // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's x[i-2].
-        // Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
-        m2 = lane >= 2u ? up2 : h;
-        m1 = lane >= 1u ? up1 : h_dn1;
-        p1 = lane + 1u < XW_WARP ? dn1 : h_up1;
-        p2 = lane + 2u < XW_WARP ? dn2 : h;
+    uint lane = local % XW_WARP;
+    // Every load of every layer is issued before the first average. Invocations past `count`
+    // still load: their centre values are the right-hand neighbours of the last outputs. The
+    // halo registers: in the shuffle version lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of
+    // the warp starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]); in
+    // the shared-memory version the first and last two invocations of the layer do.
+    T c[ROWS];
+    T h[ROWS];
+    bool left = SMEM == 1u ? local < HALO : lane < HALO;
+    bool right = SMEM == 1u ? local >= block - HALO : lane >= XW_WARP - HALO;
+    for (uint r = 0u; r < ROWS; ++r) {
+        uint t = first + r * block + local;
+        c[r] = load(t, 0);
+        h[r] = left ? load(t, -int(HALO)) : (right ? load(t, int(HALO)) : T(0));
     }
-    if (t < p.count) {
-        dst[p.out_off + t] = t >= p.lo && t < p.hi ? average(m2, m1, c, p1, p2) : T(0);
+    for (uint r = 0u; r < ROWS; ++r) {
+        uint t = first + r * block + local;
+        T m2, m1, p1, p2;
+        if (SMEM == 1u) {
+            tile[local + HALO] = c[r];
+            if (left) tile[local] = h[r];
+            if (right) tile[local + 2u * HALO] = h[r];
+            // Each invocation reads slots that other invocations wrote (its neighbours, the
+            // halo loaders at the layer's edges), possibly in other subgroups: the barrier
+            // makes every write visible before any read.
+            barrier();
+            m2 = tile[local];
+            m1 = tile[local + 1u];
+            p1 = tile[local + 3u];
+            p2 = tile[local + 4u];
+            // The next layer overwrites the tile.
+            barrier();
+        } else {
+            // Every invocation shuffles (a shuffle reads only active invocations); the fix-ups
+            // below discard what the lanes at the warp's edges got.
+            T up2 = xw_shuffle_up(c[r], 2u);
+            T up1 = xw_shuffle_up(c[r], 1u);
+            T dn1 = xw_shuffle_down(c[r], 1u);
+            T dn2 = xw_shuffle_down(c[r], 2u);
+            T h_dn1 = xw_shuffle_down(h[r], 1u);
+            T h_up1 = xw_shuffle_up(h[r], 1u);
+            if (gl_SubgroupSize < XW_WARP) {
+                // A warp spans several subgroups: a neighbour in another subgroup of the same
+                // warp is out of the shuffle's reach (Vulkan leaves the value undefined), so it
+                // comes through shared memory. The condition is uniform, so the barriers are
+                // too; the first makes every staged value visible before any is read, the
+                // second keeps the next layer from overwriting them early.
+                tile[local] = c[r];
+                halo[local] = h[r];
+                barrier();
+                uint s = gl_SubgroupInvocationID;
+                uint sg = gl_SubgroupSize;
+                if (lane >= 2u && s < 2u) up2 = tile[local - 2u];
+                if (lane >= 1u && s < 1u) up1 = tile[local - 1u];
+                if (lane + 1u < XW_WARP && s + 1u >= sg) dn1 = tile[local + 1u];
+                if (lane + 2u < XW_WARP && s + 2u >= sg) dn2 = tile[local + 2u];
+                if (lane == 0u && s + 1u >= sg) h_dn1 = halo[local + 1u];
+                if (lane == XW_WARP - 1u && s < 1u) h_up1 = halo[local - 1u];
+                barrier();
+            }
+            // The fix-ups: a lane whose neighbour lies outside its warp takes it from the halo
+            // registers. Lanes 0 and 1 use their own x[i-2]; lane 0's x[i-1] is lane 1's
+            // x[i-2]. Lanes 30 and 31 use their own x[i+2]; lane 31's x[i+1] is lane 30's x[i+2].
+            m2 = lane >= 2u ? up2 : h[r];
+            m1 = lane >= 1u ? up1 : h_dn1;
+            p1 = lane + 1u < XW_WARP ? dn1 : h_up1;
+            p2 = lane + 2u < XW_WARP ? dn2 : h[r];
+        }
+        if (t < p.count) {
+            dst[p.out_off + t] = t >= p.lo && t < p.hi ? average(m2, m1, c[r], p1, p2) : T(0);
+        }
     }
 }

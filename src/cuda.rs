@@ -1208,7 +1208,7 @@ mod tests {
         let arch = pick_arch(90);
         for elem in [ElemKind::F32, ElemKind::F64] {
             for smem in [0, 1] {
-                let consts = [("SMEM", smem)];
+                let consts = [("SMEM", smem), ("ROWS", 8)];
                 let k = Kernel {
                     name: "stencil",
                     elem,

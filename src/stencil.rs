@@ -46,6 +46,9 @@ use std::str::FromStr;
 /// Threads per workgroup of the stencil kernels (the shared-memory tile; `cuda/stencil.cu`
 /// sizes its tile with the same number).
 pub const BLOCK: u32 = 256;
+/// Layers of [`BLOCK`] outputs each workgroup computes, every load issued before the first
+/// average (memory-level parallelism; the results do not depend on it).
+pub const ROWS: u32 = 8;
 
 /// The two forms of the stencil.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,7 +120,7 @@ pub fn moving_average<T: StencilElement>(
     )?;
     let size = T::KIND.size();
     let align = (info.binding_alignment / size as u64).max(1) as usize;
-    let consts = [("SMEM", variant.code())];
+    let consts = [("SMEM", variant.code()), ("ROWS", ROWS)];
     let kernel = Kernel {
         name: "stencil",
         elem: T::KIND,
@@ -130,7 +133,7 @@ pub fn moving_average<T: StencilElement>(
         words[2 * k + 1] = (bits >> 32) as u32;
     }
     for c in plan_chunks(input.len(), chunk_len(info, size, align), align) {
-        let groups = plan::grid(info, (c.count as u64).div_ceil(BLOCK as u64))?;
+        let groups = plan::grid(info, (c.count as u64).div_ceil(u64::from(BLOCK * ROWS)))?;
         let mut params = [0u32; 6 + 2 * POINTS];
         params[..6].copy_from_slice(&[
             c.count as u32,
