@@ -13,6 +13,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0u;   // 0 broadcast, 1 up, 2 down, 3 wrap, 4 xor
 layout(constant_id = 2) const uint SEGM = 1u; // values per lane (the register-array exchange)
+layout(constant_id = 3) const uint ROWS = 4u; // layers of the workgroup's width per workgroup
 
 const uint OP_BROADCAST = 0u;
 const uint OP_UP = 1u;
@@ -47,7 +48,10 @@ uint cuda_source_lane(uint lane) {
 }
 
 void main() {
-    uint first = xw_group() * gl_WorkGroupSize.x;
+    // A workgroup handles ROWS layers of its width in logical threads, every load issued before
+    // the first shuffle; the layers are aligned like workgroups of their own.
+    uint block = gl_WorkGroupSize.x;
+    uint first = xw_group() * block * ROWS;
     uint lanes = (p.n + SEGM - 1u) / SEGM;
     // Whole workgroups past the end leave together; inside one every warp stays whole.
     if (first >= lanes) return;
@@ -59,26 +63,30 @@ void main() {
     // uniform values, so the barriers below are in uniform control flow.
     uint reach = (OP == OP_XOR ? uint(p.arg) : 0u) | (p.width - 1u);
     bool in_subgroup = reach < gl_SubgroupSize;
-    for (uint k = 0u; k < SEGM; ++k) {
-        uint i = (first + local) * SEGM + k;
-        WORD v = i < p.n ? src[i] : WORD_ZERO;
+    WORD v[ROWS * SEGM];
+    for (uint j = 0u; j < ROWS * SEGM; ++j) {
+        uint i = (first + (j / SEGM) * block + local) * SEGM + j % SEGM;
+        v[j] = i < p.n ? src[i] : WORD_ZERO;
+    }
+    for (uint j = 0u; j < ROWS * SEGM; ++j) {
+        uint i = (first + (j / SEGM) * block + local) * SEGM + j % SEGM;
         WORD r;
         if (in_subgroup) {
             if (OP == OP_UP) {
-                r = subgroupShuffleUp(v, uint(p.arg));
+                r = subgroupShuffleUp(v[j], uint(p.arg));
             } else if (OP == OP_DOWN) {
-                r = subgroupShuffleDown(v, uint(p.arg));
+                r = subgroupShuffleDown(v[j], uint(p.arg));
             } else if (OP == OP_XOR) {
-                r = subgroupShuffleXor(v, uint(p.arg));
+                r = subgroupShuffleXor(v[j], uint(p.arg));
             } else {
-                r = subgroupShuffle(v, gl_SubgroupInvocationID + from - lane);
+                r = subgroupShuffle(v[j], gl_SubgroupInvocationID + from - lane);
             }
             // Vulkan leaves a shuffle whose source is out of range undefined; CUDA returns the
             // caller's own value.
-            if (from == lane) r = v;
+            if (from == lane) r = v[j];
         } else {
             // Segments wider than the subgroup: the warp exchanges through shared memory.
-            stage[local] = v;
+            stage[local] = v[j];
             barrier();
             r = stage[local + from - lane];
             barrier();

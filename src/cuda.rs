@@ -1272,7 +1272,7 @@ mod tests {
         for elem in ElemKind::ALL {
             for op in 0..5 {
                 for segm in [1, 4] {
-                    let consts = [("OP", op), ("SEGM", segm)];
+                    let consts = [("OP", op), ("SEGM", segm), ("ROWS", 4)];
                     let k = Kernel {
                         name: "shfl",
                         elem,
@@ -1285,7 +1285,7 @@ mod tests {
                 }
             }
         }
-        let bad = [("OP", 9), ("SEGM", 1)];
+        let bad = [("OP", 9), ("SEGM", 1), ("ROWS", 4)];
         let k = Kernel {
             name: "shfl",
             elem: ElemKind::F32,
@@ -1293,7 +1293,7 @@ mod tests {
         };
         match compile(&k, arch) {
             Err(Error::Compile { kernel, log }) => {
-                assert_eq!(kernel, "shfl<f32,OP=9,SEGM=1>");
+                assert_eq!(kernel, "shfl<f32,OP=9,SEGM=1,ROWS=4>");
                 assert!(log.contains("unknown OP"), "{log}");
                 assert!(log.contains("shfl.cu"), "{log}");
             }

@@ -33,6 +33,10 @@ use crate::error::{Error, Result};
 use crate::plan;
 use std::fmt;
 
+/// Layers of [`plan::BLOCK`] logical threads each workgroup handles, every load issued before the
+/// first shuffle (memory-level parallelism; the results do not depend on it).
+pub const ROWS: u32 = 4;
+
 /// Values each lane holds in the register-array exchange ([`shfl_xor_array`]).
 pub const SEGM: usize = 4;
 
@@ -225,7 +229,7 @@ fn run<T: Element>(
         ElemKind::U32,
         SubgroupFeatures::BASIC | SubgroupFeatures::SHUFFLE | SubgroupFeatures::SHUFFLE_RELATIVE,
     )?;
-    let consts = [("OP", op.code()), ("SEGM", segm as u32)];
+    let consts = [("OP", op.code()), ("SEGM", segm as u32), ("ROWS", ROWS)];
     let kernel = Kernel {
         name: "shfl",
         elem: T::KIND,
@@ -236,7 +240,7 @@ fn run<T: Element>(
     let chunk = plan::chunk_elems(info, T::KIND.size(), granule) as usize;
     for (start, n) in plan::chunks(chunk, input.len()) {
         let lanes = n.div_ceil(segm) as u64;
-        let groups = plan::grid(info, lanes.div_ceil(plan::BLOCK as u64))?;
+        let groups = plan::grid(info, lanes.div_ceil(u64::from(plan::BLOCK * ROWS)))?;
         let params = [n as u32, op.arg() as u32, width, 0];
         dev.launch(&Launch {
             kernel,
