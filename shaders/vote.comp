@@ -50,7 +50,19 @@ void main() {
 
     uint ballot, live_mask, any_pass, all_pass, popc, ffs, rank;
     bool elected;
-    if (gl_SubgroupSize >= XW_WARP) {
+    if (gl_SubgroupSize == XW_WARP) {
+        // The subgroup is the warp: its ballot is one word, counted with scalar bit operations.
+        // Every invocation runs, so the elected one is invocation 0: lane 0, the lowest active
+        // lane of any warp holding an element. Inactive lanes do not count against `all`.
+        ballot = subgroupBallot(pass).x;
+        live_mask = subgroupBallot(live).x;
+        popc = uint(bitCount(ballot));
+        rank = uint(bitCount(ballot & gl_SubgroupLtMask.x));
+        ffs = uint(findLSB(ballot) + 1);
+        any_pass = ballot != 0u ? 1u : 0u;
+        all_pass = ballot == live_mask ? 1u : 0u;
+        elected = lane == 0u && live_mask != 0u;
+    } else if (gl_SubgroupSize > XW_WARP) {
         // Whole warps in one subgroup: the subgroup operations on the warp's own 32 bits of the
         // ballot (the other words masked off).
         uvec4 b = subgroupBallot(pass);
@@ -63,18 +75,9 @@ void main() {
         popc = subgroupBallotBitCount(warp_ballot);
         rank = subgroupBallotExclusiveBitCount(warp_ballot);
         ffs = popc == 0u ? 0u : subgroupBallotFindLSB(warp_ballot) - word * XW_WARP + 1u;
-        if (gl_SubgroupSize == XW_WARP) {
-            // The subgroup is the warp. Inactive lanes do not count against `all`.
-            any_pass = subgroupAny(pass) ? 1u : 0u;
-            all_pass = subgroupAll(pass || !live) ? 1u : 0u;
-            // Every invocation runs, so the elected one is invocation 0: lane 0, the lowest
-            // active lane of any warp holding an element.
-            elected = subgroupElect() && live_mask != 0u;
-        } else {
-            any_pass = ballot != 0u ? 1u : 0u;
-            all_pass = ballot == live_mask ? 1u : 0u;
-            elected = live_mask != 0u && lane == uint(findLSB(live_mask));
-        }
+        any_pass = ballot != 0u ? 1u : 0u;
+        all_pass = ballot == live_mask ? 1u : 0u;
+        elected = live_mask != 0u && lane == uint(findLSB(live_mask));
     } else {
         // The warp spans several subgroups: their ballots meet in shared memory.
         uvec2 bits = xw_warp_ballot(pass, live);
