@@ -38,7 +38,6 @@ struct CompactParams {
 #define STATE_AGGREGATE (1u << 30)
 #define STATE_INCLUSIVE (2u << 30)
 #define STATE_VALUE (STATE_AGGREGATE - 1u)
-#define NOT_KEPT 0xffffffffu
 
 // Where the chunk's output starts in the output window, if it starts in this launch's window.
 // Every thread reads the same total, so leaving on `false` is uniform.
@@ -172,20 +171,20 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
     const unsigned int first = t * blockDim.x * ITEMS + warp * XW_WARP * ITEMS + lane;
     const unsigned int below_lane = (1u << lane) - 1u;
     XW_T v[ITEMS];
-    unsigned int rank[ITEMS];
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const unsigned int i = first + j * XW_WARP;
         v[j] = i < p.n ? in[i] : XW_T(0);
     }
-    unsigned int count = 0;
+    // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
+    // scatter, which costs a ballot per step and saves a register per step).
+    unsigned int kept = 0, count = 0;
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const unsigned int i = first + j * XW_WARP;
         const bool pass = i < p.n && xw_predicate(v[j], p.pred, a, b);
-        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
-        rank[j] = pass ? count + __popc(ballot & below_lane) : NOT_KEPT;
-        count += __popc(ballot);
+        kept |= (unsigned int)pass << j;
+        count += __popc(__ballot_sync(XW_FULL_MASK, pass));
     }
     // The warp leaders combine their counts in shared memory.
     if (lane == 0) warp_counts[warp] = count;
@@ -214,9 +213,13 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
     if (threadIdx.x == 0 && t + 1 == p.tiles) counter[0] = tile_base + tile_count;
 #endif
     XW_T* const dst = out + out0 + tile_base + below;
+    unsigned int rank = 0;
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
-        if (rank[j] != NOT_KEPT) dst[rank[j]] = v[j];
+        const bool pass = (kept >> j) & 1u;
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
+        if (pass) dst[rank + __popc(ballot & below_lane)] = v[j];
+        rank += __popc(ballot);
     }
 #else
 #error "unknown OP"

@@ -57,7 +57,6 @@ const uint OP_ACCUMULATE = 3u;
 const uint STATE_AGGREGATE = 1u << 30;
 const uint STATE_INCLUSIVE = 2u << 30;
 const uint STATE_VALUE = STATE_AGGREGATE - 1u;
-const uint NOT_KEPT = 0xffffffffu;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
@@ -217,22 +216,23 @@ void main() {
         barrier();
     }
 
-    // Load ITEMS coalesced steps; each passing element gets its rank in the subgroup's run.
+    // Load ITEMS coalesced steps, then ballot each: which pass, and the subgroup's count.
     uint first = run_first(t);
     T v[ITEMS];
-    uint rank[ITEMS];
-    uint count = 0u;
     T a = xw_pred_operand(p.a_lo, p.a_hi);
     T b = xw_pred_operand(p.b_lo, p.b_hi);
     for (uint j = 0u; j < ITEMS; ++j) {
         uint i = first + j * gl_SubgroupSize;
         v[j] = i < p.n ? src[i] : T(0);
     }
+    // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
+    // scatter, which costs a ballot per step and saves a register per step).
+    uint kept = 0u;
+    uint count = 0u;
     for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = first + j * gl_SubgroupSize < p.n && xw_predicate(v[j], p.pred, a, b);
-        uvec4 ballot = subgroupBallot(pass);
-        rank[j] = pass ? count + subgroupBallotExclusiveBitCount(ballot) : NOT_KEPT;
-        count += subgroupBallotBitCount(ballot);
+        kept |= uint(pass) << j;
+        count += subgroupBallotBitCount(subgroupBallot(pass));
     }
     // The subgroup leaders combine their counts in shared memory.
     if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
@@ -265,6 +265,9 @@ void main() {
 
     uint at = out0 + tile_base + below;
     for (uint j = 0u; j < ITEMS; ++j) {
-        if (rank[j] != NOT_KEPT) dst[at + rank[j]] = v[j];
+        bool pass = ((kept >> j) & 1u) != 0u;
+        uvec4 ballot = subgroupBallot(pass);
+        if (pass) dst[at + subgroupBallotExclusiveBitCount(ballot)] = v[j];
+        at += subgroupBallotBitCount(ballot);
     }
 }
