@@ -1,24 +1,35 @@
-//! Stream compaction (filtering) by the leader-elected, warp-aggregated atomic enqueue.
+//! Stream compaction (filtering) by leader-elected, warp-aggregated atomics, aggregated
+//! across the workgroup too, in one pass over the input.
 //!
-//! Each 32-lane logical warp ballots a run-time [`Predicate`]; ONE lane (the warp's leader)
-//! does ONE `atomicAdd` of the warp's passing count on a counter, broadcasts the base it got to
-//! the warp (a shuffle), and every passing lane writes at `base + popc(ballot & lanes below
-//! it)`. Two orders:
+//! The input goes in tiles of [`BLOCK`] threads × [`items_per_thread`] elements (16 of 4 bytes
+//! or 8 of 8 bytes: 16 KiB per tile). Each warp (on Vulkan: each subgroup, whatever its size)
+//! reads its run of the tile in coalesced steps, ballots a run-time [`Predicate`] once per step,
+//! and gives every passing lane its rank from `popc(ballot & lanes below it)` plus the passing
+//! lanes of the earlier steps; the warp's leader puts the warp's count in shared memory, and
+//! each warp adds the counts of the warps below it. Two orders:
 //!
-//! - [`Order::Unordered`] is exactly that: warps append in whatever order their atomics land,
-//!   so the output holds the passing elements as a multiset, in no fixed order.
-//! - [`Order::Stable`] keeps input order: per-tile counts by ballots, an exclusive scan of the
-//!   tile counts on the device, then a scatter that recomputes the ballots and writes each
-//!   passing element at its tile's offset plus its rank.
+//! - [`Order::Unordered`]: the tile's leader does ONE `atomicAdd` of the tile's passing count
+//!   on a counter (the warp-aggregated enqueue, aggregated over the whole tile), and every
+//!   passing element writes at the base it got + its warp's offset + its rank. Tiles append in
+//!   whatever order their atomics land, so the output holds the passing elements as a
+//!   multiset, in no fixed order (within a tile they stay in input order).
+//! - [`Order::Stable`]: input order, still one pass. Each tile takes a ticket (so the tiles
+//!   before it have started), publishes its count, and finds the count of all elements before
+//!   it by decoupled look-back: one warp reads the states of a window of predecessors at once
+//!   (one per lane) and a ballot finds the nearest one that has published its inclusive prefix.
+//!   The tile publishes its own, then scatters. Vulkan promises no forward progress between
+//!   workgroups, so after [`Tuning::spin`] polls of a predecessor that has published nothing,
+//!   the tile counts that predecessor's elements itself: it cannot deadlock on any conformant
+//!   device.
 //!
 //! Everything stays on the device: the count lands in a [`DeviceVec<u64>`] and the elements in
 //! the output's first `count` slots, so an application can chain further kernels with no host
 //! copy. Nothing past `count` is written. Any length works, including 0: inputs longer than one
-//! launch go in chunks, each with a 32-bit counter that a one-thread step adds into the 64-bit
-//! total (held as two 32-bit words, so no 64-bit atomics are needed), and the next chunk reads
-//! its base from the device. Where the output exceeds the largest range one kernel binding may
-//! span, each chunk's scatter is launched once per window of the output its result may start
-//! in; the launches for the other windows leave at once.
+//! launch go in chunks (at most 2^29 elements each), each with a 32-bit counter that a small
+//! step adds into the 64-bit total (held as two 32-bit words, so no 64-bit atomics are needed),
+//! and the next chunk reads its base from the device. Where the output exceeds the largest
+//! range one kernel binding may span, each chunk is launched once per window of the output its
+//! result may start in; the launches for the other windows leave at once.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -41,9 +52,9 @@ use std::fmt;
 /// Which order the compacted elements come in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Order {
-    /// Input order (per-tile counts, a device scan, a scatter).
+    /// Input order: one pass, tile offsets by decoupled look-back.
     Stable,
-    /// Whatever order the warps' atomics land in: one pass, one atomic per warp.
+    /// Whatever order the tiles' atomics land in: one pass, one atomic per tile.
     Unordered,
 }
 
@@ -57,26 +68,60 @@ impl fmt::Display for Order {
 }
 
 /// Tuning for [`compact_tuned`]: data apart from the algorithm.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     /// Plan as if one kernel binding could span at most this many elements (at least
     /// [`MIN_BINDING_ELEMS`]); `None` uses the device's limit. Smaller values make more chunks
     /// and output windows — what the tests use to exercise the long-input path on short inputs.
     pub max_binding_elems: Option<usize>,
+    /// [`Order::Stable`]: polls of a predecessor tile that has published nothing before a tile
+    /// counts that predecessor's elements itself. 0 always takes that fallback; results never
+    /// depend on it.
+    pub spin: u32,
 }
 
-/// The smallest [`Tuning::max_binding_elems`]: two workgroups' worth of elements.
-pub const MIN_BINDING_ELEMS: usize = 2 * plan::BLOCK as usize;
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            max_binding_elems: None,
+            spin: DEFAULT_SPIN,
+        }
+    }
+}
+
+/// Threads per workgroup of the compaction kernels.
+pub const BLOCK: u32 = plan::BLOCK;
+
+/// Default [`Tuning::spin`].
+pub const DEFAULT_SPIN: u32 = 1 << 14;
+
+/// Elements each thread of a tile handles: 16 of 4 bytes or 8 of 8 bytes (64 bytes a thread).
+pub const fn items_per_thread(elem_size: usize) -> u32 {
+    if elem_size >= 8 {
+        8
+    } else {
+        16
+    }
+}
+
+/// Elements per tile: [`BLOCK`] × [`items_per_thread`] (16 KiB of input).
+pub const fn tile_elems(elem_size: usize) -> usize {
+    BLOCK as usize * items_per_thread(elem_size) as usize
+}
+
+/// The smallest [`Tuning::max_binding_elems`]: two tiles of 4-byte elements.
+pub const MIN_BINDING_ELEMS: usize = 2 * tile_elems(4);
+
+/// The most elements of one chunk: tile states hold a chunk's counts in 30 bits.
+const MAX_CHUNK: u64 = 1 << 29;
 
 /// The steps of the plan: `OP` in `shaders/compact.comp` and `cuda/compact.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Reset = 0,
     Unordered = 1,
-    TileCount = 2,
-    TileScan = 3,
-    Scatter = 4,
-    Accumulate = 5,
+    Stable = 2,
+    Accumulate = 3,
 }
 
 /// Compacts the elements of `input` that pass `pred` into the first `count` elements of
@@ -140,12 +185,13 @@ pub fn compact_tuned<T: PredicateElement>(
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
     let plan = Plan::new(info, T::KIND.size(), n, tuning);
-    // Scratch: [0] the chunk's counter; the tile counts of one chunk (stable only).
+    // Scratch: [0] the chunk's count, [1] its tile tickets; one tile state per tile of a chunk
+    // (stable only).
     let counter = DeviceVec::<u32>::alloc(dev, 4)?;
-    let tiles = match order {
+    let states = match order {
         Order::Stable => Some(DeviceVec::<u32>::alloc(
             dev,
-            plan.chunk.div_ceil(plan::BLOCK as usize).max(1),
+            plan.chunk.min(n).div_ceil(plan.tile).max(1),
         )?),
         Order::Unordered => None,
     };
@@ -153,32 +199,28 @@ pub fn compact_tuned<T: PredicateElement>(
         dev,
         info,
         elem: T::KIND,
+        items: items_per_thread(T::KIND.size()),
         words: pred.words(),
+        spin: tuning.spin,
         count,
         counter: &counter,
+        states: states.as_ref(),
     };
-    launcher.one_thread(Step::Reset)?;
+    launcher.reset(Step::Reset)?;
+    let step = match order {
+        Order::Stable => Step::Stable,
+        Order::Unordered => Step::Unordered,
+    };
     let mut start = 0;
     while start < n {
         let len = plan.chunk.min(n - start);
         let src = input.binding(start, len);
-        let tile_binding = match &tiles {
-            Some(t) => t.binding(0, len.div_ceil(plan::BLOCK as usize)),
-            None => counter.binding(0, 4),
-        };
-        let scatter = match order {
-            Order::Stable => {
-                launcher.launch(Step::TileCount, len, src, None, tile_binding, Window::ANY)?;
-                launcher.launch(Step::TileScan, len, src, None, tile_binding, Window::ANY)?;
-                Step::Scatter
-            }
-            Order::Unordered => Step::Unordered,
-        };
+        let tiles = len.div_ceil(plan.tile);
         for window in plan.windows(start) {
             let dst = output.binding(window.first, window.len);
-            launcher.launch(scatter, len, src, Some(dst), tile_binding, window)?;
+            launcher.launch(step, len, tiles, src, dst, window)?;
         }
-        launcher.one_thread(Step::Accumulate)?;
+        launcher.reset(Step::Accumulate)?;
         start += len;
     }
     Ok(())
@@ -225,20 +267,13 @@ struct Window {
     span: usize,
 }
 
-impl Window {
-    /// For steps that write no output.
-    const ANY: Window = Window {
-        first: 0,
-        len: 0,
-        span: 0,
-    };
-}
-
 /// Chunk and window sizes for one compaction.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
-    /// Input elements per launch, a multiple of the workgroup size.
+    /// Input elements per launch, a multiple of the tile.
     chunk: usize,
+    /// Elements per tile.
+    tile: usize,
     /// Output elements: `n`.
     n: usize,
     /// Whether the whole output fits in one binding.
@@ -247,8 +282,8 @@ struct Plan {
 
 impl Plan {
     fn new(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning) -> Self {
-        let block = plan::BLOCK as u64;
-        let mut chunk = plan::chunk_elems(info, elem_size, block);
+        let tile = tile_elems(elem_size) as u64;
+        let mut chunk = plan::chunk_elems(info, elem_size, tile).min(MAX_CHUNK);
         let mut binding = info.max_binding_bytes / elem_size as u64;
         if let Some(m) = tuning.max_binding_elems {
             binding = binding.min(m as u64);
@@ -257,9 +292,10 @@ impl Plan {
         // A chunk's result starts in one window of `chunk` elements and spans at most the
         // next: a binding of two windows holds it.
         let per_chunk = if single { binding } else { binding / 2 };
-        chunk = chunk.min(per_chunk / block * block).max(block);
+        chunk = chunk.min(per_chunk / tile * tile).max(tile);
         Plan {
             chunk: chunk as usize,
+            tile: tile as usize,
             n,
             single,
         }
@@ -294,21 +330,36 @@ struct Launcher<'a> {
     dev: &'a dyn Device,
     info: &'a DeviceInfo,
     elem: crate::element::ElemKind,
+    items: u32,
     words: [u32; 5],
+    spin: u32,
     count: &'a DeviceVec<u64>,
     counter: &'a DeviceVec<u32>,
+    states: Option<&'a DeviceVec<u32>>,
 }
 
 impl Launcher<'_> {
-    /// RESET or ACCUMULATE: one thread on the total and the counter. The kernel declares every
-    /// binding; the steps that do not touch the data get the counter in those slots.
-    fn one_thread(&self, step: Step) -> Result<()> {
+    /// The tile states, or the counter where there are none (every binding is declared).
+    fn states(&self) -> (Binding<'_>, usize) {
+        match self.states {
+            Some(s) => (s.binding(0, s.len()), s.len()),
+            None => (self.counter.binding(0, 4), 0),
+        }
+    }
+
+    /// RESET or ACCUMULATE: the total and the counters, and every tile state zeroed. The
+    /// kernel declares every binding; those the step does not touch get the counter.
+    fn reset(&self, step: Step) -> Result<()> {
         let c = self.counter.binding(0, 4);
+        let (states, words) = self.states();
+        let groups = plan::grid(self.info, (words as u64).div_ceil(BLOCK as u64).max(1))?;
+        let mut params = [0u32; 12];
+        params[9] = words as u32;
         self.run(
             step,
-            [1, 1],
-            [c, c, self.count.binding(0, 1), c, c],
-            [0; 12],
+            groups,
+            [c, c, self.count.binding(0, 1), c, states],
+            params,
         )
     }
 
@@ -316,17 +367,12 @@ impl Launcher<'_> {
         &self,
         step: Step,
         len: usize,
+        tiles: usize,
         src: Binding<'_>,
-        dst: Option<Binding<'_>>,
-        tiles: Binding<'_>,
+        dst: Binding<'_>,
         window: Window,
     ) -> Result<()> {
-        let tile_count = len.div_ceil(plan::BLOCK as usize);
-        let groups = if step == Step::TileScan {
-            [1, 1]
-        } else {
-            plan::grid(self.info, tile_count as u64)?
-        };
+        let groups = plan::grid(self.info, tiles as u64)?;
         let [code, a_lo, a_hi, b_lo, b_hi] = self.words;
         let base = window.first as u64;
         let params = [
@@ -339,12 +385,18 @@ impl Launcher<'_> {
             base as u32,
             (base >> 32) as u32,
             window.span as u32,
-            tile_count as u32,
-            0,
+            tiles as u32,
+            self.spin,
             0,
         ];
-        let c = self.counter.binding(0, 4);
-        let bindings = [src, dst.unwrap_or(c), self.count.binding(0, 1), c, tiles];
+        let (states, _) = self.states();
+        let bindings = [
+            src,
+            dst,
+            self.count.binding(0, 1),
+            self.counter.binding(0, 4),
+            states,
+        ];
         self.run(step, groups, bindings, params)
     }
 
@@ -355,14 +407,14 @@ impl Launcher<'_> {
         bindings: [Binding<'_>; 5],
         params: [u32; 12],
     ) -> Result<()> {
-        let consts = [("OP", step as u32)];
+        let consts = [("OP", step as u32), ("ITEMS", self.items)];
         self.dev.launch(&Launch {
             kernel: Kernel {
                 name: "compact",
                 elem: self.elem,
                 consts: &consts,
             },
-            block: plan::BLOCK,
+            block: BLOCK,
             groups,
             bindings: &bindings,
             params: bytemuck::cast_slice(&params),

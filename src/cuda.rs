@@ -1240,8 +1240,9 @@ mod tests {
             if let Err(e) = compile(&k, arch) {
                 panic!("{k}: {e}");
             }
-            for op in 0..6 {
-                let consts = [("OP", op)];
+            let items = crate::compact::items_per_thread(elem.size());
+            for op in 0..4 {
+                let consts = [("OP", op), ("ITEMS", items)];
                 let k = Kernel {
                     name: "compact",
                     elem,

@@ -7,7 +7,8 @@
 //! - [`backend`]: open a device (`auto`: CUDA on an NVIDIA GPU, else the best Vulkan device).
 //! - [`shfl`]: the shuffle family with CUDA semantics on any subgroup size.
 //! - [`vote`]: ballot, any, all, active mask, popcount, find-first-set per 32-lane warp.
-//! - [`compact`]: stream compaction by predicate, warp-aggregated (unordered) or stable.
+//! - [`compact`]: stream compaction by predicate in one pass, warp- and tile-aggregated
+//!   (unordered) or stable (decoupled look-back).
 //! - [`reduce`]: warp, block and device reductions with a canonical float order.
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.

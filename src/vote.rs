@@ -5,8 +5,8 @@
 //! 32-lane *logical warp*, on every backend and every subgroup size (4, 8, 16, 32, 64, 128).
 //! Per warp the kernel writes a [`WarpVote`] record (ballot, any, all, active mask, popcount,
 //! find-first-set, leader lane), and per element its exclusive rank among the passing lanes of
-//! its warp, `__popc(ballot & lanes_below)`: the offset the warp-aggregated enqueue
-//! ([`crate::compact`]) writes at.
+//! its warp, `__popc(ballot & lanes_below)`: the rank the warp-aggregated enqueue
+//! ([`crate::compact`]) adds to its warp's offset.
 //!
 //! An input whose length is not a multiple of 32 ends in a partial warp whose missing lanes are
 //! *inactive*, as the tail lanes of a CUDA warp that have returned: the CUDA kernel computes

@@ -1,7 +1,7 @@
 //! Stream compaction: a worked example, randomized cases against the CPU reference on every
 //! backend for both orders and every type, predicate and awkward length (stable: exact order;
 //! unordered: the same multiset), long inputs in many chunks, untouched output past the count,
-//! and every bad parameter.
+//! the look-back fallback forced by spin 0, and every bad parameter.
 
 mod common;
 
@@ -125,11 +125,12 @@ fn many_chunks_and_windows_at_the_smallest_binding() {
     let mut rng = Rng::new(seed());
     let tuning = Tuning {
         max_binding_elems: Some(MIN_BINDING_ELEMS),
+        ..Tuning::default()
     };
     let mut cases = Vec::new();
     for order in [Order::Stable, Order::Unordered] {
         for spec in [PredSpec::MiddleHalf, PredSpec::AllPass, PredSpec::NonePass] {
-            for n in [MIN_BINDING_ELEMS + 1, 5000] {
+            for n in [5000, MIN_BINDING_ELEMS + 1, 5 * MIN_BINDING_ELEMS + 77] {
                 cases.push(CompactCase {
                     order,
                     spec,
@@ -141,6 +142,108 @@ fn many_chunks_and_windows_at_the_smallest_binding() {
         }
     }
     check_cases::<u64>(&cases, &mut rng);
+}
+
+#[test]
+fn multi_chunk_outputs_in_every_type() {
+    // Chunks of one to three tiles, outputs spanning several windows, every element type.
+    let mut rng = Rng::new(seed());
+    for elem in ElemKind::ALL {
+        let tile = xwarp::compact::tile_elems(elem.size());
+        let mut cases = Vec::new();
+        for order in [Order::Stable, Order::Unordered] {
+            for max in [MIN_BINDING_ELEMS, 3 * MIN_BINDING_ELEMS] {
+                for (spec, n) in [
+                    (PredSpec::GreaterMedian, 7 * tile + 5),
+                    (PredSpec::AllPass, 3 * MIN_BINDING_ELEMS + 1),
+                ] {
+                    cases.push(CompactCase {
+                        order,
+                        spec,
+                        elem,
+                        n,
+                        tuning: Tuning {
+                            max_binding_elems: Some(max),
+                            ..Tuning::default()
+                        },
+                    });
+                }
+            }
+        }
+        with_elem!(elem, check_cases(&cases, &mut rng));
+    }
+}
+
+#[test]
+fn stable_look_back_fallback_at_spin_0() {
+    // spin 0: every look-back that finds a predecessor that has published nothing counts that
+    // tile from the input itself. Many tiles per chunk, one chunk and many chunks.
+    let mut rng = Rng::new(seed());
+    for elem in [ElemKind::I32, ElemKind::F64] {
+        let mut cases = Vec::new();
+        for spec in [
+            PredSpec::GreaterMedian,
+            PredSpec::AllPass,
+            PredSpec::NonePass,
+            PredSpec::MiddleHalf,
+        ] {
+            for max_binding_elems in [None, Some(1 << 16)] {
+                cases.push(CompactCase {
+                    order: Order::Stable,
+                    spec,
+                    elem,
+                    n: 400_003,
+                    tuning: Tuning {
+                        max_binding_elems,
+                        spin: 0,
+                    },
+                });
+            }
+        }
+        with_elem!(elem, check_cases(&cases, &mut rng));
+    }
+}
+
+#[test]
+fn stable_fallback_gives_the_same_bits_repeatedly() {
+    // The same stable compaction many times with and without the fallback: identical outputs.
+    let mut rng = Rng::new(seed());
+    let input: Vec<i32> = (0..300_001).map(|_| rng.next_u64() as i32).collect();
+    let want = cpu::compact::stable(Predicate::Greater(0), &input);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut out = DeviceVec::<i32>::alloc(dev, input.len()).unwrap();
+        let mut count = DeviceVec::alloc(dev, 1).unwrap();
+        for rep in 0..8 {
+            let tuning = Tuning {
+                spin: if rep % 2 == 0 { 0 } else { 1 << 14 },
+                ..Tuning::default()
+            };
+            compact_tuned(
+                dev,
+                Order::Stable,
+                Predicate::Greater(0),
+                &src,
+                &mut out,
+                &mut count,
+                tuning,
+            )
+            .unwrap();
+            assert_eq!(
+                count.to_vec(dev).unwrap(),
+                [want.len() as u64],
+                "{}",
+                d.label
+            );
+            assert_eq!(
+                out.to_vec(dev).unwrap()[..want.len()],
+                want[..],
+                "{}: rep {rep}",
+                d.label
+            );
+        }
+    });
 }
 
 #[test]
@@ -244,6 +347,7 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
             ));
             let tiny = Tuning {
                 max_binding_elems: Some(MIN_BINDING_ELEMS - 1),
+                ..Tuning::default()
             };
             assert!(matches!(
                 compact_tuned(dev, order, Predicate::Odd, &src, &mut out, &mut count, tiny),

@@ -40,6 +40,9 @@ impl fmt::Display for CompactCase {
         if let Some(m) = self.tuning.max_binding_elems {
             write!(f, " max_binding_elems={m}")?;
         }
+        if self.tuning.spin != Tuning::default().spin {
+            write!(f, " spin={}", self.tuning.spin)?;
+        }
         Ok(())
     }
 }
@@ -50,7 +53,8 @@ pub const COMPACT_LENGTHS: [usize; 6] = [0, 1, 31, 33, 1000, 1_000_003];
 
 /// Every compaction case: each order, spec and type at every length of [`COMPACT_LENGTHS`],
 /// and per order and type a long input planned with a small binding limit, so that it runs in
-/// many chunks and output windows (short lengths and one spec in two in `quick` mode). `large`
+/// many chunks and output windows, the stable order once more with the look-back's fallback
+/// forced by spin 0 (short lengths and one spec in two in `quick` mode). `large`
 /// adds GPU-sized inputs.
 pub fn compact_cases(quick: bool, large: bool) -> Vec<CompactCase> {
     let lengths: &[usize] = if quick {
@@ -77,6 +81,7 @@ pub fn compact_cases(quick: bool, large: bool) -> Vec<CompactCase> {
             }
             let tuning = Tuning {
                 max_binding_elems: Some(1 << 16),
+                ..Tuning::default()
             };
             if large && matches!(elem, ElemKind::I32 | ElemKind::F64) {
                 // GPU-sized: one launch chunk of 2^24 + 1, and for the stable order 2^28 + 3.
@@ -101,6 +106,16 @@ pub fn compact_cases(quick: bool, large: bool) -> Vec<CompactCase> {
                     elem,
                     n: if quick { 70_001 } else { 300_007 },
                     tuning,
+                });
+            }
+            if order == Order::Stable {
+                // Every look-back that finds a predecessor unpublished counts its tile itself.
+                cases.push(CompactCase {
+                    order,
+                    spec: PredSpec::GreaterMedian,
+                    elem,
+                    n: if quick { 70_001 } else { 300_007 },
+                    tuning: Tuning { spin: 0, ..tuning },
                 });
             }
         }
