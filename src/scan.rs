@@ -3,16 +3,20 @@
 //! subgroup size), block scan (each block of [`BLOCK`] elements) and device scan of any length.
 //!
 //! # The device scan
-//! Single pass: each workgroup scans a tile of [`TILE`] = 2048 elements (256 threads × 8
-//! consecutive elements) and gets the tile's exclusive prefix by decoupled look-back over the
-//! tiles before it, which publish their totals and inclusive prefixes as they go. Vulkan
-//! promises no forward progress between workgroups, so a tile that waits too long for a
-//! predecessor reduces that predecessor's tile itself: it cannot deadlock on any conformant
-//! device. [`Tuning::spin`] sets how long it waits; 0 always takes the fallback.
+//! Single pass: each workgroup scans a tile of [`TILE`] = 4096 elements (256 threads × 16
+//! consecutive elements; 32-bit types move through shared memory so that global loads and
+//! stores are coalesced) and gets the tile's exclusive prefix by decoupled look-back over the
+//! tiles before it, which publish their totals and inclusive prefixes as they go. The look-back
+//! reads the flags of 32 predecessors at once (one subgroup with ballots where subgroups have
+//! 32 lanes or more, shared memory otherwise). Vulkan promises no forward progress between
+//! workgroups, so a tile that waits too long for its predecessors reduces the unpublished ones
+//! itself: it cannot deadlock on any conformant device. [`Tuning::spin`] sets how long it
+//! waits; 0 always takes the fallback. The tile flags are zeroed by a small kernel launched
+//! ahead of the scan, so a call uploads nothing from the host.
 //!
 //! # Deterministic floats
 //! The association order depends only on `n` (see `shaders/scan_common.glsl`): in a tile each
-//! thread folds its 8 elements in order, the thread totals are scanned Kogge-Stone style per
+//! thread folds its 16 elements in order, the thread totals are scanned Kogge-Stone style per
 //! 32-lane warp, the warp totals are folded in order, and a tile's exclusive prefix is the left
 //! fold of the totals of all tiles before it, whatever the look-back happened to find. Float
 //! scans are therefore bit-identical on CUDA, on Vulkan at every subgroup size, and in the CPU
@@ -31,10 +35,11 @@ use crate::reduce::ReduceOp;
 /// Threads per workgroup of every scan kernel (part of the canonical order).
 pub const BLOCK: u32 = 256;
 /// Consecutive elements per thread in a device-scan tile (part of the canonical order).
-pub const ITEMS: u32 = 8;
+pub const ITEMS: u32 = 16;
 /// Elements per device-scan tile.
 pub const TILE: usize = (BLOCK * ITEMS) as usize;
-/// Default polls of an unpublished predecessor before a tile reduces it itself.
+/// Default polls of a look-back window with unpublished predecessors before a tile reduces
+/// them itself.
 pub const DEFAULT_SPIN: u32 = 1 << 14;
 
 /// Inclusive (`y[i]` includes `x[i]`) or exclusive (`y[0]` is the identity).
@@ -49,7 +54,8 @@ pub enum ScanKind {
 /// Device-scan knobs that change speed, never results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Polls of an unpublished predecessor before a tile reduces it itself.
+    /// Polls of a look-back window with unpublished predecessors before a tile reduces them
+    /// itself.
     pub spin: u32,
     /// Plan as if one launch could span at most this many elements (a multiple of [`TILE`]);
     /// `None`: the device's binding limit. Small values force many launches.
@@ -171,6 +177,7 @@ pub fn device_scan_tuned<T: Reduce>(
     tuning: Tuning,
 ) -> Result<()> {
     check::<T>(dev, op)?;
+    plan::require(dev.info(), T::KIND, SubgroupFeatures::BALLOT)?;
     check_lengths(input.len(), output.len())?;
     let n_total = input.len();
     if n_total == 0 {
@@ -189,8 +196,8 @@ pub fn device_scan_tuned<T: Reduce>(
     }
     let tiles = n_total.div_ceil(TILE);
     let launches = n_total.div_ceil(chunk);
-    let counters = DeviceVec::<u32>::from_slice(dev, &vec![0u32; launches])?;
-    let flags = DeviceVec::<u32>::from_slice(dev, &vec![0u32; tiles])?;
+    let counters = DeviceVec::<u32>::alloc(dev, launches)?;
+    let flags = DeviceVec::<u32>::alloc(dev, tiles)?;
     let aggregates = DeviceVec::<T>::alloc(dev, tiles)?;
     let inclusives = DeviceVec::<T>::alloc(dev, tiles)?;
     let consts = [
@@ -198,6 +205,31 @@ pub fn device_scan_tuned<T: Reduce>(
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", ITEMS),
     ];
+    let kernel = Kernel {
+        name: "scan_device",
+        elem: T::KIND,
+        consts: &consts,
+    };
+    // Zero the tile flags and counters (the same kernel in its clearing mode).
+    let first = chunk.min(n_total);
+    let clear = [0, tiles as u32, 0, launches as u32, 0, 1];
+    dev.launch(&Launch {
+        kernel,
+        block: BLOCK,
+        groups: plan::grid(
+            dev.info(),
+            tiles.max(launches).div_ceil(BLOCK as usize) as u64,
+        )?,
+        bindings: &[
+            input.binding(0, first),
+            output.binding(0, first),
+            counters.binding(0, launches),
+            flags.binding(0, tiles),
+            aggregates.binding(0, tiles),
+            inclusives.binding(0, tiles),
+        ],
+        params: bytemuck::cast_slice(&clear),
+    })?;
     for (launch, start) in (0..n_total).step_by(chunk).enumerate() {
         let n = chunk.min(n_total - start);
         let launch_tiles = n.div_ceil(TILE);
@@ -208,14 +240,11 @@ pub fn device_scan_tuned<T: Reduce>(
             tile0 as u32,
             launch as u32,
             tuning.spin,
+            0,
         ];
         // Tile state of all tiles so far stays bound: look-back reads earlier launches' tiles.
         dev.launch(&Launch {
-            kernel: Kernel {
-                name: "scan_device",
-                elem: T::KIND,
-                consts: &consts,
-            },
+            kernel,
             block: BLOCK,
             groups: plan::grid(dev.info(), launch_tiles as u64)?,
             bindings: &[
