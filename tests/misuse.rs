@@ -332,6 +332,7 @@ fn invalid_offsets_name_the_offset_and_its_range() {
         let mut count = poisoned(dev, 1, 5u64);
         let tiny = CompactTuning {
             max_binding_elems: Some(MIN_BINDING_ELEMS - 1),
+            ..CompactTuning::default()
         };
         let r = compact::compact_tuned(
             dev,

@@ -16,7 +16,7 @@ use proptest::sample::select;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::fmt;
 use std::sync::OnceLock;
-use xwarp::compact::{Order, Tuning as CompactTuning, MIN_BINDING_ELEMS};
+use xwarp::compact::{self, Order, Tuning as CompactTuning, MIN_BINDING_ELEMS};
 use xwarp::cpu;
 use xwarp::cpu::ladder::LadderElem;
 use xwarp::cpu::reduce::Reduce;
@@ -354,20 +354,30 @@ fn vote_prop<T: Arb>() {
 
 fn compact_prop<T: Arb>() {
     // Small bindings make many chunks and output windows (launches grow with their square):
-    // the smallest goes with inputs of up to 3000 elements.
-    let tuned = select(vec![None, Some(MIN_BINDING_ELEMS), Some(8192)]).prop_flat_map(|max| {
-        let longest = if max == Some(MIN_BINDING_ELEMS) {
-            3000
-        } else {
-            MAX_LEN
-        };
-        (
-            Just(CompactTuning {
-                max_binding_elems: max,
-            }),
-            data_upto(T::for_pred(), 0, longest),
-        )
-    });
+    // the smallest goes with inputs of up to 3 * MIN_BINDING_ELEMS elements. Spin 0 forces the
+    // stable compaction's look-back fallback.
+    let tuned = (
+        select(vec![
+            None,
+            Some(MIN_BINDING_ELEMS),
+            Some(4 * MIN_BINDING_ELEMS),
+        ]),
+        select(vec![0, compact::DEFAULT_SPIN]),
+    )
+        .prop_flat_map(|(max, spin)| {
+            let longest = if max == Some(MIN_BINDING_ELEMS) {
+                3 * MIN_BINDING_ELEMS
+            } else {
+                MAX_LEN
+            };
+            (
+                Just(CompactTuning {
+                    max_binding_elems: max,
+                    spin,
+                }),
+                data_upto(T::for_pred(), 0, longest),
+            )
+        });
     let strategy = (
         select(vec![Order::Stable, Order::Unordered]),
         predicate(T::for_pred()),
