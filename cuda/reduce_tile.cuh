@@ -1,5 +1,5 @@
-// The device-reduce tile: the canonical order of src/reduce.rs, shared by reduce.cu (SCOPE 3)
-// and reduce_device.cu; the twin of shaders/reduce_tile.glsl. Needs reduce_op.cuh and ITEMS.
+// The device-reduce tile of reduce.cu (SCOPE 3) in the canonical order of src/reduce.rs; the
+// twin of shaders/reduce_tile.glsl. Needs reduce_op.cuh and ITEMS.
 
 // The xor butterfly over aligned blocks of `span` threads (32 or the block); levels of 32 and
 // more go through shared memory.
@@ -21,10 +21,8 @@ __device__ __forceinline__ T butterfly(T v, unsigned local, unsigned span, T* st
 
 // The fold, in order, of a[base + k * blockDim.x + threadIdx.x] for k = 0 .. ITEMS-1 (elements
 // at or past n skipped): this thread's part of the tile starting at `base`. A whole tile issues
-// every load before the first fold. `a` is the kernel's restricted input, or memory other blocks
-// wrote in this launch (a plain pointer, so no read goes through the non-coherent cache).
-template <typename P>
-__device__ __forceinline__ T tile_fold(P a, unsigned base, unsigned n) {
+// every load before the first fold.
+__device__ __forceinline__ T tile_fold(const T* __restrict__ a, unsigned base, unsigned n) {
     const unsigned block = blockDim.x;
     const unsigned local = threadIdx.x;
     T acc = xw_identity(T(0));

@@ -1,5 +1,5 @@
-// The device-reduce tile: the canonical order of src/reduce.rs, shared by reduce.comp (SCOPE 3)
-// and reduce_device.comp. Include after reduce_op.glsl, with `shared T stage[]` of the
+// The device-reduce tile of reduce.comp (SCOPE 3) in the canonical order of src/reduce.rs; the
+// twin of cuda/reduce_tile.cuh. Include after reduce_op.glsl, with `shared T stage[]` of the
 // workgroup's size declared, ITEMS a constant and the workgroup size set.
 
 // The xor butterfly over aligned blocks of `span` invocations (32 or the workgroup): levels

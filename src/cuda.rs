@@ -1099,16 +1099,6 @@ mod tests {
                         Err(e) => panic!("{k}: {e}"),
                     }
                 }
-                let consts = [("OP", op), ("ITEMS", 16)];
-                let k = Kernel {
-                    name: "reduce_device",
-                    elem,
-                    consts: &consts,
-                };
-                match compile(&k, arch) {
-                    Ok(ptx) => assert!(ptx.to_src().contains(".entry reduce_device"), "{k}"),
-                    Err(e) => panic!("{k}: {e}"),
-                }
             }
         }
     }

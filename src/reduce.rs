@@ -270,14 +270,11 @@ pub fn device_reduce<T: Reduce>(
     if input.len() <= TILE {
         return launch(dev, op, SCOPE_TILE, input, 0, input.len(), output, index, 1);
     }
-    let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
-    if input.len() <= chunk {
-        return reduce_one_launch(dev, op, input, output, index);
-    }
     // First pass in chunks of whole tiles, so the tiling (and the order) never depends on the
     // device's binding limits.
     let tiles = input.len().div_ceil(TILE);
     let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
+    let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
     for (start, n) in plan::chunks(chunk, input.len()) {
         launch(
             dev,
@@ -318,46 +315,6 @@ pub fn device_reduce<T: Reduce>(
         index,
         1,
     )
-}
-
-/// The device reduce of an input within one binding, in one launch (`shaders/reduce_device.comp`):
-/// every workgroup reduces its tile, the last one to finish reduces the tile totals level by
-/// level, in the same canonical order as the launch-per-level path.
-fn reduce_one_launch<T: Reduce>(
-    dev: &dyn Device,
-    op: ReduceOp,
-    input: &DeviceVec<T>,
-    output: &DeviceVec<T>,
-    index: usize,
-) -> Result<()> {
-    let tiles = input.len().div_ceil(TILE);
-    // Every level's totals, one after the other.
-    let (mut scratch, mut level) = (0usize, tiles);
-    while level > 1 {
-        scratch += level;
-        level = level.div_ceil(TILE);
-    }
-    let totals = DeviceVec::<T>::alloc(dev, scratch + 1)?;
-    let counter = DeviceVec::<u32>::from_slice(dev, &[0])?;
-    let consts = [("OP", op.code()), ("ITEMS", ITEMS)];
-    let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), index);
-    let params = [input.len() as u32, tiles as u32, dst_index as u32];
-    dev.launch(&Launch {
-        kernel: Kernel {
-            name: "reduce_device",
-            elem: T::KIND,
-            consts: &consts,
-        },
-        block: BLOCK,
-        groups: plan::grid(dev.info(), tiles as u64)?,
-        bindings: &[
-            input.binding(0, input.len()),
-            output.binding(out_base, dst_index + 1),
-            totals.binding(0, totals.len()),
-            counter.binding(0, 1),
-        ],
-        params: bytemuck::cast_slice(&params),
-    })
 }
 
 /// [`device_reduce`] of host data, returning the value.

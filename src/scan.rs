@@ -71,15 +71,21 @@ impl Default for Tuning {
     }
 }
 
-fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
+/// The subgroup operation classes every scan kernel uses (the device scan's look-back window
+/// ballots as well: [`DEVICE_SCAN_OPS`]).
+const SCAN_OPS: SubgroupFeatures = SubgroupFeatures(
+    SubgroupFeatures::BASIC.0 | SubgroupFeatures::SHUFFLE.0 | SubgroupFeatures::SHUFFLE_RELATIVE.0,
+);
+
+/// The classes the device scan uses.
+const DEVICE_SCAN_OPS: SubgroupFeatures = SubgroupFeatures(SCAN_OPS.0 | SubgroupFeatures::BALLOT.0);
+
+/// Checks `op` and that the device offers `ops` (all missing classes named at once).
+fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp, ops: SubgroupFeatures) -> Result<()> {
     if !matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
         return Err(Error::invalid("op", op, "sum, min or max"));
     }
-    plan::require(
-        dev.info(),
-        T::KIND,
-        SubgroupFeatures::BASIC | SubgroupFeatures::SHUFFLE | SubgroupFeatures::SHUFFLE_RELATIVE,
-    )
+    plan::require(dev.info(), T::KIND, ops)
 }
 
 fn check_lengths(input: usize, output: usize) -> Result<()> {
@@ -105,7 +111,7 @@ fn elementwise<T: Reduce>(
     input: &DeviceVec<T>,
     output: &mut DeviceVec<T>,
 ) -> Result<()> {
-    check::<T>(dev, op)?;
+    check::<T>(dev, op, SCAN_OPS)?;
     if input.is_empty() {
         return Err(Error::EmptyInput { name: "input" });
     }
@@ -176,8 +182,7 @@ pub fn device_scan_tuned<T: Reduce>(
     output: &mut DeviceVec<T>,
     tuning: Tuning,
 ) -> Result<()> {
-    check::<T>(dev, op)?;
-    plan::require(dev.info(), T::KIND, SubgroupFeatures::BALLOT)?;
+    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
     check_lengths(input.len(), output.len())?;
     let n_total = input.len();
     if n_total == 0 {
@@ -268,7 +273,7 @@ pub fn device_scan_in_place<T: Reduce>(
     kind: ScanKind,
     data: &mut DeviceVec<T>,
 ) -> Result<()> {
-    check::<T>(dev, op)?;
+    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
     if data.is_empty() {
         return Ok(());
     }
@@ -290,7 +295,7 @@ pub fn device_scan_host<T: Reduce>(
     kind: ScanKind,
     input: &[T],
 ) -> Result<Vec<T>> {
-    check::<T>(dev, op)?;
+    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
     let src = DeviceVec::from_slice(dev, input)?;
     let mut dst = DeviceVec::alloc(dev, input.len())?;
     device_scan(dev, op, kind, &src, &mut dst)?;
