@@ -28,35 +28,48 @@ struct VoteParams {
 
 extern "C" __global__ void vote(const XW_T* __restrict__ in, unsigned int* __restrict__ records,
                                 unsigned int* __restrict__ ranks, VoteParams p) {
-    const unsigned long long first = xw_group() * blockDim.x;
+    // A block handles ROWS layers of blockDim.x elements, every load issued before the first
+    // vote; each layer's warps vote as they would in a block of their own.
+    const unsigned long long first = xw_group() * blockDim.x * ROWS;
     if (first >= p.n) return;
-    const unsigned long long i = first + threadIdx.x;
     const unsigned int lane = threadIdx.x % XW_WARP;
-    // The lanes holding an element, taken while the whole warp is here; then the tail leaves.
-    const unsigned int active = __ballot_sync(XW_FULL_MASK, i < p.n);
-    if (i >= p.n) return;
-
     const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
     const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
-    const bool pass = xw_predicate(in[i], p.pred, a, b);
-    const unsigned int ballot = __ballot_sync(active, pass);
-    const int any_pass = __any_sync(active, pass);
-    const int all_pass = __all_sync(active, pass);
-    // Reconverge the active lanes so that __activemask sees all of them.
-    __syncwarp(active);
-    const unsigned int mask = __activemask();
-    const int leader = __ffs(mask) - 1;
+    XW_T v[ROWS];
+#pragma unroll
+    for (unsigned int r = 0; r < ROWS; ++r) {
+        const unsigned long long i = first + r * blockDim.x + threadIdx.x;
+        v[r] = i < p.n ? in[i] : XW_T(0);
+    }
+#pragma unroll
+    for (unsigned int r = 0; r < ROWS; ++r) {
+        const unsigned long long i = first + r * blockDim.x + threadIdx.x;
+        // A warp with no element in this layer has none in the later ones either: it is done.
+        if (i - lane >= p.n) return;
+        // The lanes holding an element, taken while the whole warp is here; then the tail
+        // leaves (only the input's last warp has one).
+        const unsigned int active = __ballot_sync(XW_FULL_MASK, i < p.n);
+        if (i >= p.n) return;
+        const bool pass = xw_predicate(v[r], p.pred, a, b);
+        const unsigned int ballot = __ballot_sync(active, pass);
+        const int any_pass = __any_sync(active, pass);
+        const int all_pass = __all_sync(active, pass);
+        // Reconverge the active lanes so that __activemask sees all of them.
+        __syncwarp(active);
+        const unsigned int mask = __activemask();
+        const int leader = __ffs(mask) - 1;
 
-    ranks[i] = __popc(ballot & ((1u << lane) - 1u));
-    if ((int)lane == leader) {
-        unsigned int* r = records + i / XW_WARP * XW_RECORD;
-        r[0] = ballot;
-        r[1] = any_pass != 0;
-        r[2] = all_pass != 0;
-        r[3] = mask;
-        r[4] = __popc(ballot);
-        r[5] = __ffs(ballot);
-        r[6] = leader;
-        r[7] = __popc(mask);
+        ranks[i] = __popc(ballot & ((1u << lane) - 1u));
+        if ((int)lane == leader) {
+            unsigned int* rec = records + i / XW_WARP * XW_RECORD;
+            rec[0] = ballot;
+            rec[1] = any_pass != 0;
+            rec[2] = all_pass != 0;
+            rec[3] = mask;
+            rec[4] = __popc(ballot);
+            rec[5] = __ffs(ballot);
+            rec[6] = leader;
+            rec[7] = __popc(mask);
+        }
     }
 }

@@ -32,75 +32,85 @@ layout(push_constant) uniform Params {
 
 // Words per warp record: ballot, any, all, active mask, popc, ffs, leader, active lanes.
 const uint RECORD = 8u;
+layout(constant_id = 1) const uint ROWS = 4u; // layers of the workgroup's width per workgroup
 
 void main() {
-    uint first = xw_group() * gl_WorkGroupSize.x;
+    // A workgroup handles ROWS layers of its width, every load issued before the first vote;
+    // each layer's warps vote as they would in a workgroup of their own.
+    uint block = gl_WorkGroupSize.x;
+    uint first = xw_group() * block * ROWS;
     // Whole workgroups past the end leave together, so the barriers below stay uniform.
     if (first >= p.n) return;
     uint local = xw_local();
-    uint i = first + local;
     uint lane = local % XW_WARP;
-    bool live = i < p.n;
-    bool pass = false;
-    if (live) {
-        T a = xw_pred_operand(p.a_lo, p.a_hi);
-        T b = xw_pred_operand(p.b_lo, p.b_hi);
-        pass = xw_predicate(src[i], p.pred, a, b);
+    T a = xw_pred_operand(p.a_lo, p.a_hi);
+    T b = xw_pred_operand(p.b_lo, p.b_hi);
+    T v[ROWS];
+    for (uint r = 0u; r < ROWS; ++r) {
+        uint i = first + r * block + local;
+        v[r] = i < p.n ? src[i] : T(0);
     }
+    for (uint r = 0u; r < ROWS; ++r) {
+        // A layer without elements ends the workgroup's work (uniform: the barriers stay so).
+        if (first + r * block >= p.n) break;
+        uint i = first + r * block + local;
+        bool live = i < p.n;
+        bool pass = live && xw_predicate(v[r], p.pred, a, b);
 
-    uint ballot, live_mask, any_pass, all_pass, popc, ffs, rank;
-    bool elected;
-    if (gl_SubgroupSize == XW_WARP) {
-        // The subgroup is the warp: its ballot is one word, counted with scalar bit operations.
-        // Every invocation runs, so the elected one is invocation 0: lane 0, the lowest active
-        // lane of any warp holding an element. Inactive lanes do not count against `all`.
-        ballot = subgroupBallot(pass).x;
-        live_mask = subgroupBallot(live).x;
-        popc = uint(bitCount(ballot));
-        rank = uint(bitCount(ballot & gl_SubgroupLtMask.x));
-        ffs = uint(findLSB(ballot) + 1);
-        any_pass = ballot != 0u ? 1u : 0u;
-        all_pass = ballot == live_mask ? 1u : 0u;
-        elected = lane == 0u && live_mask != 0u;
-    } else if (gl_SubgroupSize > XW_WARP) {
-        // Whole warps in one subgroup: the subgroup operations on the warp's own 32 bits of the
-        // ballot (the other words masked off).
-        uvec4 b = subgroupBallot(pass);
-        uvec4 a = subgroupBallot(live);
-        uint word = gl_SubgroupInvocationID / XW_WARP;
-        uvec4 mine = uvec4(equal(uvec4(0u, 1u, 2u, 3u), uvec4(word))) * 0xffffffffu;
-        uvec4 warp_ballot = b & mine;
-        ballot = b[word];
-        live_mask = a[word];
-        popc = subgroupBallotBitCount(warp_ballot);
-        rank = subgroupBallotExclusiveBitCount(warp_ballot);
-        ffs = popc == 0u ? 0u : subgroupBallotFindLSB(warp_ballot) - word * XW_WARP + 1u;
-        any_pass = ballot != 0u ? 1u : 0u;
-        all_pass = ballot == live_mask ? 1u : 0u;
-        elected = live_mask != 0u && lane == uint(findLSB(live_mask));
-    } else {
-        // The warp spans several subgroups: their ballots meet in shared memory.
-        uvec2 bits = xw_warp_ballot(pass, live);
-        ballot = bits.x;
-        live_mask = bits.y;
-        popc = bitCount(ballot);
-        rank = bitCount(ballot & ((1u << lane) - 1u));
-        ffs = uint(findLSB(ballot) + 1);
-        any_pass = ballot != 0u ? 1u : 0u;
-        all_pass = ballot == live_mask ? 1u : 0u;
-        elected = live_mask != 0u && lane == uint(findLSB(live_mask));
-    }
+        uint ballot, live_mask, any_pass, all_pass, popc, ffs, rank;
+        bool elected;
+        if (gl_SubgroupSize == XW_WARP) {
+            // The subgroup is the warp: its ballot is one word, counted with scalar bit operations.
+            // Every invocation runs, so the elected one is invocation 0: lane 0, the lowest active
+            // lane of any warp holding an element. Inactive lanes do not count against `all`.
+            ballot = subgroupBallot(pass).x;
+            live_mask = subgroupBallot(live).x;
+            popc = uint(bitCount(ballot));
+            rank = uint(bitCount(ballot & gl_SubgroupLtMask.x));
+            ffs = uint(findLSB(ballot) + 1);
+            any_pass = ballot != 0u ? 1u : 0u;
+            all_pass = ballot == live_mask ? 1u : 0u;
+            elected = lane == 0u && live_mask != 0u;
+        } else if (gl_SubgroupSize > XW_WARP) {
+            // Whole warps in one subgroup: the subgroup operations on the warp's own 32 bits of the
+            // ballot (the other words masked off).
+            uvec4 b = subgroupBallot(pass);
+            uvec4 a = subgroupBallot(live);
+            uint word = gl_SubgroupInvocationID / XW_WARP;
+            uvec4 mine = uvec4(equal(uvec4(0u, 1u, 2u, 3u), uvec4(word))) * 0xffffffffu;
+            uvec4 warp_ballot = b & mine;
+            ballot = b[word];
+            live_mask = a[word];
+            popc = subgroupBallotBitCount(warp_ballot);
+            rank = subgroupBallotExclusiveBitCount(warp_ballot);
+            ffs = popc == 0u ? 0u : subgroupBallotFindLSB(warp_ballot) - word * XW_WARP + 1u;
+            any_pass = ballot != 0u ? 1u : 0u;
+            all_pass = ballot == live_mask ? 1u : 0u;
+            elected = live_mask != 0u && lane == uint(findLSB(live_mask));
+        } else {
+            // The warp spans several subgroups: their ballots meet in shared memory.
+            uvec2 bits = xw_warp_ballot(pass, live);
+            ballot = bits.x;
+            live_mask = bits.y;
+            popc = bitCount(ballot);
+            rank = bitCount(ballot & ((1u << lane) - 1u));
+            ffs = uint(findLSB(ballot) + 1);
+            any_pass = ballot != 0u ? 1u : 0u;
+            all_pass = ballot == live_mask ? 1u : 0u;
+            elected = live_mask != 0u && lane == uint(findLSB(live_mask));
+        }
 
-    if (live) ranks[i] = rank;
-    if (elected) {
-        uint r = i / XW_WARP * RECORD;
-        records[r + 0u] = ballot;
-        records[r + 1u] = any_pass;
-        records[r + 2u] = all_pass;
-        records[r + 3u] = live_mask;
-        records[r + 4u] = popc;
-        records[r + 5u] = ffs;
-        records[r + 6u] = uint(findLSB(live_mask));
-        records[r + 7u] = uint(bitCount(live_mask));
+        if (live) ranks[i] = rank;
+        if (elected) {
+            uint rec = i / XW_WARP * RECORD;
+            records[rec + 0u] = ballot;
+            records[rec + 1u] = any_pass;
+            records[rec + 2u] = all_pass;
+            records[rec + 3u] = live_mask;
+            records[rec + 4u] = popc;
+            records[rec + 5u] = ffs;
+            records[rec + 6u] = uint(findLSB(live_mask));
+            records[rec + 7u] = uint(bitCount(live_mask));
+        }
     }
 }

@@ -255,6 +255,10 @@ impl VoteOutput {
     }
 }
 
+/// Layers of [`plan::BLOCK`] elements each workgroup votes on, every load issued before the
+/// first vote (memory-level parallelism; the results do not depend on it).
+pub const ROWS: u32 = 4;
+
 /// Logical warps covering `n` elements.
 pub fn warps(n: usize) -> usize {
     n.div_ceil(WARP)
@@ -280,14 +284,14 @@ pub fn vote<T: PredicateElement>(
     let kernel = Kernel {
         name: "vote",
         elem: T::KIND,
-        consts: &[],
+        consts: &[("ROWS", ROWS)],
     };
     let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
     // Chunks hold whole workgroups, so no warp spans two launches and every chunk's records
     // start at a whole warp.
     let chunk = plan::chunk_elems(info, T::KIND.size(), plan::BLOCK as u64) as usize;
     for (start, n) in plan::chunks(chunk, input.len()) {
-        let groups = plan::grid(info, (n as u64).div_ceil(plan::BLOCK as u64))?;
+        let groups = plan::grid(info, (n as u64).div_ceil(u64::from(plan::BLOCK * ROWS)))?;
         let params = [n as u32, code, a_lo, a_hi, b_lo, b_hi, 0, 0];
         dev.launch(&Launch {
             kernel,
