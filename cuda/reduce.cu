@@ -32,7 +32,7 @@ extern "C" __global__ void reduce(const T* __restrict__ src, T* __restrict__ dst
     const T identity = xw_identity(T(0));
 #if SCOPE == 3
     const T acc = tile_fold(src, group * block * ITEMS, p.n);
-    const T total = butterfly(acc, local, block, stage);
+    const T total = block_total(acc, local, stage);
     if (local == 0) dst[p.dst_index + group] = total;
 #else
     const unsigned i = group * block + local;

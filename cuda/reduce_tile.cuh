@@ -19,6 +19,25 @@ __device__ __forceinline__ T butterfly(T v, unsigned local, unsigned span, T* st
     return v;
 }
 
+// Thread 0's result of butterfly(v, local, blockDim.x, stage), the block's total, with one
+// barrier: the warp levels by shuffles, then the first warp combines the warp totals by the same
+// pairwise tree (lower block always on the left), so the bits are the same. Other threads'
+// results are unspecified. Needs blockDim.x / 32 <= 32.
+__device__ __forceinline__ T block_total(T v, unsigned local, T* stage) {
+    v = butterfly(v, local, XW_WARP, stage);
+    const unsigned warps = blockDim.x / XW_WARP;
+    if (local % XW_WARP == 0) stage[local / XW_WARP] = v;
+    __syncthreads();
+    if (local < XW_WARP) {
+        v = local < warps ? stage[local] : v;
+        for (unsigned s = 1; s < warps; s <<= 1) {
+            const T o = __shfl_xor_sync(XW_FULL_MASK, v, s);
+            v = (local & s) == 0 ? xw_op(v, o) : xw_op(o, v);
+        }
+    }
+    return v;
+}
+
 // The fold, in order, of a[base + k * blockDim.x + threadIdx.x] for k = 0 .. ITEMS-1 (elements
 // at or past n skipped): this thread's part of the tile starting at `base`. A whole tile issues
 // every load before the first fold.

@@ -68,7 +68,7 @@ void main() {
     if (SCOPE == 3u) {
         precise T acc = xw_identity();
         XW_TILE_FOLD(acc, src, group * block * ITEMS, p.n);
-        T total = butterfly(acc, local, block);
+        T total = block_total(acc, local);
         if (local == 0u) dst[p.dst_index + group] = total;
         return;
     }

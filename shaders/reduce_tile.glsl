@@ -21,6 +21,29 @@ T butterfly(T v, uint local, uint span) {
     return v;
 }
 
+// Invocation 0's result of butterfly(v, local, gl_WorkGroupSize.x), the workgroup's total, with
+// one barrier where the subgroups' totals fit in one subgroup: the levels below the subgroup
+// size by shuffles, then the first subgroup combines the subgroup totals by the same pairwise
+// tree (lower block always on the left), so the bits are the same. Other invocations' results
+// are unspecified. Call in uniform control flow.
+T block_total(T v, uint local) {
+    uint sg = gl_SubgroupSize;
+    uint subgroups = gl_WorkGroupSize.x / sg;
+    if (subgroups > sg) return butterfly(v, local, gl_WorkGroupSize.x);
+    v = butterfly(v, local, sg);
+    if (local % sg == 0u) stage[local / sg] = v;
+    barrier();
+    if (local < sg) {
+        // The whole first subgroup is here, so its shuffles are defined.
+        v = local < subgroups ? stage[local] : v;
+        for (uint s = 1u; s < subgroups; s <<= 1u) {
+            T o = xw_shuffle_xor(v, s);
+            v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
+        }
+    }
+    return v;
+}
+
 // acc = the fold, in order, of ARRAY[base + k * block + local] for k = 0 .. ITEMS-1 (elements at
 // or past n skipped): each invocation's part of the tile starting at `base`. A whole tile issues
 // every load before the first fold.
