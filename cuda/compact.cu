@@ -172,6 +172,24 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
     }
 }
 
+// Bit j: the element of step j of the thread's run (from `first`) passes predicate `code`;
+// *count gets the warp's passing elements. Called with a constant code, the predicate's switch
+// folds away.
+__device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW_T (&v)[ITEMS],
+                                                     unsigned int first, bool whole,
+                                                     const CompactParams& p, XW_T a, XW_T b,
+                                                     unsigned int* count) {
+    unsigned int kept = 0, c = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const bool pass = (whole || first + j * XW_WARP < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= (unsigned int)pass << j;
+        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    }
+    *count = c;
+    return kept;
+}
+
 extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
@@ -214,13 +232,17 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
     const unsigned int below_lane = (1u << lane) - 1u;
     // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
     // scatter, which costs a ballot per step and saves a register per step).
-    unsigned int kept = 0, count = 0;
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int i = first + j * XW_WARP;
-        const bool pass = (whole || i < p.n) && xw_predicate(v[j], p.pred, a, b);
-        kept |= (unsigned int)pass << j;
-        count += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    // The predicate's code (xw_predicate) is uniform: one branch here instead of one per
+    // element.
+    unsigned int kept, count;
+    switch (p.pred) {
+    case 0: kept = xw_kept_bits(0u, v, first, whole, p, a, b, &count); break;
+    case 1: kept = xw_kept_bits(1u, v, first, whole, p, a, b, &count); break;
+    case 2: kept = xw_kept_bits(2u, v, first, whole, p, a, b, &count); break;
+    case 3: kept = xw_kept_bits(3u, v, first, whole, p, a, b, &count); break;
+    case 4: kept = xw_kept_bits(4u, v, first, whole, p, a, b, &count); break;
+    case 5: kept = xw_kept_bits(5u, v, first, whole, p, a, b, &count); break;
+    default: kept = xw_kept_bits(p.pred, v, first, whole, p, a, b, &count); break;
     }
     // The warp leaders combine their counts in shared memory.
     if (lane == 0) warp_counts[warp] = count;

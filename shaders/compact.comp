@@ -241,6 +241,20 @@ void load_tile(uint t, out T v[ITEMS]) {
     }
 }
 
+// Bit j: the element of step j of the caller's run (from `first`) passes predicate `code`;
+// `count` gets the subgroup's passing elements. Called with a constant code, the predicate's
+// switch folds away.
+uint kept_bits(uint code, T v[ITEMS], uint first, bool whole, T a, T b, out uint count) {
+    uint kept = 0u;
+    count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = (whole || first + j * gl_SubgroupSize < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= uint(pass) << j;
+        count += ballot_count(subgroupBallot(pass));
+    }
+    return kept;
+}
+
 void main() {
     if (OP == OP_RESET) {
         reset_step();
@@ -273,12 +287,17 @@ void main() {
     T b = xw_pred_operand(p.b_lo, p.b_hi);
     // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
     // scatter, which costs a ballot per step and saves a register per step).
-    uint kept = 0u;
-    uint count = 0u;
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        bool pass = (whole || first + j * gl_SubgroupSize < p.n) && xw_predicate(v[j], p.pred, a, b);
-        kept |= uint(pass) << j;
-        count += ballot_count(subgroupBallot(pass));
+    // The predicate's code is uniform: one branch here instead of one per element.
+    uint kept;
+    uint count;
+    switch (p.pred) {
+    case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, whole, a, b, count); break;
+    case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, whole, a, b, count); break;
+    case XW_PRED_NONZERO: kept = kept_bits(XW_PRED_NONZERO, v, first, whole, a, b, count); break;
+    case XW_PRED_GREATER: kept = kept_bits(XW_PRED_GREATER, v, first, whole, a, b, count); break;
+    case XW_PRED_LESS: kept = kept_bits(XW_PRED_LESS, v, first, whole, a, b, count); break;
+    case XW_PRED_IN_RANGE: kept = kept_bits(XW_PRED_IN_RANGE, v, first, whole, a, b, count); break;
+    default: kept = kept_bits(p.pred, v, first, whole, a, b, count); break;
     }
     // The subgroup leaders combine their counts in shared memory.
     if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
