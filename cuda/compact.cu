@@ -1,18 +1,22 @@
 // Stream compaction, one pass over the input, with CUDA's own intrinsics; the twin of
 // shaders/compact.comp, whose header describes the steps (OP) of the plan in src/compact.rs,
-// the tile layout and the tile states: 0 RESET, 1 UNORDERED, 2 STABLE, 3 ACCUMULATE.
+// the tile layout, the tile states and how a chunk hands its end to the next: 0 RESET,
+// 1 UNORDERED, 2 STABLE.
 //
 // A tile is blockDim.x * ITEMS consecutive elements; warp w owns the w-th run of 32 * ITEMS of
 // them and reads it in ITEMS coalesced steps. Per step __ballot_sync and __popc give every
 // passing lane its rank in the warp's run; lane 0 puts the warp's count in shared memory.
-// UNORDERED: thread 0, the tile's leader, does ONE atomicAdd per tile for the tile's count.
-// STABLE: the tile's offset comes from decoupled look-back over a 32-tile window per step
+// UNORDERED: thread 0, the tile's leader, does ONE atomicAdd per tile for the tile's count;
+// the block that finishes last (a done counter) ends the chunk.
+// STABLE: the loads of tile blockIdx are in flight while the block takes its ticket (blocks
+// start in order, so the ticket is almost always that tile; otherwise it loads its own); the
+// tile's offset comes from decoupled look-back over a 32-tile window per step
 // (warp 0, one state per lane, __ballot_sync for the nearest inclusive prefix); after `spin`
 // polls of an unpublished predecessor the block counts that tile itself. The block always
 // synchronises, so tail lanes stay and do not pass.
 //
-// The output pointer is a window of the output starting at element `base`; a chunk writes at
-// total - base + ..., and only when total lies in base .. base + span (span 0: any).
+// The output pointer is a window of the output starting at element `window`; a chunk writes at
+// its base - window + ..., and only when its base lies in window .. window + span (span 0: any).
 //
 // Variant constants: OP, ITEMS.
 
@@ -23,12 +27,16 @@ struct CompactParams {
     unsigned int a_hi;
     unsigned int b_lo;     // second operand (in_range's hi)
     unsigned int b_hi;
-    unsigned int base_lo;  // output element the output pointer starts at, low and high word
-    unsigned int base_hi;
-    unsigned int span;     // the window this launch serves: total - base < span (0: any)
-    unsigned int tiles;    // tiles in this chunk (RESET, ACCUMULATE: tile states to zero)
+    unsigned int window_lo;  // output element the output pointer starts at, low and high word
+    unsigned int window_hi;
+    unsigned int span;     // the window this launch serves: base - window < span (0: any)
+    unsigned int tiles;    // tiles in this chunk (RESET: tile states to zero)
     unsigned int spin;     // polls of an unpublished predecessor before counting its tile here
+    unsigned int slot;     // the slot holding this chunk's base (0 or 1)
+    unsigned int state0;   // this chunk's first tile state
     unsigned int pad0;
+    unsigned int pad1;
+    unsigned int pad2;
 };
 
 #include "predicate.cuh"
@@ -40,14 +48,45 @@ struct CompactParams {
 #define STATE_VALUE (STATE_AGGREGATE - 1u)
 
 // Where the chunk's output starts in the output window, if it starts in this launch's window.
-// Every thread reads the same total, so leaving on `false` is uniform.
-__device__ __forceinline__ bool xw_window_offset(const unsigned long long* total,
-                                                 const CompactParams& p,
+// Every thread reads the same base, so leaving on `false` is uniform.
+__device__ __forceinline__ bool xw_window_offset(unsigned long long base, const CompactParams& p,
                                                  unsigned long long* offset) {
-    const unsigned long long base = ((unsigned long long)p.base_hi << 32) | p.base_lo;
-    const unsigned long long t = *total;
-    *offset = t - base;
-    return t >= base && (p.span == 0 || t - base < p.span);
+    const unsigned long long window = ((unsigned long long)p.window_hi << 32) | p.window_lo;
+    *offset = base - window;
+    return base >= window && (p.span == 0 || base - window < p.span);
+}
+
+// The base of the chunks of slot s: counter[4 + 2s] (low word) and counter[5 + 2s].
+__device__ __forceinline__ unsigned long long xw_base(const unsigned int* counter, unsigned int s) {
+    return ((unsigned long long)counter[5 + 2 * s] << 32) | counter[4 + 2 * s];
+}
+
+// The end of a chunk: total and the next chunk's base become this chunk's base + count.
+__device__ __forceinline__ void xw_finish_chunk(unsigned long long* total, unsigned int* counter,
+                                                const CompactParams& p, unsigned long long base,
+                                                unsigned int count) {
+    const unsigned long long end = base + count;
+    *total = end;
+    const unsigned int next = 4 + 2 * (p.slot ^ 1u);
+    counter[next] = (unsigned int)end;
+    counter[next + 1] = (unsigned int)(end >> 32);
+}
+
+// Loads the thread's ITEMS elements of tile t (a whole tile needs no bounds checks).
+__device__ __forceinline__ void xw_load_tile(const XW_T* __restrict__ in, unsigned int t,
+                                             const CompactParams& p, XW_T (&v)[ITEMS]) {
+    const unsigned int first =
+        t * blockDim.x * ITEMS + threadIdx.x / XW_WARP * XW_WARP * ITEMS + threadIdx.x % XW_WARP;
+    if ((t + 1) * blockDim.x * ITEMS <= p.n) {
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) v[j] = in[first + j * XW_WARP];
+    } else {
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            const unsigned int i = first + j * XW_WARP;
+            v[j] = i < p.n ? in[i] : XW_T(0);
+        }
+    }
 }
 
 __device__ __forceinline__ bool xw_passes(const XW_T* __restrict__ in, unsigned int i,
@@ -133,58 +172,77 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
     }
 }
 
+// Bit j: the element of step j of the thread's run (from `first`) passes predicate `code`;
+// *count gets the warp's passing elements. Called with a constant code, the predicate's switch
+// folds away.
+__device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW_T (&v)[ITEMS],
+                                                     unsigned int first, bool whole,
+                                                     const CompactParams& p, XW_T a, XW_T b,
+                                                     unsigned int* count) {
+    unsigned int kept = 0, c = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const bool pass = (whole || first + j * XW_WARP < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= (unsigned int)pass << j;
+        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    }
+    *count = c;
+    return kept;
+}
+
 extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
                                    CompactParams p) {
-#if OP == 0 || OP == 3
-    // RESET / ACCUMULATE.
+#if OP == 0
+    // RESET: the total, the counters and the first chunk's base.
     const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
     if (i < p.tiles) states[i] = 0;
     if (i != 0) return;
-#if OP == 0
     *total = 0;
-#else
-    *total += counter[0];
-#endif
-    counter[0] = 0;
-    counter[1] = 0;
+    for (unsigned int w = 0; w < 6; ++w) counter[w] = 0;
 #elif OP == 1 || OP == 2
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ unsigned int s_word;
+    __shared__ unsigned int s_ticket;
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
+    const unsigned long long base = xw_base(counter, p.slot);
     unsigned long long out0;
-    if (!xw_window_offset(total, p, &out0)) return;
+    if (!xw_window_offset(base, p, &out0)) return;
+    states += p.state0;
     const unsigned int lane = threadIdx.x % XW_WARP;
     const unsigned int warp = threadIdx.x / XW_WARP;
     unsigned int t = (unsigned int)xw_group();
+    XW_T v[ITEMS];
+    xw_load_tile(in, t, p, v);
 #if OP == 2
-    // Tiles are numbered in the order blocks start, so a tile's predecessors have.
-    if (threadIdx.x == 0) s_word = atomicAdd(&counter[1], 1u);
+    // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
+    // started; the loads above are in flight meanwhile, and a block whose ticket is another
+    // tile loads that one.
+    if (threadIdx.x == 0) s_ticket = atomicAdd(&counter[1], 1u);
     __syncthreads();
-    t = s_word;
-    __syncthreads();
+    t = s_ticket;
+    if (t != (unsigned int)xw_group()) xw_load_tile(in, t, p, v);
 #endif
     const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
     const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
     const unsigned int first = t * blockDim.x * ITEMS + warp * XW_WARP * ITEMS + lane;
+    const bool whole = (t + 1) * blockDim.x * ITEMS <= p.n;
     const unsigned int below_lane = (1u << lane) - 1u;
-    XW_T v[ITEMS];
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int i = first + j * XW_WARP;
-        v[j] = i < p.n ? in[i] : XW_T(0);
-    }
     // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
     // scatter, which costs a ballot per step and saves a register per step).
-    unsigned int kept = 0, count = 0;
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int i = first + j * XW_WARP;
-        const bool pass = i < p.n && xw_predicate(v[j], p.pred, a, b);
-        kept |= (unsigned int)pass << j;
-        count += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    // The predicate's code (xw_predicate) is uniform: one branch here instead of one per
+    // element.
+    unsigned int kept, count;
+    switch (p.pred) {
+    case 0: kept = xw_kept_bits(0u, v, first, whole, p, a, b, &count); break;
+    case 1: kept = xw_kept_bits(1u, v, first, whole, p, a, b, &count); break;
+    case 2: kept = xw_kept_bits(2u, v, first, whole, p, a, b, &count); break;
+    case 3: kept = xw_kept_bits(3u, v, first, whole, p, a, b, &count); break;
+    case 4: kept = xw_kept_bits(4u, v, first, whole, p, a, b, &count); break;
+    case 5: kept = xw_kept_bits(5u, v, first, whole, p, a, b, &count); break;
+    default: kept = xw_kept_bits(p.pred, v, first, whole, p, a, b, &count); break;
     }
     // The warp leaders combine their counts in shared memory.
     if (lane == 0) warp_counts[warp] = count;
@@ -198,7 +256,14 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
     unsigned int tile_base;
 #if OP == 1
     // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory.
-    if (threadIdx.x == 0 && tile_count != 0) s_word = atomicAdd(&counter[0], tile_count);
+    // Then the leader counts the tile done (after its count has landed); the answer is needed
+    // only after the scatter.
+    unsigned int done = 0;
+    if (threadIdx.x == 0) {
+        if (tile_count != 0) s_word = atomicAdd(&counter[0], tile_count);
+        __threadfence();
+        done = atomicAdd(&counter[2], 1u);
+    }
     __syncthreads();
     tile_base = s_word;
 #else
@@ -210,7 +275,11 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
         tile_base = xw_look_back(in, t, states, p, warp_counts);
         if (threadIdx.x == 0) atomicMax(&states[t], STATE_INCLUSIVE | (tile_base + tile_count));
     }
-    if (threadIdx.x == 0 && t + 1 == p.tiles) counter[0] = tile_base + tile_count;
+    // The last ticket: every block of the chunk has taken its own.
+    if (threadIdx.x == 0 && t + 1 == p.tiles) {
+        counter[1] = 0;
+        xw_finish_chunk(total, counter, p, base, tile_base + tile_count);
+    }
 #endif
     XW_T* const dst = out + out0 + tile_base + below;
     unsigned int rank = 0;
@@ -221,6 +290,15 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
         if (pass) dst[rank + __popc(ballot & below_lane)] = v[j];
         rank += __popc(ballot);
     }
+#if OP == 1
+    if (threadIdx.x == 0 && done + 1 == p.tiles) {
+        // Every tile's count has landed: the chunk's count is final.
+        __threadfence();
+        const unsigned int chunk = atomicExch(&counter[0], 0u);
+        counter[2] = 0;
+        xw_finish_chunk(total, counter, p, base, chunk);
+    }
+#endif
 #else
 #error "unknown OP"
 #endif

@@ -4,14 +4,19 @@
 // Stream compaction, one pass over the input, subgroup-size agnostic; the twin of
 // cuda/compact.cu, modelled by src/cpu/compact.rs. OP selects one step of the plan in
 // src/compact.rs:
-//   RESET       the u64 total and the chunk's counters become 0, and so do the first `tiles`
-//               tile states (every workgroup zeroes 256 of them).
+//   RESET       once per call: the u64 total, the counters and the base of the first chunk
+//               become 0, and so do the first `tiles` tile states (every workgroup zeroes 256
+//               of them; each chunk has its own run of states, from `state0`).
 //   UNORDERED   per tile, the hierarchical leader-elected, warp-aggregated enqueue: ONE
-//               atomicAdd per tile on the chunk counter for the tile's passing count.
+//               atomicAdd per tile on the chunk counter for the tile's passing count; the tile
+//               that finishes last (a done counter) sets total and the next chunk's base to
+//               this chunk's base + its count and zeroes the counters.
 //   STABLE      per tile, the tile's offset by decoupled look-back over the tile states, then
-//               an ordered scatter; the last tile leaves the chunk's count in the counter.
-//   ACCUMULATE  total += chunk counter (a u64 as two words), the counters and the first `tiles`
-//               tile states become 0 for the next chunk.
+//               an ordered scatter; the tile with the last ticket sets total and the next
+//               chunk's base to this chunk's base + its inclusive prefix and zeroes the tickets.
+// So a call is one RESET and one launch per chunk and window, and nothing runs after them.
+// The base of chunk k is in slot k % 2 (`slot`): the launches of chunk k for other windows
+// still read it after the chunk has written slot (k + 1) % 2.
 //
 // A tile is gl_WorkGroupSize.x * ITEMS consecutive elements. Subgroup s of the workgroup owns
 // the s-th run of gl_SubgroupSize * ITEMS of them and reads it in ITEMS coalesced steps (step j:
@@ -35,12 +40,14 @@
 // the whole workgroup counts that tile from the input itself and publishes its aggregate (the
 // very value the tile will publish).
 //
-// The output binding is a window of the output starting at element `base` (two words); a chunk
-// writes at total - base + ..., and only when total lies in base .. base + span (span 0: any).
+// The output binding is a window of the output starting at element `window` (two words); a
+// chunk writes at its base - window + ..., and only when its base lies in window .. window +
+// span (span 0: any).
 // The host launches one UNORDERED/STABLE per window the chunk's output may start in; every
 // workgroup of the others leaves at once, before taking a ticket.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -52,7 +59,6 @@ layout(constant_id = 2) const uint ITEMS = 16u;
 const uint OP_RESET = 0u;
 const uint OP_UNORDERED = 1u;
 const uint OP_STABLE = 2u;
-const uint OP_ACCUMULATE = 3u;
 
 const uint STATE_AGGREGATE = 1u << 30;
 const uint STATE_INCLUSIVE = 2u << 30;
@@ -61,9 +67,12 @@ const uint STATE_VALUE = STATE_AGGREGATE - 1u;
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
 layout(std430, binding = 2) buffer Total { uint total[]; };  // the u64 count, low word first
-// [0]: this chunk's count; [1]: the chunk's tile tickets (STABLE).
+// [0]: this chunk's count (UNORDERED); [1]: the chunk's tile tickets (STABLE); [2]: tiles done
+// (UNORDERED); [4 + 2 * s], [5 + 2 * s]: the base of the chunks of slot s, low word first.
 layout(std430, binding = 3) coherent buffer Counter { uint counter[]; };
-layout(std430, binding = 4) coherent buffer States { uint states[]; };  // tile states
+// Tile states, read with plain loads while other workgroups publish (volatile: every poll
+// reads memory again).
+layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
 layout(push_constant) uniform Params {
     uint n;        // elements in this chunk
     uint pred;     // predicate code (vote_predicate.glsl)
@@ -71,12 +80,16 @@ layout(push_constant) uniform Params {
     uint a_hi;
     uint b_lo;     // second operand (in_range's hi)
     uint b_hi;
-    uint base_lo;  // output element the output binding starts at, low and high word
-    uint base_hi;
-    uint span;     // the window this launch serves: total - base < span (0: any)
-    uint tiles;    // tiles in this chunk (RESET, ACCUMULATE: tile states to zero)
+    uint window_lo;  // output element the output binding starts at, low and high word
+    uint window_hi;
+    uint span;     // the window this launch serves: base - window < span (0: any)
+    uint tiles;    // tiles in this chunk (RESET: tile states to zero)
     uint spin;     // polls of an unpublished predecessor before counting its tile here
+    uint slot;     // the slot holding this chunk's base (0 or 1)
+    uint state0;   // this chunk's first tile state
     uint pad0;
+    uint pad1;
+    uint pad2;
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
@@ -84,14 +97,15 @@ const uint TILE = gl_WorkGroupSize.x * ITEMS;
 // One entry per subgroup (a subgroup has at least one invocation).
 shared uint sg_counts[gl_WorkGroupSize.x];
 shared uint s_word;
+shared uint s_ticket;
 shared int s_stalled;
 
 // Where the chunk's output starts in the output binding, if it starts in this launch's window.
-// Every invocation reads the same total, so leaving on `false` is uniform.
-bool window_offset(out uint offset) {
+// Every invocation reads the same base, so leaving on `false` is uniform.
+bool window_offset(uvec2 base, out uint offset) {
     uint borrow;
-    offset = usubBorrow(total[0], p.base_lo, borrow);
-    uint high = total[1] - p.base_hi - borrow;
+    offset = usubBorrow(base.x, p.window_lo, borrow);
+    uint high = base.y - p.window_hi - borrow;
     return high == 0u && (p.span == 0u || offset < p.span);
 }
 
@@ -99,16 +113,33 @@ void reset_step() {
     uint i = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
     if (i < p.tiles) states[i] = 0u;
     if (i != 0u) return;
-    if (OP == OP_RESET) {
-        total[0] = 0u;
-        total[1] = 0u;
-    } else {
-        uint carry;
-        total[0] = uaddCarry(total[0], counter[0], carry);
-        total[1] += carry;
-    }
-    counter[0] = 0u;
-    counter[1] = 0u;
+    total[0] = 0u;
+    total[1] = 0u;
+    for (uint w = 0u; w < 6u; ++w) counter[w] = 0u;
+}
+
+// The end of a chunk: total and the next chunk's base become this chunk's base + count.
+void finish_chunk(uvec2 base, uint count) {
+    uint carry;
+    uvec2 end;
+    end.x = uaddCarry(base.x, count, carry);
+    end.y = base.y + carry;
+    total[0] = end.x;
+    total[1] = end.y;
+    uint next = 4u + 2u * (p.slot ^ 1u);
+    counter[next] = end.x;
+    counter[next + 1u] = end.y;
+}
+
+// The passing lanes of a ballot: all of them, and those below the caller. A subgroup of 32
+// counts its one-word ballot with scalar bit operations.
+uint ballot_count(uvec4 b) {
+    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x));
+    return subgroupBallotBitCount(b);
+}
+uint ballot_rank(uvec4 b) {
+    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x & gl_SubgroupLtMask.x));
+    return subgroupBallotExclusiveBitCount(b);
 }
 
 bool passes(uint i) {
@@ -126,8 +157,8 @@ uint run_first(uint t) {
 uint count_tile(uint t) {
     uint first = run_first(t);
     uint count = 0u;
-    for (uint j = 0u; j < ITEMS; ++j) {
-        count += subgroupBallotBitCount(subgroupBallot(passes(first + j * gl_SubgroupSize)));
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        count += ballot_count(subgroupBallot(passes(first + j * gl_SubgroupSize)));
     }
     barrier();  // sg_counts may still be read by the caller's previous round
     if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
@@ -161,7 +192,7 @@ uint look_back(uint k) {
                 uvec4 empty;
                 for (uint poll = 0u;; ++poll) {
                     // Tiles before the chunk count as an inclusive prefix of 0.
-                    s = t >= 0 ? atomicOr(states[t], 0u) : STATE_INCLUSIVE;
+                    s = t >= 0 ? states[p.state0 + uint(t)] : STATE_INCLUSIVE;
                     uvec4 inclusive = subgroupBallot(s >= STATE_INCLUSIVE);
                     any_inclusive = inclusive != uvec4(0u);
                     limit = any_inclusive ? subgroupBallotFindLSB(inclusive) : gl_SubgroupSize - 1u;
@@ -189,7 +220,7 @@ uint look_back(uint k) {
         // A predecessor that has published nothing after `spin` polls: count its tile here.
         uint c = count_tile(uint(stalled));
         if (gl_LocalInvocationIndex == 0u) {
-            atomicMax(states[stalled], STATE_AGGREGATE | c);
+            atomicMax(states[p.state0 + uint(stalled)], STATE_AGGREGATE | c);
             memoryBarrierBuffer();
         }
         barrier();
@@ -197,42 +228,76 @@ uint look_back(uint k) {
     return 0u;
 }
 
+// Loads the caller's ITEMS elements of tile t (a whole tile needs no bounds checks).
+void load_tile(uint t, out T v[ITEMS]) {
+    uint first = run_first(t);
+    if ((t + 1u) * TILE <= p.n) {
+        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) v[j] = src[first + j * gl_SubgroupSize];
+    } else {
+        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+            uint i = first + j * gl_SubgroupSize;
+            v[j] = i < p.n ? src[i] : T(0);
+        }
+    }
+}
+
+// Bit j: the element of step j of the caller's run (from `first`) passes predicate `code`;
+// `count` gets the subgroup's passing elements. Called with a constant code, the predicate's
+// switch folds away.
+uint kept_bits(uint code, T v[ITEMS], uint first, bool whole, T a, T b, out uint count) {
+    uint kept = 0u;
+    count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = (whole || first + j * gl_SubgroupSize < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= uint(pass) << j;
+        count += ballot_count(subgroupBallot(pass));
+    }
+    return kept;
+}
+
 void main() {
-    if (OP == OP_RESET || OP == OP_ACCUMULATE) {
+    if (OP == OP_RESET) {
         reset_step();
         return;
     }
     // Whole workgroups leave together, so the barriers below stay uniform.
     if (xw_group() >= p.tiles) return;
+    uvec2 base = uvec2(counter[4u + 2u * p.slot], counter[5u + 2u * p.slot]);
     uint out0 = 0u;
-    if (!window_offset(out0)) return;
+    if (!window_offset(base, out0)) return;
     uint local = gl_LocalInvocationIndex;
     uint t = xw_group();
+    T v[ITEMS];
+    // Load ITEMS coalesced steps. STABLE: tiles are numbered in the order workgroups take a
+    // ticket, so a tile's predecessors have started; the loads of tile `group` are in flight
+    // while the ticket comes (devices that start workgroups in order hand out exactly that
+    // one), and a workgroup with another ticket loads its tile again.
+    load_tile(t, v);
     if (OP == OP_STABLE) {
-        // Tiles are numbered in the order workgroups start, so a tile's predecessors have.
-        if (local == 0u) s_word = atomicAdd(counter[1], 1u);
+        if (local == 0u) s_ticket = atomicAdd(counter[1], 1u);
         barrier();
-        t = s_word;
-        barrier();
+        t = s_ticket;
+        if (t != xw_group()) load_tile(t, v);
     }
 
-    // Load ITEMS coalesced steps, then ballot each: which pass, and the subgroup's count.
+    // Ballot each step: which pass, and the subgroup's count.
     uint first = run_first(t);
-    T v[ITEMS];
+    bool whole = (t + 1u) * TILE <= p.n;
     T a = xw_pred_operand(p.a_lo, p.a_hi);
     T b = xw_pred_operand(p.b_lo, p.b_hi);
-    for (uint j = 0u; j < ITEMS; ++j) {
-        uint i = first + j * gl_SubgroupSize;
-        v[j] = i < p.n ? src[i] : T(0);
-    }
     // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
     // scatter, which costs a ballot per step and saves a register per step).
-    uint kept = 0u;
-    uint count = 0u;
-    for (uint j = 0u; j < ITEMS; ++j) {
-        bool pass = first + j * gl_SubgroupSize < p.n && xw_predicate(v[j], p.pred, a, b);
-        kept |= uint(pass) << j;
-        count += subgroupBallotBitCount(subgroupBallot(pass));
+    // The predicate's code is uniform: one branch here instead of one per element.
+    uint kept;
+    uint count;
+    switch (p.pred) {
+    case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, whole, a, b, count); break;
+    case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, whole, a, b, count); break;
+    case XW_PRED_NONZERO: kept = kept_bits(XW_PRED_NONZERO, v, first, whole, a, b, count); break;
+    case XW_PRED_GREATER: kept = kept_bits(XW_PRED_GREATER, v, first, whole, a, b, count); break;
+    case XW_PRED_LESS: kept = kept_bits(XW_PRED_LESS, v, first, whole, a, b, count); break;
+    case XW_PRED_IN_RANGE: kept = kept_bits(XW_PRED_IN_RANGE, v, first, whole, a, b, count); break;
+    default: kept = kept_bits(p.pred, v, first, whole, a, b, count); break;
     }
     // The subgroup leaders combine their counts in shared memory.
     if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
@@ -246,28 +311,47 @@ void main() {
     }
 
     uint tile_base;
+    uint done = 0u;
     if (OP == OP_UNORDERED) {
         // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory.
-        if (local == 0u && tile_count != 0u) s_word = atomicAdd(counter[0], tile_count);
+        // Then the leader counts the tile done (after its count has landed); the answer is
+        // needed only after the scatter.
+        if (local == 0u) {
+            if (tile_count != 0u) s_word = atomicAdd(counter[0], tile_count);
+            memoryBarrierBuffer();
+            done = atomicAdd(counter[2], 1u);
+        }
         barrier();
         tile_base = s_word;
     } else {
         tile_base = 0u;
         if (t == 0u) {
-            if (local == 0u) atomicMax(states[t], STATE_INCLUSIVE | tile_count);
+            if (local == 0u) atomicMax(states[p.state0], STATE_INCLUSIVE | tile_count);
         } else {
-            if (local == 0u) atomicMax(states[t], STATE_AGGREGATE | tile_count);
+            if (local == 0u) atomicMax(states[p.state0 + t], STATE_AGGREGATE | tile_count);
             tile_base = look_back(t);
-            if (local == 0u) atomicMax(states[t], STATE_INCLUSIVE | (tile_base + tile_count));
+            if (local == 0u) atomicMax(states[p.state0 + t], STATE_INCLUSIVE | (tile_base + tile_count));
         }
-        if (local == 0u && t + 1u == p.tiles) counter[0] = tile_base + tile_count;
+        // The last ticket: every workgroup of the chunk has taken its own.
+        if (local == 0u && t + 1u == p.tiles) {
+            counter[1] = 0u;
+            finish_chunk(base, tile_base + tile_count);
+        }
     }
 
     uint at = out0 + tile_base + below;
-    for (uint j = 0u; j < ITEMS; ++j) {
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
         uvec4 ballot = subgroupBallot(pass);
-        if (pass) dst[at + subgroupBallotExclusiveBitCount(ballot)] = v[j];
-        at += subgroupBallotBitCount(ballot);
+        if (pass) dst[at + ballot_rank(ballot)] = v[j];
+        at += ballot_count(ballot);
+    }
+
+    if (OP == OP_UNORDERED && local == 0u && done + 1u == p.tiles) {
+        // Every tile's count has landed: the chunk's count is final.
+        memoryBarrierBuffer();
+        uint chunk = atomicExchange(counter[0], 0u);
+        counter[2] = 0u;
+        finish_chunk(base, chunk);
     }
 }

@@ -25,11 +25,13 @@
 //! Everything stays on the device: the count lands in a [`DeviceVec<u64>`] and the elements in
 //! the output's first `count` slots, so an application can chain further kernels with no host
 //! copy. Nothing past `count` is written. Any length works, including 0: inputs longer than one
-//! launch go in chunks (at most 2^29 elements each), each with a 32-bit counter that a small
-//! step adds into the 64-bit total (held as two 32-bit words, so no 64-bit atomics are needed),
-//! and the next chunk reads its base from the device. Where the output exceeds the largest
-//! range one kernel binding may span, each chunk is launched once per window of the output its
-//! result may start in; the launches for the other windows leave at once.
+//! launch go in chunks (at most 2^29 elements each), each with a 32-bit counter; the chunk's
+//! last tile (unordered: the last to finish; stable: the last ticket) writes the 64-bit total
+//! and the next chunk's base (held as two 32-bit words, so no 64-bit atomics are needed), and
+//! the next chunk reads its base from the device. A call is one small reset launch and one
+//! launch per chunk. Where the output exceeds the largest range one kernel binding may span,
+//! each chunk is launched once per window of the output its result may start in; the launches
+//! for the other windows leave at once.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -115,14 +117,20 @@ pub const MIN_BINDING_ELEMS: usize = 2 * tile_elems(4);
 /// The most elements of one chunk: tile states hold a chunk's counts in 30 bits.
 const MAX_CHUNK: u64 = 1 << 29;
 
+/// Words of the kernels' parameter block (`Params` / `CompactParams`).
+const PARAMS: usize = 16;
+
 /// The steps of the plan: `OP` in `shaders/compact.comp` and `cuda/compact.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Reset = 0,
     Unordered = 1,
     Stable = 2,
-    Accumulate = 3,
 }
+
+/// Words of the counter scratch: the chunk's count, tickets and tiles done, a spare word, and
+/// two slots of a chunk base (u64 as two words) that chunks use in turn.
+const COUNTER_WORDS: usize = 8;
 
 /// Compacts the elements of `input` that pass `pred` into the first `count` elements of
 /// `output`, and writes `count` into `count[0]`, all on the device. `output` must hold at
@@ -185,14 +193,12 @@ pub fn compact_tuned<T: PredicateElement>(
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
     let plan = Plan::new(info, T::KIND.size(), n, tuning);
-    // Scratch: [0] the chunk's count, [1] its tile tickets; one tile state per tile of a chunk
-    // (stable only).
-    let counter = DeviceVec::<u32>::alloc(dev, 4)?;
+    // Scratch: [0] the chunk's count, [1] its tile tickets, [2] its tiles done, [4..8] the
+    // chunk bases; one tile state per tile of the input, each chunk its own run (stable only:
+    // a few bytes per 16 KiB of input, zeroed once by the reset).
+    let counter = DeviceVec::<u32>::alloc(dev, COUNTER_WORDS)?;
     let states = match order {
-        Order::Stable => Some(DeviceVec::<u32>::alloc(
-            dev,
-            plan.chunk.min(n).div_ceil(plan.tile).max(1),
-        )?),
+        Order::Stable => Some(DeviceVec::<u32>::alloc(dev, n.div_ceil(plan.tile).max(1))?),
         Order::Unordered => None,
     };
     let launcher = Launcher {
@@ -206,21 +212,27 @@ pub fn compact_tuned<T: PredicateElement>(
         counter: &counter,
         states: states.as_ref(),
     };
-    launcher.reset(Step::Reset)?;
+    launcher.reset()?;
     let step = match order {
         Order::Stable => Step::Stable,
         Order::Unordered => Step::Unordered,
     };
     let mut start = 0;
+    let mut slot = 0;
     while start < n {
         let len = plan.chunk.min(n - start);
         let src = input.binding(start, len);
-        let tiles = len.div_ceil(plan.tile);
+        let chunk = ChunkLaunch {
+            len,
+            tiles: len.div_ceil(plan.tile),
+            slot,
+            state0: start / plan.tile,
+        };
         for window in plan.windows(start) {
             let dst = output.binding(window.first, window.len);
-            launcher.launch(step, len, tiles, src, dst, window)?;
+            launcher.launch(step, chunk, src, dst, window)?;
         }
-        launcher.reset(Step::Accumulate)?;
+        slot ^= 1;
         start += len;
     }
     Ok(())
@@ -265,6 +277,19 @@ struct Window {
     first: usize,
     len: usize,
     span: usize,
+}
+
+/// One chunk of the input as its launches see it.
+#[derive(Clone, Copy, Debug)]
+struct ChunkLaunch {
+    /// Elements.
+    len: usize,
+    /// Tiles.
+    tiles: usize,
+    /// The slot of the counter scratch holding the chunk's base (chunks alternate).
+    slot: u32,
+    /// The chunk's first tile state: its first tile in the whole input.
+    state0: usize,
 }
 
 /// Chunk and window sizes for one compaction.
@@ -343,20 +368,20 @@ impl Launcher<'_> {
     fn states(&self) -> (Binding<'_>, usize) {
         match self.states {
             Some(s) => (s.binding(0, s.len()), s.len()),
-            None => (self.counter.binding(0, 4), 0),
+            None => (self.counter.binding(0, COUNTER_WORDS), 0),
         }
     }
 
-    /// RESET or ACCUMULATE: the total and the counters, and every tile state zeroed. The
-    /// kernel declares every binding; those the step does not touch get the counter.
-    fn reset(&self, step: Step) -> Result<()> {
-        let c = self.counter.binding(0, 4);
+    /// RESET: the total, the counters, the first chunk's base and every tile state zeroed.
+    /// The kernel declares every binding; those the step does not touch get the counter.
+    fn reset(&self) -> Result<()> {
+        let c = self.counter.binding(0, COUNTER_WORDS);
         let (states, words) = self.states();
         let groups = plan::grid(self.info, (words as u64).div_ceil(BLOCK as u64).max(1))?;
-        let mut params = [0u32; 12];
+        let mut params = [0u32; PARAMS];
         params[9] = words as u32;
         self.run(
-            step,
+            Step::Reset,
             groups,
             [c, c, self.count.binding(0, 1), c, states],
             params,
@@ -366,27 +391,30 @@ impl Launcher<'_> {
     fn launch(
         &self,
         step: Step,
-        len: usize,
-        tiles: usize,
+        chunk: ChunkLaunch,
         src: Binding<'_>,
         dst: Binding<'_>,
         window: Window,
     ) -> Result<()> {
-        let groups = plan::grid(self.info, tiles as u64)?;
+        let groups = plan::grid(self.info, chunk.tiles as u64)?;
         let [code, a_lo, a_hi, b_lo, b_hi] = self.words;
-        let base = window.first as u64;
+        let first = window.first as u64;
         let params = [
-            len as u32,
+            chunk.len as u32,
             code,
             a_lo,
             a_hi,
             b_lo,
             b_hi,
-            base as u32,
-            (base >> 32) as u32,
+            first as u32,
+            (first >> 32) as u32,
             window.span as u32,
-            tiles as u32,
+            chunk.tiles as u32,
             self.spin,
+            chunk.slot,
+            chunk.state0 as u32,
+            0,
+            0,
             0,
         ];
         let (states, _) = self.states();
@@ -394,7 +422,7 @@ impl Launcher<'_> {
             src,
             dst,
             self.count.binding(0, 1),
-            self.counter.binding(0, 4),
+            self.counter.binding(0, COUNTER_WORDS),
             states,
         ];
         self.run(step, groups, bindings, params)
@@ -405,7 +433,7 @@ impl Launcher<'_> {
         step: Step,
         groups: [u32; 2],
         bindings: [Binding<'_>; 5],
-        params: [u32; 12],
+        params: [u32; PARAMS],
     ) -> Result<()> {
         let consts = [("OP", step as u32), ("ITEMS", self.items)];
         self.dev.launch(&Launch {

@@ -1235,7 +1235,7 @@ mod tests {
                 panic!("{k}: {e}");
             }
             let items = crate::compact::items_per_thread(elem.size());
-            for op in 0..4 {
+            for op in 0..3 {
                 let consts = [("OP", op), ("ITEMS", items)];
                 let k = Kernel {
                     name: "compact",
