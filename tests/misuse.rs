@@ -365,7 +365,7 @@ fn invalid_offsets_name_the_offset_and_its_range() {
                 r,
                 "max_launch_elems",
                 &m.to_string(),
-                "multiple of 2048",
+                &format!("multiple of {}", scan::TILE),
             );
         }
         assert_untouched(dev, label, &dst, 99);
@@ -1213,8 +1213,11 @@ fn needs(family: &str) -> Vec<SubgroupFeatures> {
     use SubgroupFeatures as F;
     let shuffles = F::BASIC | F::SHUFFLE | F::SHUFFLE_RELATIVE;
     match family {
-        "shfl" | "shfl up" | "warp reduce" | "block reduce" | "device reduce" | "device scan"
-        | "stencil" => vec![shuffles],
+        "shfl" | "shfl up" | "warp reduce" | "block reduce" | "device reduce" | "stencil" => {
+            vec![shuffles]
+        }
+        // The scan's shuffles, then the look-back's ballots.
+        "device scan" => vec![shuffles, F::BALLOT],
         "vote" => vec![F::BASIC | F::VOTE | F::BALLOT],
         "compact" | "compact unordered" => vec![F::BASIC | F::BALLOT | F::SHUFFLE],
         // The rung, then a device reduce of its partials.
