@@ -8,7 +8,10 @@
 //! stores are coalesced) and gets the tile's exclusive prefix by decoupled look-back over the
 //! tiles before it, which publish their totals and inclusive prefixes as they go. The look-back
 //! reads the flags of 32 predecessors at once (one subgroup with ballots where subgroups have
-//! 32 lanes or more, shared memory otherwise). Vulkan promises no forward progress between
+//! 32 lanes or more, shared memory otherwise). 32-bit types keep each tile's flag and value
+//! together (one 64-bit word on CUDA; on Vulkan two 32-bit words, each with the flag and half
+//! the value, so that no 64-bit atomics are needed), so the poll brings the values along and
+//! the usual look-back is one round trip and one barrier. Vulkan promises no forward progress between
 //! workgroups, so a tile that waits too long for its predecessors reduces the unpublished ones
 //! itself: it cannot deadlock on any conformant device. [`Tuning::spin`] sets how long it
 //! waits; 0 always takes the fallback. The tile flags are zeroed by a small kernel launched
@@ -202,7 +205,8 @@ pub fn device_scan_tuned<T: Reduce>(
     let tiles = n_total.div_ceil(TILE);
     let launches = n_total.div_ceil(chunk);
     let counters = DeviceVec::<u32>::alloc(dev, launches)?;
-    let flags = DeviceVec::<u32>::alloc(dev, tiles)?;
+    // Two words of tile state per tile: 32-bit types keep flag and value in them together.
+    let flags = DeviceVec::<u32>::alloc(dev, 2 * tiles)?;
     let aggregates = DeviceVec::<T>::alloc(dev, tiles)?;
     let inclusives = DeviceVec::<T>::alloc(dev, tiles)?;
     let consts = [
@@ -217,19 +221,19 @@ pub fn device_scan_tuned<T: Reduce>(
     };
     // Zero the tile flags and counters (the same kernel in its clearing mode).
     let first = chunk.min(n_total);
-    let clear = [0, tiles as u32, 0, launches as u32, 0, 1];
+    let clear = [0, 2 * tiles as u32, 0, launches as u32, 0, 1];
     dev.launch(&Launch {
         kernel,
         block: BLOCK,
         groups: plan::grid(
             dev.info(),
-            tiles.max(launches).div_ceil(BLOCK as usize) as u64,
+            (2 * tiles).max(launches).div_ceil(BLOCK as usize) as u64,
         )?,
         bindings: &[
             input.binding(0, first),
             output.binding(0, first),
             counters.binding(0, launches),
-            flags.binding(0, tiles),
+            flags.binding(0, 2 * tiles),
             aggregates.binding(0, tiles),
             inclusives.binding(0, tiles),
         ],
@@ -256,7 +260,7 @@ pub fn device_scan_tuned<T: Reduce>(
                 input.binding(start, n),
                 output.binding(start, n),
                 counters.binding(0, launches),
-                flags.binding(0, tile0 + launch_tiles),
+                flags.binding(0, 2 * (tile0 + launch_tiles)),
                 aggregates.binding(0, tile0 + launch_tiles),
                 inclusives.binding(0, tile0 + launch_tiles),
             ],
