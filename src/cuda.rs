@@ -86,6 +86,15 @@ const DRIVER_WITH_PARAM_INFO: c_int = 12040;
 /// First driver (12.8) with `cuEventElapsedTime_v2`, which cudarc calls with `cuda-13000`.
 const DRIVER_WITH_ELAPSED_V2: c_int = 12080;
 
+/// The number of parameters the PTX entry `name` declares (`.param` lines of its parameter
+/// list), or `None` when the entry is not found.
+fn entry_param_count(ptx: &str, name: &str) -> Option<usize> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let list = &ptx[start..];
+    let end = list.find(')')?;
+    Some(list[..end].matches(".param").count())
+}
+
 /// Maps a driver error to [`Error::Cuda`] naming what was being done.
 fn cuda_err(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| Error::Cuda {
@@ -695,6 +704,7 @@ impl CudaDevice {
     /// Compiles `k` with NVRTC and loads it into the context.
     fn build(&self, k: &Kernel<'_>) -> Result<Loaded> {
         let ptx = compile(k, self.arch)?;
+        let declared = entry_param_count(&ptx.to_src(), k.name);
         let module = self.ctx.load_module(ptx).map_err(|e| Error::Cuda {
             call: "cuModuleLoadData",
             reason: if e.0 == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
@@ -711,33 +721,31 @@ impl CudaDevice {
         let func = module
             .load_function(k.name)
             .map_err(cuda_err("cuModuleGetFunction"))?;
-        let params = self.param_sizes(&func);
+        let params = declared.and_then(|count| self.param_sizes(&func, count));
         Ok(Loaded { func, params })
     }
 
-    /// Sizes of the kernel's declared parameters, or `None` where the driver cannot say
-    /// (before 12.4, or on any error).
-    fn param_sizes(&self, func: &CudaFunction) -> Option<Vec<usize>> {
-        if self.driver_version < DRIVER_WITH_PARAM_INFO {
+    /// Sizes of the kernel's `count` declared parameters (counted in its PTX, so no query asks
+    /// past the last one), or `None` where the driver cannot say (before 12.4, or on any error).
+    fn param_sizes(&self, func: &CudaFunction, count: usize) -> Option<Vec<usize>> {
+        if self.driver_version < DRIVER_WITH_PARAM_INFO || count > MAX_KERNEL_PARAMS {
             return None;
         }
         self.ctx.bind_to_thread().ok()?;
         let mut sizes = Vec::new();
-        for index in 0..MAX_KERNEL_PARAMS {
+        for index in 0..count {
             let (mut offset, mut size) = (0usize, 0usize);
             // SAFETY: the function handle is valid while `func` (which holds its module) lives;
             // the out-pointers point at live locals; this device's context is current.
             let r = unsafe {
                 sys::cuFuncGetParamInfo(func.cu_function(), index, &mut offset, &mut size)
             };
-            match r {
-                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
-                // Past the last parameter.
-                sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
-                _ => return None,
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return None;
             }
+            sizes.push(size);
         }
-        None
+        Some(sizes)
     }
 }
 
@@ -1070,6 +1078,15 @@ mod tests {
     }
 
     #[test]
+    fn entry_parameters_are_counted_from_ptx() {
+        let ptx = ".visible .entry shfl(\n\t.param .u64 .ptr .align 1 shfl_param_0,\n\t\
+                   .param .u64 shfl_param_1,\n\t.param .align 16 .b8 shfl_param_2[128]\n)\n{";
+        assert_eq!(entry_param_count(ptx, "shfl"), Some(3));
+        assert_eq!(entry_param_count(ptx, "vote"), None);
+        assert_eq!(entry_param_count(".entry none(\n)\n{", "none"), Some(0));
+    }
+
+    #[test]
     fn param_block_is_max_params_bytes() {
         assert_eq!(std::mem::size_of::<ParamBlock>(), MAX_PARAMS);
     }
@@ -1274,7 +1291,10 @@ mod tests {
                         consts: &consts,
                     };
                     match compile(&k, arch) {
-                        Ok(ptx) => assert!(ptx.to_src().contains(".entry shfl"), "{k}"),
+                        Ok(ptx) => {
+                            // Two buffers and the parameter block.
+                            assert_eq!(entry_param_count(&ptx.to_src(), "shfl"), Some(3), "{k}")
+                        }
                         Err(e) => panic!("{k}: {e}"),
                     }
                 }
