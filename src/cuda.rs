@@ -1091,16 +1091,40 @@ mod tests {
         assert_eq!(std::mem::size_of::<ParamBlock>(), MAX_PARAMS);
     }
 
+    /// The architecture NVRTC compiles for on a 9.0 device, or `None` (said on stderr) where
+    /// NVRTC is not installed: the compile tests then have nothing to check.
+    fn nvrtc_arch_for_tests() -> Option<u32> {
+        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("NVRTC not found: skipping");
+            return None;
+        }
+        Some(pick_arch(90))
+    }
+
+    /// Compiles one kernel variant and returns the parameter count of its PTX entry; panics
+    /// with the variant and NVRTC's log on failure, or when the entry is missing.
+    fn compiles(
+        name: &'static str,
+        elem: ElemKind,
+        consts: &[(&'static str, u32)],
+        arch: u32,
+    ) -> usize {
+        let k = Kernel { name, elem, consts };
+        match compile(&k, arch) {
+            Ok(ptx) => entry_param_count(&ptx.to_src(), name)
+                .unwrap_or_else(|| panic!("{k}: no `.entry {name}` in the PTX")),
+            Err(e) => panic!("{k}: {e}"),
+        }
+    }
+
     /// Compiles every variant of the reduce kernel the library launches when NVRTC is
     /// installed (no GPU needed).
     #[test]
     fn reduce_compiles_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
+        };
         for elem in ElemKind::ALL {
             let ops = if matches!(elem, ElemKind::F32 | ElemKind::F64) {
                 4
@@ -1109,16 +1133,12 @@ mod tests {
             };
             for op in 0..ops {
                 for scope in 0..4 {
-                    let consts = [("OP", op), ("SCOPE", scope), ("ITEMS", 16)];
-                    let k = Kernel {
-                        name: "reduce",
-                        elem,
-                        consts: &consts,
-                    };
-                    match compile(&k, arch) {
-                        Ok(ptx) => assert!(ptx.to_src().contains(".entry reduce"), "{k}"),
-                        Err(e) => panic!("{k}: {e}"),
-                    }
+                    let consts = [
+                        ("OP", op),
+                        ("SCOPE", scope),
+                        ("ITEMS", crate::reduce::ITEMS),
+                    ];
+                    compiles("reduce", elem, &consts, arch);
                 }
             }
         }
@@ -1127,36 +1147,22 @@ mod tests {
     /// Compiles every variant of the scan kernels the library launches when NVRTC is installed.
     #[test]
     fn scan_compiles_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
+        };
         for elem in ElemKind::ALL {
             for op in [0, 2, 3] {
                 for exclusive in [0, 1] {
                     for scope in [0, 1] {
                         let consts = [("OP", op), ("SCOPE", scope), ("EXCLUSIVE", exclusive)];
-                        let k = Kernel {
-                            name: "scan",
-                            elem,
-                            consts: &consts,
-                        };
-                        if let Err(e) = compile(&k, arch) {
-                            panic!("{k}: {e}");
-                        }
+                        compiles("scan", elem, &consts, arch);
                     }
-                    let consts = [("OP", op), ("EXCLUSIVE", exclusive), ("ITEMS", 8)];
-                    let k = Kernel {
-                        name: "scan_device",
-                        elem,
-                        consts: &consts,
-                    };
-                    match compile(&k, arch) {
-                        Ok(ptx) => assert!(ptx.to_src().contains(".entry scan_device"), "{k}"),
-                        Err(e) => panic!("{k}: {e}"),
-                    }
+                    let consts = [
+                        ("OP", op),
+                        ("EXCLUSIVE", exclusive),
+                        ("ITEMS", crate::scan::ITEMS),
+                    ];
+                    compiles("scan_device", elem, &consts, arch);
                 }
             }
         }
@@ -1165,45 +1171,17 @@ mod tests {
     /// Compiles every variant of the reduction-ladder kernels when NVRTC is installed.
     #[test]
     fn ladder_compiles_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
-        let rungs = [
-            "reduce_neighbored",
-            "reduce_neighbored_less",
-            "reduce_interleaved",
-            "reduce_unrolling2",
-            "reduce_unrolling4",
-            "reduce_unrolling8",
-            "reduce_unroll_warps8",
-            "reduce_complete_unroll_warps8",
-            "reduce_smem",
-            "reduce_shfl",
-        ];
+        };
         for elem in [ElemKind::I32, ElemKind::U32, ElemKind::I64, ElemKind::U64] {
-            for name in rungs {
-                let k = Kernel {
-                    name,
-                    elem,
-                    consts: &[],
-                };
-                if let Err(e) = compile(&k, arch) {
-                    panic!("{k}: {e}");
+            for rung in crate::ladder::LadderKernel::ALL {
+                if rung != crate::ladder::LadderKernel::CompleteUnroll {
+                    compiles(rung.name(), elem, &[], arch);
                 }
             }
             for block in [64, 128, 256, 512, 1024] {
-                let consts = [("IBLOCK", block)];
-                let k = Kernel {
-                    name: "reduce_complete_unroll",
-                    elem,
-                    consts: &consts,
-                };
-                if let Err(e) = compile(&k, arch) {
-                    panic!("{k}: {e}");
-                }
+                compiles("reduce_complete_unroll", elem, &[("IBLOCK", block)], arch);
             }
         }
     }
@@ -1211,24 +1189,13 @@ mod tests {
     /// Compiles every variant of the stencil kernel when NVRTC is installed.
     #[test]
     fn stencil_compiles_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
+        };
         for elem in [ElemKind::F32, ElemKind::F64] {
             for smem in [0, 1] {
-                let consts = [("SMEM", smem), ("ROWS", 16)];
-                let k = Kernel {
-                    name: "stencil",
-                    elem,
-                    consts: &consts,
-                };
-                match compile(&k, arch) {
-                    Ok(ptx) => assert!(ptx.to_src().contains(".entry stencil"), "{k}"),
-                    Err(e) => panic!("{k}: {e}"),
-                }
+                let consts = [("SMEM", smem), ("ROWS", crate::stencil::ROWS)];
+                compiles("stencil", elem, &consts, arch);
             }
         }
     }
@@ -1236,46 +1203,39 @@ mod tests {
     /// Compiles every variant of the vote and compaction kernels when NVRTC is installed.
     #[test]
     fn vote_and_compact_compile_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
+        };
         for elem in ElemKind::ALL {
-            let k = Kernel {
-                name: "vote",
-                elem,
-                consts: &[("ROWS", crate::vote::ROWS)],
-            };
-            if let Err(e) = compile(&k, arch) {
-                panic!("{k}: {e}");
-            }
+            compiles("vote", elem, &[("ROWS", crate::vote::ROWS)], arch);
             let items = crate::compact::items_per_thread(elem.size());
             for op in 0..3 {
-                let consts = [("OP", op), ("ITEMS", items)];
-                let k = Kernel {
-                    name: "compact",
-                    elem,
-                    consts: &consts,
-                };
-                match compile(&k, arch) {
-                    Ok(ptx) => assert!(ptx.to_src().contains(".entry compact"), "{k}"),
-                    Err(e) => panic!("{k}: {e}"),
-                }
+                compiles("compact", elem, &[("OP", op), ("ITEMS", items)], arch);
             }
+        }
+    }
+
+    /// Compiles the roofline kernel (both modes) and every subgroup-op chain when NVRTC is
+    /// installed.
+    #[test]
+    fn roofline_and_chain_compile_with_nvrtc() {
+        let Some(arch) = nvrtc_arch_for_tests() else {
+            return;
+        };
+        for mode in [0, 1] {
+            compiles("roofline", ElemKind::U32, &[("MODE", mode)], arch);
+        }
+        for op in crate::throughput::ChainOp::ALL {
+            compiles("chain", ElemKind::U32, &[("OP", op.code())], arch);
         }
     }
 
     /// Compiles every variant of the shuffle kernel when NVRTC is installed (no GPU needed).
     #[test]
     fn shfl_compiles_with_nvrtc() {
-        // SAFETY: only tries to load NVRTC under its usual names, as `available` does.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            eprintln!("NVRTC not found: skipping");
+        let Some(arch) = nvrtc_arch_for_tests() else {
             return;
-        }
-        let arch = pick_arch(90);
+        };
         assert!(
             (75..=90).contains(&arch),
             "NVRTC offers compute_{arch} for a 9.0 device"
@@ -1284,19 +1244,9 @@ mod tests {
         for elem in ElemKind::ALL {
             for op in 0..5 {
                 for segm in [1, 4] {
-                    let consts = [("OP", op), ("SEGM", segm), ("ROWS", 4)];
-                    let k = Kernel {
-                        name: "shfl",
-                        elem,
-                        consts: &consts,
-                    };
-                    match compile(&k, arch) {
-                        Ok(ptx) => {
-                            // Two buffers and the parameter block.
-                            assert_eq!(entry_param_count(&ptx.to_src(), "shfl"), Some(3), "{k}")
-                        }
-                        Err(e) => panic!("{k}: {e}"),
-                    }
+                    let consts = [("OP", op), ("SEGM", segm), ("ROWS", crate::shfl::ROWS)];
+                    // Two buffers and the parameter block.
+                    assert_eq!(compiles("shfl", elem, &consts, arch), 3);
                 }
             }
         }
