@@ -1,6 +1,6 @@
 //! Inputs, element types and the throughput chains of the benchmark.
 
-use super::{measure, ChainRow, Ctx, Stats};
+use super::{measure_gpu, ChainRow, Ctx, Stats};
 use crate::cpu;
 use crate::cpu::reduce::Reduce;
 use crate::cpu::stencil::POINTS;
@@ -168,7 +168,7 @@ fn chain(
         return Ok(Err(m));
     }
     let mut out = DeviceVec::<u32>::alloc(dev, cfg.chain_threads)?;
-    let (gpu, _) = measure(dev, ctx.scrubs[index].as_ref(), cfg, &mut |finish| {
+    let gpu = measure_gpu(dev, ctx.scrubs[index].as_ref(), cfg, &mut |finish| {
         throughput::chain(dev, op, cfg.chain_iters, seed, &mut out)?;
         if finish {
             dev.synchronize()?;

@@ -557,15 +557,13 @@ impl Scrub {
     }
 }
 
-/// Times `call`: warm-up, then GPU-timed repetitions of `call(false)` (each after a scrub),
-/// then host-timed ones of `call(true)`, each from an idle GPU. `call(true)` must also bring
-/// the result to the host (or wait for it).
-fn measure(
+/// GPU time of `call(false)`: warm-up calls, then repetitions each after a scrub.
+fn measure_gpu(
     dev: &dyn Device,
     scrub: Option<&Scrub>,
     cfg: &Config,
     call: &mut dyn FnMut(bool) -> Result<()>,
-) -> Result<(Stats, Stats)> {
+) -> Result<Stats> {
     for _ in 0..cfg.warmup {
         call(true)?;
     }
@@ -576,6 +574,18 @@ fn measure(
         }
         gpu.push(dev.time(&mut || call(false))?.as_secs_f64());
     }
+    Ok(Stats::of(&gpu))
+}
+
+/// [`measure_gpu`], then the host wall time of `call(true)` from an idle GPU, which must also
+/// bring the result to the host (or wait for it).
+fn measure(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    call: &mut dyn FnMut(bool) -> Result<()>,
+) -> Result<(Stats, Stats)> {
+    let gpu = measure_gpu(dev, scrub, cfg, call)?;
     let mut host = Vec::with_capacity(cfg.reps);
     for _ in 0..cfg.reps {
         if let Some(s) = scrub {
@@ -586,7 +596,7 @@ fn measure(
         call(true)?;
         host.push(t.elapsed().as_secs_f64());
     }
-    Ok((Stats::of(&gpu), Stats::of(&host)))
+    Ok((gpu, Stats::of(&host)))
 }
 
 /// What one case gives before its ratios are known.
@@ -1000,7 +1010,7 @@ fn ladder_rung(
     ) {
         return Ok(Err(m));
     }
-    let (gpu, _) = measure(dev, scrub, cfg, &mut |finish| {
+    let gpu = measure_gpu(dev, scrub, cfg, &mut |finish| {
         ladder::block_sums(dev, kernel, block, src, &mut out)?;
         if finish {
             dev.synchronize()?;
