@@ -9,7 +9,7 @@
 
 #define FLAG_AGGREGATE 1u
 #define FLAG_INCLUSIVE 2u
-#define XW_LB 32u  // predecessors one look-back step reads
+#define XW_LB XW_SCAN_BLOCK  // predecessors one look-back step reads: one per thread
 
 struct ScanDeviceParams {
     unsigned int n;      // elements in this launch (a chunk of whole tiles)
@@ -49,8 +49,21 @@ __device__ __forceinline__ T xw_unpack(xw_word w) {
     return v;
 }
 
-__device__ __forceinline__ xw_word load_word(const unsigned* flags, unsigned tile) {
-    return *((const volatile xw_word*)flags + tile);
+// Tile `tile`'s flag; packed state also yields the value that goes with it in `v`.
+__device__ __forceinline__ unsigned read_flag(const unsigned* flags, unsigned tile, T& v) {
+    if constexpr (XW_PACKED) {
+        const xw_word w = *((const volatile xw_word*)flags + tile);
+        v = xw_unpack(w);
+        return (unsigned)(w >> 32);
+    } else {
+        return *(const volatile unsigned*)&flags[tile];
+    }
+}
+
+// The value of tile `tile` whose flag was read as `f` (nonzero) before a __threadfence.
+__device__ __forceinline__ T read_value(const T* aggregates, const T* inclusives, unsigned tile,
+                                        unsigned f) {
+    return f == FLAG_INCLUSIVE ? load_published(&inclusives[tile]) : load_published(&aggregates[tile]);
 }
 
 // Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`.
@@ -75,151 +88,144 @@ __device__ T tile_total(const T* __restrict__ src, unsigned t, unsigned n, T* wa
     return total;
 }
 
-// Tiles above the window's nearest inclusive prefix (all `count` tiles if it has none).
-__device__ __forceinline__ unsigned needed(unsigned incl, unsigned count) {
-    const unsigned m = incl != 0 ? (unsigned)(__ffs(incl) - 1) : count;
-    return m >= 32 ? 0xffffffffu : (1u << m) - 1u;
-}
+// Shared state of one look-back.
+struct LookBack {
+    T values[XW_LB];      // values[i]: the value of the window's i-th tile
+    unsigned flags[XW_LB];  // flags[i]: its flag as read (the fallback's list)
+    unsigned m[2];        // nearest inclusive prefix of the window, per poll parity
+    unsigned last;        // the last inclusive prefix of a window read upwards, plus one
+    T value;
+};
 
-// Warp 0 polls the flags of tiles hi, hi - 1, ..., hi - count + 1 into s_masks until every
-// needed tile has published or `spin` polls have passed. Packed words bring the values along:
-// when the window is the first (hi = k - 1) and complete, warp 0 also folds it into *s_value,
-// publishes tile k's inclusive prefix (the tile's total being `total`)
-// and sets s_masks[2], so the look-back is over after this one barrier. Call with the whole
-// block.
-__device__ void poll_window(const unsigned* flags, unsigned hi, unsigned count, bool first,
-                            unsigned spin, T total, unsigned* s_masks, T* lb_values,
-                            T* s_value) {
-    if (threadIdx.x < XW_WARP) {
-        const unsigned lane = threadIdx.x;
-        const bool mine = lane < count;
-        unsigned incl = 0, pub = 0;
-        T v = xw_identity(T(0));
-        for (unsigned poll = 0;; ++poll) {
-            unsigned f;
-            if constexpr (XW_PACKED) {
-                const xw_word w = mine ? load_word(flags, hi - lane) : 0ull;
-                f = (unsigned)(w >> 32);
-                v = xw_unpack(w);
-            } else {
-                f = mine ? *(const volatile unsigned*)&flags[hi - lane] : 0u;
-            }
-            incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
-            pub = __ballot_sync(XW_FULL_MASK, f != 0);
-            const unsigned need = needed(incl, count);
-            if ((pub & need) == need || poll >= spin) break;
-        }
-        unsigned done = 0;
-        if constexpr (XW_PACKED) {
-            const unsigned need = needed(incl, count);
-            done = first && incl != 0 && (pub & need) == need;
-            if (done) {
-                // Lane i holds tile hi - i: P(hi - m), then A(hi - m + 1) .. A(hi) in order.
-                lb_values[lane] = v;
-                __syncwarp();
-                if (lane == 0) {
-                    const int m = __ffs(incl) - 1;
-                    T e = lb_values[m];
-#pragma unroll
-                    for (int i = (int)XW_LB - 2; i >= 0; --i) {
-                        if (i < m) e = xw_op(e, lb_values[i]);
-                    }
-                    *s_value = e;
-                    publish((unsigned*)flags, nullptr, hi + 1, FLAG_INCLUSIVE, xw_op(e, total));
-                }
-            }
-        } else {
-            __threadfence();
-        }
-        if (lane == 0) {
-            s_masks[0] = incl;
-            s_masks[1] = pub;
-            s_masks[2] = done;
+// Reduces the window's tiles i < m whose flag reads 0 (tile hi - i, or lo + i upwards) here,
+// publishes their aggregates and puts them in lb.values. Every thread calls it.
+__device__ void reduce_missing(const T* __restrict__ src, unsigned* flags, T* aggregates,
+                               const ScanDeviceParams& p, unsigned hi_or_lo, bool down,
+                               unsigned m, LookBack& lb, T* warp_totals) {
+    for (unsigned i = 0; i < m; ++i) {
+        if (lb.flags[i] != 0) continue;  // uniform: shared memory, written before a barrier
+        // Tiles of earlier launches have all finished, so this one belongs to this launch.
+        const unsigned tile = down ? hi_or_lo - i : hi_or_lo + i;
+        const T a = tile_total(src, tile - p.tile0, p.n, warp_totals);
+        if (threadIdx.x == 0) {
+            publish(flags, aggregates, tile, FLAG_AGGREGATE, a);
+            lb.values[i] = a;
         }
     }
     __syncthreads();
+}
+
+// Thread i polls tile hi - i (i < count) until every tile above the window's nearest inclusive
+// prefix (offset m, `count` if none) has published, or `spin` polls have passed; then the
+// tiles' values are in lb.values and their flags in lb.flags. Returns m; `complete` tells
+// whether every tile above m published. Every thread calls it.
+__device__ unsigned poll_window(const unsigned* flags, const T* aggregates, const T* inclusives,
+                                unsigned hi, unsigned count, unsigned spin, LookBack& lb,
+                                bool& complete) {
+    const unsigned i = threadIdx.x;
+    if (i == 0) lb.m[0] = count;
+    __syncthreads();
+    unsigned f = 0, m = count;
+    T v = xw_identity(T(0));
+    for (unsigned poll = 0;; ++poll) {
+        f = i < count ? read_flag(flags, hi - i, v) : 0u;
+        if (f == FLAG_INCLUSIVE) atomicMin(&lb.m[poll & 1], i);
+        __syncthreads();
+        m = lb.m[poll & 1];
+        // The other slot was last read before the previous poll's second barrier.
+        if (i == 0) lb.m[(poll + 1) & 1] = count;
+        const bool gap = __syncthreads_or(i < m && f == 0);
+        complete = !gap;
+        if (complete || poll >= spin) break;
+    }
+    if constexpr (!XW_PACKED) {
+        __threadfence();
+        if (i < count && f != 0) v = read_value(aggregates, inclusives, hi - i, f);
+    }
+    if (i < count) {
+        lb.values[i] = v;
+        lb.flags[i] = f;
+    }
+    __syncthreads();
+    return m;
 }
 
 // The exclusive prefix of tile k > 0, whose total is `total`; publishes the tile's inclusive
 // prefix as soon as it is known.
 __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned* flags,
                        T* aggregates, T* inclusives, const ScanDeviceParams& p, T* warp_totals) {
-    __shared__ unsigned s_masks[3];
-    __shared__ T s_value;
-    __shared__ T lb_values[XW_LB];
+    __shared__ LookBack lb;
     // Find the nearest inclusive prefix j (-1: none), making sure every tile after it has
-    // published its aggregate.
+    // published its aggregate. Usually it lies in the first window: then the fold is done here.
     int hi = (int)k - 1;
     int j = -1;
     while (hi >= 0) {
         const unsigned count = (unsigned)min(hi + 1, (int)XW_LB);
-        poll_window(flags, (unsigned)hi, count, hi == (int)k - 1, p.spin, total, s_masks,
-                    lb_values, &s_value);
-        if (s_masks[2]) return s_value;
-        const unsigned incl = s_masks[0];
-        const unsigned pub = s_masks[1];
-        __syncthreads();
-        unsigned missing = needed(incl, count) & ~pub;
-        while (missing != 0) {
-            // Tiles of earlier launches have all finished, so this one belongs to this launch.
-            const unsigned tile = (unsigned)hi - (unsigned)(__ffs(missing) - 1);
-            missing &= missing - 1;
-            const T a = tile_total(src, tile - p.tile0, p.n, warp_totals);
-            if (threadIdx.x == 0) publish(flags, aggregates, tile, FLAG_AGGREGATE, a);
+        bool complete;
+        const unsigned m = poll_window(flags, aggregates, inclusives, (unsigned)hi, count,
+                                       p.spin, lb, complete);
+        if (!complete) reduce_missing(src, flags, aggregates, p, (unsigned)hi, true, m, lb, warp_totals);
+        if (m < count && hi == (int)k - 1) {
+            // values[m] is P(k - 1 - m); values[m - 1] .. values[0] the aggregates after it.
+            if (threadIdx.x == 0) {
+                T e = lb.values[m];
+                for (unsigned i = m; i-- > 0;) e = xw_op(e, lb.values[i]);
+                lb.value = e;
+                publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
+            }
+            __syncthreads();
+            return lb.value;
         }
-        if (incl != 0) {
-            j = hi - (__ffs(incl) - 1);
+        if (m < count) {
+            j = hi - (int)m;
             break;
         }
         hi -= (int)count;
     }
-    // Fold the aggregates after j onto P(j) in order, XW_LB at a time.
+    // Fold the aggregates after j onto P(j) in order, a window at a time. A tile may have
+    // replaced its aggregate by its inclusive prefix since the walk down: the fold then
+    // restarts from that prefix, which is the same left fold.
     T e = xw_identity(T(0));
-    __syncthreads();  // aggregates published above by thread 0 are visible to the block
-    if constexpr (XW_PACKED) {
-        // Warp 0 alone. A tile after j may have replaced its aggregate by its inclusive prefix
-        // since the poll; the fold then restarts from that prefix, which is the same left fold.
-        if (threadIdx.x < XW_WARP) {
-            const unsigned lane = threadIdx.x;
-            if (lane == 0 && j >= 0) e = xw_unpack(load_word(flags, (unsigned)j));
-            for (unsigned first = (unsigned)(j + 1); first < k; first += XW_LB) {
-                const unsigned c = min(k - first, XW_LB);
-                const xw_word w = lane < c ? load_word(flags, first + lane) : 0ull;
-                const unsigned incl = __ballot_sync(XW_FULL_MASK, (unsigned)(w >> 32) == FLAG_INCLUSIVE);
-                lb_values[lane] = xw_unpack(w);
-                __syncwarp();
-                if (lane == 0) {
-#pragma unroll
-                    for (unsigned i = 0; i < XW_LB; ++i) {
-                        if (i < c) e = (incl >> i) & 1u ? lb_values[i] : xw_op(e, lb_values[i]);
-                    }
-                }
-                __syncwarp();
-            }
+    if (j >= 0 && threadIdx.x == 0) {
+        T v;
+        read_flag(flags, (unsigned)j, v);
+        if constexpr (!XW_PACKED) {
+            __threadfence();
+            v = load_published(&inclusives[j]);
         }
-    } else {
-        __threadfence();
-        if (threadIdx.x == 0 && j >= 0) e = load_published(&inclusives[j]);
-        for (unsigned first = (unsigned)(j + 1); first < k; first += XW_LB) {
-            const unsigned c = min(k - first, XW_LB);
-            if (threadIdx.x < c) lb_values[threadIdx.x] = load_published(&aggregates[first + threadIdx.x]);
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                // A fixed trip count lets the shared-memory reads go ahead of the dependent ops.
-#pragma unroll
-                for (unsigned i = 0; i < XW_LB; ++i) {
-                    if (i < c) e = xw_op(e, lb_values[i]);
-                }
-            }
-            __syncthreads();
+        e = v;
+    }
+    for (unsigned lo = (unsigned)(j + 1); lo < k; lo += XW_LB) {
+        const unsigned c = min(k - lo, XW_LB);
+        const unsigned i = threadIdx.x;
+        if (i == 0) lb.last = 0;
+        __syncthreads();
+        T v = xw_identity(T(0));
+        const unsigned f = i < c ? read_flag(flags, lo + i, v) : 0u;
+        if (f == FLAG_INCLUSIVE) atomicMax(&lb.last, i + 1);
+        if constexpr (!XW_PACKED) {
+            __threadfence();
+            if (f != 0) v = read_value(aggregates, inclusives, lo + i, f);
         }
+        if (i < c) {
+            lb.values[i] = v;
+            lb.flags[i] = f;
+        }
+        const bool gap = __syncthreads_or(i < c && f == 0);
+        if (gap) reduce_missing(src, flags, aggregates, p, lo, false, c, lb, warp_totals);
+        if (threadIdx.x == 0) {
+            const unsigned last = lb.last;
+            if (last != 0) e = lb.values[last - 1];
+            for (unsigned t = last; t < c; ++t) e = xw_op(e, lb.values[t]);
+        }
+        __syncthreads();
     }
     if (threadIdx.x == 0) {
-        s_value = e;
+        lb.value = e;
         publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
     }
     __syncthreads();
-    return s_value;
+    return lb.value;
 }
 
 extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(

@@ -16,10 +16,12 @@
 // and folds the aggregates A(j+1) .. A(k-1) onto it in order, one invocation doing the
 // arithmetic, so the bits do not depend on which j it found, that is on timing.
 //
-// The look-back reads a window of LB = 32 predecessors at once (one invocation each), polling
-// until every tile above the window's nearest inclusive prefix has published at least its
-// aggregate; with no inclusive prefix in the window, the whole window must be published and
-// the look-back moves on to the 32 tiles below.
+// The look-back reads a window of as many predecessors as the workgroup has invocations at
+// once (invocation i reads tile hi - i), polling until every tile above the window's nearest
+// inclusive prefix has published at least its aggregate; with no inclusive prefix in the
+// window, the whole window must be published and the look-back moves on to the tiles below.
+// The workgroup meets in shared memory (no subgroup operation is involved), so the window
+// does not depend on the subgroup size.
 //
 // Tile state: 64-bit types keep a flag per tile (flags[t]) and the values in `aggregates` and
 // `inclusives`. 32-bit types keep flag and value together in flags[2t] and flags[2t + 1], each
@@ -27,16 +29,15 @@
 // written by a 32-bit atomicMax: a tile's value for a given flag is unique, so a reader whose
 // two words carry the same flag has a value that is whole, in one round trip and without
 // fences; two different flags (a publication under way) read as unpublished. The first window
-// then folds the values it polled; a deeper look-back reads the words again on its way up, and
-// a tile that has meanwhile replaced its aggregate by its inclusive prefix restarts the fold
-// from that prefix (the same left fold).
+// is folded from the values it polled; a deeper look-back reads the words again on its way up,
+// and a tile that has meanwhile replaced its aggregate by its inclusive prefix restarts the
+// fold from that prefix (the same left fold).
 //
 // No deadlock on any conformant device: Vulkan promises no forward progress between
 // workgroups, so after `spin` polls of a window with unpublished tiles, the workgroup reduces
 // those tiles itself (in the canonical order: the very bits their owners will publish) and
 // publishes their aggregates. Flags only grow (atomicMax), so two publishers of the same
 // aggregate cannot set a flag back.
-#extension GL_KHR_shader_subgroup_ballot : require
 #include "common.glsl"
 #include "shuffle.glsl"
 
@@ -47,7 +48,6 @@ layout(constant_id = 3) const uint ITEMS = 16u;
 
 const uint FLAG_AGGREGATE = 1u;
 const uint FLAG_INCLUSIVE = 2u;
-const uint LB = 32u; // predecessors one look-back step reads
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
@@ -67,12 +67,13 @@ layout(push_constant) uniform Params {
 shared T stage[gl_WorkGroupSize.x];
 shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
 shared uint s_word;
-shared uint s_incl;  // look-back window: bit i set where tile hi - i is inclusive
-shared uint s_pub;   // look-back window: bit i set where tile hi - i has published
-shared uint s_done;  // the first window gave the exclusive prefix (s_value)
-shared uint s_missing;
+// The look-back: one window of as many tiles as the workgroup has invocations.
+shared T lb_values[gl_WorkGroupSize.x];  // lb_values[i]: the value of the window's i-th tile
+shared uint lb_flags[gl_WorkGroupSize.x];  // its flag as read (the fallback's list)
+shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
+shared uint lb_gap[2];  // a tile above it has not published, per poll parity
+shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
 shared T s_value;
-shared T lb_values[LB];
 
 #if !defined(XW_T_64)
 #define XW_TRANSPOSE 1
@@ -132,15 +133,6 @@ void publish(uint tile, uint flag, T v, bool inclusive) {
 #endif
 }
 
-// lb_values[m] is an inclusive prefix; folds lb_values[m - 1], ..., lb_values[0] onto it.
-T fold_window(uint m) {
-    T e = lb_values[m];
-    for (int i = int(LB) - 2; i >= 0; --i) {
-        if (i < int(m)) e = xw_op(e, lb_values[i]);
-    }
-    return e;
-}
-
 // The canonical total of tile `t` of this launch (every invocation gets it).
 T tile_total(uint t, uint local) {
     uint base = (t * gl_WorkGroupSize.x + local) * ITEMS;
@@ -154,199 +146,155 @@ T tile_total(uint t, uint local) {
     return total;
 }
 
-// Tiles above the window's nearest inclusive prefix (all `count` tiles if it has none).
-uint needed(uint incl, uint count) {
-    uint m = incl != 0u ? uint(findLSB(incl)) : count;
-    return m >= 32u ? 0xffffffffu : (1u << m) - 1u;
+// The tile's value for flag `f` (nonzero) read by this invocation before a buffer barrier.
+#if !defined(XW_PACKED)
+T read_value(uint tile, uint f) {
+    return f == FLAG_INCLUSIVE ? inclusives[tile] : aggregates[tile];
+}
+#endif
+
+// Reduces the window's tiles i < m whose flag reads 0 (tile hi - i, or lo + i upwards) here,
+// publishes their aggregates and puts them in lb_values. Uniform control flow.
+void reduce_missing(uint hi_or_lo, bool down, uint m, uint local) {
+    for (uint i = 0u; i < m; ++i) {
+        if (lb_flags[i] != 0u) continue;  // uniform: shared memory, written before a barrier
+        // Tiles of earlier launches have all finished, so this one belongs to this launch.
+        uint tile = down ? hi_or_lo - i : hi_or_lo + i;
+        T a = tile_total(tile - p.tile0, local);
+        if (local == 0u) {
+            publish(tile, FLAG_AGGREGATE, a, false);
+            lb_values[i] = a;
+        }
+    }
+    barrier();
 }
 
-// Polls the flags of tiles hi, hi - 1, ..., hi - count + 1 into s_incl and s_pub until every
-// needed tile has published or `spin` polls have passed. Packed state brings the values along
-// into lb_values: when the window is the first (hi = k - 1) and complete, it is folded into
-// s_value, tile k's inclusive prefix is published (the tile's total being `total`) and s_done
-// is set. Call in uniform control flow.
-void poll_window(uint hi, uint count, bool first, T total, uint local) {
-    if (gl_SubgroupSize >= LB) {
-        // One subgroup polls the whole window.
-        if (gl_SubgroupID == 0u) {
-            uint lane = gl_SubgroupInvocationID;
-            bool mine = lane < count;
-            uint incl = 0u;
-            uint pub = 0u;
-            T v = xw_identity();
-            for (uint poll = 0u;; ++poll) {
-                uint f = 0u;
-#if defined(XW_PACKED)
-                if (mine) f = read_state(hi - lane, v);
-#else
-                if (mine) f = atomicOr(flags[hi - lane], 0u);
-#endif
-                incl = subgroupBallot(f == FLAG_INCLUSIVE).x;
-                pub = subgroupBallot(f != 0u).x;
-                uint need = needed(incl, count);
-                if ((pub & need) == need || poll >= p.spin) break;
-            }
-            uint done = 0u;
-#if defined(XW_PACKED)
-            uint need = needed(incl, count);
-            if (first && incl != 0u && (pub & need) == need) {
-                done = 1u;
-                if (lane < LB) lb_values[lane] = v;
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                if (lane == 0u) {
-                    T e = fold_window(uint(findLSB(incl)));
-                    s_value = e;
-                    publish(hi + 1u, FLAG_INCLUSIVE, xw_op(e, total), true);
-                }
-            }
-#else
-            memoryBarrierBuffer();
-#endif
-            if (lane == 0u) {
-                s_incl = incl;
-                s_pub = pub;
-                s_done = done;
-            }
-        }
-        barrier();
-    } else {
-        // Narrower subgroups: the window's invocations span several subgroups and meet in
-        // shared memory.
-        uint incl;
-        uint pub;
-        for (uint poll = 0u;; ++poll) {
-            if (local == 0u) {
-                s_incl = 0u;
-                s_pub = 0u;
-            }
-            barrier();
-            if (local < count) {
-#if defined(XW_PACKED)
-                T v;
-                uint f = read_state(hi - local, v);
-                lb_values[local] = v;
-#else
-                uint f = atomicOr(flags[hi - local], 0u);
-#endif
-                if (f == FLAG_INCLUSIVE) atomicOr(s_incl, 1u << local);
-                if (f != 0u) atomicOr(s_pub, 1u << local);
-            }
-            memoryBarrierBuffer();
-            barrier();
-            incl = s_incl;
-            pub = s_pub;
-            barrier();
-            uint need = needed(incl, count);
-            if ((pub & need) == need || poll >= p.spin) break;
-        }
-        uint need = needed(incl, count);
-        bool done = false;
-#if defined(XW_PACKED)
-        done = first && incl != 0u && (pub & need) == need;
-#endif
-        if (local == 0u) {
-            s_incl = incl;
-            s_pub = pub;
-            s_done = done ? 1u : 0u;
-            if (done) {
-                T e = fold_window(uint(findLSB(incl)));
-                s_value = e;
-                publish(hi + 1u, FLAG_INCLUSIVE, xw_op(e, total), true);
-            }
-        }
-        barrier();
+// Invocation i polls tile hi - i (i < count) until every tile above the window's nearest
+// inclusive prefix (offset m, `count` if none) has published, or `spin` polls have passed;
+// then the tiles' values are in lb_values and their flags in lb_flags. Returns m; `complete`
+// tells whether every tile above m published. Uniform control flow.
+uint poll_window(uint hi, uint count, uint local, out bool complete) {
+    if (local == 0u) {
+        lb_m[0] = count;
+        lb_gap[0] = 0u;
     }
+    barrier();
+    uint f = 0u;
+    uint m = count;
+    T v = xw_identity();
+    for (uint poll = 0u;; ++poll) {
+        uint s = poll & 1u;
+        f = 0u;
+        if (local < count) {
+#if defined(XW_PACKED)
+            f = read_state(hi - local, v);
+#else
+            f = atomicOr(flags[hi - local], 0u);
+#endif
+        }
+        if (f == FLAG_INCLUSIVE) atomicMin(lb_m[s], local);
+        barrier();
+        m = lb_m[s];
+        // The other slots were last read before this poll's first barrier.
+        if (local == 0u) {
+            lb_m[s ^ 1u] = count;
+            lb_gap[s ^ 1u] = 0u;
+        }
+        if (local < m && f == 0u) atomicOr(lb_gap[s], 1u);
+        barrier();
+        complete = lb_gap[s] == 0u;
+        if (complete || poll >= p.spin) break;
+    }
+#if !defined(XW_PACKED)
+    memoryBarrierBuffer();
+    if (local < count && f != 0u) v = read_value(hi - local, f);
+#endif
+    if (local < count) {
+        lb_values[local] = v;
+        lb_flags[local] = f;
+    }
+    barrier();
+    return m;
 }
 
 // The exclusive prefix of global tile k > 0 (every invocation gets it), whose total is `total`;
 // publishes the tile's inclusive prefix as soon as it is known. Uniform control flow.
 T look_back(uint k, T total, uint local) {
     // Find the nearest inclusive prefix j (-1: none), making sure every tile after it has
-    // published its aggregate.
+    // published its aggregate. Usually it lies in the first window: then the fold is done here.
     int hi = int(k) - 1;
     int j = -1;
     while (hi >= 0) {
-        uint count = uint(min(hi + 1, int(LB)));
-        poll_window(uint(hi), count, hi == int(k) - 1, total, local);
-        if (s_done != 0u) return s_value;
-        uint incl = s_incl;
-        uint pub = s_pub;
-        barrier();
-        uint missing = needed(incl, count) & ~pub;
-        while (missing != 0u) {
-            // Tiles of earlier launches have all finished, so this one belongs to this launch.
-            uint tile = uint(hi) - uint(findLSB(missing));
-            missing &= missing - 1u;
-            T a = tile_total(tile - p.tile0, local);
-            if (local == 0u) publish(tile, FLAG_AGGREGATE, a, false);
+        uint count = uint(min(hi + 1, int(gl_WorkGroupSize.x)));
+        bool complete;
+        uint m = poll_window(uint(hi), count, local, complete);
+        if (!complete) reduce_missing(uint(hi), true, m, local);
+        if (m < count && hi == int(k) - 1) {
+            // lb_values[m] is P(k - 1 - m); lb_values[m - 1] .. lb_values[0] the aggregates
+            // after it.
+            if (local == 0u) {
+                T e = lb_values[m];
+                for (int i = int(m) - 1; i >= 0; --i) e = xw_op(e, lb_values[i]);
+                s_value = e;
+                publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
+            }
+            barrier();
+            return s_value;
         }
-        if (incl != 0u) {
-            j = hi - findLSB(incl);
+        if (m < count) {
+            j = hi - int(m);
             break;
         }
         hi -= int(count);
     }
-    // Fold the aggregates after j onto P(j) in order, LB at a time.
-    memoryBarrierBuffer();
-    barrier();
-    T e = xw_identity();
-#if defined(XW_PACKED)
-    // A tile after j may have replaced its aggregate by its inclusive prefix since the poll: the
-    // fold restarts from that prefix (the same left fold). One whose two words disagree (a
+    // Fold the aggregates after j onto P(j) in order, a window at a time. A tile may have
+    // replaced its aggregate by its inclusive prefix since the walk down: the fold then restarts
+    // from that prefix, which is the same left fold. One whose two words disagree (a
     // publication under way) is reduced here.
+    memoryBarrierBuffer();
+    T e = xw_identity();
     if (local == 0u && j >= 0) {
-        T v;
+#if defined(XW_PACKED)
         // P(j) was published in full and only an inclusive prefix follows an inclusive prefix.
+        T v;
         read_state(uint(j), v);
         e = v;
+#else
+        e = inclusives[j];
+#endif
     }
-    for (uint first = uint(j + 1); first < k; first += LB) {
-        uint c = min(k - first, LB);
+    for (uint lo = uint(j + 1); lo < k; lo += gl_WorkGroupSize.x) {
+        uint c = min(k - lo, gl_WorkGroupSize.x);
         if (local == 0u) {
-            s_incl = 0u;
-            s_missing = 0u;
+            s_last = 0u;
+            lb_gap[0] = 0u;
         }
         barrier();
         if (local < c) {
-            T v;
-            uint f = read_state(first + local, v);
-            lb_values[local] = v;
-            if (f == FLAG_INCLUSIVE) atomicOr(s_incl, 1u << local);
-            if (f == 0u) atomicOr(s_missing, 1u << local);
-        }
-        barrier();
-        uint incl = s_incl;
-        uint missing = s_missing;
-        barrier();
-        while (missing != 0u) {
-            uint i = uint(findLSB(missing));
-            missing &= missing - 1u;
-            T a = tile_total(first + i - p.tile0, local);
-            if (local == 0u) lb_values[i] = a;
-        }
-        if (local == 0u) {
-            for (uint i = 0u; i < LB; ++i) {
-                if (i < c) e = ((incl >> i) & 1u) != 0u ? lb_values[i] : xw_op(e, lb_values[i]);
-            }
-        }
-        barrier();
-    }
+            T v = xw_identity();
+#if defined(XW_PACKED)
+            uint f = read_state(lo + local, v);
 #else
-    if (local == 0u && j >= 0) e = inclusives[j];
-    for (uint first = uint(j + 1); first < k; first += LB) {
-        uint c = min(k - first, LB);
-        if (local < c) lb_values[local] = aggregates[first + local];
+            uint f = atomicOr(flags[lo + local], 0u);
+            memoryBarrierBuffer();
+            if (f != 0u) v = read_value(lo + local, f);
+#endif
+            if (f == FLAG_INCLUSIVE) atomicMax(s_last, local + 1u);
+            if (f == 0u) atomicOr(lb_gap[0], 1u);
+            lb_values[local] = v;
+            lb_flags[local] = f;
+        }
         barrier();
+        uint last = s_last;
+        bool gap = lb_gap[0] != 0u;
+        barrier();
+        if (gap) reduce_missing(lo, false, c, local);
         if (local == 0u) {
-            // A fixed trip count lets the shared-memory reads go ahead of the dependent ops.
-            for (uint i = 0u; i < LB; ++i) {
-                if (i < c) e = xw_op(e, lb_values[i]);
-            }
+            if (last != 0u) e = lb_values[last - 1u];
+            for (uint t = last; t < c; ++t) e = xw_op(e, lb_values[t]);
         }
         barrier();
     }
-#endif
     if (local == 0u) {
         s_value = e;
         publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);

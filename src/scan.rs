@@ -7,12 +7,13 @@
 //! consecutive elements; 32-bit types move through shared memory so that global loads and
 //! stores are coalesced) and gets the tile's exclusive prefix by decoupled look-back over the
 //! tiles before it, which publish their totals and inclusive prefixes as they go. The look-back
-//! reads the flags of 32 predecessors at once (one subgroup with ballots where subgroups have
-//! 32 lanes or more, shared memory otherwise). 32-bit types keep each tile's flag and value
-//! together (one 64-bit word on CUDA; on Vulkan two 32-bit words, each with the flag and half
-//! the value, so that no 64-bit atomics are needed), so the poll brings the values along and
-//! the usual look-back is one round trip and one barrier. Vulkan promises no forward progress between
-//! workgroups, so a tile that waits too long for its predecessors reduces the unpublished ones
+//! reads the state of 256 predecessors at once (one per invocation, meeting in shared memory,
+//! so no subgroup operation and no subgroup size is involved) and so usually finds an
+//! inclusive prefix in its first window. 32-bit types keep each tile's flag and value together
+//! (one 64-bit word on CUDA; on Vulkan two 32-bit words, each with the flag and half the value,
+//! so that no 64-bit atomics are needed), so the poll brings the values along and the usual
+//! look-back is one round trip. Vulkan promises no forward progress between workgroups, so a
+//! tile that waits too long for its predecessors reduces the unpublished ones
 //! itself: it cannot deadlock on any conformant device. [`Tuning::spin`] sets how long it
 //! waits; 0 always takes the fallback. The tile flags are zeroed by a small kernel launched
 //! ahead of the scan, so a call uploads nothing from the host.
@@ -74,14 +75,11 @@ impl Default for Tuning {
     }
 }
 
-/// The subgroup operation classes every scan kernel uses (the device scan's look-back window
-/// ballots as well: [`DEVICE_SCAN_OPS`]).
+/// The subgroup operation classes every scan kernel uses (the device scan's look-back meets in
+/// shared memory and needs none more).
 const SCAN_OPS: SubgroupFeatures = SubgroupFeatures(
     SubgroupFeatures::BASIC.0 | SubgroupFeatures::SHUFFLE.0 | SubgroupFeatures::SHUFFLE_RELATIVE.0,
 );
-
-/// The classes the device scan uses.
-const DEVICE_SCAN_OPS: SubgroupFeatures = SubgroupFeatures(SCAN_OPS.0 | SubgroupFeatures::BALLOT.0);
 
 /// Checks `op` and that the device offers `ops` (all missing classes named at once).
 fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp, ops: SubgroupFeatures) -> Result<()> {
@@ -185,7 +183,7 @@ pub fn device_scan_tuned<T: Reduce>(
     output: &mut DeviceVec<T>,
     tuning: Tuning,
 ) -> Result<()> {
-    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
+    check::<T>(dev, op, SCAN_OPS)?;
     check_lengths(input.len(), output.len())?;
     let n_total = input.len();
     if n_total == 0 {
@@ -277,7 +275,7 @@ pub fn device_scan_in_place<T: Reduce>(
     kind: ScanKind,
     data: &mut DeviceVec<T>,
 ) -> Result<()> {
-    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
+    check::<T>(dev, op, SCAN_OPS)?;
     if data.is_empty() {
         return Ok(());
     }
@@ -299,7 +297,7 @@ pub fn device_scan_host<T: Reduce>(
     kind: ScanKind,
     input: &[T],
 ) -> Result<Vec<T>> {
-    check::<T>(dev, op, DEVICE_SCAN_OPS)?;
+    check::<T>(dev, op, SCAN_OPS)?;
     let src = DeviceVec::from_slice(dev, input)?;
     let mut dst = DeviceVec::alloc(dev, input.len())?;
     device_scan(dev, op, kind, &src, &mut dst)?;

@@ -1213,11 +1213,8 @@ fn needs(family: &str) -> Vec<SubgroupFeatures> {
     use SubgroupFeatures as F;
     let shuffles = F::BASIC | F::SHUFFLE | F::SHUFFLE_RELATIVE;
     match family {
-        "shfl" | "shfl up" | "warp reduce" | "block reduce" | "device reduce" | "stencil" => {
-            vec![shuffles]
-        }
-        // The look-back window ballots.
-        "device scan" => vec![shuffles | F::BALLOT],
+        "shfl" | "shfl up" | "warp reduce" | "block reduce" | "device reduce" | "device scan"
+        | "stencil" => vec![shuffles],
         "vote" => vec![F::BASIC | F::VOTE | F::BALLOT],
         "compact" | "compact unordered" => vec![F::BASIC | F::BALLOT | F::SHUFFLE],
         // The rung, then a device reduce of its partials.
