@@ -24,7 +24,7 @@
 // Declared before the shared arrays sized by gl_WorkGroupSize (else glslang sizes them as 1).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint SMEM = 0u; // 0 shuffle version, 1 shared-memory version
-layout(constant_id = 2) const uint ROWS = 16u; // layers of a workgroup's width per workgroup
+layout(constant_id = 2) const uint ROWS = 8u; // layers of a workgroup's width per workgroup
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };

@@ -48,7 +48,7 @@ use std::str::FromStr;
 pub const BLOCK: u32 = 256;
 /// Layers of [`BLOCK`] outputs each workgroup computes, every load issued before the first
 /// average (memory-level parallelism; the results do not depend on it).
-pub const ROWS: u32 = 16;
+pub const ROWS: u32 = 8;
 
 /// The two forms of the stencil.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
