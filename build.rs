@@ -11,8 +11,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The package root, read when the script runs (not when it was compiled: one compiled build
+/// script may serve checkouts at several paths that share a target directory).
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+}
+
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    let dir = manifest_dir().join("shaders");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed={}", dir.display());
 
@@ -93,7 +99,7 @@ fn main() {
 /// Writes `$OUT_DIR/cuda_sources.rs`: every `cuda/*.cu` embedded as (file stem, text), for
 /// the CUDA backend to compile with NVRTC at run time.
 fn write_cuda_table(out: &Path) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
+    let dir = manifest_dir().join("cuda");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("cuda/ exists")
