@@ -2,14 +2,15 @@
 // prefix the canonical left fold of the tile totals; the twin of shaders/scan_device.comp (see
 // there for why the order is canonical, how tiles move through shared memory, how the
 // look-back window works and how a stalled predecessor is handled).
-// Variant constants: OP (0 sum, 2 min, 3 max), EXCLUSIVE, ITEMS.
+// Variant constants: OP (0 sum, 2 min, 3 max), EXCLUSIVE, ITEMS, LB_TILES (look-back window:
+// tiles per thread).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
 
 #define FLAG_AGGREGATE 1u
 #define FLAG_INCLUSIVE 2u
-#define XW_LB XW_SCAN_BLOCK  // predecessors one look-back step reads: one per thread
+#define XW_LB (XW_SCAN_BLOCK * LB_TILES)  // predecessors one look-back step reads
 
 struct ScanDeviceParams {
     unsigned int n;      // elements in this launch (a chunk of whole tiles)
@@ -115,36 +116,52 @@ __device__ void reduce_missing(const T* __restrict__ src, unsigned* flags, T* ag
     __syncthreads();
 }
 
-// Thread i polls tile hi - i (i < count) until every tile above the window's nearest inclusive
-// prefix (offset m, `count` if none) has published, or `spin` polls have passed; then the
-// tiles' values are in lb.values and their flags in lb.flags. Returns m; `complete` tells
-// whether every tile above m published. Every thread calls it.
+// Thread i polls tiles hi - i - r * blockDim.x (window offsets below `count`) until every tile
+// above the window's nearest inclusive prefix (offset m, `count` if none) has published, or
+// `spin` polls have passed; then the tiles' values are in lb.values and their flags in
+// lb.flags. Returns m; `complete` tells whether every tile above m published. Every thread
+// calls it.
 __device__ unsigned poll_window(const unsigned* flags, const T* aggregates, const T* inclusives,
                                 unsigned hi, unsigned count, unsigned spin, LookBack& lb,
                                 bool& complete) {
     const unsigned i = threadIdx.x;
     if (i == 0) lb.m[0] = count;
     __syncthreads();
-    unsigned f = 0, m = count;
-    T v = xw_identity(T(0));
+    unsigned m = count;
     for (unsigned poll = 0;; ++poll) {
-        f = i < count ? read_flag(flags, hi - i, v) : 0u;
-        if (f == FLAG_INCLUSIVE) atomicMin(&lb.m[poll & 1], i);
+        // Each thread writes only its own slots, read by others after the barriers below.
+#pragma unroll
+        for (unsigned r = 0; r < LB_TILES; ++r) {
+            const unsigned w = i + r * XW_SCAN_BLOCK;
+            if (w < count) {
+                T v = xw_identity(T(0));
+                const unsigned f = read_flag(flags, hi - w, v);
+                if (f == FLAG_INCLUSIVE) atomicMin(&lb.m[poll & 1], w);
+                lb.values[w] = v;
+                lb.flags[w] = f;
+            }
+        }
         __syncthreads();
         m = lb.m[poll & 1];
         // The other slot was last read before the previous poll's second barrier.
         if (i == 0) lb.m[(poll + 1) & 1] = count;
-        const bool gap = __syncthreads_or(i < m && f == 0);
-        complete = !gap;
+        bool gap = false;
+#pragma unroll
+        for (unsigned r = 0; r < LB_TILES; ++r) {
+            const unsigned w = i + r * XW_SCAN_BLOCK;
+            if (w < m && lb.flags[w] == 0) gap = true;
+        }
+        complete = !__syncthreads_or(gap);
         if (complete || poll >= spin) break;
     }
     if constexpr (!XW_PACKED) {
         __threadfence();
-        if (i < count && f != 0) v = read_value(aggregates, inclusives, hi - i, f);
-    }
-    if (i < count) {
-        lb.values[i] = v;
-        lb.flags[i] = f;
+#pragma unroll
+        for (unsigned r = 0; r < LB_TILES; ++r) {
+            const unsigned w = i + r * XW_SCAN_BLOCK;
+            if (w < count && lb.flags[w] != 0)
+                lb.values[w] = read_value(aggregates, inclusives, hi - w, lb.flags[w]);
+        }
     }
     __syncthreads();
     return m;
@@ -197,21 +214,26 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
     }
     for (unsigned lo = (unsigned)(j + 1); lo < k; lo += XW_LB) {
         const unsigned c = min(k - lo, XW_LB);
-        const unsigned i = threadIdx.x;
-        if (i == 0) lb.last = 0;
+        if (threadIdx.x == 0) lb.last = 0;
         __syncthreads();
-        T v = xw_identity(T(0));
-        const unsigned f = i < c ? read_flag(flags, lo + i, v) : 0u;
-        if (f == FLAG_INCLUSIVE) atomicMax(&lb.last, i + 1);
-        if constexpr (!XW_PACKED) {
-            __threadfence();
-            if (f != 0) v = read_value(aggregates, inclusives, lo + i, f);
+        bool missing = false;
+#pragma unroll
+        for (unsigned r = 0; r < LB_TILES; ++r) {
+            const unsigned w = threadIdx.x + r * XW_SCAN_BLOCK;
+            if (w < c) {
+                T v = xw_identity(T(0));
+                const unsigned f = read_flag(flags, lo + w, v);
+                if (f == FLAG_INCLUSIVE) atomicMax(&lb.last, w + 1);
+                if constexpr (!XW_PACKED) {
+                    __threadfence();
+                    if (f != 0) v = read_value(aggregates, inclusives, lo + w, f);
+                }
+                lb.values[w] = v;
+                lb.flags[w] = f;
+                missing = missing || f == 0;
+            }
         }
-        if (i < c) {
-            lb.values[i] = v;
-            lb.flags[i] = f;
-        }
-        const bool gap = __syncthreads_or(i < c && f == 0);
+        const bool gap = __syncthreads_or(missing);
         if (gap) reduce_missing(src, flags, aggregates, p, lo, false, c, lb, warp_totals);
         if (threadIdx.x == 0) {
             const unsigned last = lb.last;

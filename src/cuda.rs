@@ -1161,6 +1161,7 @@ mod tests {
                         ("OP", op),
                         ("EXCLUSIVE", exclusive),
                         ("ITEMS", crate::scan::ITEMS),
+                        ("LB_TILES", crate::scan::LOOKBACK_TILES),
                     ];
                     compiles("scan_device", elem, &consts, arch);
                 }

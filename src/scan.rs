@@ -42,6 +42,10 @@ pub const BLOCK: u32 = 256;
 pub const ITEMS: u32 = 16;
 /// Elements per device-scan tile.
 pub const TILE: usize = (BLOCK * ITEMS) as usize;
+/// Tiles each thread of the look-back reads at once (a window of `BLOCK * LOOKBACK_TILES`
+/// predecessors; not part of the order). Wider windows (2, 4, 8) were measured slower on an
+/// H200 with CUDA and no faster with Vulkan (NOTES.md, version 4).
+pub const LOOKBACK_TILES: u32 = 1;
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
 pub const DEFAULT_SPIN: u32 = 1 << 14;
@@ -211,6 +215,7 @@ pub fn device_scan_tuned<T: Reduce>(
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", ITEMS),
+        ("LB_TILES", LOOKBACK_TILES),
     ];
     let kernel = Kernel {
         name: "scan_device",
