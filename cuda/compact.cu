@@ -18,7 +18,11 @@
 // The output pointer is a window of the output starting at element `window`; a chunk writes at
 // its base - window + ..., and only when its base lies in window .. window + span (span 0: any).
 //
-// Variant constants: OP, ITEMS.
+// The passing elements of a tile go to shared memory first (at their place in the tile's output
+// run) and then out in coalesced stores, BLOCK consecutive elements per step: the tile's output
+// run is contiguous in both orders.
+//
+// Variant constants: OP, ITEMS, BLOCK (threads per block).
 
 struct CompactParams {
     unsigned int n;        // elements in this chunk
@@ -190,7 +194,7 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
-extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
+extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
                                    CompactParams p) {
@@ -205,6 +209,7 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ unsigned int s_word;
     __shared__ unsigned int s_ticket;
+    __shared__ XW_T out_stage[BLOCK * ITEMS];
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
     const unsigned long long base = xw_base(counter, p.slot);
@@ -281,15 +286,17 @@ extern "C" __global__ void compact(const XW_T* __restrict__ in, XW_T* __restrict
         xw_finish_chunk(total, counter, p, base, tile_base + tile_count);
     }
 #endif
-    XW_T* const dst = out + out0 + tile_base + below;
-    unsigned int rank = 0;
+    unsigned int at = below;
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const bool pass = (kept >> j) & 1u;
         const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
-        if (pass) dst[rank + __popc(ballot & below_lane)] = v[j];
-        rank += __popc(ballot);
+        if (pass) out_stage[at + __popc(ballot & below_lane)] = v[j];
+        at += __popc(ballot);
     }
+    __syncthreads();
+    XW_T* const dst = out + out0 + tile_base;
+    for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
 #if OP == 1
     if (threadIdx.x == 0 && done + 1 == p.tiles) {
         // Every tile's count has landed: the chunk's count is final.

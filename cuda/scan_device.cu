@@ -3,7 +3,8 @@
 // there for why the order is canonical, how tiles move through shared memory, how the
 // look-back window works and how a stalled predecessor is handled).
 // Variant constants: OP (0 sum, 2 min, 3 max), EXCLUSIVE, ITEMS, LB_TILES (look-back window:
-// tiles per thread).
+// tiles per thread), PARTIALS_IN_SHARED (32-bit types: each thread's partial folds stay in
+// shared memory through the look-back and are computed again at the end; 0: in registers).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
@@ -273,6 +274,7 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     const unsigned base = tile_base + threadIdx.x * ITEMS;
 
     T s[ITEMS];
+    T acc = xw_identity(T(0));
     if (XW_TRANSPOSE) {
 #pragma unroll
         for (unsigned i = 0; i < ITEMS; ++i) {
@@ -280,19 +282,23 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
             tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity(T(0));
         }
         __syncthreads();
+        // With PARTIALS_IN_SHARED the thread's elements stay in shared memory through the
+        // look-back, and their partial folds are computed again at the end (the same fold, so
+        // the same bits): ITEMS fewer live registers while the tile waits.
 #pragma unroll
-        for (unsigned j = 0; j < ITEMS; ++j) s[j] = tile_stage[xw_pad(threadIdx.x * ITEMS + j)];
+        for (unsigned j = 0; j < ITEMS; ++j) {
+            acc = xw_op(acc, tile_stage[xw_pad(threadIdx.x * ITEMS + j)]);
+            if (!PARTIALS_IN_SHARED) s[j] = acc;
+        }
     } else {
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) s[j] = base + j < p.n ? src[base + j] : xw_identity(T(0));
-    }
-    T acc = xw_identity(T(0));
 #pragma unroll
-    for (unsigned j = 0; j < ITEMS; ++j) {
-        acc = xw_op(acc, s[j]);
-        s[j] = acc;
+        for (unsigned j = 0; j < ITEMS; ++j) {
+            acc = xw_op(acc, s[j]);
+            s[j] = acc;
+        }
     }
-    // block_prefix's barriers also order every read of tile_stage before its reuse below.
     T prefix, total;
     block_prefix(acc, warp_totals, prefix, total);
 
@@ -306,10 +312,14 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
 
     const T pre = xw_op(e, prefix);
     if (XW_TRANSPOSE) {
+        // Each thread rewrites only its own elements, in place.
+        T part = xw_identity(T(0));
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) {
-            tile_stage[xw_pad(threadIdx.x * ITEMS + j)] =
-                EXCLUSIVE ? (j == 0 ? pre : xw_op(pre, s[j - 1])) : xw_op(pre, s[j]);
+            const unsigned at = xw_pad(threadIdx.x * ITEMS + j);
+            const T before = part;
+            part = PARTIALS_IN_SHARED ? xw_op(part, tile_stage[at]) : s[j];
+            tile_stage[at] = EXCLUSIVE ? (j == 0 ? pre : xw_op(pre, before)) : xw_op(pre, part);
         }
         __syncthreads();
 #pragma unroll

@@ -40,6 +40,10 @@
 // the whole workgroup counts that tile from the input itself and publishes its aggregate (the
 // very value the tile will publish).
 //
+// The passing elements of a tile go to shared memory first (at their place in the tile's output
+// run) and then out in coalesced stores, a workgroup's worth of consecutive elements per step:
+// the tile's output run is contiguous in both orders.
+//
 // The output binding is a window of the output starting at element `window` (two words); a
 // chunk writes at its base - window + ..., and only when its base lies in window .. window +
 // span (span 0: any).
@@ -99,6 +103,7 @@ shared uint sg_counts[gl_WorkGroupSize.x];
 shared uint s_word;
 shared uint s_ticket;
 shared int s_stalled;
+shared T out_stage[TILE];
 
 // Where the chunk's output starts in the output binding, if it starts in this launch's window.
 // Every invocation reads the same base, so leaving on `false` is uniform.
@@ -339,13 +344,16 @@ void main() {
         }
     }
 
-    uint at = out0 + tile_base + below;
+    uint at = below;
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
         uvec4 ballot = subgroupBallot(pass);
-        if (pass) dst[at + ballot_rank(ballot)] = v[j];
+        if (pass) out_stage[at + ballot_rank(ballot)] = v[j];
         at += ballot_count(ballot);
     }
+    barrier();
+    uint out_first = out0 + tile_base;
+    for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
 
     if (OP == OP_UNORDERED && local == 0u && done + 1u == p.tiles) {
         // Every tile's count has landed: the chunk's count is final.

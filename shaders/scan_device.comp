@@ -49,6 +49,9 @@ layout(constant_id = 1) const uint OP = 0u;  // 0 sum, 2 min, 3 max (reduce_op.g
 layout(constant_id = 2) const uint EXCLUSIVE = 0u;
 layout(constant_id = 3) const uint ITEMS = 16u;
 layout(constant_id = 4) const uint LB_TILES = 1u;  // look-back window: tiles per invocation
+// Nonzero: each invocation's partial folds stay in shared memory through the look-back (32-bit
+// types) and are computed again at the end; zero: they stay in registers.
+layout(constant_id = 5) const uint PARTIALS_IN_SHARED = 1u;
 
 const uint FLAG_AGGREGATE = 1u;
 const uint FLAG_INCLUSIVE = 2u;
@@ -342,22 +345,30 @@ void main() {
     uint base = tile_base + local * ITEMS;
 
     T s[ITEMS];
+    T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
     for (uint i = 0u; i < ITEMS; ++i) {
         uint idx = i * gl_WorkGroupSize.x + local;
         tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
     }
     barrier();
-    for (uint j = 0u; j < ITEMS; ++j) s[j] = tile_stage[xw_pad(local * ITEMS + j)];
+    if (PARTIALS_IN_SHARED != 0u) {
+        // The invocation's elements stay in shared memory through the look-back, and their
+        // partial folds are computed again at the end (the same fold, so the same bits): ITEMS
+        // fewer live registers while the tile waits.
+        for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+    } else {
+        for (uint j = 0u; j < ITEMS; ++j) {
+            acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+            s[j] = acc;
+        }
+    }
 #else
-    for (uint j = 0u; j < ITEMS; ++j) s[j] = base + j < p.n ? src[base + j] : xw_identity();
-#endif
-    T acc = xw_identity();
     for (uint j = 0u; j < ITEMS; ++j) {
-        acc = xw_op(acc, s[j]);
+        acc = xw_op(acc, base + j < p.n ? src[base + j] : xw_identity());
         s[j] = acc;
     }
-    // block_prefix's barriers also order every read of tile_stage before its reuse below.
+#endif
     T prefix;
     T total;
     block_prefix(acc, local, prefix, total);
@@ -372,9 +383,13 @@ void main() {
 
     T pre = xw_op(e, prefix);
 #if defined(XW_TRANSPOSE)
+    // Each invocation rewrites only its own elements, in place.
+    T part = xw_identity();
     for (uint j = 0u; j < ITEMS; ++j) {
-        T y = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, s[j - 1u])) : xw_op(pre, s[j]);
-        tile_stage[xw_pad(local * ITEMS + j)] = y;
+        uint at = xw_pad(local * ITEMS + j);
+        T before = part;
+        part = PARTIALS_IN_SHARED != 0u ? xw_op(part, tile_stage[at]) : s[j];
+        tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
     }
     barrier();
     for (uint i = 0u; i < ITEMS; ++i) {

@@ -435,7 +435,7 @@ impl Launcher<'_> {
         bindings: [Binding<'_>; 5],
         params: [u32; PARAMS],
     ) -> Result<()> {
-        let consts = [("OP", step as u32), ("ITEMS", self.items)];
+        let consts = [("OP", step as u32), ("ITEMS", self.items), ("BLOCK", BLOCK)];
         self.dev.launch(&Launch {
             kernel: Kernel {
                 name: "compact",

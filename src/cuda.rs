@@ -1157,11 +1157,13 @@ mod tests {
                         let consts = [("OP", op), ("SCOPE", scope), ("EXCLUSIVE", exclusive)];
                         compiles("scan", elem, &consts, arch);
                     }
+                    let partials = crate::scan::partials_in_shared(BackendKind::Cuda, elem);
                     let consts = [
                         ("OP", op),
                         ("EXCLUSIVE", exclusive),
                         ("ITEMS", crate::scan::ITEMS),
                         ("LB_TILES", crate::scan::LOOKBACK_TILES),
+                        ("PARTIALS_IN_SHARED", u32::from(partials)),
                     ];
                     compiles("scan_device", elem, &consts, arch);
                 }
@@ -1211,7 +1213,12 @@ mod tests {
             compiles("vote", elem, &[("ROWS", crate::vote::ROWS)], arch);
             let items = crate::compact::items_per_thread(elem.size());
             for op in 0..3 {
-                compiles("compact", elem, &[("OP", op), ("ITEMS", items)], arch);
+                let consts = [
+                    ("OP", op),
+                    ("ITEMS", items),
+                    ("BLOCK", crate::compact::BLOCK),
+                ];
+                compiles("compact", elem, &consts, arch);
             }
         }
     }

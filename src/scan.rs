@@ -31,7 +31,8 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::plan;
 use crate::reduce::ReduceOp;
@@ -46,6 +47,15 @@ pub const TILE: usize = (BLOCK * ITEMS) as usize;
 /// predecessors; not part of the order). Wider windows (2, 4, 8) were measured slower on an
 /// H200 with CUDA and no faster with Vulkan (NOTES.md, version 4).
 pub const LOOKBACK_TILES: u32 = 1;
+/// Whether a device-scan tile keeps each thread's partial folds in shared memory through the
+/// look-back (computing them again at the end, the same bits) rather than in registers; not
+/// part of the order. Measured on an H200 (NOTES.md, version 4): fewer registers made CUDA's
+/// 32-bit integer scans slower (0.90 to 0.73 of CUB at 2^28) and its float scans and the
+/// Vulkan scans faster (0.79 to 0.86, 0.47 to 0.55).
+pub fn partials_in_shared(backend: BackendKind, elem: ElemKind) -> bool {
+    !(backend == BackendKind::Cuda && matches!(elem, ElemKind::I32 | ElemKind::U32))
+}
+
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
 pub const DEFAULT_SPIN: u32 = 1 << 14;
@@ -216,6 +226,10 @@ pub fn device_scan_tuned<T: Reduce>(
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", ITEMS),
         ("LB_TILES", LOOKBACK_TILES),
+        (
+            "PARTIALS_IN_SHARED",
+            u32::from(partials_in_shared(dev.info().backend, T::KIND)),
+        ),
     ];
     let kernel = Kernel {
         name: "scan_device",
