@@ -67,6 +67,16 @@ pub(crate) fn bench(
     let mut progress = ProgressBar::new();
     let mut report = bench::run(&refs, &cfg, &mut |p| progress.show(p))?;
     progress.finish();
+    if let Some(path) = &args.kernel_stats {
+        std::fs::write(path, bench::kernel_stats_text(&cfg, &refs)).map_err(|e| {
+            Error::invalid(
+                "kernel-stats",
+                format!("{}: {e}", path.display()),
+                "a writable path",
+            )
+        })?;
+        println!("kernel stats: {}", path.display());
+    }
     for (kind, reason) in unavailable_backends(&refs) {
         report.unavailable.push(format!("{kind}: {reason}"));
     }

@@ -6,7 +6,10 @@
 //! capability with `-std=c++17`, `-DXW_T=xw_elem_t` (a typedef of the element's CUDA type,
 //! declared ahead of `common.cuh`: the macro must be one token for `XW_T(0)` to parse when the
 //! type is `unsigned int`) and one `-DNAME=value` per variant constant. Loaded kernels are
-//! cached per device and variant.
+//! cached per device and variant; [`Device::kernel_stats`] reports, for each one and each block
+//! size it was launched with, the driver's function attributes (registers, static shared
+//! memory, local memory, largest block) and the occupancy
+//! (`cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`).
 //!
 //! Both libraries are loaded at run time: `libcuda.so` (NVIDIA driver) and `libnvrtc.so`
 //! (CUDA toolkit). [`available`] says, as a typed error, which one is missing instead of
@@ -44,8 +47,8 @@
 //!   safety contract of [`CudaDevice::wrap_device_ptr`].
 
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel, Launch, MemoryUsage,
-    RawBuffer, SubgroupFeatures, MAX_PARAMS,
+    kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel,
+    KernelStats, Launch, MemoryUsage, RawBuffer, SubgroupFeatures, MAX_PARAMS,
 };
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
@@ -54,7 +57,7 @@ use cudarc::driver::{
     DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{self, CompileError, CompileOptions};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_int;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -444,6 +447,13 @@ struct Loaded {
     params: Option<Vec<usize>>,
 }
 
+/// A loaded kernel in the device's cache, with the block sizes it was launched with (for the
+/// occupancy [`Device::kernel_stats`] reports).
+struct Cached {
+    loaded: Loaded,
+    blocks: BTreeSet<u32>,
+}
+
 /// One CUDA device: a context (the device's primary context), its default stream, and the
 /// kernels compiled for it so far.
 ///
@@ -459,7 +469,7 @@ pub struct CudaDevice {
     /// Virtual architecture kernels are compiled for (`90` for `compute_90`).
     arch: u32,
     driver_version: c_int,
-    kernels: Mutex<HashMap<KernelKey, Loaded>>,
+    kernels: Mutex<HashMap<KernelKey, Cached>>,
     live: Arc<Live>,
 }
 
@@ -686,19 +696,92 @@ impl CudaDevice {
         }
     }
 
-    /// The loaded kernel for `k`, compiling and loading it on first use.
-    fn function(&self, k: &Kernel<'_>) -> Result<Loaded> {
+    /// The loaded kernel for `k`, compiling and loading it on first use; notes that it is
+    /// launched with `block` threads per block.
+    fn function(&self, k: &Kernel<'_>, block: u32) -> Result<Loaded> {
         let key = KernelKey {
             name: k.name,
             elem: k.elem,
             consts: k.consts.to_vec(),
         };
-        if let Some(loaded) = lock(&self.kernels).get(&key) {
-            return Ok(loaded.clone());
+        if let Some(cached) = lock(&self.kernels).get_mut(&key) {
+            cached.blocks.insert(block);
+            return Ok(cached.loaded.clone());
         }
         // Compile without holding the lock, so launches of cached kernels go on meanwhile.
         let loaded = self.build(k)?;
-        Ok(lock(&self.kernels).entry(key).or_insert(loaded).clone())
+        let mut kernels = lock(&self.kernels);
+        let cached = kernels.entry(key).or_insert(Cached {
+            loaded,
+            blocks: BTreeSet::new(),
+        });
+        cached.blocks.insert(block);
+        Ok(cached.loaded.clone())
+    }
+
+    /// What the driver says about one loaded kernel launched with `block` threads per block
+    /// (`None`: never launched), for [`Device::kernel_stats`]; `sm_threads` is the device's
+    /// most resident threads per multiprocessor, when known.
+    fn function_stats(
+        &self,
+        func: &CudaFunction,
+        block: Option<u32>,
+        sm_threads: Option<u32>,
+    ) -> Vec<(String, String)> {
+        use sys::CUfunction_attribute as F;
+        let text = |r: std::result::Result<i32, DriverError>| match r {
+            Ok(v) => v.to_string(),
+            Err(e) => format!("error: {e:?}"),
+        };
+        let mut stats: Vec<(String, String)> = [
+            (
+                "NUM_REGS (registers per thread)",
+                F::CU_FUNC_ATTRIBUTE_NUM_REGS,
+            ),
+            (
+                "SHARED_SIZE_BYTES (static shared memory per block)",
+                F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            ),
+            (
+                "LOCAL_SIZE_BYTES (local memory per thread: spills, stack)",
+                F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+            ),
+            (
+                "MAX_THREADS_PER_BLOCK",
+                F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            ),
+        ]
+        .into_iter()
+        .map(|(name, attr)| (name.to_string(), text(func.get_attribute(attr))))
+        .collect();
+        let Some(block) = block else {
+            return stats;
+        };
+        // The occupancy query does not make the context current itself.
+        let blocks = self
+            .ctx
+            .bind_to_thread()
+            .and_then(|()| func.occupancy_max_active_blocks_per_multiprocessor(block, 0, None));
+        match blocks {
+            Ok(n) => {
+                stats.push(("max active blocks per SM".to_string(), n.to_string()));
+                if let Some(max) = sm_threads.filter(|&t| t > 0) {
+                    let threads = n.saturating_mul(block);
+                    stats.push((
+                        "occupancy (resident threads of the SM's maximum)".to_string(),
+                        format!(
+                            "{:.0}% ({threads} of {max})",
+                            100.0 * f64::from(threads) / f64::from(max)
+                        ),
+                    ));
+                }
+            }
+            Err(e) => stats.push((
+                "max active blocks per SM".to_string(),
+                format!("error: {e:?}"),
+            )),
+        }
+        stats
     }
 
     /// Compiles `k` with NVRTC and loads it into the context.
@@ -948,7 +1031,7 @@ impl Device for CudaDevice {
             }
             pointers.push(ptr + b.offset);
         }
-        let loaded = self.function(&l.kernel)?;
+        let loaded = self.function(&l.kernel, l.block)?;
         if let Some(sizes) = &loaded.params {
             let n = pointers.len();
             let fits = (sizes.len() == n || sizes.len() == n + 1)
@@ -1002,6 +1085,38 @@ impl Device for CudaDevice {
         self.stream
             .synchronize()
             .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    fn kernel_stats(&self) -> Vec<KernelStats> {
+        let sm_threads = attribute(
+            self.ctx.cu_device(),
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )
+        .ok()
+        .and_then(|t| u32::try_from(t).ok());
+        // One entry per kernel and block size launched (a kernel loaded but never launched
+        // gets one without a block size); queried outside the lock, so launches go on.
+        let mut entries: Vec<(KernelKey, Option<u32>, CudaFunction)> = Vec::new();
+        for (key, cached) in lock(&self.kernels).iter() {
+            let func = &cached.loaded.func;
+            if cached.blocks.is_empty() {
+                entries.push((key.clone(), None, func.clone()));
+            }
+            for &block in &cached.blocks {
+                entries.push((key.clone(), Some(block), func.clone()));
+            }
+        }
+        entries.sort_by(|(a, ab, _), (b, bb, _)| {
+            (a.name, a.elem.name(), ab, &a.consts).cmp(&(b.name, b.elem.name(), bb, &b.consts))
+        });
+        entries
+            .into_iter()
+            .map(|(key, block, func)| KernelStats {
+                kernel: kernel_label(key.name, key.elem.name(), block, key.consts),
+                executable: String::new(),
+                stats: self.function_stats(&func, block, sm_threads),
+            })
+            .collect()
     }
 
     fn memory_usage(&self) -> Option<MemoryUsage> {

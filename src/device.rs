@@ -366,6 +366,48 @@ pub trait Device: Send + Sync {
     fn memory_usage(&self) -> Option<MemoryUsage> {
         None
     }
+    /// The compiler's statistics for every kernel variant this device has compiled so far
+    /// (register use, shared and local memory, spills, occupancy: what the backend's driver
+    /// reports), sorted by kernel name, variant, block size and constants. Vulkan reports
+    /// them where the device offers `VK_KHR_pipeline_executable_properties` (see
+    /// [`crate::vulkan::VulkanDevice::captures_statistics`]), one entry per executable of each
+    /// pipeline; CUDA one entry per kernel variant and block size launched. Empty where the
+    /// backend or device cannot say.
+    fn kernel_stats(&self) -> Vec<KernelStats> {
+        Vec::new()
+    }
+}
+
+/// What [`Device::kernel_stats`] reports for one compiled kernel variant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// The kernel variant: name, element type (Vulkan: the shader variant, which may be a bit
+    /// container such as `b32`), block size and constants, e.g.
+    /// `scan_device f32 block=256 OP=0 EXCLUSIVE=1 ITEMS=8 LB_TILES=1`.
+    pub kernel: String,
+    /// The name the Vulkan driver gives the executable (one pipeline may compile to several);
+    /// empty on CUDA.
+    pub executable: String,
+    /// `(name, value)` of each statistic, in the order the backend reports them; values are
+    /// formatted as text (integers, floats, `true`/`false`).
+    pub stats: Vec<(String, String)>,
+}
+
+/// The label of a kernel variant in [`KernelStats::kernel`]: `name variant block=B K=V ...`.
+pub(crate) fn kernel_label<'a>(
+    name: &str,
+    variant: &str,
+    block: Option<u32>,
+    consts: impl IntoIterator<Item = (&'a str, u32)>,
+) -> String {
+    let mut label = format!("{name} {variant}");
+    if let Some(b) = block {
+        label.push_str(&format!(" block={b}"));
+    }
+    for (k, v) in consts {
+        label.push_str(&format!(" {k}={v}"));
+    }
+    label
 }
 
 /// What [`Device::memory_usage`] reports.
@@ -486,5 +528,24 @@ impl<T: Element> DeviceVec<T> {
 impl<T: Element> fmt::Debug for DeviceVec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DeviceVec<{}>[{}] ({:?})", T::KIND, self.len, self.raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_labels_name_variant_block_and_constants() {
+        assert_eq!(
+            kernel_label(
+                "scan_device",
+                "f32",
+                Some(256),
+                [("OP", 0), ("EXCLUSIVE", 1)]
+            ),
+            "scan_device f32 block=256 OP=0 EXCLUSIVE=1"
+        );
+        assert_eq!(kernel_label("copy", "u32", None, []), "copy u32");
     }
 }

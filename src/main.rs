@@ -100,6 +100,12 @@ pub(crate) struct BenchArgs {
     /// Write a Markdown summary here.
     #[arg(long)]
     pub(crate) markdown: Option<std::path::PathBuf>,
+    /// After the run, write the compiler's statistics of every kernel each benchmarked device
+    /// compiled here, as text (Vulkan: where the device offers
+    /// VK_KHR_pipeline_executable_properties; CUDA: registers, shared and local memory,
+    /// occupancy).
+    #[arg(long, value_name = "FILE", conflicts_with = "load")]
+    pub(crate) kernel_stats: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {

@@ -11,6 +11,11 @@
 //! size with full subgroups, so kernels see the subgroup size [`DeviceInfo::subgroup_size`]
 //! reports.
 //!
+//! Where the device offers `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo`,
+//! both are enabled and every pipeline is created capturing the compiler's statistics, which
+//! [`Device::kernel_stats`] reports per pipeline and executable (what they are is the driver's
+//! choice: instruction counts, registers, spills, ...).
+//!
 //! # Using an application's Vulkan device
 //!
 //! [`VulkanDevice::from_external`] opens the backend on an instance, device and queue the
@@ -35,7 +40,10 @@
 //!   enabled too): xwarp's kernels rely on full subgroups of the size it reports;
 //! - `VK_KHR_portability_subset` where the device offers it (the specification requires it);
 //! - optional: `shaderInt64`, `shaderFloat64`; without them 64-bit kernels are refused with
-//!   [`Error::MissingFeature`].
+//!   [`Error::MissingFeature`];
+//! - optional: `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo` (see
+//!   [`VulkanFeatures::pipeline_executable_info`]); without them [`Device::kernel_stats`]
+//!   reports nothing.
 //!
 //! Nothing else: no buffer device address, no timeline semaphores, no descriptor indexing.
 //!
@@ -68,8 +76,8 @@
 
 use crate::backend::DeviceSelector;
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Launch, MemoryUsage,
-    RawBuffer, SubgroupFeatures, MAX_PARAMS,
+    kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, KernelStats,
+    Launch, MemoryUsage, RawBuffer, SubgroupFeatures, MAX_PARAMS,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -346,6 +354,9 @@ struct Probe {
     portability_subset: bool,
     int64: bool,
     float64: bool,
+    /// `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo`: pipelines are
+    /// created capturing the compiler's statistics, for [`Device::kernel_stats`].
+    executable_stats: bool,
     max_block: u32,
     max_workgroup_subgroups: u32,
     timestamp_period: f32,
@@ -379,9 +390,14 @@ fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
         i.get_physical_device_properties2(pd, &mut p2);
 
         let mut sscf = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
+        let mut pexf = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let executable_ext = has_ext(ash::khr::pipeline_executable_properties::NAME);
         let mut f2 = vk::PhysicalDeviceFeatures2::default();
         if size_control_known {
             f2 = f2.push_next(&mut sscf);
+        }
+        if executable_ext {
+            f2 = f2.push_next(&mut pexf);
         }
         i.get_physical_device_features2(pd, &mut f2);
         let features = f2.features;
@@ -476,6 +492,7 @@ fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
             portability_subset: has_ext(PORTABILITY_SUBSET),
             int64: features.shader_int64 == vk::TRUE,
             float64: features.shader_float64 == vk::TRUE,
+            executable_stats: executable_ext && pexf.pipeline_executable_info == vk::TRUE,
             max_block: limits.max_compute_work_group_size[0]
                 .min(limits.max_compute_work_group_invocations),
             max_workgroup_subgroups: ssc.max_compute_workgroup_subgroups,
@@ -696,7 +713,7 @@ struct PipelineKey {
     name: &'static str,
     variant: &'static str,
     block: u32,
-    consts: Vec<u32>,
+    consts: Vec<(&'static str, u32)>,
 }
 
 struct Layout {
@@ -723,6 +740,9 @@ pub struct VulkanDevice {
     layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
+    /// `VK_KHR_pipeline_executable_properties`, where enabled: pipelines capture the
+    /// compiler's statistics, which [`Device::kernel_stats`] reads through it.
+    executable_properties: Option<ash::khr::pipeline_executable_properties::Device>,
     /// Whether the device, instance and queue are an application's ([`Self::from_external`]).
     external: bool,
     /// The application's lock around its uses of the queue, if it gave one.
@@ -798,6 +818,9 @@ impl VulkanDevice {
         if p.portability_subset {
             ext_names.push(PORTABILITY_SUBSET.as_ptr());
         }
+        if p.executable_stats {
+            ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        }
         let features = vk::PhysicalDeviceFeatures::default()
             .shader_int64(p.int64)
             .shader_float64(p.float64);
@@ -808,11 +831,16 @@ impl VulkanDevice {
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&ext_names)
             .enabled_features(&features);
+        let mut pexf = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+            .pipeline_executable_info(true);
         if p.size_control {
             info = info.push_next(&mut sscf);
         }
+        if p.executable_stats {
+            info = info.push_next(&mut pexf);
+        }
         // SAFETY: the create info and its chain live until the call returns; only features
-        // the probe found supported are enabled.
+        // and extensions the probe found supported are enabled.
         let device =
             unsafe { i.create_device(pd, &info, None) }.map_err(Error::vk("vkCreateDevice"))?;
         let core = Core::new(&inst, device, pd, &p.info.name, true)?;
@@ -907,6 +935,12 @@ impl VulkanDevice {
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
+            executable_properties: p.executable_stats.then(|| {
+                ash::khr::pipeline_executable_properties::Device::new(
+                    &core._instance.instance,
+                    &core.device,
+                )
+            }),
             external,
             queue_lock,
         };
@@ -1161,7 +1195,7 @@ impl VulkanDevice {
             name: k.name,
             variant,
             block: launch.block,
-            consts: k.consts.iter().map(|c| c.1).collect(),
+            consts: k.consts.to_vec(),
         };
         let mut pipelines = lock(&self.pipelines);
         if let Some(&p) = pipelines.get(&key) {
@@ -1225,7 +1259,13 @@ impl VulkanDevice {
                 stage = stage.push_next(&mut required);
             }
         }
+        let flags = if self.executable_properties.is_some() {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
         let info = vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
             .stage(stage)
             .layout(layout);
         // SAFETY: module, layout and specialization data are alive for the call.
@@ -1362,6 +1402,12 @@ pub struct VulkanFeatures {
     pub subgroup_size_control: bool,
     /// `computeFullSubgroups` (same structures).
     pub compute_full_subgroups: bool,
+    /// `pipelineExecutableInfo` (`VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR`),
+    /// with `VK_KHR_pipeline_executable_properties` among the enabled extensions: xwarp then
+    /// creates its pipelines capturing the compiler's statistics and reports them in
+    /// [`Device::kernel_stats`]. xwarp runs without it, so [`VulkanRequirements`] never asks
+    /// for it.
+    pub pipeline_executable_info: bool,
 }
 
 /// What an application must enable on its device for [`VulkanDevice::from_external`], as
@@ -1392,6 +1438,8 @@ impl VulkanRequirements {
                 || self.optional.subgroup_size_control,
             compute_full_subgroups: self.required.compute_full_subgroups
                 || self.optional.compute_full_subgroups,
+            pipeline_executable_info: self.required.pipeline_executable_info
+                || self.optional.pipeline_executable_info,
         }
     }
 }
@@ -1656,6 +1704,14 @@ impl VulkanDevice {
         let family = (ext.queue_family_index, family.timestamp_valid_bits);
         p.int64 = p.int64 && on.shader_int64;
         p.float64 = p.float64 && on.shader_float64;
+        // Statistics only where the application enabled both the extension and the feature.
+        let stats_ext = ash::khr::pipeline_executable_properties::NAME;
+        p.executable_stats = p.executable_stats
+            && on.pipeline_executable_info
+            && ext
+                .enabled_extensions
+                .iter()
+                .any(|e| e.as_c_str() == stats_ext);
         p.info.int64 = p.int64;
         p.info.float64 = p.float64;
         p.info.driver.push_str(", application's device");
@@ -1666,6 +1722,68 @@ impl VulkanDevice {
     /// Whether this device runs on an application's Vulkan device ([`Self::from_external`]).
     pub fn is_external(&self) -> bool {
         self.external
+    }
+
+    /// Whether pipelines capture the compiler's statistics, which [`Device::kernel_stats`]
+    /// then reports: where the device offers `VK_KHR_pipeline_executable_properties` with
+    /// `pipelineExecutableInfo` (on an application's device: where the application enabled
+    /// both, see [`VulkanFeatures::pipeline_executable_info`]). Capturing them does not change
+    /// the compiled pipelines (the extension's rule), only, possibly, their creation time.
+    pub fn captures_statistics(&self) -> bool {
+        self.executable_properties.is_some()
+    }
+
+    /// The statistics of each executable of `pipeline`, labelled `kernel`; a failed query is
+    /// reported as a statistic named `error`.
+    fn pipeline_stats(
+        &self,
+        ext: &ash::khr::pipeline_executable_properties::Device,
+        kernel: &str,
+        pipeline: vk::Pipeline,
+    ) -> Vec<KernelStats> {
+        let failed = |executable: String, call: &str, e: vk::Result| KernelStats {
+            kernel: kernel.to_string(),
+            executable,
+            stats: vec![("error".to_string(), format!("{call}: {e}"))],
+        };
+        let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+        // SAFETY: the pipeline was created on this device, with CAPTURE_STATISTICS_KHR since
+        // the extension is enabled, and lives until the device drops (`&self` outlives the
+        // call); the query takes no externally synchronised object.
+        let executables = match unsafe { ext.get_pipeline_executable_properties(&info) } {
+            Ok(list) => list,
+            Err(e) => {
+                return vec![failed(
+                    String::new(),
+                    "vkGetPipelineExecutablePropertiesKHR",
+                    e,
+                )]
+            }
+        };
+        let mut out = Vec::with_capacity(executables.len());
+        for (index, props) in executables.iter().enumerate() {
+            let executable = c_text(props.name_as_c_str());
+            let info = vk::PipelineExecutableInfoKHR::default()
+                .pipeline(pipeline)
+                .executable_index(index as u32);
+            // SAFETY: as above; `index` is below the executable count the driver reported.
+            match unsafe { ext.get_pipeline_executable_statistics(&info) } {
+                Ok(list) => out.push(KernelStats {
+                    kernel: kernel.to_string(),
+                    executable,
+                    stats: list
+                        .iter()
+                        .map(|s| (c_text(s.name_as_c_str()), statistic_value(s)))
+                        .collect(),
+                }),
+                Err(e) => out.push(failed(
+                    executable,
+                    "vkGetPipelineExecutableStatisticsKHR",
+                    e,
+                )),
+            }
+        }
+        out
     }
 
     /// Borrows bytes `offset..offset + bytes` of an application's buffer as a [`RawBuffer`]
@@ -1788,6 +1906,28 @@ impl VulkanDevice {
                     usage: b.usage,
                 })
                 .map_err(|_| e),
+        }
+    }
+}
+
+/// A fixed-size string of a Vulkan structure as text (empty when it is not terminated).
+fn c_text(s: std::result::Result<&CStr, std::ffi::FromBytesUntilNulError>) -> String {
+    s.map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The value of one pipeline-executable statistic as text, read by its format.
+fn statistic_value(s: &vk::PipelineExecutableStatisticKHR<'_>) -> String {
+    use vk::PipelineExecutableStatisticFormatKHR as F;
+    // SAFETY: only the member of the value union that `format` names is read, which is the
+    // one the driver wrote; every bit pattern is a valid value of each member's type.
+    unsafe {
+        match s.format {
+            F::BOOL32 => (s.value.b32 != vk::FALSE).to_string(),
+            F::INT64 => s.value.i64.to_string(),
+            F::UINT64 => s.value.u64.to_string(),
+            F::FLOAT64 => s.value.f64.to_string(),
+            other => format!("(value of unknown format {})", other.as_raw()),
         }
     }
 }
@@ -1995,6 +2135,28 @@ impl Device for VulkanDevice {
         self.validation_messages()
     }
 
+    fn kernel_stats(&self) -> Vec<KernelStats> {
+        let Some(ext) = &self.executable_properties else {
+            return Vec::new();
+        };
+        // Pipelines are destroyed only when the device drops, so the lock is not needed while
+        // they are queried.
+        let mut pipelines: Vec<(PipelineKey, vk::Pipeline)> = lock(&self.pipelines)
+            .iter()
+            .map(|(k, &p)| (k.clone(), p))
+            .collect();
+        pipelines.sort_by(|(a, _), (b, _)| {
+            (a.name, a.variant, a.block, &a.consts).cmp(&(b.name, b.variant, b.block, &b.consts))
+        });
+        pipelines
+            .into_iter()
+            .flat_map(|(k, p)| {
+                let label = kernel_label(k.name, k.variant, Some(k.block), k.consts);
+                self.pipeline_stats(ext, &label, p)
+            })
+            .collect()
+    }
+
     fn memory_usage(&self) -> Option<MemoryUsage> {
         let report = lock(&self.core.allocator).generate_report();
         Some(MemoryUsage {
@@ -2094,5 +2256,55 @@ impl Drop for VulkanDevice {
             d.destroy_fence(s.fence, None);
             d.destroy_command_pool(s.pool, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statistic(
+        name: &CStr,
+        format: vk::PipelineExecutableStatisticFormatKHR,
+        value: vk::PipelineExecutableStatisticValueKHR,
+    ) -> vk::PipelineExecutableStatisticKHR<'static> {
+        let mut s = vk::PipelineExecutableStatisticKHR {
+            format,
+            value,
+            ..Default::default()
+        };
+        for (dst, &src) in s.name.iter_mut().zip(name.to_bytes()) {
+            *dst = src as std::ffi::c_char;
+        }
+        s
+    }
+
+    /// Each statistic is read by its format and named as the driver names it.
+    #[test]
+    fn statistics_are_formatted_by_their_format() {
+        use vk::PipelineExecutableStatisticFormatKHR as F;
+        use vk::PipelineExecutableStatisticValueKHR as V;
+        let cases = [
+            (
+                statistic(c"Spilled", F::BOOL32, V { b32: vk::TRUE }),
+                "true",
+            ),
+            (statistic(c"Flag", F::BOOL32, V { b32: vk::FALSE }), "false"),
+            (statistic(c"Delta", F::INT64, V { i64: -12 }), "-12"),
+            (
+                statistic(c"VGPRs", F::UINT64, V { u64: 1 << 40 }),
+                "1099511627776",
+            ),
+            (statistic(c"Ratio", F::FLOAT64, V { f64: 0.25 }), "0.25"),
+            (
+                statistic(c"Odd", F::from_raw(7), V { u64: 1 }),
+                "(value of unknown format 7)",
+            ),
+        ];
+        for (s, want) in &cases {
+            assert_eq!(statistic_value(s), *want);
+        }
+        assert_eq!(c_text(cases[2].0.name_as_c_str()), "Delta");
+        assert_eq!(c_text(CStr::from_bytes_until_nul(b"unterminated")), "");
     }
 }

@@ -6,6 +6,7 @@ use common::{for_each_device, open_vulkan};
 use std::sync::Arc;
 use xwarp::backend::{BackendChoice, DeviceSelector};
 use xwarp::device::{Binding, Kernel, Launch, SubgroupFeatures};
+use xwarp::reduce::ReduceOp;
 use xwarp::shfl::ShflOp;
 use xwarp::vulkan::{VulkanDevice, VulkanOptions};
 use xwarp::{BackendKind, Device, DeviceVec, ElemKind, Error, Rng};
@@ -258,5 +259,71 @@ fn gpu_timer_measures_queued_work() {
         assert!(t.as_secs() < 60, "{}: {t:?}", d.label);
         let out = dst.to_vec(dev).unwrap();
         assert_eq!(out[0], data[1]);
+    });
+}
+
+/// `kernel_stats` after a launch: on CUDA, and on a Vulkan device that captures the compiler's
+/// statistics (`VK_KHR_pipeline_executable_properties`), it names the reduce kernel with
+/// named statistics; on a Vulkan device without the extension it is empty.
+#[test]
+fn kernel_stats_name_a_launched_kernel_where_the_device_reports_them() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let data: Vec<i32> = (0..5000).map(|i| i % 7 - 3).collect();
+        let sum = xwarp::reduce::device_reduce_host(dev, ReduceOp::Sum, &data).unwrap();
+        assert_eq!(sum, data.iter().sum::<i32>(), "{}", d.label);
+        let stats = dev.kernel_stats();
+        let captured = d.vulkan.as_ref().is_none_or(|vk| vk.captures_statistics());
+        if !captured {
+            assert!(stats.is_empty(), "{}: {stats:?}", d.label);
+            println!(
+                "{}: the device does not offer VK_KHR_pipeline_executable_properties with \
+                 pipelineExecutableInfo: kernel_stats() is empty",
+                d.label
+            );
+            return;
+        }
+        let reduce: Vec<_> = stats
+            .iter()
+            .filter(|k| k.kernel.starts_with("reduce i32 block="))
+            .collect();
+        assert!(
+            !reduce.is_empty(),
+            "{}: no reduce kernel in {stats:?}",
+            d.label
+        );
+        for k in &reduce {
+            assert!(
+                k.stats.iter().any(|(name, _)| !name.is_empty()),
+                "{}: {k:?}",
+                d.label
+            );
+            assert!(
+                k.stats.iter().all(|(name, _)| name != "error"),
+                "{}: {k:?}",
+                d.label
+            );
+        }
+        if d.vulkan.is_none() {
+            let names: Vec<&str> = reduce[0].stats.iter().map(|(n, _)| n.as_str()).collect();
+            for want in [
+                "NUM_REGS",
+                "SHARED_SIZE_BYTES",
+                "LOCAL_SIZE_BYTES",
+                "max active",
+            ] {
+                assert!(
+                    names.iter().any(|n| n.starts_with(want)),
+                    "{}: no {want} in {names:?}",
+                    d.label
+                );
+            }
+        }
+        println!(
+            "{}: the device reports compiler statistics: {} entries; {:?}",
+            d.label,
+            stats.len(),
+            reduce[0]
+        );
     });
 }

@@ -92,3 +92,43 @@ fn bench_refuses_bad_options_with_the_parameter_named() {
         assert!(stderr.contains(name), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn bench_writes_kernel_stats() {
+    let dir = std::env::temp_dir().join(format!("xwarp-cli-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("kernel-stats.txt");
+    let (ok, stdout, stderr) = xwarp(&[
+        "bench",
+        "--quick",
+        "--algo",
+        "reduce_sum",
+        "--sizes",
+        "2^10",
+        "--kernel-stats",
+        file.to_str().unwrap(),
+    ]);
+    assert!(ok, "bench failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("kernel stats: "), "{stdout}");
+    let text = std::fs::read_to_string(&file).expect("--kernel-stats wrote its file");
+    assert!(text.contains("reduce"), "{text}");
+    // A section per device; each names the reduce kernel with its statistics, or says why it
+    // has none.
+    let sections: Vec<&str> = text.split("\n== ").skip(1).collect();
+    assert!(!sections.is_empty(), "{text}");
+    for section in sections {
+        assert!(
+            section.contains("\nreduce i32 block=") || section.contains("\nnone: "),
+            "{section}"
+        );
+    }
+    println!("{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn kernel_stats_need_a_measuring_run() {
+    let (ok, stdout, stderr) = xwarp(&["bench", "--load", "x.json", "--kernel-stats", "y.txt"]);
+    assert!(!ok, "{stdout}");
+    assert!(stderr.contains("--kernel-stats"), "{stderr}");
+}

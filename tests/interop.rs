@@ -183,7 +183,11 @@ impl App {
                 })
                 .expect("a Vulkan device with subgroup operations (mesa-vulkan-drivers)");
             let features = override_features.unwrap_or(req.features());
-            let extensions: Vec<CString> = req.extensions.iter().map(|e| (*e).to_owned()).collect();
+            let mut extensions: Vec<CString> =
+                req.extensions.iter().map(|e| (*e).to_owned()).collect();
+            if features.pipeline_executable_info {
+                extensions.push(ash::khr::pipeline_executable_properties::NAME.to_owned());
+            }
             let ext_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
             let core = vk::PhysicalDeviceFeatures::default()
                 .shader_int64(features.shader_int64)
@@ -191,6 +195,9 @@ impl App {
             let mut size_control = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
                 .subgroup_size_control(features.subgroup_size_control)
                 .compute_full_subgroups(features.compute_full_subgroups);
+            let mut executable_info =
+                vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+                    .pipeline_executable_info(true);
             let priorities = [1.0f32];
             let queues = [vk::DeviceQueueCreateInfo::default()
                 .queue_family_index(req.queue_family_index)
@@ -201,6 +208,9 @@ impl App {
                 .enabled_features(&core);
             if features.subgroup_size_control || features.compute_full_subgroups {
                 info = info.push_next(&mut size_control);
+            }
+            if features.pipeline_executable_info {
+                info = info.push_next(&mut executable_info);
             }
             let device = instance
                 .create_device(physical_device, &info, None)
@@ -868,6 +878,92 @@ fn missing_features_are_named() {
     drop(xw);
     close_and_check(app);
     close_and_check(no_int64);
+}
+
+/// Whether the application's physical device offers `VK_KHR_pipeline_executable_properties`
+/// with `pipelineExecutableInfo`.
+fn offers_executable_info(app: &App) -> bool {
+    // SAFETY: plain queries on the application's live instance and its physical device; the
+    // chained struct is of an extension the device offers and outlives the call.
+    unsafe {
+        let offered = app
+            .instance
+            .enumerate_device_extension_properties(app.physical_device)
+            .unwrap()
+            .iter()
+            .any(|e| {
+                e.extension_name_as_c_str() == Ok(ash::khr::pipeline_executable_properties::NAME)
+            });
+        if !offered {
+            return false;
+        }
+        let mut pexf = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut pexf);
+        app.instance
+            .get_physical_device_features2(app.physical_device, &mut f2);
+        pexf.pipeline_executable_info == vk::TRUE
+    }
+}
+
+/// Kernel statistics on an application's device: only where the application enabled
+/// `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo` and says so.
+#[test]
+fn kernel_stats_only_where_the_application_enabled_them() {
+    let app = App::new(None);
+    let req =
+        VulkanDevice::requirements(&app.instance, app.api_version, app.physical_device).unwrap();
+    assert!(!req.features().pipeline_executable_info, "never required");
+    let xw = app.xwarp(None);
+    assert_eq!(
+        xwarp::reduce::device_reduce_host(&xw, ReduceOp::Sum, &[3u32; 1000]).unwrap(),
+        3000
+    );
+    assert!(!xw.captures_statistics());
+    assert!(xw.kernel_stats().is_empty());
+    drop(xw);
+    let offered = offers_executable_info(&app);
+    close_and_check(app);
+    if !offered {
+        println!(
+            "the device does not offer VK_KHR_pipeline_executable_properties with \
+             pipelineExecutableInfo: nothing more to check"
+        );
+        return;
+    }
+    let app = App::new(Some(VulkanFeatures {
+        pipeline_executable_info: true,
+        ..req.features()
+    }));
+    let xw = app.xwarp(None);
+    assert!(xw.captures_statistics());
+    xwarp::reduce::device_reduce_host(&xw, ReduceOp::Sum, &[3u32; 1000]).unwrap();
+    let stats = xw.kernel_stats();
+    let reduce: Vec<_> = stats
+        .iter()
+        .filter(|k| k.kernel.starts_with("reduce u32 "))
+        .collect();
+    assert!(!reduce.is_empty(), "no reduce kernel in {stats:?}");
+    for k in &reduce {
+        assert!(k.stats.iter().any(|(n, _)| !n.is_empty()), "{k:?}");
+        assert!(k.stats.iter().all(|(n, _)| n != "error"), "{k:?}");
+    }
+    println!("statistics on the application's device: {:?}", reduce[0]);
+    drop(xw);
+    // Enabled but not declared: the application's claim is what xwarp goes by.
+    let ext = ExternalVulkan {
+        enabled_features: VulkanFeatures {
+            pipeline_executable_info: false,
+            ..app.features
+        },
+        ..app.external(None)
+    };
+    // SAFETY: the handles are valid; the claimed features are a subset of what is enabled.
+    let xw = unsafe { VulkanDevice::from_external(ext) }.unwrap();
+    xwarp::reduce::device_reduce_host(&xw, ReduceOp::Sum, &[3u32; 1000]).unwrap();
+    assert!(!xw.captures_statistics());
+    assert!(xw.kernel_stats().is_empty());
+    drop(xw);
+    close_and_check(app);
 }
 
 #[test]

@@ -24,7 +24,8 @@ mod report;
 mod svg;
 
 pub use report::{
-    print_chains, print_ladder, print_table, read_json, summary_markdown, write_json,
+    kernel_stats_text, print_chains, print_ladder, print_table, read_json, summary_markdown,
+    write_json,
 };
 pub use svg::write_plots;
 

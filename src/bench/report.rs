@@ -1,6 +1,7 @@
 //! The benchmark's outputs for people (tables, a Markdown summary) and machines (JSON).
 
-use super::{Algo, Record, Report};
+use super::{Algo, Config, Record, Report};
+use crate::device::{BackendKind, Device};
 use crate::element::ElemKind;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serializer};
@@ -444,4 +445,208 @@ pub fn summary_markdown(report: &Report) -> String {
         }
     }
     s
+}
+
+/// The compiler's statistics of every kernel variant each of `devices` (label, device) has
+/// compiled so far ([`Device::kernel_stats`]), as text: a line naming what `cfg` runs, then a
+/// section per device, a heading per kernel variant, and each executable's statistics.
+pub fn kernel_stats_text(cfg: &Config, devices: &[(String, &dyn Device)]) -> String {
+    let mut s = String::new();
+    let mut run: Vec<String> = cfg.algos.iter().map(|a| a.name()).collect();
+    if cfg.ladder {
+        run.push("ladder".into());
+    }
+    if cfg.chain {
+        run.push("chain".into());
+    }
+    let types: Vec<&str> = cfg.types.iter().map(|k| k.name()).collect();
+    let sizes: Vec<String> = cfg.sizes.iter().map(|n| n.to_string()).collect();
+    writeln!(
+        s,
+        "Compiler statistics of every kernel variant each device compiled for xwarp bench \
+         ({}; types {}; sizes {}), as its driver reports them.",
+        run.join(", "),
+        types.join(", "),
+        sizes.join(", ")
+    )
+    .ok();
+    for (label, dev) in devices {
+        let info = dev.info();
+        writeln!(s, "\n== {label}: {} ({}) ==", info.name, info.driver).ok();
+        let stats = dev.kernel_stats();
+        if stats.is_empty() {
+            let why = match info.backend {
+                BackendKind::Vulkan => {
+                    "none: the device does not offer VK_KHR_pipeline_executable_properties \
+                     with pipelineExecutableInfo"
+                }
+                BackendKind::Cuda => "none: no kernel was loaded",
+            };
+            writeln!(s, "{why}").ok();
+            continue;
+        }
+        let mut kernel = None;
+        for k in &stats {
+            if kernel != Some(&k.kernel) {
+                writeln!(s, "\n{}", k.kernel).ok();
+                kernel = Some(&k.kernel);
+            }
+            let indent = if k.executable.is_empty() {
+                "  "
+            } else {
+                writeln!(s, "  [{}]", k.executable).ok();
+                "    "
+            };
+            let width = k.stats.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+            for (name, value) in &k.stats {
+                writeln!(s, "{indent}{name:<width$}  {value}").ok();
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::RawBuffer;
+    use crate::device::{DeviceId, DeviceInfo, DeviceType, KernelStats, Launch, SubgroupFeatures};
+    use crate::error::{Error, Result};
+    use std::time::Duration;
+
+    /// A device that only has facts and canned statistics.
+    struct Canned(DeviceInfo, Vec<KernelStats>);
+
+    impl Device for Canned {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn id(&self) -> DeviceId {
+            DeviceId::fresh()
+        }
+        fn alloc(&self, bytes: u64) -> Result<RawBuffer> {
+            Err(Error::invalid("bytes", bytes, "nothing: a canned device"))
+        }
+        fn write(&self, _: &RawBuffer, _: u64, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn copy(&self, _: &RawBuffer, _: u64, _: &RawBuffer, _: u64, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn read(&self, _: &RawBuffer, _: u64, _: &mut [u8]) -> Result<()> {
+            Ok(())
+        }
+        fn launch(&self, _: &Launch<'_>) -> Result<()> {
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<()> {
+            Ok(())
+        }
+        fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+            work().map(|()| Duration::ZERO)
+        }
+        fn kernel_stats(&self) -> Vec<KernelStats> {
+            self.1.clone()
+        }
+    }
+
+    fn info(backend: BackendKind, name: &str) -> DeviceInfo {
+        DeviceInfo {
+            backend,
+            index: 0,
+            name: name.into(),
+            vendor_id: 0,
+            device_type: DeviceType::Other,
+            driver: "driver 1".into(),
+            subgroup_size: 32,
+            min_subgroup_size: 32,
+            max_subgroup_size: 32,
+            subgroup_size_pinned: true,
+            subgroup_features: SubgroupFeatures::BASIC,
+            max_binding_bytes: 1,
+            binding_alignment: 4,
+            max_groups: [1; 3],
+            shared_memory_bytes: 0,
+            int64: false,
+            float64: false,
+        }
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// A section per device, a heading per kernel, executables under it, and why a device
+    /// reports nothing.
+    #[test]
+    fn kernel_stats_are_grouped_by_device_and_kernel() {
+        let kernel = "reduce f32 block=256 OP=0";
+        let vk = Canned(
+            info(BackendKind::Vulkan, "gpu"),
+            vec![
+                KernelStats {
+                    kernel: kernel.into(),
+                    executable: "Compute Shader".into(),
+                    stats: pairs(&[("Instructions", "120"), ("Spills", "0")]),
+                },
+                KernelStats {
+                    kernel: kernel.into(),
+                    executable: "Second".into(),
+                    stats: pairs(&[("Instructions", "7")]),
+                },
+            ],
+        );
+        let cuda = Canned(
+            info(BackendKind::Cuda, "nv"),
+            vec![KernelStats {
+                kernel: kernel.into(),
+                executable: String::new(),
+                stats: pairs(&[("NUM_REGS", "32")]),
+            }],
+        );
+        let bare = Canned(info(BackendKind::Vulkan, "cpu"), Vec::new());
+        let devices: Vec<(String, &dyn Device)> = vec![
+            ("vulkan".into(), &vk),
+            ("cuda".into(), &cuda),
+            ("vulkan".into(), &bare),
+        ];
+        let mut cfg = Config::quick(1);
+        cfg.algos = vec![Algo::Reduce(crate::reduce::ReduceOp::Sum)];
+        cfg.ladder = false;
+        cfg.chain = false;
+        cfg.sizes = vec![1024];
+        let text = kernel_stats_text(&cfg, &devices);
+        let want = "for xwarp bench (reduce_sum; types i32, f32; sizes 1024)";
+        assert!(text.contains(want), "{text}");
+        let sections: Vec<&str> = text.split("\n== ").skip(1).collect();
+        assert_eq!(sections.len(), 3, "{text}");
+        assert!(
+            sections[0].starts_with("vulkan: gpu (driver 1) =="),
+            "{text}"
+        );
+        assert_eq!(
+            sections[0].matches(kernel).count(),
+            1,
+            "one heading: {text}"
+        );
+        assert!(
+            sections[0]
+                .contains("  [Compute Shader]\n    Instructions  120\n    Spills        0\n"),
+            "{text}"
+        );
+        assert!(
+            sections[0].contains("  [Second]\n    Instructions  7\n"),
+            "{text}"
+        );
+        assert!(
+            sections[1].contains(&format!("{kernel}\n  NUM_REGS  32\n")),
+            "{text}"
+        );
+        assert!(
+            sections[2].contains("none: the device does not offer"),
+            "{text}"
+        );
+    }
 }
