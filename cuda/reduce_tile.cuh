@@ -38,24 +38,33 @@ __device__ __forceinline__ T block_total(T v, unsigned local, T* stage) {
     return v;
 }
 
+// One element of a tile: through the read-only path, or with CG through L2 only (for values
+// other blocks of the same launch wrote).
+template <bool CG>
+__device__ __forceinline__ T tile_load(const T* a, unsigned i) {
+    if (CG) return __ldcg(a + i);
+    return __ldg(a + i);
+}
+
 // The fold, in order, of a[base + k * blockDim.x + threadIdx.x] for k = 0 .. ITEMS-1 (elements
 // at or past n skipped): this thread's part of the tile starting at `base`. A whole tile issues
 // every load before the first fold.
-__device__ __forceinline__ T tile_fold(const T* __restrict__ a, unsigned base, unsigned n) {
+template <bool CG = false>
+__device__ __forceinline__ T tile_fold(const T* a, unsigned base, unsigned n) {
     const unsigned block = blockDim.x;
     const unsigned local = threadIdx.x;
     T acc = xw_identity(T(0));
     if (base + block * ITEMS <= n) {
         T x[ITEMS];
 #pragma unroll
-        for (unsigned k = 0; k < ITEMS; ++k) x[k] = a[base + k * block + local];
+        for (unsigned k = 0; k < ITEMS; ++k) x[k] = tile_load<CG>(a, base + k * block + local);
 #pragma unroll
         for (unsigned k = 0; k < ITEMS; ++k) acc = xw_op(acc, x[k]);
     } else {
 #pragma unroll
         for (unsigned k = 0; k < ITEMS; ++k) {
             const unsigned i = base + k * block + local;
-            if (i < n) acc = xw_op(acc, a[i]);
+            if (i < n) acc = xw_op(acc, tile_load<CG>(a, i));
         }
     }
     return acc;

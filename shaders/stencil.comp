@@ -86,10 +86,24 @@ void main() {
     T h[ROWS];
     bool left = SMEM == 1u ? local < HALO : lane < HALO;
     bool right = SMEM == 1u ? local >= block - HALO : lane >= XW_WARP - HALO;
-    for (uint r = 0u; r < ROWS; ++r) {
-        uint t = first + r * block + local;
-        c[r] = load(t, 0);
-        h[r] = left ? load(t, -int(HALO)) : (right ? load(t, int(HALO)) : T(0));
+    // A workgroup whose every load (halo included) lies inside the bound input loads without
+    // bounds checks or branches: each invocation's halo load reads x[i-2], x[i+2] or, for
+    // those that need none, its own centre again (no extra memory traffic). Only the
+    // workgroups at the ends of the input take the checked path.
+    uint base = p.in_off + first;
+    if (base >= HALO && base + ROWS * block + HALO <= p.in_len) {
+        uint s = base + local;
+        uint hs = left ? s - HALO : (right ? s + HALO : s);
+        for (uint r = 0u; r < ROWS; ++r) {
+            c[r] = src[s + r * block];
+            h[r] = src[hs + r * block];
+        }
+    } else {
+        for (uint r = 0u; r < ROWS; ++r) {
+            uint t = first + r * block + local;
+            c[r] = load(t, 0);
+            h[r] = left ? load(t, -int(HALO)) : (right ? load(t, int(HALO)) : T(0));
+        }
     }
     for (uint r = 0u; r < ROWS; ++r) {
         uint t = first + r * block + local;

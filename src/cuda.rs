@@ -48,7 +48,7 @@
 
 use crate::device::{
     kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel,
-    KernelStats, Launch, MemoryUsage, RawBuffer, SubgroupFeatures, MAX_PARAMS,
+    KernelStats, Launch, MemoryUsage, RawBuffer, SubgroupFeatures, COUNTER_BYTES, MAX_PARAMS,
 };
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
@@ -471,6 +471,8 @@ pub struct CudaDevice {
     driver_version: c_int,
     kernels: Mutex<HashMap<KernelKey, Cached>>,
     live: Arc<Live>,
+    /// [`Device::counters`]: set once the device is constructed.
+    counters: Option<RawBuffer>,
 }
 
 impl fmt::Debug for CudaDevice {
@@ -519,7 +521,7 @@ impl CudaDevice {
             driver_version,
         } = probe(ordinal, ctx.cu_device())?;
         let stream = ctx.default_stream();
-        Ok(CudaDevice {
+        CudaDevice {
             id: DeviceId::fresh(),
             label: format!("cuda:{ordinal} {}", info.name),
             info,
@@ -529,7 +531,9 @@ impl CudaDevice {
             driver_version,
             kernels: Mutex::new(HashMap::new()),
             live: Arc::default(),
-        })
+            counters: None,
+        }
+        .with_counters()
     }
 
     /// Opens the backend on an application's context and stream: every copy and launch of
@@ -554,7 +558,7 @@ impl CudaDevice {
             driver_version,
         } = probe(ordinal, ctx.cu_device())?;
         info.driver.push_str(", application's context");
-        Ok(CudaDevice {
+        CudaDevice {
             id: DeviceId::fresh(),
             label: format!("cuda:{ordinal} {} (application context)", info.name),
             info,
@@ -564,7 +568,17 @@ impl CudaDevice {
             driver_version,
             kernels: Mutex::new(HashMap::new()),
             live: Arc::default(),
-        })
+            counters: None,
+        }
+        .with_counters()
+    }
+
+    /// Allocates and zeroes the buffer of [`Device::counters`].
+    fn with_counters(mut self) -> Result<Self> {
+        let counters = self.alloc(COUNTER_BYTES)?;
+        self.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
+        self.counters = Some(counters);
+        Ok(self)
     }
 
     /// The stream xwarp issues its work on.
@@ -1087,6 +1101,10 @@ impl Device for CudaDevice {
             .map_err(cuda_err("cuStreamSynchronize"))
     }
 
+    fn counters(&self) -> Option<&RawBuffer> {
+        self.counters.as_ref()
+    }
+
     fn kernel_stats(&self) -> Vec<KernelStats> {
         let sm_threads = attribute(
             self.ctx.cu_device(),
@@ -1233,7 +1251,7 @@ mod tests {
         }
     }
 
-    /// Compiles every variant of the reduce kernel the library launches when NVRTC is
+    /// Compiles every variant of the reduce kernels the library launches when NVRTC is
     /// installed (no GPU needed).
     #[test]
     fn reduce_compiles_with_nvrtc() {
@@ -1255,6 +1273,9 @@ mod tests {
                     ];
                     compiles("reduce", elem, &consts, arch);
                 }
+                let consts = [("OP", op), ("ITEMS", crate::reduce::ITEMS)];
+                // Four buffers and the parameter block.
+                assert_eq!(compiles("reduce_device", elem, &consts, arch), 5);
             }
         }
     }

@@ -325,6 +325,9 @@ pub struct Launch<'a> {
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
+/// Bytes of the buffer [`Device::counters`] returns: 16 words of 32 bits.
+pub const COUNTER_BYTES: u64 = 64;
+
 /// A compute device: memory, transfers, launches, synchronisation, timing.
 pub trait Device: Send + Sync {
     /// Facts about the device.
@@ -351,6 +354,15 @@ pub trait Device: Send + Sync {
     fn launch(&self, launch: &Launch<'_>) -> Result<()>;
     /// Waits until all queued work has finished.
     fn synchronize(&self) -> Result<()>;
+    /// A buffer of [`COUNTER_BYTES`] bytes (32-bit words), allocated and zeroed when the device
+    /// opens, for kernels that count their finished workgroups within one launch. The contract:
+    /// every word is zero whenever none of this device's launches runs, so a kernel that uses a
+    /// word sets it back to zero before it finishes. This device runs its launches one after
+    /// another, never two at once, so no two launches share a word. `None` where the backend
+    /// keeps no such buffer; algorithms then take a path without it.
+    fn counters(&self) -> Option<&RawBuffer> {
+        None
+    }
     /// Messages the driver's debugging layers reported (Vulkan validation messages of warning
     /// or error severity when validation is on); empty otherwise.
     fn diagnostics(&self) -> Vec<String> {

@@ -28,7 +28,7 @@
 //!   (min) or lowest (max) integer or NaN for floats, all ones (and), 0 (or, xor).
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::plan;
 use std::fmt;
@@ -191,6 +191,44 @@ fn launch<T: Reduce>(
     })
 }
 
+/// The device reduce of at most [`TILE`] tiles in one launch (`reduce_device`): each
+/// workgroup writes its tile's total to `totals` and counts itself on the device's first
+/// counter word; the last to count reduces the totals as one tile (the order of the
+/// multi-launch path's second level, so the same bits) into `output[index]`.
+fn launch_one_pass<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    input: &DeviceVec<T>,
+    totals: &DeviceVec<T>,
+    counters: &RawBuffer,
+    output: &DeviceVec<T>,
+    index: usize,
+) -> Result<()> {
+    let groups = totals.len();
+    let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), index);
+    let params = [input.len() as u32, groups as u32, dst_index as u32];
+    dev.launch(&Launch {
+        kernel: Kernel {
+            name: "reduce_device",
+            elem: T::KIND,
+            consts: &[("OP", op.code()), ("ITEMS", ITEMS)],
+        },
+        block: BLOCK,
+        groups: plan::grid(dev.info(), groups as u64)?,
+        bindings: &[
+            input.binding(0, input.len()),
+            output.binding(out_base, dst_index + 1),
+            totals.binding(0, groups),
+            Binding {
+                buffer: counters,
+                offset: 0,
+                bytes: 4,
+            },
+        ],
+        params: bytemuck::cast_slice(&params),
+    })
+}
+
 fn require<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
     check_op::<T>(op)?;
     plan::require(
@@ -270,11 +308,16 @@ pub fn device_reduce<T: Reduce>(
     if input.len() <= TILE {
         return launch(dev, op, SCOPE_TILE, input, 0, input.len(), output, index, 1);
     }
-    // First pass in chunks of whole tiles, so the tiling (and the order) never depends on the
-    // device's binding limits.
     let tiles = input.len().div_ceil(TILE);
     let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
+    if tiles <= TILE && input.len() <= chunk {
+        if let Some(counters) = dev.counters() {
+            return launch_one_pass(dev, op, input, &totals, counters, output, index);
+        }
+    }
+    // First pass in chunks of whole tiles, so the tiling (and the order) never depends on the
+    // device's binding limits.
     for (start, n) in plan::chunks(chunk, input.len()) {
         launch(
             dev,

@@ -77,7 +77,7 @@
 use crate::backend::DeviceSelector;
 use crate::device::{
     kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, KernelStats,
-    Launch, MemoryUsage, RawBuffer, SubgroupFeatures, MAX_PARAMS,
+    Launch, MemoryUsage, RawBuffer, SubgroupFeatures, COUNTER_BYTES, MAX_PARAMS,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -747,6 +747,8 @@ pub struct VulkanDevice {
     external: bool,
     /// The application's lock around its uses of the queue, if it gave one.
     queue_lock: Option<Arc<Mutex<()>>>,
+    /// [`Device::counters`]: set once the device is constructed.
+    counters: Option<RawBuffer>,
 }
 
 impl VulkanDevice {
@@ -904,7 +906,7 @@ impl VulkanDevice {
         if !p.size_control {
             info.subgroup_size_pinned = false;
         }
-        let this = VulkanDevice {
+        let mut this = VulkanDevice {
             core: core.clone(),
             id: DeviceId::fresh(),
             info,
@@ -943,6 +945,7 @@ impl VulkanDevice {
             }),
             external,
             queue_lock,
+            counters: None,
         };
         // Allocated once `this` exists, so that its Drop cleans up if this fails.
         let alloc = vk::CommandBufferAllocateInfo::default()
@@ -953,6 +956,11 @@ impl VulkanDevice {
         let cmds = unsafe { this.core.device.allocate_command_buffers(&alloc) }
             .map_err(Error::vk("vkAllocateCommandBuffers"))?;
         lock(&this.stream).cmd = cmds[0];
+        let counters = this.alloc(COUNTER_BYTES)?;
+        this.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
+        // Frees the upload's staging buffer: the device opens holding only its own buffers.
+        this.synchronize()?;
+        this.counters = Some(counters);
         Ok(this)
     }
 
@@ -2129,6 +2137,10 @@ impl Device for VulkanDevice {
     fn synchronize(&self) -> Result<()> {
         let mut s = lock(&self.stream);
         self.flush(&mut s)
+    }
+
+    fn counters(&self) -> Option<&RawBuffer> {
+        self.counters.as_ref()
     }
 
     fn diagnostics(&self) -> Vec<String> {

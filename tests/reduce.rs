@@ -267,3 +267,27 @@ fn float_sum_order_is_the_documented_one() {
         );
     });
 }
+
+#[test]
+fn the_one_launch_and_the_multi_launch_reduce_meet_at_4096_tiles() {
+    // Up to 4096 tiles (2^24 elements) the device reduce runs in one launch, beyond it in one
+    // launch per level; both keep the documented order. Fresh float data on both sides of the
+    // boundary, each compared bit for bit with the CPU reference, into a poisoned output
+    // element between two that must survive.
+    let mut rng = Rng::new(seed());
+    let tile = xwarp::reduce::TILE;
+    for n in [tile * tile - 1, tile * tile, tile * tile + 1] {
+        let data: Vec<f32> = (0..n).map(|_| rng.next_f64_mixed() as f32).collect();
+        let want = xwarp::cpu::reduce::device_reduce(ReduceOp::Sum, &data);
+        for_each_device(|d| {
+            let dev = &*d.dev;
+            let src = DeviceVec::from_slice(dev, &data).unwrap();
+            let guard = [1.5f32, poison_value(&[want]), -2.5];
+            let mut out = DeviceVec::from_slice(dev, &guard).unwrap();
+            device_reduce(dev, ReduceOp::Sum, &src, &mut out, 1).unwrap();
+            let got = out.to_vec(dev).unwrap();
+            assert_eq!(got[1].to_bits(), want.to_bits(), "{}: n = {n}", d.label);
+            assert_eq!((got[0], got[2]), (1.5, -2.5), "{}: n = {n}", d.label);
+        });
+    }
+}
