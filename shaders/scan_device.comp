@@ -49,9 +49,10 @@ layout(constant_id = 1) const uint OP = 0u;  // 0 sum, 2 min, 3 max (reduce_op.g
 layout(constant_id = 2) const uint EXCLUSIVE = 0u;
 layout(constant_id = 3) const uint ITEMS = 16u;
 layout(constant_id = 4) const uint LB_TILES = 1u;  // look-back window: tiles per invocation
-// Nonzero: each invocation's partial folds stay in shared memory through the look-back (32-bit
-// types) and are computed again at the end; zero: they stay in registers.
-layout(constant_id = 5) const uint PARTIALS_IN_SHARED = 1u;
+// Constant 5 (PARTIALS_IN_SHARED) is the CUDA twin's choice between shared memory and registers
+// for the partial folds; this kernel always keeps them in shared memory (32-bit types): NVIDIA's
+// Vulkan compiler gave the kernel 85-87 registers with the register path present behind a
+// specialization constant, and 61-66 without it.
 
 const uint FLAG_AGGREGATE = 1u;
 const uint FLAG_INCLUSIVE = 2u;
@@ -344,7 +345,6 @@ void main() {
     uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
     uint base = tile_base + local * ITEMS;
 
-    T s[ITEMS];
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
     for (uint i = 0u; i < ITEMS; ++i) {
@@ -352,18 +352,12 @@ void main() {
         tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
     }
     barrier();
-    if (PARTIALS_IN_SHARED != 0u) {
-        // The invocation's elements stay in shared memory through the look-back, and their
-        // partial folds are computed again at the end (the same fold, so the same bits): ITEMS
-        // fewer live registers while the tile waits.
-        for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
-    } else {
-        for (uint j = 0u; j < ITEMS; ++j) {
-            acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
-            s[j] = acc;
-        }
-    }
+    // The invocation's elements stay in shared memory through the look-back, and their partial
+    // folds are computed again at the end (the same fold, so the same bits): ITEMS fewer live
+    // registers while the tile waits.
+    for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
 #else
+    T s[ITEMS];
     for (uint j = 0u; j < ITEMS; ++j) {
         acc = xw_op(acc, base + j < p.n ? src[base + j] : xw_identity());
         s[j] = acc;
@@ -388,7 +382,7 @@ void main() {
     for (uint j = 0u; j < ITEMS; ++j) {
         uint at = xw_pad(local * ITEMS + j);
         T before = part;
-        part = PARTIALS_IN_SHARED != 0u ? xw_op(part, tile_stage[at]) : s[j];
+        part = xw_op(part, tile_stage[at]);
         tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
     }
     barrier();
