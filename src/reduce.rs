@@ -6,7 +6,9 @@
 //! - [`block_reduce`]: per workgroup of [`BLOCK`] elements: warp reduce, warp totals in shared
 //!   memory, the first warp reduces them.
 //! - [`device_reduce`]: any length, the whole result computed on the GPU and left in a device
-//!   buffer (for the application's next kernel) or returned by [`device_reduce_host`].
+//!   buffer (for the application's next kernel) or returned by [`device_reduce_host`]; one
+//!   launch per level, or up to 2^24 elements in a single launch ([`Launches`]), with the
+//!   same bits either way.
 //!
 //! # Deterministic floats
 //! The association order depends only on the length `n`, so an f32/f64 sum or product is
@@ -28,7 +30,9 @@
 //!   (min) or lowest (max) integer or NaN for floats, all ones (and), 0 (or, xor).
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures};
+use crate::device::{
+    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
+};
 use crate::error::{Error, Result};
 use crate::plan;
 use std::fmt;
@@ -287,6 +291,34 @@ pub fn block_reduce<T: Reduce>(
     run_elementwise(dev, op, SCOPE_BLOCK, input, output, BLOCK as usize)
 }
 
+/// How the device reduce spreads its levels over launches; a knob of speed, never of results
+/// (both keep the documented order, so the bits are the same).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Launches {
+    /// [`Launches::OneLaunch`] on CUDA devices, [`Launches::PerLevel`] elsewhere. Measured on an
+    /// H200 (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
+    /// elements and 7–12% slower on Vulkan between 2^16 and 2^23.
+    #[default]
+    Auto,
+    /// One launch per level: the tiles, then their totals, until one value remains.
+    PerLevel,
+    /// Up to [`TILE`] tiles (2^24 elements) in one launch: the last workgroup to finish
+    /// reduces the tile totals (counting on [`Device::counters`]); longer inputs, inputs longer
+    /// than one launch may bind, and devices without counters go per level.
+    OneLaunch,
+}
+
+impl Launches {
+    /// Whether `dev` takes one launch where the input allows it.
+    fn one_launch(self, dev: &dyn Device) -> bool {
+        match self {
+            Launches::Auto => dev.info().backend == BackendKind::Cuda,
+            Launches::PerLevel => false,
+            Launches::OneLaunch => true,
+        }
+    }
+}
+
 /// Reduces all of `input` on the device into `output[index]`; the identity when `input` is
 /// empty. Any length the device's memory allows (64-bit indexing); intermediate tile totals
 /// live in device memory the call allocates.
@@ -296,6 +328,18 @@ pub fn device_reduce<T: Reduce>(
     input: &DeviceVec<T>,
     output: &mut DeviceVec<T>,
     index: usize,
+) -> Result<()> {
+    device_reduce_with(dev, op, input, output, index, Launches::Auto)
+}
+
+/// [`device_reduce`] with an explicit choice of [`Launches`].
+pub fn device_reduce_with<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+    index: usize,
+    launches: Launches,
 ) -> Result<()> {
     require::<T>(dev, op)?;
     if index >= output.len() {
@@ -311,7 +355,7 @@ pub fn device_reduce<T: Reduce>(
     let tiles = input.len().div_ceil(TILE);
     let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
-    if tiles <= TILE && input.len() <= chunk {
+    if tiles <= TILE && input.len() <= chunk && launches.one_launch(dev) {
         if let Some(counters) = dev.counters() {
             return launch_one_pass(dev, op, input, &totals, counters, output, index);
         }

@@ -285,7 +285,10 @@ fn kernel_stats_name_a_launched_kernel_where_the_device_reports_them() {
         }
         let reduce: Vec<_> = stats
             .iter()
-            .filter(|k| k.kernel.starts_with("reduce i32 block="))
+            .filter(|k| {
+                k.kernel.starts_with("reduce i32 block=")
+                    || k.kernel.starts_with("reduce_device i32 block=")
+            })
             .collect();
         assert!(
             !reduce.is_empty(),

@@ -5,7 +5,10 @@ mod common;
 
 use common::{check_on_every_device, for_each_device, seed};
 use xwarp::cpu::reduce::Reduce;
-use xwarp::reduce::{device_reduce, device_reduce_host, warp_reduce_host, ReduceOp, WarpForm};
+use xwarp::reduce::{
+    device_reduce, device_reduce_host, device_reduce_with, warp_reduce_host, Launches, ReduceOp,
+    WarpForm,
+};
 use xwarp::validate::poison_value;
 use xwarp::validate::reduce::{expected, reduce_cases, run_reduce, ReduceCase, ReduceInput};
 use xwarp::{with_elem, DeviceVec, ElemKind, Error, Rng};
@@ -269,9 +272,9 @@ fn float_sum_order_is_the_documented_one() {
 }
 
 #[test]
-fn the_one_launch_and_the_multi_launch_reduce_meet_at_4096_tiles() {
-    // Up to 4096 tiles (2^24 elements) the device reduce runs in one launch, beyond it in one
-    // launch per level; both keep the documented order. Fresh float data on both sides of the
+fn both_launch_plans_agree_around_4096_tiles() {
+    // Up to 4096 tiles (2^24 elements) the device reduce may run in one launch, beyond it in
+    // one launch per level; every plan keeps the documented order. Fresh float data on both sides of the
     // boundary, each compared bit for bit with the CPU reference, into a poisoned output
     // element between two that must survive.
     let mut rng = Rng::new(seed());
@@ -282,12 +285,46 @@ fn the_one_launch_and_the_multi_launch_reduce_meet_at_4096_tiles() {
         for_each_device(|d| {
             let dev = &*d.dev;
             let src = DeviceVec::from_slice(dev, &data).unwrap();
-            let guard = [1.5f32, poison_value(&[want]), -2.5];
-            let mut out = DeviceVec::from_slice(dev, &guard).unwrap();
-            device_reduce(dev, ReduceOp::Sum, &src, &mut out, 1).unwrap();
-            let got = out.to_vec(dev).unwrap();
-            assert_eq!(got[1].to_bits(), want.to_bits(), "{}: n = {n}", d.label);
-            assert_eq!((got[0], got[2]), (1.5, -2.5), "{}: n = {n}", d.label);
+            for launches in [Launches::Auto, Launches::PerLevel, Launches::OneLaunch] {
+                let guard = [1.5f32, poison_value(&[want]), -2.5];
+                let mut out = DeviceVec::from_slice(dev, &guard).unwrap();
+                device_reduce_with(dev, ReduceOp::Sum, &src, &mut out, 1, launches).unwrap();
+                let got = out.to_vec(dev).unwrap();
+                let at = format!("{}: n = {n}, {launches:?}", d.label);
+                assert_eq!(got[1].to_bits(), want.to_bits(), "{at}");
+                assert_eq!((got[0], got[2]), (1.5, -2.5), "{at}");
+            }
         });
+    }
+}
+
+fn every_plan<T: ReduceInput>(elem: ElemKind, rng: &mut Rng) {
+    let float = matches!(elem, ElemKind::F32 | ElemKind::F64);
+    for op in ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+    {
+        for n in [4097, 70_001, (1 << 20) + 7] {
+            let input = T::input(op, n, rng);
+            let want = xwarp::cpu::reduce::device_reduce(op, &input);
+            let poison = poison_value(&[want]);
+            for launches in [Launches::PerLevel, Launches::OneLaunch] {
+                let label = format!("{elem} {op} n = {n}, {launches:?}");
+                check_on_every_device(&label, &[want], |dev| {
+                    let src = DeviceVec::from_slice(dev, &input)?;
+                    let mut out = DeviceVec::from_slice(dev, &[poison])?;
+                    device_reduce_with(dev, op, &src, &mut out, 0, launches)?;
+                    out.to_vec(dev)
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn every_launch_plan_gives_the_same_bits_for_every_type_and_op() {
+    let mut rng = Rng::new(seed());
+    for elem in ElemKind::ALL {
+        with_elem!(elem, every_plan(elem, &mut rng));
     }
 }
