@@ -956,10 +956,10 @@ impl VulkanDevice {
         let cmds = unsafe { this.core.device.allocate_command_buffers(&alloc) }
             .map_err(Error::vk("vkAllocateCommandBuffers"))?;
         lock(&this.stream).cmd = cmds[0];
+        // Zeroed by a recorded fill, which goes out with the first submit: opening submits
+        // nothing and stages nothing.
         let counters = this.alloc(COUNTER_BYTES)?;
-        this.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
-        // Frees the upload's staging buffer: the device opens holding only its own buffers.
-        this.synchronize()?;
+        this.record_zero(&counters)?;
         this.counters = Some(counters);
         Ok(this)
     }
@@ -984,6 +984,24 @@ impl VulkanDevice {
     /// The queue family index work is submitted to.
     pub fn queue_family(&self) -> u32 {
         self.queue_family
+    }
+
+    /// Records zeroing all of `buffer`, one of this device's own (submitted with the next work
+    /// that is waited for).
+    fn record_zero(&self, buffer: &RawBuffer) -> Result<()> {
+        let target = self.target(buffer)?;
+        let mut s = lock(&self.stream);
+        self.begin(&mut s)?;
+        // SAFETY: recording command buffer of this device; the buffer is one of its own
+        // (created with TRANSFER_DST), the range is all of it (a multiple of 4 bytes from its
+        // start), and the stream keeps it alive until the submit finishes.
+        unsafe {
+            self.core
+                .device
+                .cmd_fill_buffer(s.cmd, target.buffer, target.base, buffer.bytes(), 0)
+        };
+        s.keep.push(buffer.keep_alive());
+        Ok(())
     }
 
     /// Starts recording if needed, and separates the next command from earlier ones.
@@ -1635,8 +1653,9 @@ impl VulkanDevice {
     /// synchronisation contract.
     ///
     /// xwarp creates on the device only its own command pool, fence, query pool, descriptor
-    /// pools, layouts, shader modules, pipelines and an allocator for its own memory, and
-    /// destroys only those. Dropping the returned device waits for xwarp's own submitted work
+    /// pools, layouts, shader modules, pipelines and an allocator for its own memory (which
+    /// holds, from the start, the small buffer of [`Device::counters`], zeroed by a fill that
+    /// goes out with xwarp's first submit), and destroys only those. Dropping the returned device waits for xwarp's own submitted work
     /// (its fence), never for the device or queue as a whole.
     ///
     /// # Safety
