@@ -297,7 +297,7 @@ pub fn block_reduce<T: Reduce>(
 pub enum Launches {
     /// [`Launches::OneLaunch`] on CUDA devices, [`Launches::PerLevel`] elsewhere. Measured on an
     /// H200 (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
-    /// elements and 7–12% slower on Vulkan between 2^16 and 2^23.
+    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24.
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
