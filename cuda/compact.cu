@@ -60,9 +60,20 @@ __device__ __forceinline__ bool xw_window_offset(unsigned long long base, const 
     return base >= window && (p.span == 0 || base - window < p.span);
 }
 
-// The base of the chunks of slot s: counter[4 + 2s] (low word) and counter[5 + 2s].
+// The counter words, each on a 128-byte line of its own (atomics on one line are serialised
+// where the line lives; see shaders/compact.comp): the chunk's count, its tile tickets, its
+// tiles done, and at C_BASE + C_LINE * s (low word) and the word after it the base of the
+// chunks of slot s.
+#define C_LINE 32u
+#define C_COUNT 0u
+#define C_TICKET C_LINE
+#define C_DONE (2u * C_LINE)
+#define C_BASE (3u * C_LINE)
+
+// The base of the chunks of slot s.
 __device__ __forceinline__ unsigned long long xw_base(const unsigned int* counter, unsigned int s) {
-    return ((unsigned long long)counter[5 + 2 * s] << 32) | counter[4 + 2 * s];
+    const unsigned int at = C_BASE + C_LINE * s;
+    return ((unsigned long long)counter[at + 1] << 32) | counter[at];
 }
 
 // The end of a chunk: total and the next chunk's base become this chunk's base + count.
@@ -71,7 +82,7 @@ __device__ __forceinline__ void xw_finish_chunk(unsigned long long* total, unsig
                                                 unsigned int count) {
     const unsigned long long end = base + count;
     *total = end;
-    const unsigned int next = 4 + 2 * (p.slot ^ 1u);
+    const unsigned int next = C_BASE + C_LINE * (p.slot ^ 1u);
     counter[next] = (unsigned int)end;
     counter[next + 1] = (unsigned int)(end >> 32);
 }
@@ -204,7 +215,11 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     if (i < p.tiles) states[i] = 0;
     if (i != 0) return;
     *total = 0;
-    for (unsigned int w = 0; w < 6; ++w) counter[w] = 0;
+    counter[C_COUNT] = 0;
+    counter[C_TICKET] = 0;
+    counter[C_DONE] = 0;
+    counter[C_BASE] = 0;
+    counter[C_BASE + 1] = 0;
 #elif OP == 1 || OP == 2
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ unsigned int s_word;
@@ -225,7 +240,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
     // started; the loads above are in flight meanwhile, and a block whose ticket is another
     // tile loads that one.
-    if (threadIdx.x == 0) s_ticket = atomicAdd(&counter[1], 1u);
+    if (threadIdx.x == 0) s_ticket = atomicAdd(&counter[C_TICKET], 1u);
     __syncthreads();
     t = s_ticket;
     if (t != (unsigned int)xw_group()) xw_load_tile(in, t, p, v);
@@ -265,9 +280,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     // only after the scatter.
     unsigned int done = 0;
     if (threadIdx.x == 0) {
-        if (tile_count != 0) s_word = atomicAdd(&counter[0], tile_count);
+        if (tile_count != 0) s_word = atomicAdd(&counter[C_COUNT], tile_count);
         __threadfence();
-        done = atomicAdd(&counter[2], 1u);
+        done = atomicAdd(&counter[C_DONE], 1u);
     }
     __syncthreads();
     tile_base = s_word;
@@ -282,7 +297,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     }
     // The last ticket: every block of the chunk has taken its own.
     if (threadIdx.x == 0 && t + 1 == p.tiles) {
-        counter[1] = 0;
+        counter[C_TICKET] = 0;
         xw_finish_chunk(total, counter, p, base, tile_base + tile_count);
     }
 #endif
@@ -301,8 +316,8 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     if (threadIdx.x == 0 && done + 1 == p.tiles) {
         // Every tile's count has landed: the chunk's count is final.
         __threadfence();
-        const unsigned int chunk = atomicExch(&counter[0], 0u);
-        counter[2] = 0;
+        const unsigned int chunk = atomicExch(&counter[C_COUNT], 0u);
+        counter[C_DONE] = 0;
         xw_finish_chunk(total, counter, p, base, chunk);
     }
 #endif

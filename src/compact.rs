@@ -128,9 +128,10 @@ enum Step {
     Stable = 2,
 }
 
-/// Words of the counter scratch: the chunk's count, tickets and tiles done, a spare word, and
-/// two slots of a chunk base (u64 as two words) that chunks use in turn.
-const COUNTER_WORDS: usize = 8;
+/// Words of the counter scratch: the chunk's count, tickets and tiles done, and two slots of a
+/// chunk base (u64 as two words) that chunks use in turn, each on a 128-byte line of its own
+/// (`C_*` in the kernels).
+const COUNTER_WORDS: usize = 5 * 32;
 
 /// Compacts the elements of `input` that pass `pred` into the first `count` elements of
 /// `output`, and writes `count` into `count[0]`, all on the device. `output` must hold at
@@ -193,8 +194,8 @@ pub fn compact_tuned<T: PredicateElement>(
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
     let plan = Plan::new(info, T::KIND.size(), n, tuning);
-    // Scratch: [0] the chunk's count, [1] its tile tickets, [2] its tiles done, [4..8] the
-    // chunk bases; one tile state per tile of the input, each chunk its own run (stable only:
+    // Scratch: the chunk's count, its tile tickets, its tiles done and the chunk bases
+    // (`COUNTER_WORDS`); one tile state per tile of the input, each chunk its own run (stable only:
     // a few bytes per 16 KiB of input, zeroed once by the reset).
     let counter = DeviceVec::<u32>::alloc(dev, COUNTER_WORDS)?;
     let states = match order {
