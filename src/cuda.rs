@@ -1294,14 +1294,16 @@ mod tests {
                         compiles("scan", elem, &consts, arch);
                     }
                     let partials = crate::scan::partials_in_shared(BackendKind::Cuda, elem);
-                    let consts = [
-                        ("OP", op),
-                        ("EXCLUSIVE", exclusive),
-                        ("ITEMS", crate::scan::ITEMS),
-                        ("LB_TILES", crate::scan::LOOKBACK_TILES),
-                        ("PARTIALS_IN_SHARED", u32::from(partials)),
-                    ];
-                    compiles("scan_device", elem, &consts, arch);
+                    for window in 1..=crate::scan::MAX_LOOKBACK_TILES {
+                        let consts = [
+                            ("OP", op),
+                            ("EXCLUSIVE", exclusive),
+                            ("ITEMS", crate::scan::ITEMS),
+                            ("LB_TILES", window),
+                            ("PARTIALS_IN_SHARED", u32::from(partials)),
+                        ];
+                        compiles("scan_device", elem, &consts, arch);
+                    }
                 }
             }
         }

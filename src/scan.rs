@@ -43,10 +43,26 @@ pub const BLOCK: u32 = 256;
 pub const ITEMS: u32 = 16;
 /// Elements per device-scan tile.
 pub const TILE: usize = (BLOCK * ITEMS) as usize;
-/// Tiles each thread of the look-back reads at once (a window of `BLOCK * LOOKBACK_TILES`
-/// predecessors; not part of the order). Wider windows (2, 4, 8) were measured slower on an
-/// H200 with CUDA and no faster with Vulkan (NOTES.md, version 4).
+/// Tiles each thread of the look-back reads at once by default (a window of `BLOCK *
+/// LOOKBACK_TILES` predecessors; not part of the order). See [`lookback_tiles`].
 pub const LOOKBACK_TILES: u32 = 1;
+/// The most look-back tiles per thread [`Tuning::lookback_tiles`] accepts.
+pub const MAX_LOOKBACK_TILES: u32 = 4;
+/// Scans of at most this many tiles look back over 2 tiles per thread on Vulkan.
+pub const WIDE_WINDOW_MAX_TILES: usize = 2048;
+
+/// Look-back tiles per thread for a scan of `tiles` tiles; not part of the order. Measured on an
+/// H200 (NOTES.md, versions 4 and 6): a window of 512 tiles (2 per thread) made the Vulkan scan
+/// 1.1-2.4x faster from 1.5 x 2^20 to 2^23 elements (where a window of 256 needs a second one)
+/// and 0.90x as fast from 2^24 on, and CUDA no faster anywhere (0.87x at 2^28).
+pub fn lookback_tiles(backend: BackendKind, tiles: usize) -> u32 {
+    if backend == BackendKind::Vulkan && tiles <= WIDE_WINDOW_MAX_TILES {
+        2
+    } else {
+        LOOKBACK_TILES
+    }
+}
+
 /// Whether a device-scan tile keeps each thread's partial folds in shared memory through the
 /// look-back (computing them again at the end, the same bits) rather than in registers; not
 /// part of the order. Measured on an H200 (NOTES.md, version 4): fewer registers made CUDA's
@@ -78,6 +94,9 @@ pub struct Tuning {
     /// Plan as if one launch could span at most this many elements (a multiple of [`TILE`]);
     /// `None`: the device's binding limit. Small values force many launches.
     pub max_launch_elems: Option<usize>,
+    /// Tiles each thread of the look-back reads at once, 1 to [`MAX_LOOKBACK_TILES`]; `None`:
+    /// [`lookback_tiles`] chooses by backend and length.
+    pub lookback_tiles: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -85,6 +104,7 @@ impl Default for Tuning {
         Tuning {
             spin: DEFAULT_SPIN,
             max_launch_elems: None,
+            lookback_tiles: None,
         }
     }
 }
@@ -215,6 +235,17 @@ pub fn device_scan_tuned<T: Reduce>(
         chunk = chunk.min(max);
     }
     let tiles = n_total.div_ceil(TILE);
+    let window = match tuning.lookback_tiles {
+        None => lookback_tiles(dev.info().backend, tiles),
+        Some(k) if (1..=MAX_LOOKBACK_TILES).contains(&k) => k,
+        Some(k) => {
+            return Err(Error::invalid(
+                "lookback_tiles",
+                k,
+                format!("1..={MAX_LOOKBACK_TILES}"),
+            ))
+        }
+    };
     let launches = n_total.div_ceil(chunk);
     let counters = DeviceVec::<u32>::alloc(dev, launches)?;
     // Two words of tile state per tile: 32-bit types keep flag and value in them together.
@@ -225,7 +256,7 @@ pub fn device_scan_tuned<T: Reduce>(
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", ITEMS),
-        ("LB_TILES", LOOKBACK_TILES),
+        ("LB_TILES", window),
         (
             "PARTIALS_IN_SHARED",
             u32::from(partials_in_shared(dev.info().backend, T::KIND)),

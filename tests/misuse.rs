@@ -352,6 +352,22 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             &v,
             "or more",
         );
+        for k in [0, scan::MAX_LOOKBACK_TILES + 1] {
+            let t = ScanTuning {
+                lookback_tiles: Some(k),
+                ..ScanTuning::default()
+            };
+            let r =
+                scan::device_scan_tuned(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut dst, t);
+            expect_invalid(
+                label,
+                "scan tuning",
+                r,
+                "lookback_tiles",
+                &k.to_string(),
+                &format!("1..={}", scan::MAX_LOOKBACK_TILES),
+            );
+        }
         for m in [1, scan::TILE + 1] {
             let t = ScanTuning {
                 max_launch_elems: Some(m),

@@ -23,7 +23,7 @@ use xwarp::cpu::reduce::Reduce;
 use xwarp::cpu::stencil::{StencilElement, POINTS};
 use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{ReduceOp, WarpForm};
-use xwarp::scan::{ScanKind, Tuning as ScanTuning, DEFAULT_SPIN, TILE};
+use xwarp::scan::{self, ScanKind, Tuning as ScanTuning, DEFAULT_SPIN, TILE};
 use xwarp::shfl::{ShflOp, SEGM};
 use xwarp::stencil::StencilVariant;
 use xwarp::validate::compact::{comparable, expected_output, run_compact};
@@ -444,10 +444,12 @@ fn scan_prop<T: Arb>() {
     let tuning = (
         select(vec![DEFAULT_SPIN, 0, 1]),
         select(vec![None, Some(TILE), Some(3 * TILE)]),
+        select(vec![None, Some(1), Some(2), Some(scan::MAX_LOOKBACK_TILES)]),
     )
-        .prop_map(|(spin, max_launch_elems)| ScanTuning {
+        .prop_map(|(spin, max_launch_elems, lookback_tiles)| ScanTuning {
             spin,
             max_launch_elems,
+            lookback_tiles,
         });
     let scope = prop_oneof![
         Just(ScanScope::Warp),

@@ -121,9 +121,11 @@ fn repeated_scans_of_thousands_of_tiles_never_hang_or_differ() {
         let src = DeviceVec::from_slice(dev, &data).unwrap();
         let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
         for rep in 0..reps {
+            // Both look-back windows the plans choose from, with and without the fallback.
             let tuning = Tuning {
                 spin: if rep % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
-                max_launch_elems: None,
+                lookback_tiles: Some(1 + (rep / 2 % 2) as u32),
+                ..Tuning::default()
             };
             dst.fill(dev, f32::NAN).unwrap();
             scan::device_scan_tuned(
@@ -178,6 +180,7 @@ fn bad_input_is_a_typed_error() {
         let bad = Tuning {
             spin: 0,
             max_launch_elems: Some(TILE + 1),
+            ..Tuning::default()
         };
         assert!(matches!(
             scan::device_scan_tuned(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut ok, bad),

@@ -71,11 +71,11 @@ pub fn scan_cases(quick: bool, large: bool) -> Vec<ScanCase> {
     };
     let fallback = Tuning {
         spin: 0,
-        max_launch_elems: None,
+        ..Tuning::default()
     };
     let launches = Tuning {
-        spin: scan::DEFAULT_SPIN,
         max_launch_elems: Some(3 * TILE),
+        ..Tuning::default()
     };
     let mut cases = Vec::new();
     for elem in ElemKind::ALL {
