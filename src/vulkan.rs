@@ -101,6 +101,16 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 const PORTABILITY_SUBSET: &CStr = c"VK_KHR_portability_subset";
 /// How long a submit may run before the backend gives up with `VK_TIMEOUT` instead of hanging.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+/// How long a submit's waiter polls its fence before it blocks in `vkWaitForFences`. A blocked
+/// waiter is woken by the driver some time after the fence signals; polling sees it at once,
+/// which is most of a short call's host time (NOTES.md, version 7). Longer work blocks after
+/// this, so a long wait costs no more than this much of a core.
+const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(XW_SPIN_US);
+const XW_SPIN_US: u64 = 200;
+/// Downloads up to this size reuse one host-visible staging buffer per device instead of
+/// allocating and freeing one per read.
+const DOWNLOAD_CACHE_BYTES: u64 = XW_CACHE_BYTES;
+const XW_CACHE_BYTES: u64 = 1 << 20;
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
 const SETS_PER_POOL: u32 = 256;
 const MAX_BINDINGS: u32 = 8;
@@ -704,6 +714,8 @@ struct Stream {
     commands: u32,
     keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
     staging: Vec<VkBuffer>,
+    /// The reused download staging buffer (at most [`DOWNLOAD_CACHE_BYTES`]).
+    download: Option<VkBuffer>,
     desc_pools: Vec<vk::DescriptorPool>,
     desc_pool_current: usize,
 }
@@ -931,6 +943,7 @@ impl VulkanDevice {
                 commands: 0,
                 keep: Vec::new(),
                 staging: Vec::new(),
+                download: None,
                 desc_pools: Vec::new(),
                 desc_pool_current: 0,
             }),
@@ -1116,9 +1129,7 @@ impl VulkanDevice {
                         .map_err(Error::vk("vkQueueSubmit"))
                 })
                 .and_then(|_| {
-                    let waited = d
-                        .wait_for_fences(&[s.fence], true, FENCE_TIMEOUT_NS)
-                        .map_err(Error::vk("vkWaitForFences"));
+                    let waited = self.wait(s.fence);
                     let reset = d
                         .reset_fences(&[s.fence])
                         .map_err(Error::vk("vkResetFences"));
@@ -1158,6 +1169,24 @@ impl VulkanDevice {
         s.keep.clear();
         s.staging.clear();
         result
+    }
+
+    /// Waits for `fence`: polls it for up to [`SPIN_WAIT`], then blocks.
+    fn wait(&self, fence: vk::Fence) -> Result<()> {
+        let d = &self.core.device;
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: the fence belongs to this device and was submitted.
+            match unsafe { d.get_fence_status(fence) } {
+                Ok(true) => return Ok(()),
+                Ok(false) if start.elapsed() < SPIN_WAIT => std::hint::spin_loop(),
+                Ok(false) => break,
+                Err(e) => return Err(Error::vk("vkGetFenceStatus")(e)),
+            }
+        }
+        // SAFETY: as above.
+        unsafe { d.wait_for_fences(&[fence], true, FENCE_TIMEOUT_NS) }
+            .map_err(Error::vk("vkWaitForFences"))
     }
 
     fn layout(&self, bindings: u32) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
@@ -2061,14 +2090,24 @@ impl Device for VulkanDevice {
         if dst.is_empty() {
             return self.synchronize();
         }
-        let staging = VkBuffer::new(
-            &self.core,
-            dst.len() as u64,
-            MemoryLocation::GpuToCpu,
-            "xwarp download",
-        )?;
+        let bytes = dst.len() as u64;
         let mut s = lock(&self.stream);
-        self.begin(&mut s)?;
+        // A short read reuses the stream's staging buffer: nothing else touches it while the
+        // stream is locked, and the lock is held until its bytes are copied out.
+        let cached = bytes <= DOWNLOAD_CACHE_BYTES;
+        let staging = match s.download.take() {
+            Some(b) if cached => b,
+            _ => {
+                let size = if cached { DOWNLOAD_CACHE_BYTES } else { bytes };
+                VkBuffer::new(&self.core, size, MemoryLocation::GpuToCpu, "xwarp download")?
+            }
+        };
+        if let Err(e) = self.begin(&mut s) {
+            if cached {
+                s.download = Some(staging);
+            }
+            return Err(e);
+        }
         let region = vk::BufferCopy::default()
             .src_offset(source.base + offset)
             .size(dst.len() as u64);
@@ -2090,9 +2129,13 @@ impl Device for VulkanDevice {
             );
         }
         s.keep.push(src.keep_alive());
-        self.flush(&mut s)?;
-        drop(s);
-        staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
+        let flushed = self.flush(&mut s);
+        let copied =
+            flushed.and_then(|_| staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()])));
+        if cached {
+            s.download = Some(staging);
+        }
+        copied
     }
 
     fn launch(&self, launch: &Launch<'_>) -> Result<()> {
