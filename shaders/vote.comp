@@ -9,6 +9,7 @@
 // lane) writes the warp's record; every active lane writes its exclusive rank.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 // Declared ahead of the includes: their shared arrays are sized by gl_WorkGroupSize.
@@ -46,11 +47,11 @@ void main() {
     T a = xw_pred_operand(p.a_lo, p.a_hi);
     T b = xw_pred_operand(p.b_lo, p.b_hi);
     T v[ROWS];
-    for (uint r = 0u; r < ROWS; ++r) {
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint i = first + r * block + local;
         v[r] = i < p.n ? src[i] : T(0);
     }
-    for (uint r = 0u; r < ROWS; ++r) {
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         // A layer without elements ends the workgroup's work (uniform: the barriers stay so).
         if (first + r * block >= p.n) break;
         uint i = first + r * block + local;
