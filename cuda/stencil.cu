@@ -71,8 +71,7 @@ extern "C" __global__ void stencil(const T* __restrict__ src, T* __restrict__ ds
     // load: their centre values are the right-hand neighbours of the last outputs. The halo
     // registers: in the shuffle version lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of the
     // warp starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]); in the
-    // shared-memory version the first two threads of the first layer and the last two of the
-    // last layer use theirs (the other layers' halos are their neighbours' centres).
+    // shared-memory version the first and last two threads of the layer do.
     const bool left = SMEM ? local < XW_HALO : lane < XW_HALO;
     const bool right = SMEM ? local >= blockDim.x - XW_HALO : lane >= XW_WARP - XW_HALO;
     T c[ROWS], h[ROWS];
@@ -100,27 +99,25 @@ extern "C" __global__ void stencil(const T* __restrict__ src, T* __restrict__ ds
         }
     }
 #if SMEM
-    // x[first + k] goes to tile[k + XW_HALO], for k from -XW_HALO to ROWS * blockDim.x + 1.
-    __shared__ T tile[XW_STENCIL_BLOCK * ROWS + 2 * XW_HALO];
-#pragma unroll
-    for (unsigned r = 0; r < ROWS; ++r) tile[r * blockDim.x + local + XW_HALO] = c[r];
-    if (left) tile[local] = h[0];
-    if (right) tile[(ROWS - 1) * blockDim.x + local + 2 * XW_HALO] = h[ROWS - 1];
-    // Each thread reads slots other threads wrote (its neighbours, the halo loaders at the
-    // run's ends), possibly in other warps: the barrier makes every write visible first.
-    // Nothing is overwritten afterwards: one barrier.
-    __syncthreads();
+    __shared__ T tile[XW_STENCIL_BLOCK + 2 * XW_HALO];
 #endif
 #pragma unroll
     for (unsigned r = 0; r < ROWS; ++r) {
         const unsigned t = (unsigned)first + r * blockDim.x + local;
         T m2, m1, p1, p2;
 #if SMEM
-        const unsigned at = r * blockDim.x + local;
-        m2 = tile[at];
-        m1 = tile[at + 1];
-        p1 = tile[at + 3];
-        p2 = tile[at + 4];
+        tile[local + XW_HALO] = c[r];
+        if (left) tile[local] = h[r];
+        if (right) tile[local + 2 * XW_HALO] = h[r];
+        // Each thread reads slots other threads wrote (its neighbours, the halo loaders at the
+        // layer's edges), possibly in other warps: the barrier makes every write visible first.
+        __syncthreads();
+        m2 = tile[local];
+        m1 = tile[local + 1];
+        p1 = tile[local + 3];
+        p2 = tile[local + 4];
+        // The next layer overwrites the tile.
+        __syncthreads();
 #else
         // Every lane takes part in every shuffle (full mask); the fix-ups below replace what
         // the lanes at the warp's edges got back (their own values, by CUDA's rule).

@@ -1,6 +1,7 @@
 // Shared by every xwarp compute shader; the twin of cuda/common.cuh.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_control_flow_attributes : require
 
 // Bit containers for kernels that only move data: 64-bit values travel as two 32-bit halves,
 // as CUDA moves them through __shfl_*_sync.

@@ -43,7 +43,7 @@ shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
 // source lies in the next subgroup read an undefined value, but no such lane feeds lane 0.
 T warp_reduce_down(T v, uint local) {
     uint lane = local % XW_WARP;
-    for (uint s = XW_WARP / 2u; s > 0u; s >>= 1u) {
+    [[unroll]] for (uint s = XW_WARP / 2u; s > 0u; s >>= 1u) {
         T o;
         if (s >= gl_SubgroupSize) {
             stage[local] = v;

@@ -29,7 +29,7 @@ shared T warp_sums[gl_WorkGroupSize.x / XW_WARP];
 
 // The book's warpReduce: every lane of the 32-lane warp ends with the warp's sum.
 T warp_reduce(T v, uint tid) {
-    for (uint s = XW_WARP / 2u; s > 0u; s >>= 1u) {
+    [[unroll]] for (uint s = XW_WARP / 2u; s > 0u; s >>= 1u) {
         T o;
         if (s < gl_SubgroupSize) {
             o = xw_shuffle_xor(v, s);

@@ -54,10 +54,11 @@ T block_total(T v, uint local) {
         uint local_ = xw_local();                                                            \
         if (b_ + block_ * ITEMS <= (n)) {                                                    \
             T x_[ITEMS];                                                                     \
-            for (uint k_ = 0u; k_ < ITEMS; ++k_) x_[k_] = ARRAY[b_ + k_ * block_ + local_]; \
-            for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);                  \
+            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_)                                  \
+                x_[k_] = ARRAY[b_ + k_ * block_ + local_];                                   \
+            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);        \
         } else {                                                                             \
-            for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                           \
+            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                \
                 uint i_ = b_ + k_ * block_ + local_;                                         \
                 if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                   \
             }                                                                                \

@@ -64,11 +64,11 @@ void main() {
     uint reach = (OP == OP_XOR ? uint(p.arg) : 0u) | (p.width - 1u);
     bool in_subgroup = reach < gl_SubgroupSize;
     WORD v[ROWS * SEGM];
-    for (uint j = 0u; j < ROWS * SEGM; ++j) {
+    [[unroll]] for (uint j = 0u; j < ROWS * SEGM; ++j) {
         uint i = (first + (j / SEGM) * block + local) * SEGM + j % SEGM;
         v[j] = i < p.n ? src[i] : WORD_ZERO;
     }
-    for (uint j = 0u; j < ROWS * SEGM; ++j) {
+    [[unroll]] for (uint j = 0u; j < ROWS * SEGM; ++j) {
         uint i = (first + (j / SEGM) * block + local) * SEGM + j % SEGM;
         WORD r;
         if (in_subgroup) {

@@ -14,12 +14,10 @@
 // SMEM 0, the shuffle version: each 32-lane logical warp loads its 32 centre values plus two
 // halo values on each side into registers (lanes 0 and 1 load x[i-2], lanes 30 and 31 load
 // x[i+2]) and gets its neighbours by shift up/down shuffles.
-// SMEM 1, the shared-memory version: the workgroup stores its ROWS layers (one contiguous run
-// of outputs) plus two halo values on each side into shared memory, waits at one barrier, and
-// reads its neighbours from there.
+// SMEM 1, the shared-memory version: the workgroup loads its tile plus two halo values on each
+// side into shared memory, waits at a barrier, and reads its neighbours from there.
 //
 // Invocation t of the launch computes output t; the host plans the bindings (src/stencil.rs).
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "shuffle.glsl"
 
@@ -41,15 +39,11 @@ layout(push_constant) uniform Params {
 } p;
 
 const uint HALO = 2u;
-// Shared version: the workgroup's ROWS layers and their halo. Shuffle version on subgroups
-// narrower than a warp: one layer's centre values, staged for lanes whose neighbour lies in
-// another subgroup. Each version declares only what it uses (shared memory is allocated as
-// declared).
-const uint TILE_LEN = SMEM == 1u ? gl_WorkGroupSize.x * ROWS + 2u * HALO : gl_WorkGroupSize.x;
-shared T tile[TILE_LEN];
+// Shared version: the tile and its halo. Shuffle version on subgroups narrower than a warp:
+// the centre values, staged for lanes whose neighbour lies in another subgroup.
+shared T tile[gl_WorkGroupSize.x + 2u * HALO];
 // Shuffle version on narrow subgroups: the halo registers, staged likewise.
-const uint HALO_LEN = SMEM == 1u ? 1u : gl_WorkGroupSize.x;
-shared T halo[HALO_LEN];
+shared T halo[gl_WorkGroupSize.x];
 
 T weight(uint k) {
 #if defined(XW_TYPE_F64)
@@ -87,8 +81,7 @@ void main() {
     // still load: their centre values are the right-hand neighbours of the last outputs. The
     // halo registers: in the shuffle version lanes 0 and 1 hold x[i-2] (x[base-2], x[base-1] of
     // the warp starting at `base`), lanes 30 and 31 hold x[i+2] (x[base+32], x[base+33]); in
-    // the shared-memory version the first two invocations of the first layer and the last two
-    // of the last layer use theirs (the other layers' halos are their neighbours' centres).
+    // the shared-memory version the first and last two invocations of the layer do.
     T c[ROWS];
     T h[ROWS];
     bool left = SMEM == 1u ? local < HALO : lane < HALO;
@@ -112,25 +105,23 @@ void main() {
             h[r] = left ? load(t, -int(HALO)) : (right ? load(t, int(HALO)) : T(0));
         }
     }
-    if (SMEM == 1u) {
-        // x[first + k] goes to tile[k + HALO], for k from -HALO to ROWS * block + HALO - 1.
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) tile[r * block + local + HALO] = c[r];
-        if (left) tile[local] = h[0];
-        if (right) tile[(ROWS - 1u) * block + local + 2u * HALO] = h[ROWS - 1u];
-        // Each invocation reads slots that other invocations wrote (its neighbours, the halo
-        // loaders at the run's ends), possibly in other subgroups: the barrier makes every
-        // write visible before any read. Nothing is overwritten afterwards: one barrier.
-        barrier();
-    }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint t = first + r * block + local;
         T m2, m1, p1, p2;
         if (SMEM == 1u) {
-            uint at = r * block + local;
-            m2 = tile[at];
-            m1 = tile[at + 1u];
-            p1 = tile[at + 3u];
-            p2 = tile[at + 4u];
+            tile[local + HALO] = c[r];
+            if (left) tile[local] = h[r];
+            if (right) tile[local + 2u * HALO] = h[r];
+            // Each invocation reads slots that other invocations wrote (its neighbours, the
+            // halo loaders at the layer's edges), possibly in other subgroups: the barrier
+            // makes every write visible before any read.
+            barrier();
+            m2 = tile[local];
+            m1 = tile[local + 1u];
+            p1 = tile[local + 3u];
+            p2 = tile[local + 4u];
+            // The next layer overwrites the tile.
+            barrier();
         } else {
             // Every invocation shuffles (a shuffle reads only active invocations); the fix-ups
             // below discard what the lanes at the warp's edges got.

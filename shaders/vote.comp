@@ -9,7 +9,6 @@
 // lane) writes the warp's record; every active lane writes its exclusive rank.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_vote : require
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 // Declared ahead of the includes: their shared arrays are sized by gl_WorkGroupSize.

@@ -12,9 +12,8 @@
 //!   neighbours lie outside the warp, take them from those halo registers. On subgroups
 //!   narrower than 32 (4, 8, 16) the neighbours that lie in another subgroup of the warp come
 //!   through shared memory; on subgroups of 32 or more everything moves by shuffle.
-//! - [`StencilVariant::SharedMemory`]: each workgroup of [`BLOCK`] stores its [`ROWS`] layers
-//!   (one contiguous run of outputs) plus two values on each side into shared memory, waits at
-//!   one barrier, and reads its neighbours there.
+//! - [`StencilVariant::SharedMemory`]: each workgroup of [`BLOCK`] loads its tile plus two
+//!   values on each side into shared memory, waits at a barrier, and reads its neighbours there.
 //!
 //! # Deterministic floats
 //! The sum is evaluated in exactly the order above, every product and every sum rounded on its
