@@ -104,13 +104,9 @@ const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 /// How long a submit's waiter polls its fence before it blocks in `vkWaitForFences`. A blocked
 /// waiter is woken by the driver some time after the fence signals; polling sees it at once,
 /// which is most of a short call's host time (NOTES.md, version 7). Longer work blocks after
-/// this, so a long wait costs no more than this much of a core.
-const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(XW_SPIN_US);
-const XW_SPIN_US: u64 = 200;
-/// Downloads up to this size reuse one host-visible staging buffer per device instead of
-/// allocating and freeing one per read.
-const DOWNLOAD_CACHE_BYTES: u64 = XW_CACHE_BYTES;
-const XW_CACHE_BYTES: u64 = 1 << 20;
+/// this, so a long wait costs no more than this much of a core. A CPU device (llvmpipe) runs
+/// the work on the host's cores, so its waiter blocks at once rather than take one from it.
+const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
 const SETS_PER_POOL: u32 = 256;
 const MAX_BINDINGS: u32 = 8;
@@ -714,8 +710,6 @@ struct Stream {
     commands: u32,
     keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
     staging: Vec<VkBuffer>,
-    /// The reused download staging buffer (at most [`DOWNLOAD_CACHE_BYTES`]).
-    download: Option<VkBuffer>,
     desc_pools: Vec<vk::DescriptorPool>,
     desc_pool_current: usize,
 }
@@ -943,7 +937,6 @@ impl VulkanDevice {
                 commands: 0,
                 keep: Vec::new(),
                 staging: Vec::new(),
-                download: None,
                 desc_pools: Vec::new(),
                 desc_pool_current: 0,
             }),
@@ -1171,17 +1164,19 @@ impl VulkanDevice {
         result
     }
 
-    /// Waits for `fence`: polls it for up to [`SPIN_WAIT`], then blocks.
+    /// Waits for `fence`: polls it for up to [`SPIN_WAIT`] (not on a CPU device), then blocks.
     fn wait(&self, fence: vk::Fence) -> Result<()> {
         let d = &self.core.device;
-        let start = std::time::Instant::now();
-        loop {
-            // SAFETY: the fence belongs to this device and was submitted.
-            match unsafe { d.get_fence_status(fence) } {
-                Ok(true) => return Ok(()),
-                Ok(false) if start.elapsed() < SPIN_WAIT => std::hint::spin_loop(),
-                Ok(false) => break,
-                Err(e) => return Err(Error::vk("vkGetFenceStatus")(e)),
+        if self.info.device_type != DeviceType::Cpu {
+            let start = std::time::Instant::now();
+            loop {
+                // SAFETY: the fence belongs to this device and was submitted.
+                match unsafe { d.get_fence_status(fence) } {
+                    Ok(true) => return Ok(()),
+                    Ok(false) if start.elapsed() < SPIN_WAIT => std::hint::spin_loop(),
+                    Ok(false) => break,
+                    Err(e) => return Err(Error::vk("vkGetFenceStatus")(e)),
+                }
             }
         }
         // SAFETY: as above.
@@ -2090,24 +2085,14 @@ impl Device for VulkanDevice {
         if dst.is_empty() {
             return self.synchronize();
         }
-        let bytes = dst.len() as u64;
+        let staging = VkBuffer::new(
+            &self.core,
+            dst.len() as u64,
+            MemoryLocation::GpuToCpu,
+            "xwarp download",
+        )?;
         let mut s = lock(&self.stream);
-        // A short read reuses the stream's staging buffer: nothing else touches it while the
-        // stream is locked, and the lock is held until its bytes are copied out.
-        let cached = bytes <= DOWNLOAD_CACHE_BYTES;
-        let staging = match s.download.take() {
-            Some(b) if cached => b,
-            _ => {
-                let size = if cached { DOWNLOAD_CACHE_BYTES } else { bytes };
-                VkBuffer::new(&self.core, size, MemoryLocation::GpuToCpu, "xwarp download")?
-            }
-        };
-        if let Err(e) = self.begin(&mut s) {
-            if cached {
-                s.download = Some(staging);
-            }
-            return Err(e);
-        }
+        self.begin(&mut s)?;
         let region = vk::BufferCopy::default()
             .src_offset(source.base + offset)
             .size(dst.len() as u64);
@@ -2129,13 +2114,9 @@ impl Device for VulkanDevice {
             );
         }
         s.keep.push(src.keep_alive());
-        let flushed = self.flush(&mut s);
-        let copied =
-            flushed.and_then(|_| staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()])));
-        if cached {
-            s.download = Some(staging);
-        }
-        copied
+        self.flush(&mut s)?;
+        drop(s);
+        staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
     }
 
     fn launch(&self, launch: &Launch<'_>) -> Result<()> {
