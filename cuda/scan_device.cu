@@ -134,19 +134,13 @@ __device__ unsigned poll_window(const unsigned* flags, const T* aggregates, cons
 #pragma unroll
         for (unsigned r = 0; r < LB_TILES; ++r) {
             const unsigned w = i + r * XW_SCAN_BLOCK;
-            bool inclusive = false;
             if (w < count) {
                 T v = xw_identity(T(0));
                 const unsigned f = read_flag(flags, hi - w, v);
-                inclusive = f == FLAG_INCLUSIVE;
+                if (f == FLAG_INCLUSIVE) atomicMin(&lb.m[poll & 1], w);
                 lb.values[w] = v;
                 lb.flags[w] = f;
             }
-            // One shared atomic per warp, by its lowest lane with an inclusive prefix (lanes
-            // hold increasing offsets), where each thread took one: all 256 of a window whose
-            // tiles have all finished would queue on the same word.
-            const unsigned b = __ballot_sync(XW_FULL_MASK, inclusive);
-            if (b != 0 && i % XW_WARP == (unsigned)(__ffs(b) - 1)) atomicMin(&lb.m[poll & 1], w);
         }
         __syncthreads();
         m = lb.m[poll & 1];
@@ -227,11 +221,10 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
 #pragma unroll
         for (unsigned r = 0; r < LB_TILES; ++r) {
             const unsigned w = threadIdx.x + r * XW_SCAN_BLOCK;
-            bool inclusive = false;
             if (w < c) {
                 T v = xw_identity(T(0));
                 const unsigned f = read_flag(flags, lo + w, v);
-                inclusive = f == FLAG_INCLUSIVE;
+                if (f == FLAG_INCLUSIVE) atomicMax(&lb.last, w + 1);
                 if constexpr (!XW_PACKED) {
                     __threadfence();
                     if (f != 0) v = read_value(aggregates, inclusives, lo + w, f);
@@ -240,9 +233,6 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
                 lb.flags[w] = f;
                 missing = missing || f == 0;
             }
-            // One shared atomic per warp, by its highest lane with an inclusive prefix.
-            const unsigned b = __ballot_sync(XW_FULL_MASK, inclusive);
-            if (b != 0 && threadIdx.x % XW_WARP == 31u - __clz(b)) atomicMax(&lb.last, w + 1);
         }
         const bool gap = __syncthreads_or(missing);
         if (gap) reduce_missing(src, flags, aggregates, p, lo, false, c, lb, warp_totals);

@@ -93,18 +93,6 @@ shared T tile_stage[gl_WorkGroupSize.x * ITEMS + gl_WorkGroupSize.x * ITEMS / 32
 #include "reduce_op.glsl"
 #include "scan_common.glsl"
 
-// The smallest (MIN 1) or largest (MIN 0) of the subgroup's values of x, by an xor butterfly:
-// each subgroup then takes one shared atomic where each of its invocations took one (all 256 of
-// a window whose tiles have all finished would queue on the same word). Call in uniform control
-// flow.
-uint subgroup_extreme(uint x, bool smallest) {
-    for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) {
-        uint o = subgroupShuffleXor(x, d);
-        x = smallest ? min(x, o) : max(x, o);
-    }
-    return x;
-}
-
 // Index in tile_stage of tile element i: one pad word per 32.
 uint xw_pad(uint i) {
     return i + (i >> 5u);
@@ -212,20 +200,16 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
         // Each invocation writes only its own slots, read by others after the barriers below.
         [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
             uint w = local + r * gl_WorkGroupSize.x;
-            uint nearest = count;  // w where tile hi - w has its inclusive prefix
-            if (w < count) {
-                T v = xw_identity();
+            if (w >= count) break;
+            T v = xw_identity();
 #if defined(XW_PACKED)
-                uint f = read_state(hi - w, v);
+            uint f = read_state(hi - w, v);
 #else
-                uint f = poll_word(hi - w);
+            uint f = poll_word(hi - w);
 #endif
-                if (f == FLAG_INCLUSIVE) nearest = w;
-                lb_values[w] = v;
-                lb_flags[w] = f;
-            }
-            nearest = subgroup_extreme(nearest, true);
-            if (gl_SubgroupInvocationID == 0u && nearest < count) atomicMin(lb_m[s], nearest);
+            if (f == FLAG_INCLUSIVE) atomicMin(lb_m[s], w);
+            lb_values[w] = v;
+            lb_flags[w] = f;
         }
         barrier();
         m = lb_m[s];
@@ -310,23 +294,19 @@ T look_back(uint k, T total, uint local) {
         barrier();
         [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
             uint w = local + r * gl_WorkGroupSize.x;
-            uint after = 0u;  // w + 1 where tile lo + w has its inclusive prefix
-            if (w < c) {
-                T v = xw_identity();
+            if (w >= c) break;
+            T v = xw_identity();
 #if defined(XW_PACKED)
-                uint f = read_state(lo + w, v);
+            uint f = read_state(lo + w, v);
 #else
-                uint f = poll_word(lo + w);
-                memoryBarrierBuffer();
-                if (f != 0u) v = read_value(lo + w, f);
+            uint f = poll_word(lo + w);
+            memoryBarrierBuffer();
+            if (f != 0u) v = read_value(lo + w, f);
 #endif
-                if (f == FLAG_INCLUSIVE) after = w + 1u;
-                if (f == 0u) atomicOr(lb_gap[0], 1u);
-                lb_values[w] = v;
-                lb_flags[w] = f;
-            }
-            after = subgroup_extreme(after, false);
-            if (gl_SubgroupInvocationID == 0u && after != 0u) atomicMax(s_last, after);
+            if (f == FLAG_INCLUSIVE) atomicMax(s_last, w + 1u);
+            if (f == 0u) atomicOr(lb_gap[0], 1u);
+            lb_values[w] = v;
+            lb_flags[w] = f;
         }
         barrier();
         uint last = s_last;
