@@ -151,7 +151,7 @@ void publish(uint tile, uint flag, T v, bool inclusive) {
 T tile_total(uint t, uint local) {
     uint base = (t * gl_WorkGroupSize.x + local) * ITEMS;
     T acc = xw_identity();
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    for (uint j = 0u; j < ITEMS; ++j) {
         if (base + j < p.n) acc = xw_op(acc, src[base + j]);
     }
     T prefix;
@@ -198,7 +198,7 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
     for (uint poll = 0u;; ++poll) {
         uint s = poll & 1u;
         // Each invocation writes only its own slots, read by others after the barriers below.
-        [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
+        for (uint r = 0u; r < LB_TILES; ++r) {
             uint w = local + r * gl_WorkGroupSize.x;
             if (w >= count) break;
             T v = xw_identity();
@@ -219,7 +219,7 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
             lb_gap[s ^ 1u] = 0u;
         }
         bool gap = false;
-        [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
+        for (uint r = 0u; r < LB_TILES; ++r) {
             uint w = local + r * gl_WorkGroupSize.x;
             if (w < m && lb_flags[w] == 0u) gap = true;
         }
@@ -230,7 +230,7 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
     }
 #if !defined(XW_PACKED)
     memoryBarrierBuffer();
-    [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
+    for (uint r = 0u; r < LB_TILES; ++r) {
         uint w = local + r * gl_WorkGroupSize.x;
         if (w < count && lb_flags[w] != 0u) lb_values[w] = read_value(hi - w, lb_flags[w]);
     }
@@ -292,7 +292,7 @@ T look_back(uint k, T total, uint local) {
             lb_gap[0] = 0u;
         }
         barrier();
-        [[unroll]] for (uint r = 0u; r < LB_TILES; ++r) {
+        for (uint r = 0u; r < LB_TILES; ++r) {
             uint w = local + r * gl_WorkGroupSize.x;
             if (w >= c) break;
             T v = xw_identity();
@@ -347,7 +347,7 @@ void main() {
 
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+    for (uint i = 0u; i < ITEMS; ++i) {
         uint idx = i * gl_WorkGroupSize.x + local;
         tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
     }
@@ -355,10 +355,10 @@ void main() {
     // The invocation's elements stay in shared memory through the look-back, and their partial
     // folds are computed again at the end (the same fold, so the same bits): ITEMS fewer live
     // registers while the tile waits.
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+    for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
 #else
     T s[ITEMS];
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    for (uint j = 0u; j < ITEMS; ++j) {
         acc = xw_op(acc, base + j < p.n ? src[base + j] : xw_identity());
         s[j] = acc;
     }
@@ -379,19 +379,19 @@ void main() {
 #if defined(XW_TRANSPOSE)
     // Each invocation rewrites only its own elements, in place.
     T part = xw_identity();
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    for (uint j = 0u; j < ITEMS; ++j) {
         uint at = xw_pad(local * ITEMS + j);
         T before = part;
         part = xw_op(part, tile_stage[at]);
         tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
     }
     barrier();
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+    for (uint i = 0u; i < ITEMS; ++i) {
         uint idx = i * gl_WorkGroupSize.x + local;
         if (tile_base + idx < p.n) dst[tile_base + idx] = tile_stage[xw_pad(idx)];
     }
 #else
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    for (uint j = 0u; j < ITEMS; ++j) {
         T y = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, s[j - 1u])) : xw_op(pre, s[j]);
         if (base + j < p.n) dst[base + j] = y;
     }
