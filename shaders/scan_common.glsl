@@ -18,7 +18,7 @@
 // control flow.
 T warp_inclusive(T v, uint local) {
     uint lane = local % XW_WARP;
-    [[unroll]] for (uint d = 1u; d < XW_WARP; d <<= 1u) {
+    for (uint d = 1u; d < XW_WARP; d <<= 1u) {
         T o;
         if (gl_SubgroupSize >= XW_WARP) {
             o = xw_shuffle_up(v, d);
@@ -60,7 +60,7 @@ void block_prefix(T thread_total, uint local, out T prefix, out T total) {
     T wp = xw_identity();
     T all = xw_identity();
     uint warps = gl_WorkGroupSize.x / XW_WARP;
-    [[unroll]] for (uint w = 0u; w < warps; ++w) {
+    for (uint w = 0u; w < warps; ++w) {
         if (w == warp) wp = all;
         all = xw_op(all, warp_totals[w]);
     }
