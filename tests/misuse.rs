@@ -352,37 +352,36 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             &v,
             "or more",
         );
-        for k in [0, scan::MAX_LOOKBACK_TILES + 1] {
-            let t = ScanTuning {
-                lookback_tiles: Some(k),
-                ..ScanTuning::default()
-            };
-            let r =
-                scan::device_scan_tuned(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut dst, t);
-            expect_invalid(
-                label,
-                "scan tuning",
-                r,
+        let window = |k| ScanTuning {
+            lookback_tiles: Some(k),
+            ..ScanTuning::default()
+        };
+        let launch = |m| ScanTuning {
+            max_launch_elems: Some(m),
+            ..ScanTuning::default()
+        };
+        let windows = format!("1..={}", scan::MAX_LOOKBACK_TILES);
+        let tiles = format!("multiple of {}", scan::TILE);
+        let k_high = scan::MAX_LOOKBACK_TILES + 1;
+        for (t, name, value, allowed) in [
+            (window(0), "lookback_tiles", 0.to_string(), &windows),
+            (
+                window(k_high),
                 "lookback_tiles",
-                &k.to_string(),
-                &format!("1..={}", scan::MAX_LOOKBACK_TILES),
-            );
-        }
-        for m in [1, scan::TILE + 1] {
-            let t = ScanTuning {
-                max_launch_elems: Some(m),
-                ..ScanTuning::default()
-            };
+                k_high.to_string(),
+                &windows,
+            ),
+            (launch(1), "max_launch_elems", 1.to_string(), &tiles),
+            (
+                launch(scan::TILE + 1),
+                "max_launch_elems",
+                (scan::TILE + 1).to_string(),
+                &tiles,
+            ),
+        ] {
             let r =
                 scan::device_scan_tuned(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut dst, t);
-            expect_invalid(
-                label,
-                "scan tuning",
-                r,
-                "max_launch_elems",
-                &m.to_string(),
-                &format!("multiple of {}", scan::TILE),
-            );
+            expect_invalid(label, "scan tuning", r, name, &value, allowed);
         }
         assert_untouched(dev, label, &dst, 99);
         assert_untouched(dev, label, &count, 5);
