@@ -6,7 +6,7 @@
 //! compute/transfer memory barrier, so launches see the writes of the launches before them.
 //! Buffers used by recorded work are kept alive until that work has finished. The thread that
 //! submits waits for the work by polling its fence for up to 200 µs, then blocks in
-//! `vkWaitForFences`. A blocked thread is woken some time after the fence signals (about 24 µs on
+//! `vkWaitForFences`. A blocked thread is woken some time after the fence signals (23–24 µs on
 //! an H100), which would be most of a short call; on CPU devices (llvmpipe) it blocks at once.
 //!
 //! Where the device offers `subgroupSizeControl` and `computeFullSubgroups` (Vulkan 1.3 or
