@@ -62,14 +62,17 @@ extern "C" __global__ void vote(const XW_T* __restrict__ in, unsigned int* __res
         ranks[i] = __popc(ballot & ((1u << lane) - 1u));
         if ((int)lane == leader) {
             unsigned int* rec = records + i / XW_WARP * XW_RECORD;
-            rec[0] = ballot;
-            rec[1] = any_pass != 0;
-            rec[2] = all_pass != 0;
-            rec[3] = mask;
-            rec[4] = __popc(ballot);
-            rec[5] = __ffs(ballot);
-            rec[6] = leader;
-            rec[7] = __popc(mask);
+            const uint4 lo = make_uint4(ballot, any_pass != 0, all_pass != 0, mask);
+            const uint4 hi = make_uint4(__popc(ballot), __ffs(ballot), leader, __popc(mask));
+            // Two 16-byte stores where the records are 16-byte aligned (every record is when the
+            // first is), as in the Vulkan twin; eight word stores otherwise.
+            if (((size_t)records & 15) == 0) {
+                reinterpret_cast<uint4*>(rec)[0] = lo;
+                reinterpret_cast<uint4*>(rec)[1] = hi;
+            } else {
+                rec[0] = lo.x; rec[1] = lo.y; rec[2] = lo.z; rec[3] = lo.w;
+                rec[4] = hi.x; rec[5] = hi.y; rec[6] = hi.z; rec[7] = hi.w;
+            }
         }
     }
 }

@@ -17,7 +17,10 @@ layout(local_size_x_id = 0) in;
 #include "vote_warp.glsl"
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
-layout(std430, binding = 1) writeonly buffer Records { uint records[]; };
+// A warp's record is two 16-byte words, written by two vector stores: eight scalar stores from
+// the leader cost the Vulkan kernel 27% more time on an H100 (NOTES.md, version 7). Any
+// descriptor offset the device accepts is valid for this layout.
+layout(std430, binding = 1) writeonly buffer Records { uvec4 records[]; };
 layout(std430, binding = 2) writeonly buffer Ranks { uint ranks[]; };
 layout(push_constant) uniform Params {
     uint n;      // elements in this launch
@@ -102,15 +105,9 @@ void main() {
 
         if (live) ranks[i] = rank;
         if (elected) {
-            uint rec = i / XW_WARP * RECORD;
-            records[rec + 0u] = ballot;
-            records[rec + 1u] = any_pass;
-            records[rec + 2u] = all_pass;
-            records[rec + 3u] = live_mask;
-            records[rec + 4u] = popc;
-            records[rec + 5u] = ffs;
-            records[rec + 6u] = uint(findLSB(live_mask));
-            records[rec + 7u] = uint(bitCount(live_mask));
+            uint rec = i / XW_WARP * (RECORD / 4u);
+            records[rec] = uvec4(ballot, any_pass, all_pass, live_mask);
+            records[rec + 1u] = uvec4(popc, ffs, uint(findLSB(live_mask)), uint(bitCount(live_mask)));
         }
     }
 }
