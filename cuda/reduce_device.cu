@@ -8,7 +8,7 @@
 
 struct ReduceDeviceParams {
     unsigned int n;         // elements
-    unsigned int groups;    // tiles, one block each (at most XW_REDUCE_BLOCK * ITEMS)
+    unsigned int groups;    // tiles, one block each (at most (XW_REDUCE_BLOCK * ITEMS)^2)
     unsigned int dst_index; // index of the result in dst
 };
 
@@ -35,9 +35,23 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
     if (!last) return;
     __threadfence();
     // The totals, read through L2 (they were written by other blocks of this launch), reduced
-    // as one tile: the order of the second level of the multi-launch reduce.
-    const T acc = tile_fold<true>(totals, 0, p.groups);
-    const T result = block_total(acc, local, stage);
+    // in the order of the multi-launch reduce's further levels: as one tile when they fit in
+    // one; else each tile of them to one value in totals[groups + t], then those as one tile.
+    const unsigned tile = blockDim.x * ITEMS;
+    T result;
+    if (p.groups <= tile) {
+        result = block_total(tile_fold<true>(totals, 0, p.groups), local, stage);
+    } else {
+        const unsigned m = (p.groups + tile - 1) / tile;
+        for (unsigned t = 0; t < m; ++t) {
+            const T v = block_total(tile_fold<true>(totals, t * tile, p.groups), local, stage);
+            if (local == 0) __stcg(&totals[p.groups + t], v);
+            // Makes the value visible to the block, and keeps the next tile's block_total from
+            // overwriting `stage` before the first warp has read it.
+            __syncthreads();
+        }
+        result = block_total(tile_fold<true>(totals + p.groups, 0, m), local, stage);
+    }
     if (local == 0) {
         dst[p.dst_index] = result;
         // Every block has counted: the word goes back to zero for the next launch.

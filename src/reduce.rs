@@ -7,7 +7,7 @@
 //!   memory, the first warp reduces them.
 //! - [`device_reduce`]: any length, the whole result computed on the GPU and left in a device
 //!   buffer (for the application's next kernel) or returned by [`device_reduce_host`]; one
-//!   launch per level, or up to 2^24 elements in a single launch ([`Launches`]), with the
+//!   launch per level, or everything one launch may bind in a single launch ([`Launches`]), with the
 //!   same bits either way.
 //!
 //! # Deterministic floats
@@ -195,20 +195,23 @@ fn launch<T: Reduce>(
     })
 }
 
-/// The device reduce of at most [`TILE`] tiles in one launch (`reduce_device`): each
-/// workgroup writes its tile's total to `totals` and counts itself on the device's first
-/// counter word; the last to count reduces the totals as one tile (the order of the
-/// multi-launch path's second level, so the same bits) into `output[index]`.
+/// The device reduce of `groups` tiles, at most [`TILE`]², in one launch (`reduce_device`):
+/// each workgroup writes its tile's total to `totals` and counts itself on the device's first
+/// counter word; the last to count reduces the totals in the order of the multi-launch path's
+/// further levels (so the same bits) into `output[index]`: as one tile when there are at most
+/// [`TILE`] of them, else each tile of totals to one value in `totals[groups..]` (which must
+/// have room for them), then those as one tile.
+#[allow(clippy::too_many_arguments)]
 fn launch_one_pass<T: Reduce>(
     dev: &dyn Device,
     op: ReduceOp,
     input: &DeviceVec<T>,
     totals: &DeviceVec<T>,
+    groups: usize,
     counters: &RawBuffer,
     output: &DeviceVec<T>,
     index: usize,
 ) -> Result<()> {
-    let groups = totals.len();
     let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), index);
     let params = [input.len() as u32, groups as u32, dst_index as u32];
     dev.launch(&Launch {
@@ -222,7 +225,7 @@ fn launch_one_pass<T: Reduce>(
         bindings: &[
             input.binding(0, input.len()),
             output.binding(out_base, dst_index + 1),
-            totals.binding(0, groups),
+            totals.binding(0, totals.len()),
             Binding {
                 buffer: counters,
                 offset: 0,
@@ -297,14 +300,16 @@ pub fn block_reduce<T: Reduce>(
 pub enum Launches {
     /// [`Launches::OneLaunch`] on CUDA devices, [`Launches::PerLevel`] elsewhere. Measured on an
     /// H200 (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
-    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24.
+    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Above 2^24 elements, where
+    /// the last workgroup folds more than one tile of totals, one launch is not yet measured.
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
     PerLevel,
-    /// Up to [`TILE`] tiles (2^24 elements) in one launch: the last workgroup to finish
-    /// reduces the tile totals (counting on [`Device::counters`]); longer inputs, inputs longer
-    /// than one launch may bind, and devices without counters go per level.
+    /// Up to [`TILE`]² tiles (2^36 elements) in one launch: the last workgroup to finish
+    /// reduces the tile totals (counting on [`Device::counters`]), a tile of them at a time and
+    /// then those results when there are more than [`TILE`]; inputs longer than one launch may
+    /// bind, and devices without counters, go per level.
     OneLaunch,
 }
 
@@ -353,13 +358,20 @@ pub fn device_reduce_with<T: Reduce>(
         return launch(dev, op, SCOPE_TILE, input, 0, input.len(), output, index, 1);
     }
     let tiles = input.len().div_ceil(TILE);
-    let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
-    if tiles <= TILE && input.len() <= chunk && launches.one_launch(dev) {
+    if tiles <= TILE * TILE && input.len() <= chunk && launches.one_launch(dev) {
         if let Some(counters) = dev.counters() {
-            return launch_one_pass(dev, op, input, &totals, counters, output, index);
+            // More tiles than one tile of totals: room for the next level's totals after them.
+            let next = if tiles > TILE {
+                tiles.div_ceil(TILE)
+            } else {
+                0
+            };
+            let totals = DeviceVec::<T>::alloc(dev, tiles + next)?;
+            return launch_one_pass(dev, op, input, &totals, tiles, counters, output, index);
         }
     }
+    let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
     // First pass in chunks of whole tiles, so the tiling (and the order) never depends on the
     // device's binding limits.
     for (start, n) in plan::chunks(chunk, input.len()) {

@@ -273,13 +273,21 @@ fn float_sum_order_is_the_documented_one() {
 
 #[test]
 fn both_launch_plans_agree_around_4096_tiles() {
-    // Up to 4096 tiles (2^24 elements) the device reduce may run in one launch, beyond it in
-    // one launch per level; every plan keeps the documented order. Fresh float data on both sides of the
-    // boundary, each compared bit for bit with the CPU reference, into a poisoned output
-    // element between two that must survive.
+    // Up to 4096 tiles (2^24 elements) one launch's last workgroup folds the tile totals as one
+    // tile; beyond it, a tile of totals at a time and then those results (two more levels, as
+    // the per-level plan launches them). Every plan keeps the documented order. Fresh float
+    // data on both sides of the boundary and past one whole tile of totals with a ragged second
+    // one (within llvmpipe's 128 MiB binding, so one launch takes it there too), each compared
+    // bit for bit with the CPU reference, into a poisoned output element between two that must
+    // survive.
     let mut rng = Rng::new(seed());
     let tile = xwarp::reduce::TILE;
-    for n in [tile * tile - 1, tile * tile, tile * tile + 1] {
+    for n in [
+        tile * tile - 1,
+        tile * tile,
+        tile * tile + 1,
+        (tile + 4) * tile + 17,
+    ] {
         let data: Vec<f32> = (0..n).map(|_| rng.next_f64_mixed() as f32).collect();
         let want = xwarp::cpu::reduce::device_reduce(ReduceOp::Sum, &data);
         for_each_device(|d| {
