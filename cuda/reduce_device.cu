@@ -23,35 +23,42 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
     const unsigned group = (unsigned)xw_group();
     if (group >= p.groups) return;
     const unsigned local = threadIdx.x;
-    const T total = block_total(tile_fold(src, group * blockDim.x * ITEMS, p.n), local, stage);
+    const unsigned tile = blockDim.x * ITEMS;
+    const T total = block_total(tile_fold(src, group * tile, p.n), local, stage);
+    // One tile of totals or fewer: counter[0] counts the tiles. More: counter[1 + g] counts the
+    // tiles of tile-of-totals g, and counter[0] the tiles of totals reduced.
+    const unsigned m = (p.groups + tile - 1) / tile;
+    const unsigned g = group / tile;
+    unsigned* count = m == 1 ? counter : counter + 1 + g;
+    const unsigned members = m == 1 ? p.groups : min(tile, p.groups - g * tile);
     if (local == 0) {
         // Publish the tile's total, then count the tile: the block that counts last sees every
-        // total (the fence orders the store before the count, device-wide).
+        // total it counts (the fence orders the store before the count, device-wide).
         __stcg(&totals[group], total);
         __threadfence();
-        last = atomicAdd(counter, 1u) == p.groups - 1;
+        last = atomicAdd(count, 1u) == members - 1;
     }
     __syncthreads();
     if (!last) return;
     __threadfence();
     // The totals, read through L2 (they were written by other blocks of this launch), reduced
     // in the order of the multi-launch reduce's further levels: as one tile when they fit in
-    // one; else each tile of them to one value in totals[groups + t], then those as one tile.
-    const unsigned tile = blockDim.x * ITEMS;
-    T result;
-    if (p.groups <= tile) {
-        result = block_total(tile_fold<true>(totals, 0, p.groups), local, stage);
-    } else {
-        const unsigned m = (p.groups + tile - 1) / tile;
-        for (unsigned t = 0; t < m; ++t) {
-            const T v = block_total(tile_fold<true>(totals, t * tile, p.groups), local, stage);
-            if (local == 0) __stcg(&totals[p.groups + t], v);
-            // Makes the value visible to the block, and keeps the next tile's block_total from
-            // overwriting `stage` before the first warp has read it.
-            __syncthreads();
+    // one; else each tile of them to one value in totals[groups + g], by the block that counts
+    // last in it, then those as one tile by the block that counts the last such value.
+    if (m > 1) {
+        const T v = block_total(tile_fold<true>(totals, g * tile, p.groups), local, stage);
+        if (local == 0) {
+            *count = 0;
+            __stcg(&totals[p.groups + g], v);
+            __threadfence();
+            last = atomicAdd(counter, 1u) == m - 1;
         }
-        result = block_total(tile_fold<true>(totals + p.groups, 0, m), local, stage);
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
     }
+    const T result = m == 1 ? block_total(tile_fold<true>(totals, 0, p.groups), local, stage)
+                            : block_total(tile_fold<true>(totals + p.groups, 0, m), local, stage);
     if (local == 0) {
         dst[p.dst_index] = result;
         // Every block has counted: the word goes back to zero for the next launch.

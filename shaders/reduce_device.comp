@@ -6,11 +6,16 @@
 //
 // Each workgroup reduces its tile of BLOCK * ITEMS elements exactly as reduce.comp's SCOPE 3
 // does and writes the total to `totals`; then its first invocation counts the tile on
-// `counter[0]`. The workgroup that counts last (every other total is written by then) reduces
-// the totals in the same order as the multi-launch reduce's further levels, so the result is the
-// same bits: as one more tile when they fit in one, else each tile of them to one value in
-// totals[groups + t], then those as one tile. It writes the result and sets the counter back to
-// zero, which is how the next launch finds it (the device runs one launch at a time).
+// a counter. The totals are reduced in the same order as the multi-launch reduce's further
+// levels, so the result is the same bits. When they fit in one tile, `counter[0]` counts the
+// tiles and the workgroup that counts last (every other total is written by then) reduces them
+// as one more tile. Otherwise `counter[1 + g]` counts the tiles whose totals make up tile g of
+// totals; the workgroup that counts last there reduces that tile of totals to one value in
+// totals[groups + g] and counts it on `counter[0]`, and the one that counts the last such value
+// reduces them as one tile. So the tiles of totals are reduced in parallel, while other
+// workgroups still stream their tiles. Each counter is set back to zero by the workgroup that
+// counted last on it, which is how the next launch finds it (the device runs one launch at a
+// time).
 #include "common.glsl"
 #include "shuffle.glsl"
 
@@ -40,41 +45,50 @@ void main() {
     // Whole workgroups without work leave together; inside one all invocations stay.
     if (group >= p.groups) return;
     uint local = xw_local();
+    uint tile = gl_WorkGroupSize.x * ITEMS;
     precise T acc = xw_identity();
-    XW_TILE_FOLD(acc, src, group * gl_WorkGroupSize.x * ITEMS, p.n);
+    XW_TILE_FOLD(acc, src, group * tile, p.n);
     T total = block_total(acc, local);
+    // One tile of totals or fewer: counter[0] counts the tiles. More: counter[1 + g] counts the
+    // tiles of tile-of-totals g, and counter[0] the tiles of totals reduced.
+    uint m = (p.groups + tile - 1u) / tile;
+    uint g = group / tile;
+    uint word = m == 1u ? 0u : 1u + g;
+    uint members = m == 1u ? p.groups : min(tile, p.groups - g * tile);
     if (local == 0u) {
         // Publish the tile's total before counting the tile.
         totals[group] = total;
         memoryBarrierBuffer();
-        last = atomicAdd(counter[0], 1u) == p.groups - 1u;
+        last = atomicAdd(counter[word], 1u) == members - 1u;
     }
     barrier();
     // The same for the whole workgroup (read after the barrier).
     if (!last) return;
     memoryBarrierBuffer();
-    uint tile = gl_WorkGroupSize.x * ITEMS;
     T result;
-    if (p.groups <= tile) {
+    if (m == 1u) {
         precise T sum = xw_identity();
         XW_TILE_FOLD(sum, totals, 0u, p.groups);
         result = block_total(sum, local);
     } else {
-        uint m = (p.groups + tile - 1u) / tile;
-        for (uint t = 0u; t < m; ++t) {
-            precise T sum = xw_identity();
-            XW_TILE_FOLD(sum, totals, t * tile, p.groups);
-            T v = block_total(sum, local);
-            if (local == 0u) totals[p.groups + t] = v;
-            // Makes the value visible to the workgroup, and keeps the next tile's block_total
-            // from overwriting `stage` before the first subgroup has read it.
-            memoryBarrierBuffer();
-            barrier();
-        }
-        // The m values as one tile: elements groups .. groups + m - 1, in the same order.
+        // This workgroup counted last in tile-of-totals g: it reduces that tile to one value
+        // in totals[groups + g] and counts it; the workgroup that counts the last such value
+        // reduces them, elements groups .. groups + m - 1, as one tile, in the same order.
         precise T sum = xw_identity();
-        XW_TILE_FOLD(sum, totals, p.groups, p.groups + m);
-        result = block_total(sum, local);
+        XW_TILE_FOLD(sum, totals, g * tile, p.groups);
+        T v = block_total(sum, local);
+        if (local == 0u) {
+            counter[word] = 0u;
+            totals[p.groups + g] = v;
+            memoryBarrierBuffer();
+            last = atomicAdd(counter[0], 1u) == m - 1u;
+        }
+        barrier();
+        if (!last) return;
+        memoryBarrierBuffer();
+        precise T top = xw_identity();
+        XW_TILE_FOLD(top, totals, p.groups, p.groups + m);
+        result = block_total(top, local);
     }
     if (local == 0u) {
         dst[p.dst_index] = result;

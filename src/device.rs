@@ -325,8 +325,8 @@ pub struct Launch<'a> {
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
-/// Bytes of the buffer [`Device::counters`] returns: 16 words of 32 bits.
-pub const COUNTER_BYTES: u64 = 64;
+/// Bytes of the buffer [`Device::counters`] returns: 1024 words of 32 bits.
+pub const COUNTER_BYTES: u64 = 4096;
 
 /// A compute device: memory, transfers, launches, synchronisation, timing.
 pub trait Device: Send + Sync {

@@ -32,6 +32,7 @@
 use crate::cpu::reduce::Reduce;
 use crate::device::{
     BackendKind, Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
+    COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::plan;
@@ -195,12 +196,15 @@ fn launch<T: Reduce>(
     })
 }
 
-/// The device reduce of `groups` tiles, at most [`TILE`]², in one launch (`reduce_device`):
-/// each workgroup writes its tile's total to `totals` and counts itself on the device's first
-/// counter word; the last to count reduces the totals in the order of the multi-launch path's
-/// further levels (so the same bits) into `output[index]`: as one tile when there are at most
-/// [`TILE`] of them, else each tile of totals to one value in `totals[groups..]` (which must
-/// have room for them), then those as one tile.
+/// The device reduce of `groups` tiles in one launch (`reduce_device`), reduced in the order
+/// of the multi-launch path's further levels (so the same bits) into `output[index]`. Each
+/// workgroup writes its tile's total to `totals` and counts itself. With at most [`TILE`]
+/// tiles the count is on the device's first counter word, and the last to count reduces the
+/// totals as one tile. With more, word `1 + g` counts the tiles whose totals form tile `g` of
+/// totals; the last to count there reduces that tile of totals to `totals[groups + g]` (which
+/// must have room) and counts it on the first word, and the last to count those reduces them
+/// as one tile. The counter words needed, `1 + groups.div_ceil(TILE)`, must fit in
+/// [`COUNTER_BYTES`].
 #[allow(clippy::too_many_arguments)]
 fn launch_one_pass<T: Reduce>(
     dev: &dyn Device,
@@ -214,6 +218,11 @@ fn launch_one_pass<T: Reduce>(
 ) -> Result<()> {
     let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), index);
     let params = [input.len() as u32, groups as u32, dst_index as u32];
+    let words = if groups > TILE {
+        1 + groups.div_ceil(TILE)
+    } else {
+        1
+    };
     dev.launch(&Launch {
         kernel: Kernel {
             name: "reduce_device",
@@ -229,7 +238,7 @@ fn launch_one_pass<T: Reduce>(
             Binding {
                 buffer: counters,
                 offset: 0,
-                bytes: 4,
+                bytes: 4 * words as u64,
             },
         ],
         params: bytemuck::cast_slice(&params),
@@ -306,10 +315,11 @@ pub enum Launches {
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
     PerLevel,
-    /// Up to [`TILE`]² tiles (2^36 elements) in one launch: the last workgroup to finish
-    /// reduces the tile totals (counting on [`Device::counters`]), a tile of them at a time and
-    /// then those results when there are more than [`TILE`]; inputs longer than one launch may
-    /// bind, and devices without counters, go per level.
+    /// Everything one launch may bind (at most 2^30 elements) in one launch, counting finished
+    /// workgroups on [`Device::counters`]: the last workgroup to finish reduces the tile
+    /// totals; with more than [`TILE`] tiles, the last to finish among the tiles of each tile
+    /// of totals reduces that tile of totals, and the last of those the results. Inputs longer
+    /// than one launch may bind, and devices without counters, go per level.
     OneLaunch,
 }
 
@@ -359,7 +369,8 @@ pub fn device_reduce_with<T: Reduce>(
     }
     let tiles = input.len().div_ceil(TILE);
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
-    if tiles <= TILE * TILE && input.len() <= chunk && launches.one_launch(dev) {
+    let counter_words = (COUNTER_BYTES / 4) as usize;
+    if tiles.div_ceil(TILE) < counter_words && input.len() <= chunk && launches.one_launch(dev) {
         if let Some(counters) = dev.counters() {
             // More tiles than one tile of totals: room for the next level's totals after them.
             let next = if tiles > TILE {

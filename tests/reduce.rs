@@ -274,8 +274,8 @@ fn float_sum_order_is_the_documented_one() {
 #[test]
 fn both_launch_plans_agree_around_4096_tiles() {
     // Up to 4096 tiles (2^24 elements) one launch's last workgroup folds the tile totals as one
-    // tile; beyond it, a tile of totals at a time and then those results (two more levels, as
-    // the per-level plan launches them). Every plan keeps the documented order. Fresh float
+    // tile; beyond it, the last workgroup of each tile of totals folds that tile, and the last
+    // of those the results (two more levels, as the per-level plan launches them). Every plan keeps the documented order. Fresh float
     // data on both sides of the boundary and past one whole tile of totals with a ragged second
     // one (within llvmpipe's 128 MiB binding, so one launch takes it there too), each compared
     // bit for bit with the CPU reference, into a poisoned output element between two that must
