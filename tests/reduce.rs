@@ -293,7 +293,14 @@ fn both_launch_plans_agree_around_4096_tiles() {
         for_each_device(|d| {
             let dev = &*d.dev;
             let src = DeviceVec::from_slice(dev, &data).unwrap();
-            for launches in [Launches::Auto, Launches::PerLevel, Launches::OneLaunch] {
+            // One launch twice: its counter words must be back at zero after each.
+            let plans = [
+                Launches::Auto,
+                Launches::PerLevel,
+                Launches::OneLaunch,
+                Launches::OneLaunch,
+            ];
+            for launches in plans {
                 let guard = [1.5f32, poison_value(&[want]), -2.5];
                 let mut out = DeviceVec::from_slice(dev, &guard).unwrap();
                 device_reduce_with(dev, ReduceOp::Sum, &src, &mut out, 1, launches).unwrap();
