@@ -23,7 +23,7 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
     const unsigned group = (unsigned)xw_group();
     if (group >= p.groups) return;
     const unsigned local = threadIdx.x;
-    const unsigned tile = blockDim.x * ITEMS;
+    const unsigned tile = XW_REDUCE_BLOCK * ITEMS;
     const T total = block_total(tile_fold(src, group * tile, p.n), local, stage);
     // One tile of totals or fewer: counter[0] counts the tiles. More: counter[1 + g] counts the
     // tiles of tile-of-totals g, and counter[0] the tiles of totals reduced.
@@ -44,9 +44,20 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
     // The totals, read through L2 (they were written by other blocks of this launch), reduced
     // in the order of the multi-launch reduce's further levels: as one tile when they fit in
     // one; else each tile of them to one value in totals[groups + g], by the block that counts
-    // last in it, then those as one tile by the block that counts the last such value.
-    if (m > 1) {
-        const T v = block_total(tile_fold<true>(totals, g * tile, p.groups), local, stage);
+    // last in it, then those as one tile by the block that counts the last such value. One
+    // fold in a loop over the levels, so the kernel holds one copy of it.
+    unsigned lo = m == 1 ? 0 : g * tile;
+    unsigned hi = p.groups;
+    while (true) {
+        const T v = block_total(tile_fold<true>(totals, lo, hi), local, stage);
+        if (m == 1 || lo == p.groups) {
+            if (local == 0) {
+                dst[p.dst_index] = v;
+                // Every block has counted: the word goes back to zero for the next launch.
+                *counter = 0;
+            }
+            return;
+        }
         if (local == 0) {
             *count = 0;
             __stcg(&totals[p.groups + g], v);
@@ -56,12 +67,7 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
         __syncthreads();
         if (!last) return;
         __threadfence();
-    }
-    const T result = m == 1 ? block_total(tile_fold<true>(totals, 0, p.groups), local, stage)
-                            : block_total(tile_fold<true>(totals + p.groups, 0, m), local, stage);
-    if (local == 0) {
-        dst[p.dst_index] = result;
-        // Every block has counted: the word goes back to zero for the next launch.
-        *counter = 0;
+        lo = p.groups;
+        hi = p.groups + m;
     }
 }
