@@ -1,7 +1,8 @@
 // The one-launch device reduce with CUDA's warp intrinsics; the twin of
 // shaders/reduce_device.comp (see there for the protocol), modelled by src/cpu/reduce.rs.
 //
-// Variant constants: OP (0 sum, 1 product, 2 min, 3 max, 4 and, 5 or, 6 xor), ITEMS.
+// Variant constants: OP (0 sum, 1 product, 2 min, 3 max, 4 and, 5 or, 6 xor), ITEMS, GROUPED
+// (1: more than one tile of totals, so more than one counter; see below).
 // Blocks are XW_REDUCE_BLOCK threads.
 
 #define XW_REDUCE_BLOCK 256
@@ -27,7 +28,8 @@ extern "C" __global__ void reduce_device(const T* __restrict__ src, T* dst, T* t
     const T total = block_total(tile_fold(src, group * tile, p.n), local, stage);
     // One tile of totals or fewer: counter[0] counts the tiles. More: counter[1 + g] counts the
     // tiles of tile-of-totals g, and counter[0] the tiles of totals reduced.
-    const unsigned m = (p.groups + tile - 1) / tile;
+    // GROUPED is 0 when there is at most one tile of totals: the kernel is then that path alone.
+    const unsigned m = GROUPED ? (p.groups + tile - 1) / tile : 1;
     const unsigned g = group / tile;
     unsigned* count = m == 1 ? counter : counter + 1 + g;
     const unsigned members = m == 1 ? p.groups : min(tile, p.groups - g * tile);

@@ -22,6 +22,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0u;    // 0 sum, 1 product, 2 min, 3 max, 4 and, 5 or, 6 xor
 layout(constant_id = 2) const uint ITEMS = 16u;
+layout(constant_id = 3) const uint GROUPED = 0u;  // 1: more than one tile of totals
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
@@ -51,7 +52,8 @@ void main() {
     T total = block_total(acc, local);
     // One tile of totals or fewer: counter[0] counts the tiles. More: counter[1 + g] counts the
     // tiles of tile-of-totals g, and counter[0] the tiles of totals reduced.
-    uint m = (p.groups + tile - 1u) / tile;
+    // GROUPED is 0 when there is at most one tile of totals: the pipeline is then that path alone.
+    uint m = GROUPED != 0u ? (p.groups + tile - 1u) / tile : 1u;
     uint g = group / tile;
     uint word = m == 1u ? 0u : 1u + g;
     uint members = m == 1u ? p.groups : min(tile, p.groups - g * tile);

@@ -1273,9 +1273,15 @@ mod tests {
                     ];
                     compiles("reduce", elem, &consts, arch);
                 }
-                let consts = [("OP", op), ("ITEMS", crate::reduce::ITEMS)];
-                // Four buffers and the parameter block.
-                assert_eq!(compiles("reduce_device", elem, &consts, arch), 5);
+                for grouped in 0..2 {
+                    let consts = [
+                        ("OP", op),
+                        ("ITEMS", crate::reduce::ITEMS),
+                        ("GROUPED", grouped),
+                    ];
+                    // Four buffers and the parameter block.
+                    assert_eq!(compiles("reduce_device", elem, &consts, arch), 5);
+                }
             }
         }
     }

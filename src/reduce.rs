@@ -7,8 +7,8 @@
 //!   memory, the first warp reduces them.
 //! - [`device_reduce`]: any length, the whole result computed on the GPU and left in a device
 //!   buffer (for the application's next kernel) or returned by [`device_reduce_host`]; one
-//!   launch per level, or everything one launch may bind in a single launch ([`Launches`]), with the
-//!   same bits either way.
+//!   launch per level, or everything one launch may bind in a single launch ([`Launches`]),
+//!   with the same bits either way.
 //!
 //! # Deterministic floats
 //! The association order depends only on the length `n`, so an f32/f64 sum or product is
@@ -227,7 +227,11 @@ fn launch_one_pass<T: Reduce>(
         kernel: Kernel {
             name: "reduce_device",
             elem: T::KIND,
-            consts: &[("OP", op.code()), ("ITEMS", ITEMS)],
+            consts: &[
+                ("OP", op.code()),
+                ("ITEMS", ITEMS),
+                ("GROUPED", u32::from(groups > TILE)),
+            ],
         },
         block: BLOCK,
         groups: plan::grid(dev.info(), groups as u64)?,
@@ -309,8 +313,10 @@ pub fn block_reduce<T: Reduce>(
 pub enum Launches {
     /// [`Launches::OneLaunch`] on CUDA devices, [`Launches::PerLevel`] elsewhere. Measured on an
     /// H200 (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
-    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Above 2^24 elements, where
-    /// the last workgroup folds more than one tile of totals, one launch is not yet measured.
+    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Measured on an H100
+    /// (version 8): from 2^25 elements, where each tile of totals is reduced by its own last
+    /// workgroup, one launch is 1–5% faster on CUDA, and on Vulkan up to 14% slower at 2^22 to
+    /// 2^23 and equal from 2^27.
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
