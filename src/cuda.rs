@@ -249,6 +249,7 @@ fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         shared_memory_bytes: u32::try_from(shared).unwrap_or(0),
         int64: true,
         float64: true,
+        int64_atomics: true,
     };
     Ok(Probe {
         info,

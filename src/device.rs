@@ -151,6 +151,10 @@ pub struct DeviceInfo {
     pub int64: bool,
     /// Whether kernels may compute on `f64` (Vulkan `shaderFloat64`).
     pub float64: bool,
+    /// Whether kernels may use 64-bit atomics on buffers (Vulkan `shaderBufferInt64Atomics`;
+    /// always on CUDA). The device scan keeps a 32-bit type's tile state in one 64-bit word
+    /// with them, in two 32-bit words without (slower; same results).
+    pub int64_atomics: bool,
 }
 
 impl DeviceInfo {

@@ -127,6 +127,7 @@ mod tests {
             shared_memory_bytes: 49152,
             int64: true,
             float64: true,
+            int64_atomics: true,
         };
         for (size, first, want) in [
             (4, 0, (0, 0)),

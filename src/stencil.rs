@@ -327,6 +327,7 @@ mod tests {
             shared_memory_bytes: 32768,
             int64: true,
             float64: true,
+            int64_atomics: true,
         };
         for size in [4, 8] {
             let align = 256 / size;

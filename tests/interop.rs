@@ -18,10 +18,12 @@ use xwarp::device::RawBuffer;
 use xwarp::reduce::{device_reduce, ReduceOp};
 use xwarp::scan::{device_scan, device_scan_in_place, ScanKind};
 use xwarp::shfl::{shfl, ShflOp};
-use xwarp::validate::first_mismatch;
+use xwarp::validate::reduce::ReduceInput;
+use xwarp::validate::scan::{expected, run_scan, scan_cases, ScanCase, Scope};
+use xwarp::validate::{first_mismatch, poison_value};
 use xwarp::vote::Predicate;
 use xwarp::vulkan::{ExternalBuffer, ExternalVulkan, VulkanDevice, VulkanFeatures};
-use xwarp::{Device, DeviceVec, Element, Error};
+use xwarp::{Device, DeviceVec, Element, Error, Rng};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 /// What the application fills its buffers with outside the data it gives xwarp.
@@ -198,6 +200,8 @@ impl App {
             let mut executable_info =
                 vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
                     .pipeline_executable_info(true);
+            let mut atomic64 = vk::PhysicalDeviceShaderAtomicInt64Features::default()
+                .shader_buffer_int64_atomics(true);
             let priorities = [1.0f32];
             let queues = [vk::DeviceQueueCreateInfo::default()
                 .queue_family_index(req.queue_family_index)
@@ -211,6 +215,9 @@ impl App {
             }
             if features.pipeline_executable_info {
                 info = info.push_next(&mut executable_info);
+            }
+            if features.shader_buffer_int64_atomics {
+                info = info.push_next(&mut atomic64);
             }
             let device = instance
                 .create_device(physical_device, &info, None)
@@ -1072,4 +1079,46 @@ fn cuda_application_context_and_memory() {
     // The application's stream still works.
     let again = stream.clone_htod(&[1u32, 2, 3]).unwrap();
     assert_eq!(stream.clone_dtoh(&again).unwrap(), vec![1, 2, 3]);
+}
+
+#[test]
+fn device_scans_take_either_tile_state() {
+    // With 64-bit buffer atomics the device scan keeps a 32-bit type's tile state in one 64-bit
+    // word, without them in two 32-bit words. An application's device decides which: every
+    // device-scope scan case of the 32-bit types (fresh random inputs, poisoned outputs, the
+    // look-back's fallback and several launches among them) on a device with the feature
+    // where offered, then on one without it.
+    let full = App::new(None);
+    let req =
+        VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
+    let offered = req.optional.shader_buffer_int64_atomics;
+    if !offered {
+        eprintln!("the device has no 64-bit buffer atomics: only the two-word state runs");
+    }
+    let without = VulkanFeatures {
+        shader_buffer_int64_atomics: false,
+        ..req.features()
+    };
+    let mut rng = Rng::new(common::seed());
+    for (app, atomics) in [(full, offered), (App::new(Some(without)), false)] {
+        let xw = app.xwarp(None);
+        assert_eq!(xw.info().int64_atomics, atomics);
+        for case in scan_cases(false, false)
+            .iter()
+            .filter(|c| matches!(c.scope, Scope::Device(_)) && c.elem.size() == 4)
+        {
+            xwarp::with_elem!(case.elem, scan_case(&xw, case, atomics, &mut rng));
+        }
+        drop(xw);
+        close_and_check(app);
+    }
+}
+
+/// One scan case on `xw` against the CPU reference, on a fresh input into a poisoned output.
+fn scan_case<T: ReduceInput>(xw: &VulkanDevice, case: &ScanCase, atomics: bool, rng: &mut Rng) {
+    let input = T::input(case.op, case.n, rng);
+    let want = expected(case, &input);
+    let got = run_scan(xw, case, &input, poison_value(&want)).unwrap();
+    let at = format!("{case}, 64-bit atomics {atomics}");
+    assert!(first_mismatch(&want, &got).is_none(), "{at}");
 }

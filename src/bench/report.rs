@@ -569,6 +569,7 @@ mod tests {
             shared_memory_bytes: 0,
             int64: false,
             float64: false,
+            int64_atomics: false,
         }
     }
 

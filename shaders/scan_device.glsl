@@ -1,0 +1,431 @@
+// The device scan's text, included by scan_device.comp (every type, the tile state below) and
+// scan_device_s64.comp (32-bit types with the state in one 64-bit word per tile, XW_STATE64).
+//
+// Device scan, single pass: each workgroup scans a tile of BLOCK * ITEMS elements and finds
+// the tile's exclusive prefix E by decoupled look-back; the twin of cuda/scan_device.cu,
+// modelled by src/cpu/scan.rs.
+//
+// Data movement: 32-bit types load the tile coalesced (element i * BLOCK + local in round i)
+// into shared memory and transpose it there, so each invocation gets its ITEMS consecutive
+// elements; outputs go back the same way. The shared index is padded by one word per 32, so
+// neither direction has bank conflicts. 64-bit types (whose tile would not fit in the 32 KiB
+// of shared memory some devices offer) load their consecutive elements directly.
+//
+// Canonical floats: E(k) is always the left fold A(0) + A(1) + ... + A(k-1) of the tile totals.
+// The look-back finds the nearest published inclusive prefix P(j) (itself that fold up to j)
+// and folds the aggregates A(j+1) .. A(k-1) onto it in order, one invocation doing the
+// arithmetic, so the bits do not depend on which j it found, that is on timing.
+//
+// The look-back reads a window of LB_TILES predecessors per invocation at once (invocation i
+// reads tiles hi - i - r * BLOCK, r < LB_TILES), polling until every tile above the window's
+// nearest inclusive prefix has published at least its aggregate; with no inclusive prefix in
+// the window, the whole window must be published and the look-back moves on to the tiles
+// below. The workgroup meets in shared memory (no subgroup operation is involved), so the
+// window does not depend on the subgroup size. State words are polled with relaxed atomic
+// loads: an atomicOr(x, 0) would be a read-modify-write that every waiting workgroup serialises
+// on the same few words (measured 2x slower on an H200).
+//
+// Tile state: 64-bit types keep a flag per tile (flags[t]) and the values in `aggregates` and
+// `inclusives`. 32-bit types keep flag and value together in flags[2t] and flags[2t + 1], each
+// word holding the flag in its high half and 16 bits of the value in its low half, and each
+// written by a 32-bit atomicMax: a tile's value for a given flag is unique, so a reader whose
+// two words carry the same flag has a value that is whole, in one round trip and without
+// fences; two different flags (a publication under way) read as unpublished. With XW_STATE64
+// (where the device has 64-bit buffer atomics) the two halves are one 64-bit word instead,
+// flags[t], the flag in its high half and the value in its low half, published by one 64-bit
+// atomicMax and polled by one 64-bit load, as the CUDA twin keeps it: it is never read torn,
+// and it halves the look-back's loads and atomics (the scan 24-32% faster at 2^28 on an
+// H100, NOTES.md version 8). The first window is folded from the values it polled; a deeper
+// look-back reads the words again on its way up, and a tile that has meanwhile replaced its
+// aggregate by its inclusive prefix restarts the fold from that prefix (the same left fold).
+//
+// No deadlock on any conformant device: Vulkan promises no forward progress between
+// workgroups, so after `spin` polls of a window with unpublished tiles, the workgroup reduces
+// those tiles itself (in the canonical order: the very bits their owners will publish) and
+// publishes their aggregates. Flags only grow (atomicMax), so two publishers of the same
+// aggregate cannot set a flag back.
+#extension GL_KHR_memory_scope_semantics : require
+#include "common.glsl"
+#include "shuffle.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0u;  // 0 sum, 2 min, 3 max (reduce_op.glsl codes)
+layout(constant_id = 2) const uint EXCLUSIVE = 0u;
+layout(constant_id = 3) const uint ITEMS = 16u;
+layout(constant_id = 4) const uint LB_TILES = 1u;  // look-back window: tiles per invocation
+// Constant 5 (PARTIALS_IN_SHARED) is the CUDA twin's choice between shared memory and registers
+// for the partial folds; this kernel always keeps them in shared memory (32-bit types): NVIDIA's
+// Vulkan compiler gave the kernel 85-87 registers with the register path present behind a
+// specialization constant, and 61-66 without it.
+
+const uint FLAG_AGGREGATE = 1u;
+const uint FLAG_INCLUSIVE = 2u;
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
+layout(std430, binding = 2) coherent buffer Counters { uint counters[]; };
+#if defined(XW_STATE64)
+layout(std430, binding = 3) coherent buffer Flags { uint64_t flags[]; };  // one word per tile
+#else
+layout(std430, binding = 3) coherent buffer Flags { uint flags[]; };
+#endif
+layout(std430, binding = 4) coherent buffer Aggregates { T aggregates[]; };
+layout(std430, binding = 5) coherent buffer Inclusives { T inclusives[]; };
+layout(push_constant) uniform Params {
+    uint n;       // elements in this launch (a chunk of whole tiles)
+    uint tiles;   // tiles in this launch; clearing: flag words (two per tile of the scan)
+    uint tile0;   // global index of the launch's first tile
+    uint chunk;   // this launch's tile counter; clearing: the number of counters
+    uint spin;    // polls of a window with unpublished tiles before reducing them here
+    uint clear;   // nonzero: only zero flags[0 .. tiles) and counters[0 .. chunk)
+} p;
+
+shared T stage[gl_WorkGroupSize.x];
+shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
+shared uint s_word;
+// The look-back: one window of LB_WINDOW tiles.
+const uint LB_WINDOW = gl_WorkGroupSize.x * LB_TILES;
+shared T lb_values[LB_WINDOW];   // lb_values[i]: the value of the window's i-th tile
+shared uint lb_flags[LB_WINDOW];  // its flag as read (the fallback's list)
+shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
+shared uint lb_gap[2];  // a tile above it has not published, per poll parity
+shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
+shared T s_value;
+
+#if !defined(XW_T_64)
+#define XW_TRANSPOSE 1
+#define XW_PACKED 1
+shared T tile_stage[gl_WorkGroupSize.x * ITEMS + gl_WorkGroupSize.x * ITEMS / 32u];
+#endif
+#if defined(XW_STATE64) && !defined(XW_PACKED)
+#error "XW_STATE64 is the 32-bit types' state"
+#endif
+
+#include "reduce_op.glsl"
+#include "scan_common.glsl"
+
+// Index in tile_stage of tile element i: one pad word per 32.
+uint xw_pad(uint i) {
+    return i + (i >> 5u);
+}
+
+#if !defined(XW_STATE64)
+// A relaxed atomic load of flags[i].
+uint poll_word(uint i) {
+    return atomicLoad(flags[i], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+#endif
+
+#if defined(XW_PACKED)
+uint xw_to_u32(T v) {
+#if defined(XW_T_FLOAT)
+    return floatBitsToUint(v);
+#else
+    return uint(v);
+#endif
+}
+
+T xw_from_u32(uint u) {
+#if defined(XW_T_FLOAT)
+    return uintBitsToFloat(u);
+#else
+    return T(u);
+#endif
+}
+
+#if defined(XW_STATE64)
+// Tile `tile`'s flag and value, from one relaxed 64-bit atomic load.
+uint read_state(uint tile, out T v) {
+    uint64_t w =
+        atomicLoad(flags[tile], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+    v = xw_from_u32(uint(w));
+    return uint(w >> 32);
+}
+#else
+// Tile `tile`'s flag (0 while its two words disagree) and value.
+uint read_state(uint tile, out T v) {
+    uint lo = poll_word(2u * tile);
+    uint hi = poll_word(2u * tile + 1u);
+    v = xw_from_u32((hi << 16u) | (lo & 0xffffu));
+    uint f = lo >> 16u;
+    return f == (hi >> 16u) ? f : 0u;
+}
+#endif
+#endif
+
+// Publishes tile `tile`'s aggregate or inclusive prefix `v` with flag `flag`.
+void publish(uint tile, uint flag, T v, bool inclusive) {
+#if defined(XW_PACKED)
+    uint b = xw_to_u32(v);
+#if defined(XW_STATE64)
+    atomicMax(flags[tile], (uint64_t(flag) << 32) | uint64_t(b));
+#else
+    atomicMax(flags[2u * tile], (flag << 16u) | (b & 0xffffu));
+    atomicMax(flags[2u * tile + 1u], (flag << 16u) | (b >> 16u));
+#endif
+#else
+    if (inclusive) {
+        inclusives[tile] = v;
+    } else {
+        aggregates[tile] = v;
+    }
+    memoryBarrierBuffer();
+    atomicMax(flags[tile], flag);
+#endif
+}
+
+// The canonical total of tile `t` of this launch (every invocation gets it).
+T tile_total(uint t, uint local) {
+    uint base = (t * gl_WorkGroupSize.x + local) * ITEMS;
+    T acc = xw_identity();
+    for (uint j = 0u; j < ITEMS; ++j) {
+        if (base + j < p.n) acc = xw_op(acc, src[base + j]);
+    }
+    T prefix;
+    T total;
+    block_prefix(acc, local, prefix, total);
+    return total;
+}
+
+// The tile's value for flag `f` (nonzero) read by this invocation before a buffer barrier.
+#if !defined(XW_PACKED)
+T read_value(uint tile, uint f) {
+    return f == FLAG_INCLUSIVE ? inclusives[tile] : aggregates[tile];
+}
+#endif
+
+// Reduces the window's tiles i < m whose flag reads 0 (tile hi - i, or lo + i upwards) here,
+// publishes their aggregates and puts them in lb_values. Uniform control flow.
+void reduce_missing(uint hi_or_lo, bool down, uint m, uint local) {
+    for (uint i = 0u; i < m; ++i) {
+        if (lb_flags[i] != 0u) continue;  // uniform: shared memory, written before a barrier
+        // Tiles of earlier launches have all finished, so this one belongs to this launch.
+        uint tile = down ? hi_or_lo - i : hi_or_lo + i;
+        T a = tile_total(tile - p.tile0, local);
+        if (local == 0u) {
+            publish(tile, FLAG_AGGREGATE, a, false);
+            lb_values[i] = a;
+        }
+    }
+    barrier();
+}
+
+// Invocation i polls tiles hi - i - r * BLOCK (window offsets below `count`) until every tile
+// above the window's nearest inclusive prefix (offset m, `count` if none) has published, or
+// `spin` polls have passed; then the tiles' values are in lb_values and their flags in
+// lb_flags. Returns m; `complete` tells whether every tile above m published. Uniform control
+// flow.
+uint poll_window(uint hi, uint count, uint local, out bool complete) {
+    if (local == 0u) {
+        lb_m[0] = count;
+        lb_gap[0] = 0u;
+    }
+    barrier();
+    uint m = count;
+    for (uint poll = 0u;; ++poll) {
+        uint s = poll & 1u;
+        // Each invocation writes only its own slots, read by others after the barriers below.
+        for (uint r = 0u; r < LB_TILES; ++r) {
+            uint w = local + r * gl_WorkGroupSize.x;
+            if (w >= count) break;
+            T v = xw_identity();
+#if defined(XW_PACKED)
+            uint f = read_state(hi - w, v);
+#else
+            uint f = poll_word(hi - w);
+#endif
+            if (f == FLAG_INCLUSIVE) atomicMin(lb_m[s], w);
+            lb_values[w] = v;
+            lb_flags[w] = f;
+        }
+        barrier();
+        m = lb_m[s];
+        // The other slots were last read before this poll's first barrier.
+        if (local == 0u) {
+            lb_m[s ^ 1u] = count;
+            lb_gap[s ^ 1u] = 0u;
+        }
+        bool gap = false;
+        for (uint r = 0u; r < LB_TILES; ++r) {
+            uint w = local + r * gl_WorkGroupSize.x;
+            if (w < m && lb_flags[w] == 0u) gap = true;
+        }
+        if (gap) atomicOr(lb_gap[s], 1u);
+        barrier();
+        complete = lb_gap[s] == 0u;
+        if (complete || poll >= p.spin) break;
+    }
+#if !defined(XW_PACKED)
+    memoryBarrierBuffer();
+    for (uint r = 0u; r < LB_TILES; ++r) {
+        uint w = local + r * gl_WorkGroupSize.x;
+        if (w < count && lb_flags[w] != 0u) lb_values[w] = read_value(hi - w, lb_flags[w]);
+    }
+#endif
+    barrier();
+    return m;
+}
+
+// The exclusive prefix of global tile k > 0 (every invocation gets it), whose total is `total`;
+// publishes the tile's inclusive prefix as soon as it is known. Uniform control flow.
+T look_back(uint k, T total, uint local) {
+    // Find the nearest inclusive prefix j (-1: none), making sure every tile after it has
+    // published its aggregate. Usually it lies in the first window: then the fold is done here.
+    int hi = int(k) - 1;
+    int j = -1;
+    while (hi >= 0) {
+        uint count = uint(min(hi + 1, int(LB_WINDOW)));
+        bool complete;
+        uint m = poll_window(uint(hi), count, local, complete);
+        if (!complete) reduce_missing(uint(hi), true, m, local);
+        if (m < count && hi == int(k) - 1) {
+            // lb_values[m] is P(k - 1 - m); lb_values[m - 1] .. lb_values[0] the aggregates
+            // after it.
+            if (local == 0u) {
+                T e = lb_values[m];
+                for (int i = int(m) - 1; i >= 0; --i) e = xw_op(e, lb_values[i]);
+                s_value = e;
+                publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
+            }
+            barrier();
+            return s_value;
+        }
+        if (m < count) {
+            j = hi - int(m);
+            break;
+        }
+        hi -= int(count);
+    }
+    // Fold the aggregates after j onto P(j) in order, a window at a time. A tile may have
+    // replaced its aggregate by its inclusive prefix since the walk down: the fold then restarts
+    // from that prefix, which is the same left fold. One whose two words disagree (a
+    // publication under way) is reduced here.
+    memoryBarrierBuffer();
+    T e = xw_identity();
+    if (local == 0u && j >= 0) {
+#if defined(XW_PACKED)
+        // P(j) was published in full and only an inclusive prefix follows an inclusive prefix.
+        T v;
+        read_state(uint(j), v);
+        e = v;
+#else
+        e = inclusives[j];
+#endif
+    }
+    for (uint lo = uint(j + 1); lo < k; lo += LB_WINDOW) {
+        uint c = min(k - lo, LB_WINDOW);
+        if (local == 0u) {
+            s_last = 0u;
+            lb_gap[0] = 0u;
+        }
+        barrier();
+        for (uint r = 0u; r < LB_TILES; ++r) {
+            uint w = local + r * gl_WorkGroupSize.x;
+            if (w >= c) break;
+            T v = xw_identity();
+#if defined(XW_PACKED)
+            uint f = read_state(lo + w, v);
+#else
+            uint f = poll_word(lo + w);
+            memoryBarrierBuffer();
+            if (f != 0u) v = read_value(lo + w, f);
+#endif
+            if (f == FLAG_INCLUSIVE) atomicMax(s_last, w + 1u);
+            if (f == 0u) atomicOr(lb_gap[0], 1u);
+            lb_values[w] = v;
+            lb_flags[w] = f;
+        }
+        barrier();
+        uint last = s_last;
+        bool gap = lb_gap[0] != 0u;
+        barrier();
+        if (gap) reduce_missing(lo, false, c, local);
+        if (local == 0u) {
+            if (last != 0u) e = lb_values[last - 1u];
+            for (uint t = last; t < c; ++t) e = xw_op(e, lb_values[t]);
+        }
+        barrier();
+    }
+    if (local == 0u) {
+        s_value = e;
+        publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
+    }
+    barrier();
+    return s_value;
+}
+
+void main() {
+    uint local = xw_local();
+    if (p.clear != 0u) {
+        uint i = xw_group() * gl_WorkGroupSize.x + local;
+#if defined(XW_STATE64)
+        // p.tiles counts 32-bit words, two per tile: one 64-bit word here.
+        if (2u * i < p.tiles) flags[i] = uint64_t(0);
+#else
+        if (i < p.tiles) flags[i] = 0u;
+#endif
+        if (i < p.chunk) counters[i] = 0u;
+        return;
+    }
+    uint group = xw_group();
+    if (group >= p.tiles) return;
+    // Tiles are numbered in the order workgroups start, so a tile's predecessors have started.
+    if (local == 0u) s_word = atomicAdd(counters[p.chunk], 1u);
+    barrier();
+    uint t = s_word;
+    uint k = p.tile0 + t;
+    uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
+    uint base = tile_base + local * ITEMS;
+
+    T acc = xw_identity();
+#if defined(XW_TRANSPOSE)
+    for (uint i = 0u; i < ITEMS; ++i) {
+        uint idx = i * gl_WorkGroupSize.x + local;
+        tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
+    }
+    barrier();
+    // The invocation's elements stay in shared memory through the look-back, and their partial
+    // folds are computed again at the end (the same fold, so the same bits): ITEMS fewer live
+    // registers while the tile waits.
+    for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+#else
+    T s[ITEMS];
+    for (uint j = 0u; j < ITEMS; ++j) {
+        acc = xw_op(acc, base + j < p.n ? src[base + j] : xw_identity());
+        s[j] = acc;
+    }
+#endif
+    T prefix;
+    T total;
+    block_prefix(acc, local, prefix, total);
+
+    T e = xw_identity();
+    if (k > 0u) {
+        if (local == 0u) publish(k, FLAG_AGGREGATE, total, false);
+        e = look_back(k, total, local);
+    } else if (local == 0u) {
+        publish(k, FLAG_INCLUSIVE, total, true);
+    }
+
+    T pre = xw_op(e, prefix);
+#if defined(XW_TRANSPOSE)
+    // Each invocation rewrites only its own elements, in place.
+    T part = xw_identity();
+    for (uint j = 0u; j < ITEMS; ++j) {
+        uint at = xw_pad(local * ITEMS + j);
+        T before = part;
+        part = xw_op(part, tile_stage[at]);
+        tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
+    }
+    barrier();
+    for (uint i = 0u; i < ITEMS; ++i) {
+        uint idx = i * gl_WorkGroupSize.x + local;
+        if (tile_base + idx < p.n) dst[tile_base + idx] = tile_stage[xw_pad(idx)];
+    }
+#else
+    for (uint j = 0u; j < ITEMS; ++j) {
+        T y = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, s[j - 1u])) : xw_op(pre, s[j]);
+        if (base + j < p.n) dst[base + j] = y;
+    }
+#endif
+}
