@@ -1342,8 +1342,10 @@ mod tests {
         };
         for elem in [ElemKind::F32, ElemKind::F64] {
             for smem in [0, 1] {
-                let consts = [("SMEM", smem), ("ROWS", crate::stencil::ROWS)];
-                compiles("stencil", elem, &consts, arch);
+                for rows in [crate::stencil::FEW_ROWS, crate::stencil::ROWS] {
+                    let consts = [("SMEM", smem), ("ROWS", rows)];
+                    compiles("stencil", elem, &consts, arch);
+                }
             }
         }
     }
