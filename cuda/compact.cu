@@ -1,13 +1,14 @@
 // Stream compaction, one pass over the input, with CUDA's own intrinsics; the twin of
-// shaders/compact.comp, whose header describes the steps (OP) of the plan in src/compact.rs,
+// shaders/compact.glsl, whose header describes the steps (OP) of the plan in src/compact.rs,
 // the tile layout, the tile states and how a chunk hands its end to the next: 0 RESET,
 // 1 UNORDERED, 2 STABLE.
 //
 // A tile is blockDim.x * ITEMS consecutive elements; warp w owns the w-th run of 32 * ITEMS of
 // them and reads it in ITEMS coalesced steps. Per step __ballot_sync and __popc give every
 // passing lane its rank in the warp's run; lane 0 puts the warp's count in shared memory.
-// UNORDERED: thread 0, the tile's leader, does ONE atomicAdd per tile for the tile's count;
-// the block that finishes last (a done counter) ends the chunk.
+// UNORDERED: thread 0, the tile's leader, does ONE 64-bit atomicAdd per tile: the tile's count
+// to the low word, one tile done to the high word; the block whose answer says every other
+// tile is done ends the chunk (its low word holds their counts).
 // STABLE: the loads of tile blockIdx are in flight while the block takes its ticket (blocks
 // start in order, so the ticket is almost always that tile; otherwise it loads its own); the
 // tile's offset comes from decoupled look-back over a 32-tile window per step
@@ -61,13 +62,13 @@ __device__ __forceinline__ bool xw_window_offset(unsigned long long base, const 
 }
 
 // The counter words, each on a 128-byte line of its own (measured faster on an H200; see
-// shaders/compact.comp): the chunk's count, its tile tickets, its
-// tiles done, and at C_BASE + C_LINE * s (low word) and the word after it the base of the
-// chunks of slot s.
+// shaders/compact.glsl): the chunk's count and, in the word after it, its tiles done (one
+// 64-bit word); its tile tickets; and at C_BASE + C_LINE * s (low word) and the word after it
+// the base of the chunks of slot s. The line between tickets and bases is the Vulkan twin's
+// done counter on devices without 64-bit atomics.
 #define C_LINE 32u
 #define C_COUNT 0u
 #define C_TICKET C_LINE
-#define C_DONE (2u * C_LINE)
 #define C_BASE (3u * C_LINE)
 
 // The base of the chunks of slot s.
@@ -216,8 +217,8 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     if (i != 0) return;
     *total = 0;
     counter[C_COUNT] = 0;
+    counter[C_COUNT + 1] = 0;
     counter[C_TICKET] = 0;
-    counter[C_DONE] = 0;
     counter[C_BASE] = 0;
     counter[C_BASE + 1] = 0;
 #elif OP == 1 || OP == 2
@@ -275,14 +276,17 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     }
     unsigned int tile_base;
 #if OP == 1
-    // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory.
-    // Then the leader counts the tile done (after its count has landed); the answer is needed
-    // only after the scatter.
-    unsigned int done = 0;
+    // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory. Its
+    // high word is the tiles done before this one: the last tile's low word is the count of
+    // all the others, so it ends the chunk (every other tile has added).
     if (threadIdx.x == 0) {
-        if (tile_count != 0) s_word = atomicAdd(&counter[C_COUNT], tile_count);
-        __threadfence();
-        done = atomicAdd(&counter[C_DONE], 1u);
+        unsigned long long* const count_done = (unsigned long long*)&counter[C_COUNT];
+        const unsigned long long before = atomicAdd(count_done, (1ull << 32) | tile_count);
+        s_word = (unsigned int)before;
+        if ((unsigned int)(before >> 32) + 1 == p.tiles) {
+            *count_done = 0;
+            xw_finish_chunk(total, counter, p, base, (unsigned int)before + tile_count);
+        }
     }
     __syncthreads();
     tile_base = s_word;
@@ -312,15 +316,6 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
-#if OP == 1
-    if (threadIdx.x == 0 && done + 1 == p.tiles) {
-        // Every tile's count has landed: the chunk's count is final.
-        __threadfence();
-        const unsigned int chunk = atomicExch(&counter[C_COUNT], 0u);
-        counter[C_DONE] = 0;
-        xw_finish_chunk(total, counter, p, base, chunk);
-    }
-#endif
 #else
 #error "unknown OP"
 #endif

@@ -37,7 +37,7 @@
 //! ```
 
 pub use crate::cpu::stencil::{StencilElement, HALO, POINTS};
-use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::plan;
 use std::fmt;
@@ -46,21 +46,29 @@ use std::str::FromStr;
 /// Threads per workgroup of the stencil kernels (the shared-memory tile; `cuda/stencil.cu`
 /// sizes its tile with the same number).
 pub const BLOCK: u32 = 256;
-/// Layers of [`BLOCK`] outputs each workgroup computes on inputs of [`FEW_ROWS_BELOW`]
-/// elements or more, every load issued before the first average (memory-level parallelism;
-/// the results do not depend on it).
+/// Layers of [`BLOCK`] outputs each workgroup computes on long inputs (see [`rows`]), every
+/// load issued before the first average (memory-level parallelism; the results do not depend
+/// on it).
 pub const ROWS: u32 = 8;
-/// Layers per workgroup on inputs shorter than [`FEW_ROWS_BELOW`]: more, smaller workgroups
-/// on a small input. Measured on an H100 (NOTES.md, version 8): 4 layers instead of 8 were
-/// 1–9% faster from 2^20 to 2^23 elements on both backends and 2% slower on CUDA at 2^24; 2
-/// layers were slower from 2^21.
+/// Layers per workgroup on short inputs (see [`rows`]): more, smaller workgroups on a small
+/// input.
 pub const FEW_ROWS: u32 = 4;
-/// Inputs shorter than this take [`FEW_ROWS`] layers per workgroup, longer ones [`ROWS`].
-pub const FEW_ROWS_BELOW: usize = 1 << 24;
 
-/// Layers per workgroup for an input of `n` elements.
-pub fn rows(n: usize) -> u32 {
-    if n < FEW_ROWS_BELOW {
+/// Inputs of `backend` shorter than this take [`FEW_ROWS`] layers per workgroup, longer ones
+/// [`ROWS`]: 2^24 elements on Vulkan, 2^22 on CUDA. Measured (NOTES.md, versions 8 and 9): 4
+/// layers instead of 8 were 1–9% faster from 2^20 to 2^23 elements on an H100 on both
+/// backends, and on an H200 1–6% faster on Vulkan there but 2–5% slower on CUDA at 2^22–2^23;
+/// from 2^24 they were as fast or slower; 2 layers were slower from 2^21.
+pub fn few_rows_below(backend: BackendKind) -> usize {
+    match backend {
+        BackendKind::Vulkan => 1 << 24,
+        BackendKind::Cuda => 1 << 22,
+    }
+}
+
+/// Layers per workgroup for an input of `n` elements on `backend`.
+pub fn rows(backend: BackendKind, n: usize) -> u32 {
+    if n < few_rows_below(backend) {
         FEW_ROWS
     } else {
         ROWS
@@ -137,7 +145,7 @@ pub fn moving_average<T: StencilElement>(
     )?;
     let size = T::KIND.size();
     let align = (info.binding_alignment / size as u64).max(1) as usize;
-    let rows = rows(input.len());
+    let rows = rows(info.backend, input.len());
     let consts = [("SMEM", variant.code()), ("ROWS", rows)];
     let kernel = Kernel {
         name: "stencil",

@@ -18,10 +18,15 @@ use xwarp::device::RawBuffer;
 use xwarp::reduce::{device_reduce, ReduceOp};
 use xwarp::scan::{device_scan, device_scan_in_place, ScanKind};
 use xwarp::shfl::{shfl, ShflOp};
+use xwarp::validate::compact::{
+    compact_cases, comparable, expected_output, run_compact, CompactCase,
+};
 use xwarp::validate::reduce::ReduceInput;
 use xwarp::validate::scan::{expected, run_scan, scan_cases, ScanCase, Scope};
+use xwarp::validate::vote::case_input;
 use xwarp::validate::{first_mismatch, poison_value};
 use xwarp::vote::Predicate;
+use xwarp::vote::PredicateElement;
 use xwarp::vulkan::{ExternalBuffer, ExternalVulkan, VulkanDevice, VulkanFeatures};
 use xwarp::{Device, DeviceVec, Element, Error, Rng};
 
@@ -1082,12 +1087,14 @@ fn cuda_application_context_and_memory() {
 }
 
 #[test]
-fn device_scans_take_either_tile_state() {
+fn kernels_take_either_form_of_their_atomics() {
     // With 64-bit buffer atomics the device scan keeps a 32-bit type's tile state in one 64-bit
-    // word, without them in two 32-bit words. An application's device decides which: every
-    // device-scope scan case of the 32-bit types (fresh random inputs, poisoned outputs, the
-    // look-back's fallback and several launches among them) on a device with the feature
-    // where offered, then on one without it.
+    // word, without them in two 32-bit words; the unordered compaction keeps a chunk's count
+    // and tiles done in one 64-bit word, without them in two counters. An application's device
+    // decides which: every device-scope scan case of the 32-bit types (fresh random inputs,
+    // poisoned outputs, the look-back's fallback and several launches among them) and every
+    // unordered compaction case of the quick set (every type, many chunks and windows among
+    // them) on a device with the feature where offered, then on one without it.
     let full = App::new(None);
     let req =
         VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
@@ -1109,9 +1116,34 @@ fn device_scans_take_either_tile_state() {
         {
             xwarp::with_elem!(case.elem, scan_case(&xw, case, atomics, &mut rng));
         }
+        for case in compact_cases(true, false)
+            .iter()
+            .filter(|c| c.order == Order::Unordered)
+        {
+            xwarp::with_elem!(case.elem, compact_case(&xw, case, atomics, &mut rng));
+        }
         drop(xw);
         close_and_check(app);
     }
+}
+
+/// One compaction case on `xw` against the CPU reference, on a fresh input into a poisoned
+/// output: the count, the passing elements and the poison past them.
+fn compact_case<T: PredicateElement>(
+    xw: &VulkanDevice,
+    case: &CompactCase,
+    atomics: bool,
+    rng: &mut Rng,
+) {
+    let (input, pred) = case_input::<T>(case.spec, case.n, rng);
+    let poison = poison_value(&input);
+    let (count, out) = expected_output(case.order, pred, &input, poison);
+    let (got_count, got) = run_compact(xw, case.order, pred, &input, poison, case.tuning).unwrap();
+    let at = format!("{case} ({pred}), 64-bit atomics {atomics}");
+    assert_eq!(got_count, count, "{at}");
+    let want = comparable(case.order, count, &out);
+    let got = comparable(case.order, got_count, &got);
+    assert!(first_mismatch(&want, &got).is_none(), "{at}");
 }
 
 /// One scan case on `xw` against the CPU reference, on a fresh input into a poisoned output.

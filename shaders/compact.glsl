@@ -1,0 +1,411 @@
+// Stream compaction, one pass over the input, subgroup-size agnostic; the twin of
+// cuda/compact.cu, modelled by src/cpu/compact.rs. The text of compact.comp and of
+// compact_c64.comp (XW_COUNT64: the unordered step's count and tiles done in one 64-bit word,
+// for devices with shaderBufferInt64Atomics). OP selects one step of the plan in
+// src/compact.rs:
+//   RESET       once per call: the u64 total, the counters and the base of the first chunk
+//               become 0, and so do the first `tiles` tile states (every workgroup zeroes 256
+//               of them; each chunk has its own run of states, from `state0`).
+//   UNORDERED   per tile, the hierarchical leader-elected, warp-aggregated enqueue: ONE
+//               atomicAdd per tile on the chunk counter for the tile's passing count; the last
+//               tile to count itself done sets total and the next chunk's base to this chunk's
+//               base + its count and zeroes the counters. XW_COUNT64: count (low word) and
+//               tiles done (high word) are one 64-bit word, so that one atomicAdd gives the
+//               tile its base and its turn, and the last tile's answer holds every other
+//               count. Without it the done counter is a second, acquire-release atomic.
+//   STABLE      per tile, the tile's offset by decoupled look-back over the tile states, then
+//               an ordered scatter; the tile with the last ticket sets total and the next
+//               chunk's base to this chunk's base + its inclusive prefix and zeroes the tickets.
+// So a call is one RESET and one launch per chunk and window, and nothing runs after them.
+// The base of chunk k is in slot k % 2 (`slot`): the launches of chunk k for other windows
+// still read it after the chunk has written slot (k + 1) % 2.
+//
+// A tile is gl_WorkGroupSize.x * ITEMS consecutive elements. Subgroup s of the workgroup owns
+// the s-th run of gl_SubgroupSize * ITEMS of them and reads it in ITEMS coalesced steps (step j:
+// lane l reads element j * gl_SubgroupSize + l of the run). Per step one ballot gives every
+// passing lane its rank (the passing lanes below it plus those of the earlier steps); the
+// subgroup's elected lane puts the subgroup's count in shared memory, and each invocation adds
+// the counts of the subgroups below its own. Passing elements therefore land in input order
+// within a tile: tile offset + subgroup offset + rank.
+//
+// Tile states (STABLE): one word per tile of the chunk, status in bits 31..30 (0 nothing yet,
+// 1 aggregate, 2 inclusive prefix) and the value in bits 29..0 (a chunk has at most 2^29
+// elements). Words only grow (atomicMax), so a state never goes back, and a value never
+// travels apart from its status. Tiles are numbered in the order workgroups take a ticket,
+// so a tile's predecessors have started. The look-back is done by subgroup 0: its lanes read a
+// window of gl_SubgroupSize predecessor states at once (lane l: tile top - l), a ballot finds
+// the nearest inclusive prefix, and when every lane up to it has published, a butterfly sum of
+// those values ends the look-back; without an inclusive prefix the window moves down.
+//
+// No deadlock on any conformant device: Vulkan promises no forward progress between
+// workgroups, so after `spin` polls that still find the nearest unpublished predecessor empty,
+// the whole workgroup counts that tile from the input itself and publishes its aggregate (the
+// very value the tile will publish).
+//
+// The passing elements of a tile go to shared memory first (at their place in the tile's output
+// run) and then out in coalesced stores, a workgroup's worth of consecutive elements per step:
+// the tile's output run is contiguous in both orders.
+//
+// The output binding is a window of the output starting at element `window` (two words); a
+// chunk writes at its base - window + ..., and only when its base lies in window .. window +
+// span (span 0: any).
+// The host launches one UNORDERED/STABLE per window the chunk's output may start in; every
+// workgroup of the others leaves at once, before taking a ticket.
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_memory_scope_semantics : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+#include "vote_predicate.glsl"
+
+layout(constant_id = 1) const uint OP = 0u;
+layout(constant_id = 2) const uint ITEMS = 16u;
+
+const uint OP_RESET = 0u;
+const uint OP_UNORDERED = 1u;
+const uint OP_STABLE = 2u;
+
+const uint STATE_AGGREGATE = 1u << 30;
+const uint STATE_INCLUSIVE = 2u << 30;
+const uint STATE_VALUE = STATE_AGGREGATE - 1u;
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
+layout(std430, binding = 2) buffer Total { uint total[]; };  // the u64 count, low word first
+// The counter words, each on a 128-byte line of its own: every tile takes one or two atomics
+// on them and reads the chunk base. Measured on an H200 with the words on one line: the Vulkan
+// compaction took 14-16 ns per tile at 2^26-2^28 against 3-5 ns on CUDA; with them apart it
+// ran 1.3x (stable) and 2x (unordered) faster at 2^28, CUDA 1-3% faster. C_COUNT: this
+// chunk's count (UNORDERED; XW_COUNT64: and the word after it its tiles done); C_TICKET: the
+// chunk's tile tickets (STABLE); C_DONE: tiles done (UNORDERED without XW_COUNT64); C_BASE +
+// C_LINE * s and the word after it: the base of the chunks of slot s, low word first.
+const uint C_LINE = 32u;
+const uint C_COUNT = 0u;
+const uint C_TICKET = C_LINE;
+const uint C_DONE = 2u * C_LINE;
+const uint C_BASE = 3u * C_LINE;
+layout(std430, binding = 3) coherent buffer Counter { uint counter[]; };
+#if defined(XW_COUNT64)
+// The same words, as 64-bit ones: counter64[C_COUNT / 2] is the count and tiles done.
+layout(std430, binding = 3) coherent buffer Counter64 { uint64_t counter64[]; };
+#endif
+// Tile states, read with plain loads while other workgroups publish (volatile: every poll
+// reads memory again).
+layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
+layout(push_constant) uniform Params {
+    uint n;        // elements in this chunk
+    uint pred;     // predicate code (vote_predicate.glsl)
+    uint a_lo;     // first operand, low and high word
+    uint a_hi;
+    uint b_lo;     // second operand (in_range's hi)
+    uint b_hi;
+    uint window_lo;  // output element the output binding starts at, low and high word
+    uint window_hi;
+    uint span;     // the window this launch serves: base - window < span (0: any)
+    uint tiles;    // tiles in this chunk (RESET: tile states to zero)
+    uint spin;     // polls of an unpublished predecessor before counting its tile here
+    uint slot;     // the slot holding this chunk's base (0 or 1)
+    uint state0;   // this chunk's first tile state
+    uint pad0;
+    uint pad1;
+    uint pad2;
+} p;
+
+const uint TILE = gl_WorkGroupSize.x * ITEMS;
+
+// One entry per subgroup (a subgroup has at least one invocation).
+shared uint sg_counts[gl_WorkGroupSize.x];
+shared uint s_word;
+shared uint s_ticket;
+shared int s_stalled;
+shared T out_stage[TILE];
+
+// Where the chunk's output starts in the output binding, if it starts in this launch's window.
+// Every invocation reads the same base, so leaving on `false` is uniform.
+bool window_offset(uvec2 base, out uint offset) {
+    uint borrow;
+    offset = usubBorrow(base.x, p.window_lo, borrow);
+    uint high = base.y - p.window_hi - borrow;
+    return high == 0u && (p.span == 0u || offset < p.span);
+}
+
+void reset_step() {
+    uint i = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
+    if (i < p.tiles) states[i] = 0u;
+    if (i != 0u) return;
+    total[0] = 0u;
+    total[1] = 0u;
+    counter[C_COUNT] = 0u;
+    counter[C_COUNT + 1u] = 0u;
+    counter[C_TICKET] = 0u;
+    counter[C_DONE] = 0u;
+    counter[C_BASE] = 0u;
+    counter[C_BASE + 1u] = 0u;
+}
+
+// The end of a chunk: total and the next chunk's base become this chunk's base + count.
+void finish_chunk(uvec2 base, uint count) {
+    uint carry;
+    uvec2 end;
+    end.x = uaddCarry(base.x, count, carry);
+    end.y = base.y + carry;
+    total[0] = end.x;
+    total[1] = end.y;
+    uint next = C_BASE + C_LINE * (p.slot ^ 1u);
+    counter[next] = end.x;
+    counter[next + 1u] = end.y;
+}
+
+// The passing lanes of a ballot: all of them, and those below the caller. A subgroup of 32
+// counts its one-word ballot with scalar bit operations.
+uint ballot_count(uvec4 b) {
+    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x));
+    return subgroupBallotBitCount(b);
+}
+uint ballot_rank(uvec4 b) {
+    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x & gl_SubgroupLtMask.x));
+    return subgroupBallotExclusiveBitCount(b);
+}
+
+bool passes(uint i) {
+    return i < p.n && xw_predicate(src[i], p.pred, xw_pred_operand(p.a_lo, p.a_hi),
+                                   xw_pred_operand(p.b_lo, p.b_hi));
+}
+
+// The first element of the caller's subgroup's run in tile t.
+uint run_first(uint t) {
+    return t * TILE + gl_SubgroupID * gl_SubgroupSize * ITEMS + gl_SubgroupInvocationID;
+}
+
+// The passing elements of tile t of this chunk (every invocation gets the count). Call it from
+// the whole workgroup in uniform control flow.
+uint count_tile(uint t) {
+    uint first = run_first(t);
+    uint count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        count += ballot_count(subgroupBallot(passes(first + j * gl_SubgroupSize)));
+    }
+    barrier();  // sg_counts may still be read by the caller's previous round
+    if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
+    barrier();
+    uint sum = 0u;
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += sg_counts[s];
+    return sum;
+}
+
+// The sum over the subgroup of a value, by a butterfly (any power-of-two subgroup size).
+uint subgroup_sum(uint x) {
+    for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) x += subgroupShuffleXor(x, d);
+    return x;
+}
+
+// The exclusive prefix of tile k > 0 of this chunk (every invocation gets it). Call it from
+// the whole workgroup in uniform control flow.
+uint look_back(uint k) {
+    // Subgroup 0's running state: the values folded so far and the nearest tile not folded.
+    uint folded = 0u;
+    int top = int(k) - 1;
+    while (true) {
+        if (gl_SubgroupID == 0u) {
+            uint lane = gl_SubgroupInvocationID;
+            int stalled = -1;
+            while (true) {
+                int t = top - int(lane);
+                uint s;
+                bool any_inclusive;
+                uint limit;
+                uvec4 empty;
+                for (uint poll = 0u;; ++poll) {
+                    // Tiles before the chunk count as an inclusive prefix of 0.
+                    s = t >= 0 ? states[p.state0 + uint(t)] : STATE_INCLUSIVE;
+                    uvec4 inclusive = subgroupBallot(s >= STATE_INCLUSIVE);
+                    any_inclusive = inclusive != uvec4(0u);
+                    limit = any_inclusive ? subgroupBallotFindLSB(inclusive) : gl_SubgroupSize - 1u;
+                    empty = subgroupBallot(s == 0u && lane <= limit);
+                    if (empty == uvec4(0u) || poll >= p.spin) break;
+                }
+                if (empty != uvec4(0u)) {
+                    stalled = top - int(subgroupBallotFindLSB(empty));
+                    break;
+                }
+                folded += subgroup_sum(lane <= limit ? s & STATE_VALUE : 0u);
+                if (any_inclusive) break;
+                top -= int(gl_SubgroupSize);
+            }
+            if (subgroupElect()) {
+                s_stalled = stalled;
+                s_word = folded;
+            }
+        }
+        barrier();
+        int stalled = s_stalled;
+        uint prefix = s_word;
+        barrier();
+        if (stalled < 0) return prefix;
+        // A predecessor that has published nothing after `spin` polls: count its tile here.
+        uint c = count_tile(uint(stalled));
+        if (gl_LocalInvocationIndex == 0u) {
+            atomicMax(states[p.state0 + uint(stalled)], STATE_AGGREGATE | c);
+            memoryBarrierBuffer();
+        }
+        barrier();
+    }
+    return 0u;
+}
+
+// Loads the caller's ITEMS elements of tile t (a whole tile needs no bounds checks).
+void load_tile(uint t, out T v[ITEMS]) {
+    uint first = run_first(t);
+    if ((t + 1u) * TILE <= p.n) {
+        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) v[j] = src[first + j * gl_SubgroupSize];
+    } else {
+        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+            uint i = first + j * gl_SubgroupSize;
+            v[j] = i < p.n ? src[i] : T(0);
+        }
+    }
+}
+
+// Bit j: the element of step j of the caller's run (from `first`) passes predicate `code`;
+// `count` gets the subgroup's passing elements. Called with a constant code, the predicate's
+// switch folds away.
+uint kept_bits(uint code, T v[ITEMS], uint first, bool whole, T a, T b, out uint count) {
+    uint kept = 0u;
+    count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = (whole || first + j * gl_SubgroupSize < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= uint(pass) << j;
+        count += ballot_count(subgroupBallot(pass));
+    }
+    return kept;
+}
+
+void main() {
+    if (OP == OP_RESET) {
+        reset_step();
+        return;
+    }
+    // Whole workgroups leave together, so the barriers below stay uniform.
+    if (xw_group() >= p.tiles) return;
+    uint at_base = C_BASE + C_LINE * p.slot;
+    uvec2 base = uvec2(counter[at_base], counter[at_base + 1u]);
+    uint out0 = 0u;
+    if (!window_offset(base, out0)) return;
+    uint local = gl_LocalInvocationIndex;
+    uint t = xw_group();
+    T v[ITEMS];
+    // Load ITEMS coalesced steps. STABLE: tiles are numbered in the order workgroups take a
+    // ticket, so a tile's predecessors have started; the loads of tile `group` are in flight
+    // while the ticket comes (devices that start workgroups in order hand out exactly that
+    // one), and a workgroup with another ticket loads its tile again.
+    load_tile(t, v);
+    if (OP == OP_STABLE) {
+        if (local == 0u) s_ticket = atomicAdd(counter[C_TICKET], 1u);
+        barrier();
+        t = s_ticket;
+        if (t != xw_group()) load_tile(t, v);
+    }
+
+    // Ballot each step: which pass, and the subgroup's count.
+    uint first = run_first(t);
+    bool whole = (t + 1u) * TILE <= p.n;
+    T a = xw_pred_operand(p.a_lo, p.a_hi);
+    T b = xw_pred_operand(p.b_lo, p.b_hi);
+    // Bit j of `kept`: the element of step j passes (the ranks are recomputed from it at the
+    // scatter, which costs a ballot per step and saves a register per step).
+    // The predicate's code is uniform: one branch here instead of one per element.
+    uint kept;
+    uint count;
+    switch (p.pred) {
+    case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, whole, a, b, count); break;
+    case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, whole, a, b, count); break;
+    case XW_PRED_NONZERO: kept = kept_bits(XW_PRED_NONZERO, v, first, whole, a, b, count); break;
+    case XW_PRED_GREATER: kept = kept_bits(XW_PRED_GREATER, v, first, whole, a, b, count); break;
+    case XW_PRED_LESS: kept = kept_bits(XW_PRED_LESS, v, first, whole, a, b, count); break;
+    case XW_PRED_IN_RANGE: kept = kept_bits(XW_PRED_IN_RANGE, v, first, whole, a, b, count); break;
+    default: kept = kept_bits(p.pred, v, first, whole, a, b, count); break;
+    }
+    // The subgroup leaders combine their counts in shared memory.
+    if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
+    barrier();
+    uint below = 0u;
+    uint tile_count = 0u;
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) {
+        uint c = sg_counts[s];
+        if (s < gl_SubgroupID) below += c;
+        tile_count += c;
+    }
+
+    uint tile_base;
+#if !defined(XW_COUNT64)
+    uint done = 0u;
+#endif
+    if (OP == OP_UNORDERED) {
+        // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory.
+#if defined(XW_COUNT64)
+        // Its high word is the tiles done before this one: the last tile's low word is the
+        // count of all the others, so it ends the chunk (every other tile has added).
+        if (local == 0u) {
+            uint64_t before = atomicAdd(counter64[C_COUNT / 2u],
+                                        (uint64_t(1u) << 32) | uint64_t(tile_count));
+            s_word = uint(before);
+            if (uint(before >> 32) + 1u == p.tiles) {
+                counter64[C_COUNT / 2u] = uint64_t(0u);
+                finish_chunk(base, uint(before) + tile_count);
+            }
+        }
+        barrier();
+        tile_base = s_word;
+#else
+        // Then the leader counts the tile done (after its count has landed); the answer is
+        // needed only after the scatter.
+        if (local == 0u) {
+            if (tile_count != 0u) s_word = atomicAdd(counter[C_COUNT], tile_count);
+            // Release: the count lands before the tile counts itself done; acquire: the tile
+            // that counts last sees every count (measured 3-5% faster at 2^26-2^28 on an
+            // H200 than a memoryBarrierBuffer between two plain atomics).
+            done = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                             gl_SemanticsAcquireRelease);
+        }
+        barrier();
+        tile_base = s_word;
+#endif
+    } else {
+        tile_base = 0u;
+        if (t == 0u) {
+            if (local == 0u) atomicMax(states[p.state0], STATE_INCLUSIVE | tile_count);
+        } else {
+            if (local == 0u) atomicMax(states[p.state0 + t], STATE_AGGREGATE | tile_count);
+            tile_base = look_back(t);
+            if (local == 0u) atomicMax(states[p.state0 + t], STATE_INCLUSIVE | (tile_base + tile_count));
+        }
+        // The last ticket: every workgroup of the chunk has taken its own.
+        if (local == 0u && t + 1u == p.tiles) {
+            counter[C_TICKET] = 0u;
+            finish_chunk(base, tile_base + tile_count);
+        }
+    }
+
+    uint at = below;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = ((kept >> j) & 1u) != 0u;
+        uvec4 ballot = subgroupBallot(pass);
+        if (pass) out_stage[at + ballot_rank(ballot)] = v[j];
+        at += ballot_count(ballot);
+    }
+    barrier();
+    uint out_first = out0 + tile_base;
+    for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
+
+#if !defined(XW_COUNT64)
+    if (OP == OP_UNORDERED && local == 0u && done + 1u == p.tiles) {
+        // Every tile's count has landed: the chunk's count is final.
+        memoryBarrierBuffer();
+        uint chunk = atomicExchange(counter[C_COUNT], 0u);
+        counter[C_DONE] = 0u;
+        finish_chunk(base, chunk);
+    }
+#endif
+}
