@@ -1342,7 +1342,11 @@ mod tests {
         };
         for elem in [ElemKind::F32, ElemKind::F64] {
             for smem in [0, 1] {
-                for rows in [crate::stencil::FEW_ROWS, crate::stencil::ROWS] {
+                for rows in [
+                    crate::stencil::FEW_ROWS,
+                    crate::stencil::ROWS,
+                    crate::stencil::MANY_ROWS,
+                ] {
                     let consts = [("SMEM", smem), ("ROWS", rows)];
                     compiles("stencil", elem, &consts, arch);
                 }

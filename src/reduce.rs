@@ -307,16 +307,21 @@ pub fn block_reduce<T: Reduce>(
     run_elementwise(dev, op, SCOPE_BLOCK, input, output, BLOCK as usize)
 }
 
+/// The most tiles [`Launches::Auto`] reduces in one launch (two tiles of totals).
+pub const AUTO_ONE_LAUNCH_TILES: usize = 2 * TILE;
+
 /// How the device reduce spreads its levels over launches; a knob of speed, never of results
 /// (both keep the documented order, so the bits are the same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Launches {
-    /// [`Launches::OneLaunch`] on CUDA devices, [`Launches::PerLevel`] elsewhere. Measured on an
-    /// H200 (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
-    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Measured on an H100
-    /// (version 8): from 2^25 elements, where each tile of totals is reduced by its own last
-    /// workgroup, one launch is 1–5% faster on CUDA, and on Vulkan up to 14% slower at 2^22 to
-    /// 2^23 and equal from 2^27.
+    /// [`Launches::OneLaunch`] on CUDA devices for at most [`AUTO_ONE_LAUNCH_TILES`] tiles (2^25
+    /// elements), [`Launches::PerLevel`] above and elsewhere. Measured on an H200
+    /// (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
+    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Above one tile of totals
+    /// (each tile of totals reduced by its own last workgroup), on CUDA (version 9): on an
+    /// H100 one launch was 2–5% faster at 2^25–2^26 and 1% at 2^28; on an H200 equal at 2^25
+    /// and 9–17% slower at 2^26–2^28. On Vulkan it was up to 14% slower at 2^22 to 2^23 and
+    /// equal from 2^27 (H100, version 8).
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
@@ -330,10 +335,12 @@ pub enum Launches {
 }
 
 impl Launches {
-    /// Whether `dev` takes one launch where the input allows it.
-    fn one_launch(self, dev: &dyn Device) -> bool {
+    /// Whether `dev` takes one launch for `tiles` tiles where the input allows it.
+    fn one_launch(self, dev: &dyn Device, tiles: usize) -> bool {
         match self {
-            Launches::Auto => dev.info().backend == BackendKind::Cuda,
+            Launches::Auto => {
+                dev.info().backend == BackendKind::Cuda && tiles <= AUTO_ONE_LAUNCH_TILES
+            }
             Launches::PerLevel => false,
             Launches::OneLaunch => true,
         }
@@ -376,7 +383,10 @@ pub fn device_reduce_with<T: Reduce>(
     let tiles = input.len().div_ceil(TILE);
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
     let counter_words = (COUNTER_BYTES / 4) as usize;
-    if tiles.div_ceil(TILE) < counter_words && input.len() <= chunk && launches.one_launch(dev) {
+    if tiles.div_ceil(TILE) < counter_words
+        && input.len() <= chunk
+        && launches.one_launch(dev, tiles)
+    {
         if let Some(counters) = dev.counters() {
             // More tiles than one tile of totals: room for the next level's totals after them.
             let next = if tiles > TILE {

@@ -53,25 +53,29 @@ pub const ROWS: u32 = 8;
 /// Layers per workgroup on short inputs (see [`rows`]): more, smaller workgroups on a small
 /// input.
 pub const FEW_ROWS: u32 = 4;
+/// Layers per workgroup of the CUDA shuffle stencil on the longest inputs (see [`rows`]).
+pub const MANY_ROWS: u32 = 16;
 
-/// Inputs of `backend` shorter than this take [`FEW_ROWS`] layers per workgroup, longer ones
-/// [`ROWS`]: 2^24 elements on Vulkan, 2^22 on CUDA. Measured (NOTES.md, versions 8 and 9): 4
-/// layers instead of 8 were 1–9% faster from 2^20 to 2^23 elements on an H100 on both
-/// backends, and on an H200 1–6% faster on Vulkan there but 2–5% slower on CUDA at 2^22–2^23;
-/// from 2^24 they were as fast or slower; 2 layers were slower from 2^21.
-pub fn few_rows_below(backend: BackendKind) -> usize {
+/// Layers per workgroup for an input of `n` elements of `variant` on `backend`:
+///
+/// - Vulkan: [`FEW_ROWS`] below 2^24 elements, [`ROWS`] from there.
+/// - CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there; the shuffle variant takes
+///   [`MANY_ROWS`] from 2^24.
+///
+/// Measured on an H100 and an H200 (NOTES.md, versions 8 and 9), `f32`:
+/// - 4 layers instead of 8 were 1–9% faster from 2^20 to 2^23 elements on the H100 on both
+///   backends; on the H200 1–6% faster on Vulkan there, but 2–5% slower on CUDA at 2^22–2^23.
+///   From 2^24 they were as fast or slower; 2 layers were slower from 2^21.
+/// - 16 layers instead of 8 made the CUDA shuffle stencil 1% (H100) and 3–5% (H200) faster
+///   from 2^24 to 2^28. The CUDA shared-memory stencil was up to 4% slower with 16 at
+///   2^22–2^25 on the H100, and the Vulkan stencils 1–8% slower at 2^24–2^26 on both GPUs.
+pub fn rows(backend: BackendKind, variant: StencilVariant, n: usize) -> u32 {
     match backend {
-        BackendKind::Vulkan => 1 << 24,
-        BackendKind::Cuda => 1 << 22,
-    }
-}
-
-/// Layers per workgroup for an input of `n` elements on `backend`.
-pub fn rows(backend: BackendKind, n: usize) -> u32 {
-    if n < few_rows_below(backend) {
-        FEW_ROWS
-    } else {
-        ROWS
+        BackendKind::Vulkan if n < 1 << 24 => FEW_ROWS,
+        BackendKind::Vulkan => ROWS,
+        BackendKind::Cuda if n < 1 << 22 => FEW_ROWS,
+        BackendKind::Cuda if n >= 1 << 24 && variant == StencilVariant::Shuffle => MANY_ROWS,
+        BackendKind::Cuda => ROWS,
     }
 }
 
@@ -145,7 +149,7 @@ pub fn moving_average<T: StencilElement>(
     )?;
     let size = T::KIND.size();
     let align = (info.binding_alignment / size as u64).max(1) as usize;
-    let rows = rows(info.backend, input.len());
+    let rows = rows(info.backend, variant, input.len());
     let consts = [("SMEM", variant.code()), ("ROWS", rows)];
     let kernel = Kernel {
         name: "stencil",

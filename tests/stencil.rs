@@ -1,6 +1,6 @@
 //! The shuffle stencil: both variants, f32 and f64, at lengths around the edges, a warp and a
-//! workgroup, against the CPU reference bit for bit; exact integer averages; the documented
-//! order; inputs longer than one binding; bad input.
+//! workgroup, against the CPU reference bit for bit; every layer count per workgroup; exact
+//! integer averages; the documented order; inputs longer than one binding; bad input.
 
 mod common;
 
@@ -49,6 +49,30 @@ fn every_variant_and_size_f32() {
 #[test]
 fn every_variant_and_size_f64() {
     every_variant_and_size::<f64>();
+}
+
+/// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
+/// 2^24), so that every layer count each backend takes is checked against the reference.
+#[test]
+fn every_layer_count() {
+    let mut rng = Rng::new(seed());
+    for n in [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1] {
+        let weights = random_weights::<f32>(&mut rng);
+        let input: Vec<f32> = rng.vec(n);
+        let want = reference(weights, &input);
+        let poison = poison_value(&want);
+        for_each_device(|d| {
+            for variant in StencilVariant::ALL {
+                let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
+                let case = format!("{}: {variant} f32 n={n} ({rows} layers)", d.label);
+                let got = run_stencil(&*d.dev, variant, weights, &input, poison)
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                if let Some(m) = first_mismatch(&want, &got) {
+                    panic!("{case}: {m}");
+                }
+            }
+        });
+    }
 }
 
 /// Weights that are powers of two summing to 1 (1/8, 1/4, 1/4, 1/4, 1/8) average integers
