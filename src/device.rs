@@ -153,7 +153,9 @@ pub struct DeviceInfo {
     pub float64: bool,
     /// Whether kernels may use 64-bit atomics on buffers (Vulkan `shaderBufferInt64Atomics`;
     /// always on CUDA). The device scan keeps a 32-bit type's tile state in one 64-bit word
-    /// with them, in two 32-bit words without (slower; same results).
+    /// with them, in two 32-bit words without; the unordered compaction keeps a chunk's count
+    /// and tiles done in one 64-bit word with them, in two counters without (slower; same
+    /// results).
     pub int64_atomics: bool,
 }
 

@@ -319,9 +319,9 @@ pub enum Launches {
     /// (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
     /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Above one tile of totals
     /// (each tile of totals reduced by its own last workgroup), on CUDA (version 9): on an
-    /// H100 one launch was 2–5% faster at 2^25–2^26 and 1% at 2^28; on an H200 equal at 2^25
-    /// and 9–17% slower at 2^26–2^28. On Vulkan it was up to 14% slower at 2^22 to 2^23 and
-    /// equal from 2^27 (H100, version 8).
+    /// H100 one launch was 1–5% faster at 2^25–2^26 and about 1% at 2^28; on an H200 0–3%
+    /// slower at 2^25 and 9–23% slower at 2^26–2^28. On Vulkan it was up to 14% slower at 2^22
+    /// to 2^23 and equal from 2^27 (H100, version 8).
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.

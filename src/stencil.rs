@@ -67,8 +67,9 @@ pub const MANY_ROWS: u32 = 16;
 ///   backends; on the H200 1–6% faster on Vulkan there, but 2–5% slower on CUDA at 2^22–2^23.
 ///   From 2^24 they were as fast or slower; 2 layers were slower from 2^21.
 /// - 16 layers instead of 8 made the CUDA shuffle stencil 1% (H100) and 3–5% (H200) faster
-///   from 2^24 to 2^28. The CUDA shared-memory stencil was up to 4% slower with 16 at
-///   2^22–2^25 on the H100, and the Vulkan stencils 1–8% slower at 2^24–2^26 on both GPUs.
+///   from 2^24 to 2^28, and 3–4% slower at 2^22 (H100). The CUDA shared-memory stencil was
+///   up to 5% slower with 16 at 2^22–2^25 on the H100, and the Vulkan stencils were 1–9%
+///   slower at 2^24–2^26 on both GPUs.
 pub fn rows(backend: BackendKind, variant: StencilVariant, n: usize) -> u32 {
     match backend {
         BackendKind::Vulkan if n < 1 << 24 => FEW_ROWS,

@@ -1474,7 +1474,7 @@ pub struct VulkanFeatures {
     /// `shaderBufferInt64Atomics` (`VkPhysicalDeviceShaderAtomicInt64Features` or
     /// `VkPhysicalDeviceVulkan12Features`, with `shaderInt64`): the device scan keeps a 32-bit
     /// type's tile state in one 64-bit word, which is faster than the two 32-bit words it uses
-    /// without.
+    /// without, and the unordered compaction takes one atomic per tile instead of two.
     pub shader_buffer_int64_atomics: bool,
     /// `pipelineExecutableInfo` (`VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR`),
     /// with `VK_KHR_pipeline_executable_properties` among the enabled extensions: xwarp then
