@@ -53,18 +53,17 @@ fn every_variant_and_size_f64() {
 
 /// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
 /// 2^24), so that every layer count each backend takes is checked against the reference.
-#[test]
-fn every_layer_count() {
+fn every_layer_count<T: StencilElement>() {
     let mut rng = Rng::new(seed());
     for n in [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1] {
-        let weights = random_weights::<f32>(&mut rng);
-        let input: Vec<f32> = rng.vec(n);
+        let weights = random_weights::<T>(&mut rng);
+        let input: Vec<T> = rng.vec(n);
         let want = reference(weights, &input);
         let poison = poison_value(&want);
         for_each_device(|d| {
             for variant in StencilVariant::ALL {
                 let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
-                let case = format!("{}: {variant} f32 n={n} ({rows} layers)", d.label);
+                let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
                 let got = run_stencil(&*d.dev, variant, weights, &input, poison)
                     .unwrap_or_else(|e| panic!("{case}: {e}"));
                 if let Some(m) = first_mismatch(&want, &got) {
@@ -73,6 +72,16 @@ fn every_layer_count() {
             }
         });
     }
+}
+
+#[test]
+fn every_layer_count_f32() {
+    every_layer_count::<f32>();
+}
+
+#[test]
+fn every_layer_count_f64() {
+    every_layer_count::<f64>();
 }
 
 /// Weights that are powers of two summing to 1 (1/8, 1/4, 1/4, 1/4, 1/8) average integers
