@@ -11,11 +11,12 @@ use xwarp::validate::stencil::{random_weights, run_stencil, SIZES};
 use xwarp::validate::{first_mismatch, poison_value};
 use xwarp::{DeviceVec, Error, Rng};
 
-/// Fresh weights and input per size; every device and both variants on the same data, each
-/// against the reference and against each other.
-fn every_variant_and_size<T: StencilElement>() {
+/// Fresh weights and input per size in `sizes`; every device and both variants on the same
+/// data, each against the reference and against each other. A failure names the layers per
+/// workgroup the case took (`stencil::rows`).
+fn every_variant_at<T: StencilElement>(sizes: &[usize]) {
     let mut rng = Rng::new(seed());
-    for n in SIZES {
+    for &n in sizes {
         let weights = random_weights::<T>(&mut rng);
         let input: Vec<T> = rng.vec(n);
         let want = reference(weights, &input);
@@ -23,7 +24,8 @@ fn every_variant_and_size<T: StencilElement>() {
         let mut outputs = Vec::new();
         for_each_device(|d| {
             for variant in StencilVariant::ALL {
-                let case = format!("{}: {variant} {} n={n}", d.label, T::KIND);
+                let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
+                let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
                 let got = run_stencil(&*d.dev, variant, weights, &input, poison)
                     .unwrap_or_else(|e| panic!("{case}: {e}"));
                 if let Some(m) = first_mismatch(&want, &got) {
@@ -41,47 +43,28 @@ fn every_variant_and_size<T: StencilElement>() {
     }
 }
 
+/// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
+/// 2^24), so that every layer count each backend takes is checked.
+const LAYER_EDGES: [usize; 4] = [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1];
+
 #[test]
 fn every_variant_and_size_f32() {
-    every_variant_and_size::<f32>();
+    every_variant_at::<f32>(&SIZES);
 }
 
 #[test]
 fn every_variant_and_size_f64() {
-    every_variant_and_size::<f64>();
-}
-
-/// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
-/// 2^24), so that every layer count each backend takes is checked against the reference.
-fn every_layer_count<T: StencilElement>() {
-    let mut rng = Rng::new(seed());
-    for n in [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1] {
-        let weights = random_weights::<T>(&mut rng);
-        let input: Vec<T> = rng.vec(n);
-        let want = reference(weights, &input);
-        let poison = poison_value(&want);
-        for_each_device(|d| {
-            for variant in StencilVariant::ALL {
-                let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
-                let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
-                let got = run_stencil(&*d.dev, variant, weights, &input, poison)
-                    .unwrap_or_else(|e| panic!("{case}: {e}"));
-                if let Some(m) = first_mismatch(&want, &got) {
-                    panic!("{case}: {m}");
-                }
-            }
-        });
-    }
+    every_variant_at::<f64>(&SIZES);
 }
 
 #[test]
 fn every_layer_count_f32() {
-    every_layer_count::<f32>();
+    every_variant_at::<f32>(&LAYER_EDGES);
 }
 
 #[test]
 fn every_layer_count_f64() {
-    every_layer_count::<f64>();
+    every_variant_at::<f64>(&LAYER_EDGES);
 }
 
 /// Weights that are powers of two summing to 1 (1/8, 1/4, 1/4, 1/4, 1/8) average integers
