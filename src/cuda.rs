@@ -48,7 +48,8 @@
 
 use crate::device::{
     kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, Kernel,
-    KernelStats, Launch, MemoryUsage, RawBuffer, SubgroupFeatures, COUNTER_BYTES, MAX_PARAMS,
+    KernelStats, Launch, MemoryUsage, RawBuffer, SubgroupFeatures, Subnormals, COUNTER_BYTES,
+    MAX_PARAMS,
 };
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
@@ -250,6 +251,9 @@ fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         int64: true,
         float64: true,
         int64_atomics: true,
+        // NVRTC compiles without --ftz: every kernel keeps subnormals.
+        subnormals_f32: Subnormals::Guaranteed,
+        subnormals_f64: Subnormals::Guaranteed,
     };
     Ok(Probe {
         info,

@@ -114,6 +114,47 @@ impl fmt::Display for SubgroupFeatures {
     }
 }
 
+/// How a device's kernels treat subnormal floats of one width.
+///
+/// The CPU reference keeps subnormals (IEEE 754), so results are bit-identical to it only on a
+/// device that keeps them too. CUDA always does (NVRTC compiles without flush-to-zero). A Vulkan
+/// device keeps them where its driver offers `shaderDenormPreserveFloat32` / `...Float64`
+/// (`VK_KHR_shader_float_controls`, core in Vulkan 1.2): xwarp then asks for it in every
+/// kernel. Other drivers decide for themselves; xwarp measures what they do when the device
+/// opens (see [`crate::vulkan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Subnormals {
+    /// Kept, as the driver promises for kernels that ask (every xwarp kernel does).
+    Guaranteed,
+    /// Kept when the device opened, but the driver does not promise it: results are
+    /// bit-identical as far as the self-test could tell.
+    Observed,
+    /// Flushed to zero (as inputs or results or both): float results on subnormal inputs, or
+    /// whose exact intermediate results are subnormal, may differ from the CPU reference and
+    /// from other devices.
+    Flushed,
+    /// The device has no kernels of this width (no `shaderFloat64`).
+    Unsupported,
+}
+
+impl Subnormals {
+    /// Whether subnormals are kept (guaranteed or observed).
+    pub fn kept(self) -> bool {
+        matches!(self, Subnormals::Guaranteed | Subnormals::Observed)
+    }
+}
+
+impl fmt::Display for Subnormals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Subnormals::Guaranteed => "kept (guaranteed by the driver)",
+            Subnormals::Observed => "kept (measured at open; the driver does not promise it)",
+            Subnormals::Flushed => "FLUSHED to zero",
+            Subnormals::Unsupported => "no kernels of this width",
+        })
+    }
+}
+
 /// The facts about a device that callers and the algorithm layer plan with.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
@@ -157,9 +198,22 @@ pub struct DeviceInfo {
     /// and tiles done in one 64-bit word with them, in two counters without (slower; same
     /// results).
     pub int64_atomics: bool,
+    /// How kernels treat `f32` subnormals.
+    pub subnormals_f32: Subnormals,
+    /// How kernels treat `f64` subnormals.
+    pub subnormals_f64: Subnormals,
 }
 
 impl DeviceInfo {
+    /// Whether kernels on `elem` keep subnormals (always true for integer types).
+    pub fn keeps_subnormals(&self, elem: ElemKind) -> bool {
+        match elem {
+            ElemKind::F32 => self.subnormals_f32.kept(),
+            ElemKind::F64 => self.subnormals_f64.kept(),
+            _ => true,
+        }
+    }
+
     /// The vendor's name for `vendor_id`.
     pub fn vendor(&self) -> &'static str {
         match self.vendor_id {

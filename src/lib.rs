@@ -47,6 +47,6 @@ pub mod validate;
 pub mod vote;
 pub mod vulkan;
 
-pub use device::{BackendKind, Device, DeviceInfo, DeviceVec, KernelStats};
+pub use device::{BackendKind, Device, DeviceInfo, DeviceVec, KernelStats, Subnormals};
 pub use element::{ElemKind, Element, Rng};
 pub use error::{Error, Result};

@@ -128,6 +128,8 @@ mod tests {
             int64: true,
             float64: true,
             int64_atomics: true,
+            subnormals_f32: crate::device::Subnormals::Guaranteed,
+            subnormals_f64: crate::device::Subnormals::Guaranteed,
         };
         for (size, first, want) in [
             (4, 0, (0, 0)),

@@ -359,6 +359,8 @@ mod tests {
             int64: true,
             float64: true,
             int64_atomics: true,
+            subnormals_f32: crate::device::Subnormals::Guaranteed,
+            subnormals_f64: crate::device::Subnormals::Guaranteed,
         };
         for size in [4, 8] {
             let align = 256 / size;

@@ -80,7 +80,7 @@
 use crate::backend::DeviceSelector;
 use crate::device::{
     kernel_label, BackendKind, Device, DeviceId, DeviceInfo, DeviceType, DeviceVec, KernelStats,
-    Launch, MemoryUsage, RawBuffer, SubgroupFeatures, COUNTER_BYTES, MAX_PARAMS,
+    Launch, MemoryUsage, RawBuffer, SubgroupFeatures, Subnormals, COUNTER_BYTES, MAX_PARAMS,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -504,6 +504,13 @@ fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
                 int64: features.shader_int64 == vk::TRUE,
                 float64: features.shader_float64 == vk::TRUE,
                 int64_atomics: atomic64,
+                // Until the self-test at open has measured them.
+                subnormals_f32: Subnormals::Observed,
+                subnormals_f64: if features.shader_float64 == vk::TRUE {
+                    Subnormals::Observed
+                } else {
+                    Subnormals::Unsupported
+                },
             },
             api,
             size_control,

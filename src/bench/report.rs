@@ -570,6 +570,8 @@ mod tests {
             int64: false,
             float64: false,
             int64_atomics: false,
+            subnormals_f32: crate::device::Subnormals::Guaranteed,
+            subnormals_f64: crate::device::Subnormals::Guaranteed,
         }
     }
 
