@@ -31,12 +31,17 @@ __device__ __forceinline__ float xw_or_bits(float a, float b) { return __int_as_
 __device__ __forceinline__ float xw_and_bits(float a, float b) { return __int_as_float(__float_as_int(a) & __float_as_int(b)); }
 __device__ __forceinline__ double xw_or_bits(double a, double b) { return __longlong_as_double(__double_as_longlong(a) | __double_as_longlong(b)); }
 __device__ __forceinline__ double xw_and_bits(double a, double b) { return __longlong_as_double(__double_as_longlong(a) & __double_as_longlong(b)); }
+// NaN recognised from the bits, as in the GLSL twin.
+__device__ __forceinline__ bool xw_isnan(float a) { return (__float_as_uint(a) & 0x7fffffffu) > 0x7f800000u; }
+__device__ __forceinline__ bool xw_isnan(double a) {
+    return ((unsigned long long)__double_as_longlong(a) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
 template <typename F> __device__ __forceinline__ F xw_fmin(F a, F b) {
-    const F m = (isnan(a) || b < a) ? b : a;
+    const F m = (xw_isnan(a) || b < a) ? b : a;
     return a == b ? xw_or_bits(a, b) : m;
 }
 template <typename F> __device__ __forceinline__ F xw_fmax(F a, F b) {
-    const F m = (isnan(a) || b > a) ? b : a;
+    const F m = (xw_isnan(a) || b > a) ? b : a;
     return a == b ? xw_and_bits(a, b) : m;
 }
 template <typename I> __device__ __forceinline__ I xw_imin(I a, I b) { return a < b ? a : b; }

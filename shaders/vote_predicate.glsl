@@ -28,10 +28,58 @@ T xw_pred_operand(uint lo, uint hi) {
 
 #if defined(XW_T_FLOAT)
 // A float is even or odd when it is an integer (finite, equal to its truncation), as that
-// integer. Half of an integer of magnitude 1 or more is exact, so no rounding enters.
-bool xw_is_integer(T v) { return !isinf(v) && trunc(v) == v; }
-bool xw_is_even(T v) { T h = v * T(0.5); return xw_is_integer(v) && trunc(h) == h; }
-bool xw_is_odd(T v) { T h = v * T(0.5); return xw_is_integer(v) && trunc(h) != h; }
+// integer. Decided from the value's bits alone, never by driver math (trunc, isinf and
+// multiplication by 0.5 went wrong on one driver): with the unbiased exponent e and F
+// fraction bits (23 or 52), a finite non-zero value is an integer when e >= 0 and the
+// F - e lowest bits of its significand (the fraction with the implicit leading one) are zero,
+// and it is odd when bit F - e of the significand is one (for e > F the value is even).
+// Zeros are even; subnormals, other values below 1, infinities and NaN are neither.
+// The significand as two words (low, high), with the exponent (biased) and fraction width.
+#if defined(XW_TYPE_F32)
+uint xw_biased_exp(T v) { return (floatBitsToUint(v) >> 23) & 0xffu; }
+uvec2 xw_significand(T v) { return uvec2((floatBitsToUint(v) & 0x7fffffu) | 0x800000u, 0u); }
+bool xw_is_zero_bits(T v) { return (floatBitsToUint(v) & 0x7fffffffu) == 0u; }
+const uint XW_FRAC = 23u;
+const uint XW_BIAS = 127u;
+const uint XW_EXP_MAX = 0xffu;
+#else
+uint xw_biased_exp(T v) { return (unpackDouble2x32(v).y >> 20) & 0x7ffu; }
+uvec2 xw_significand(T v) {
+    uvec2 w = unpackDouble2x32(v);
+    return uvec2(w.x, (w.y & 0xfffffu) | 0x100000u);
+}
+bool xw_is_zero_bits(T v) {
+    uvec2 w = unpackDouble2x32(v);
+    return w.x == 0u && (w.y & 0x7fffffffu) == 0u;
+}
+const uint XW_FRAC = 52u;
+const uint XW_BIAS = 1023u;
+const uint XW_EXP_MAX = 0x7ffu;
+#endif
+
+// Whether the k lowest bits of m (k in 1..63) are all zero.
+bool xw_low_bits_zero(uvec2 m, uint k) {
+    if (k >= 32u) return m.x == 0u && (k == 32u || (m.y & ((1u << (k - 32u)) - 1u)) == 0u);
+    return (m.x & ((1u << k) - 1u)) == 0u;
+}
+
+// Bit k of m (k in 0..63).
+uint xw_bit(uvec2 m, uint k) { return k >= 32u ? (m.y >> (k - 32u)) & 1u : (m.x >> k) & 1u; }
+
+// 0: not an integer, 1: an even integer, 2: an odd integer.
+uint xw_parity(T v) {
+    if (xw_is_zero_bits(v)) return 1u;
+    uint e = xw_biased_exp(v);
+    if (e == XW_EXP_MAX || e < XW_BIAS) return 0u;
+    uint x = e - XW_BIAS;
+    if (x > XW_FRAC) return 1u;
+    uvec2 m = xw_significand(v);
+    uint k = XW_FRAC - x;
+    if (k > 0u && !xw_low_bits_zero(m, k)) return 0u;
+    return xw_bit(m, k) == 1u ? 2u : 1u;
+}
+bool xw_is_even(T v) { return xw_parity(v) == 1u; }
+bool xw_is_odd(T v) { return xw_parity(v) == 2u; }
 #else
 bool xw_is_even(T v) { return (v & T(1)) == T(0); }
 bool xw_is_odd(T v) { return (v & T(1)) != T(0); }

@@ -48,9 +48,13 @@ pub const RECORD_WORDS: usize = 8;
 ///
 /// Even and odd are defined for floats too: a float is even (odd) when it is an integer —
 /// finite and equal to its truncation — and even (odd) as that integer. So `-0.0`, `4.0` and
-/// `1e30` are even, `3.0` and `-1.0` odd, and `2.5`, infinities and NaN neither. Subnormal
-/// values are neither, except on Vulkan devices that flush subnormals to zero (then they are
-/// zeros: even); the tests use normal values only.
+/// `1e30` are even, `3.0` and `-1.0` odd, and `2.5`, subnormals, infinities and NaN neither.
+/// Every kernel decides this from the value's bits alone (exponent and significand), never by
+/// the driver's float math, so the answer is the same on every device, subnormals included:
+/// with the unbiased exponent `e` and `F` fraction bits (23 for `f32`, 52 for `f64`), a finite
+/// non-zero value is an integer when `e >= 0` and the `F - e` lowest bits of its significand
+/// (the fraction with its implicit leading one) are zero, and it is odd when bit `F - e` of the
+/// significand is one (so every value of magnitude `2^(F+1)` or more is even).
 pub trait PredicateElement: Element + PartialOrd {
     /// Whether the value is even (see the trait's documentation for floats).
     fn is_even(self) -> bool;
@@ -72,22 +76,48 @@ macro_rules! int_predicate_element {
 }
 int_predicate_element!(i32, u32, i64, u64);
 
+/// 0: not an integer, 1: even, 2: odd, from the bits of a float with `frac` fraction bits and
+/// exponent bias `bias` (the kernels' rule, documented on [`PredicateElement`]).
+fn float_parity(bits: u64, frac: u32, bias: u64) -> u8 {
+    let sign = 1u64 << (if frac == 23 { 31 } else { 63 });
+    let magnitude = bits & !sign;
+    if magnitude == 0 {
+        return 1;
+    }
+    let e = magnitude >> frac;
+    let exp_max = (sign >> frac) - 1;
+    if e == exp_max || e < bias {
+        return 0;
+    }
+    let x = (e - bias) as u32;
+    if x > frac {
+        return 1;
+    }
+    let m = (magnitude & ((1u64 << frac) - 1)) | 1u64 << frac;
+    let k = frac - x;
+    if m & ((1u64 << k) - 1) != 0 {
+        return 0;
+    }
+    if (m >> k) & 1 == 1 {
+        2
+    } else {
+        1
+    }
+}
+
 macro_rules! float_predicate_element {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $frac:expr, $bias:expr),*) => {$(
         impl PredicateElement for $t {
-            // Half of an integer of magnitude 1 or more is exact, so no rounding enters.
             fn is_even(self) -> bool {
-                let half = self * 0.5;
-                self.is_finite() && self.trunc() == self && half.trunc() == half
+                float_parity(self.to_bits() as u64, $frac, $bias) == 1
             }
             fn is_odd(self) -> bool {
-                let half = self * 0.5;
-                self.is_finite() && self.trunc() == self && half.trunc() != half
+                float_parity(self.to_bits() as u64, $frac, $bias) == 2
             }
         }
     )*};
 }
-float_predicate_element!(f32, f64);
+float_predicate_element!(f32: 23, 127, f64: 52, 1023);
 
 /// A per-element test chosen at run time: it travels to the kernel in the parameter block, so
 /// changing it recompiles nothing. Comparisons follow IEEE 754 for floats (NaN passes only
@@ -352,4 +382,79 @@ fn validate<T: PredicateElement>(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::element::Rng;
+
+    /// The definition in words (an integer is finite and equal to its truncation; even or odd
+    /// as that integer), with the host's exact float math.
+    fn by_math(v: f64) -> (bool, bool) {
+        if !v.is_finite() || v.trunc() != v {
+            return (false, false);
+        }
+        let half = v * 0.5;
+        (half.trunc() == half, half.trunc() != half)
+    }
+
+    fn values_f64(rng: &mut Rng) -> Vec<f64> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            1.5,
+            2.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            33_554_433.0,
+            4_503_599_627_370_497.0,
+            9_007_199_254_740_993.0,
+            1_000_000_000_000_000.5,
+            -16_777_217.25,
+            1e300,
+        ];
+        for e in -1074..=1023 {
+            let p = 2f64.powi(e);
+            for x in [p, p + 1.0, p - 1.0, p * 1.5, p + 0.5, -p - 1.0] {
+                v.push(x);
+            }
+        }
+        for _ in 0..20_000 {
+            v.push(f64::from_bits(rng.next_u64()));
+            let e = rng.below(130) as i32 - 10;
+            v.push((rng.next_u64() >> 11) as f64 * 2f64.powi(e - 53));
+        }
+        v
+    }
+
+    #[test]
+    fn float_parity_from_bits_matches_the_definition() {
+        let mut rng = Rng::new(0x5eed);
+        for v in values_f64(&mut rng) {
+            assert_eq!(
+                (v.is_even(), v.is_odd()),
+                by_math(v),
+                "f64 {v:e} ({:#x})",
+                v.to_bits()
+            );
+            let f = v as f32;
+            assert_eq!(
+                (f.is_even(), f.is_odd()),
+                by_math(f as f64),
+                "f32 {f:e} ({:#x})",
+                f.to_bits()
+            );
+            let g = f32::from_bits(v.to_bits() as u32);
+            assert_eq!((g.is_even(), g.is_odd()), by_math(g as f64), "f32 {g:e}");
+        }
+    }
 }

@@ -119,6 +119,36 @@ fn random_f64_both_orders_every_predicate_and_length() {
     random_cases_for(ElemKind::F64);
 }
 
+/// The even/odd predicates decide from the bits in the compaction kernels too, on every edge
+/// magnitude (subnormals, NaN payloads, 2^-1074 .. 2^1023 and neighbours), in both orders.
+#[test]
+fn float_parity_from_bits_at_every_magnitude() {
+    fn run<T: PredicateElement>(input: &[T]) {
+        for order in [Order::Stable, Order::Unordered] {
+            for pred in [Predicate::Even, Predicate::Odd] {
+                let poison = poison_value(input);
+                let (count, out) = expected_output(order, pred, input, poison);
+                let expected = comparable(order, count, &out);
+                for_each_device(|d| {
+                    let (got_count, got) =
+                        run_compact(&*d.dev, order, pred, input, poison, Tuning::default())
+                            .unwrap_or_else(|e| panic!("{}: {order:?} {pred}: {e}", d.label));
+                    let got = comparable(order, got_count, &got);
+                    if let Some(m) = first_mismatch(&expected, &got) {
+                        panic!(
+                            "{}: {} {order:?} {pred}: count {got_count} (expected {count}); {m}",
+                            d.label,
+                            T::KIND
+                        );
+                    }
+                });
+            }
+        }
+    }
+    run(&common::float_edges());
+    run(&common::float_edges_f32());
+}
+
 #[test]
 fn many_chunks_and_windows_at_the_smallest_binding() {
     // Chunks of one workgroup, each scattered through one launch per window it may start in.

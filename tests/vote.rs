@@ -210,6 +210,33 @@ fn float_even_and_odd_mean_integer_and_even_or_odd() {
     });
 }
 
+/// Even and odd are decided from the bits on every device: powers of two from 2^-1074 to
+/// 2^1023 with their neighbours, halves, subnormals, NaN payloads, infinities and zeros.
+#[test]
+fn float_parity_from_bits_at_every_magnitude() {
+    fn run<T: PredicateElement>(input: &[T]) {
+        for_each_device(|d| {
+            for pred in [Predicate::Even, Predicate::Odd] {
+                let want = cpu::vote::vote(pred, input);
+                let got = vote_host(&*d.dev, pred, input).unwrap();
+                for (w, (a, b)) in want.warps.iter().zip(&got.warps).enumerate() {
+                    assert_eq!(
+                        a,
+                        b,
+                        "{} {} {pred}: warp {w} (inputs {:?})",
+                        d.label,
+                        T::KIND,
+                        &input[w * 32..(w * 32 + 32).min(input.len())]
+                    );
+                }
+                assert_eq!(got, want, "{} {} {pred}", d.label, T::KIND);
+            }
+        });
+    }
+    run(&common::float_edges());
+    run(&common::float_edges_f32());
+}
+
 #[test]
 fn sixty_four_bit_thresholds_use_both_words() {
     // Values that differ only in the high word, and only in the low word.

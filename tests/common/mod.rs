@@ -150,3 +150,47 @@ pub fn check_on_every_device<T: xwarp::Element>(
         );
     }
 }
+
+/// Floats that classify differently by their bits than by careless math: every power of two
+/// from the smallest subnormal to the largest finite value with its neighbours (±1, +0.5,
+/// ×1.5), halves, values just above 2^24 and 2^53, zeros of both signs, infinities, NaNs with
+/// payloads, subnormals, and the values one driver classified wrongly. `f32` inputs take these
+/// through `as f32` and their low 32 bits (so f32 gets its own subnormals and NaNs too).
+pub fn float_edges() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -1.5,
+        2.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::from_bits(0x7ff0_0000_dead_beef),
+        f64::from_bits(0xfff8_0000_0000_0001),
+        f64::from_bits(1),
+        f64::from_bits(0x000f_ffff_ffff_ffff),
+        -f64::MIN_POSITIVE,
+        f64::MAX,
+        16_777_217.0,
+        33_554_433.0,
+        9_007_199_254_740_993.0,
+        4_503_599_627_370_497.0,
+        1_000_000_000_000_000.5,
+        -16_777_217.25,
+        8_388_609.5,
+    ];
+    for e in -1074..=1023 {
+        let p = 2f64.powi(e);
+        v.extend([p, -p, p + 1.0, p - 1.0, p + 0.5, -(p * 1.5), p + 2.0]);
+    }
+    v
+}
+
+/// [`float_edges`] as `f32`: each value rounded, and each value's low 32 bits as a float.
+pub fn float_edges_f32() -> Vec<f32> {
+    float_edges()
+        .iter()
+        .flat_map(|&v| [v as f32, f32::from_bits(v.to_bits() as u32)])
+        .collect()
+}
