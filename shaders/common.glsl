@@ -44,9 +44,20 @@ uint xw_group() {
     return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
 }
 
+// Shared-memory indices derived from what the driver reports about subgroups are bounded by
+// the workgroup, so that no report, however wrong, sends an access outside its array. The
+// self-test at device open refuses a driver whose subgroups are not what it claims (one was
+// seen to claim 32 lanes and run 16, which made the unbounded index reach 495 in a workgroup
+// of 256); the bound keeps memory safe even so. On a correct driver it changes nothing.
+// Macros, not functions: a function defined here, before the kernel declares its workgroup
+// size, would see gl_WorkGroupSize as (1, 1, 1).
+#define xw_bound(i) min((i), gl_WorkGroupSize.x - 1u)
+
 // The invocation's place in its workgroup, counted through subgroups, so that neighbouring
 // lanes of a subgroup handle neighbouring data however the device maps invocations to
 // subgroups (pipelines ask for full subgroups where the device allows).
-uint xw_local() {
-    return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
-}
+#define xw_local() xw_bound(gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID)
+
+// gl_SubgroupID and gl_NumSubgroups for indexing arrays of one entry per invocation.
+#define xw_subgroup_id() xw_bound(gl_SubgroupID)
+#define xw_num_subgroups() min(gl_NumSubgroups, gl_WorkGroupSize.x)

@@ -188,10 +188,10 @@ uint count_tile(uint t) {
         count += ballot_count(subgroupBallot(passes(first + j * gl_SubgroupSize)));
     }
     barrier();  // sg_counts may still be read by the caller's previous round
-    if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
+    if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
     barrier();
     uint sum = 0u;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += sg_counts[s];
+    for (uint s = 0u; s < xw_num_subgroups(); ++s) sum += sg_counts[s];
     return sum;
 }
 
@@ -328,11 +328,11 @@ void main() {
     default: kept = kept_bits(p.pred, v, first, whole, a, b, count); break;
     }
     // The subgroup leaders combine their counts in shared memory.
-    if (subgroupElect()) sg_counts[gl_SubgroupID] = count;
+    if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
     barrier();
     uint below = 0u;
     uint tile_count = 0u;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) {
+    for (uint s = 0u; s < xw_num_subgroups(); ++s) {
         uint c = sg_counts[s];
         if (s < gl_SubgroupID) below += c;
         tile_count += c;
@@ -392,7 +392,7 @@ void main() {
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
         uvec4 ballot = subgroupBallot(pass);
-        if (pass) out_stage[at + ballot_rank(ballot)] = v[j];
+        if (pass) out_stage[min(at + ballot_rank(ballot), TILE - 1u)] = v[j];
         at += ballot_count(ballot);
     }
     barrier();

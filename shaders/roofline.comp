@@ -75,11 +75,11 @@ void main() {
     if (MODE == MODE_READ) {
         uvec4 a = (v[0] ^ v[1]) ^ (v[2] ^ v[3]);
         uint x = subgroupXor((a.x ^ a.y) ^ (a.z ^ a.w));
-        if (subgroupElect()) partial[gl_SubgroupID] = x;
+        if (subgroupElect()) partial[xw_subgroup_id()] = x;
         barrier();
         if (t == 0u) {
             uint f = 0u;
-            for (uint s = 0u; s < gl_NumSubgroups; ++s) f ^= partial[s];
+            for (uint s = 0u; s < xw_num_subgroups(); ++s) f ^= partial[s];
             dst1[p.fold0 + g] = f;
         }
     }

@@ -19,13 +19,13 @@ uvec2 xw_warp_ballot(bool pass, bool live) {
         uint word = gl_SubgroupInvocationID / XW_WARP;
         return uvec2(b[word], a[word]);
     }
-    if (subgroupElect()) xw_subgroup_bits[gl_SubgroupID] = uvec2(b.x, a.x);
+    if (subgroupElect()) xw_subgroup_bits[xw_subgroup_id()] = uvec2(b.x, a.x);
     barrier();
     uint pieces = XW_WARP / gl_SubgroupSize;
     uint first = xw_local() / XW_WARP * pieces;
     uvec2 bits = uvec2(0u);
     for (uint k = 0u; k < pieces; ++k) {
-        bits |= xw_subgroup_bits[first + k] << (k * gl_SubgroupSize);
+        bits |= xw_subgroup_bits[xw_bound(first + k)] << (k * gl_SubgroupSize);
     }
     // The entries may be written again by the caller's next ballot.
     barrier();

@@ -82,6 +82,22 @@ pub enum Error {
         /// The missing feature, named.
         missing: String,
     },
+    /// A device does not run its subgroups the way its driver claims (the self-test at open
+    /// measured otherwise): xwarp refuses it rather than give wrong answers.
+    #[error(
+        "`{device}` ({driver}) refused: its driver claims {claimed}, but the self-test at open \
+         measured {measured}; no xwarp kernel can run correctly on it"
+    )]
+    SelfTestFailed {
+        /// The device's name.
+        device: String,
+        /// Driver and API version, in words.
+        driver: String,
+        /// What the driver claims.
+        claimed: String,
+        /// What the self-test measured.
+        measured: String,
+    },
     /// The application's Vulkan device was created without a feature or extension xwarp needs
     /// on it (the device supports it; the application did not enable it).
     #[error("`{device}` was created without {feature}, which xwarp needs: {how}")]

@@ -168,6 +168,7 @@ fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: boo
                         "      {}; max binding {} bytes, shared memory {} bytes",
                         d.driver, d.max_binding_bytes, d.shared_memory_bytes
                     );
+                    print_opened(kind, d.index, validation);
                 }
             }
             Err(e) => println!("{kind}: unavailable: {e}"),
@@ -181,6 +182,42 @@ fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: boo
     match backend::open(&opts) {
         Ok(dev) => println!("{choice:?} selects: {}", dev.info()),
         Err(e) => println!("{choice:?} selects nothing: {e}"),
+    }
+}
+
+/// Opens device `index` of `kind` and prints what only an open device knows: the self-test's
+/// verdict (Vulkan) and how its kernels treat subnormals.
+fn print_opened(kind: BackendKind, index: usize, validation: bool) {
+    let opened: xwarp::Result<(xwarp::DeviceInfo, Option<String>)> = match kind {
+        BackendKind::Vulkan => xwarp::vulkan::VulkanDevice::new(&xwarp::vulkan::VulkanOptions {
+            device: Some(DeviceSelector::Index(index)),
+            validation,
+        })
+        .map(|d| {
+            let t = d.self_test();
+            let blocks: Vec<String> = t.blocks.iter().map(u32::to_string).collect();
+            let line = format!(
+                "self-test: passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})",
+                t.subgroup_size,
+                blocks.join(" and "),
+                t.took.as_secs_f64() * 1e3,
+                if t.cached { ", cached" } else { "" }
+            );
+            (d.info().clone(), Some(line))
+        }),
+        BackendKind::Cuda => xwarp::cuda::CudaDevice::new(index).map(|d| (d.info().clone(), None)),
+    };
+    match opened {
+        Ok((info, line)) => {
+            if let Some(line) = line {
+                println!("      {line}");
+            }
+            println!(
+                "      subnormals: f32 {}; f64 {}",
+                info.subnormals_f32, info.subnormals_f64
+            );
+        }
+        Err(e) => println!("      REFUSED: {e}"),
     }
 }
 

@@ -96,6 +96,11 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+mod selftest;
+mod spirv;
+
+pub use selftest::SelfTestReport;
+
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -371,6 +376,63 @@ struct Probe {
     max_block: u32,
     max_workgroup_subgroups: u32,
     timestamp_period: f32,
+    /// Float controls: which widths' subnormals the driver keeps where a kernel asks.
+    denorms: Denorms,
+    /// `VK_KHR_shader_float_controls` must be enabled (before Vulkan 1.2) for `denorms`.
+    float_controls_ext: bool,
+    /// For the self-test's cache: what identifies the device and its driver.
+    device_id: u32,
+    driver_version: u32,
+    uuid: [u8; 16],
+}
+
+/// What a device's float controls allow xwarp to ask of subnormals
+/// (`VkPhysicalDeviceFloatControlsProperties`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Denorms {
+    /// `shaderDenormPreserveFloat32`.
+    f32: bool,
+    /// `shaderDenormPreserveFloat64`.
+    f64: bool,
+    /// `denormBehaviorIndependence`.
+    independence: vk::ShaderFloatControlsIndependence,
+}
+
+impl Denorms {
+    fn preserves(self, width: u32) -> bool {
+        match width {
+            32 => self.f32,
+            64 => self.f64,
+            _ => false,
+        }
+    }
+
+    /// The widths of a module's float types (`used`) for which it may ask to keep subnormals.
+    /// Where the driver ties the widths' denormal modes together, a module asks for all of them
+    /// or none (`VUID-RuntimeSpirv-denormBehaviorIndependence-06289/06290`).
+    fn widths(self, used: &[u32]) -> Vec<u32> {
+        use vk::ShaderFloatControlsIndependence as I;
+        let supported = |w: &u32| self.preserves(*w);
+        match self.independence {
+            I::ALL => used.iter().copied().filter(supported).collect(),
+            // 32 bits stand alone; 16 and 64 share one mode.
+            I::TYPE_32_ONLY => {
+                let tied: Vec<u32> = used.iter().copied().filter(|&w| w != 32).collect();
+                let mut out: Vec<u32> = used
+                    .iter()
+                    .copied()
+                    .filter(|&w| w == 32 && self.f32)
+                    .collect();
+                if tied.iter().all(supported) {
+                    out.extend(tied);
+                }
+                out.sort_unstable();
+                out
+            }
+            _ if used.iter().all(supported) => used.to_vec(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
@@ -391,12 +453,19 @@ fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
         let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
         let mut ssc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut float_controls = vk::PhysicalDeviceFloatControlsProperties::default();
+        let float_controls_ext =
+            api < vk::API_VERSION_1_2 && has_ext(ash::khr::shader_float_controls::NAME);
+        let float_controls_known = api >= vk::API_VERSION_1_2 || float_controls_ext;
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sub);
         if size_control_known {
             p2 = p2.push_next(&mut ssc);
         }
         if api >= vk::API_VERSION_1_2 {
             p2 = p2.push_next(&mut driver);
+        }
+        if float_controls_known {
+            p2 = p2.push_next(&mut float_controls);
         }
         i.get_physical_device_properties2(pd, &mut p2);
 
@@ -524,6 +593,20 @@ fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> Probe {
                 .min(limits.max_compute_work_group_invocations),
             max_workgroup_subgroups: ssc.max_compute_workgroup_subgroups,
             timestamp_period: limits.timestamp_period,
+            denorms: if float_controls_known {
+                Denorms {
+                    f32: float_controls.shader_denorm_preserve_float32 == vk::TRUE,
+                    f64: float_controls.shader_denorm_preserve_float64 == vk::TRUE
+                        && features.shader_float64 == vk::TRUE,
+                    independence: float_controls.denorm_behavior_independence,
+                }
+            } else {
+                Denorms::default()
+            },
+            float_controls_ext,
+            device_id: props.device_id,
+            driver_version: props.driver_version,
+            uuid: props.pipeline_cache_uuid,
         }
     }
 }
@@ -776,6 +859,10 @@ pub struct VulkanDevice {
     queue_lock: Option<Arc<Mutex<()>>>,
     /// [`Device::counters`]: set once the device is constructed.
     counters: Option<RawBuffer>,
+    /// Which float widths' subnormals kernels may ask the driver to keep.
+    denorms: Denorms,
+    /// What the self-test at open found: set once the device is constructed.
+    self_test: Option<SelfTestReport>,
 }
 
 impl VulkanDevice {
@@ -849,6 +936,9 @@ impl VulkanDevice {
         }
         if p.executable_stats {
             ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        }
+        if p.float_controls_ext && p.denorms != Denorms::default() {
+            ext_names.push(ash::khr::shader_float_controls::NAME.as_ptr());
         }
         let features = vk::PhysicalDeviceFeatures::default()
             .shader_int64(p.int64)
@@ -978,6 +1068,8 @@ impl VulkanDevice {
             external,
             queue_lock,
             counters: None,
+            denorms: p.denorms,
+            self_test: None,
         };
         // Allocated once `this` exists, so that its Drop cleans up if this fails.
         let alloc = vk::CommandBufferAllocateInfo::default()
@@ -993,7 +1085,53 @@ impl VulkanDevice {
         let counters = this.alloc(COUNTER_BYTES)?;
         this.record_zero(&counters)?;
         this.counters = Some(counters);
+        this.run_self_test(p)?;
         Ok(this)
+    }
+
+    /// Runs the self-test (or takes its cached outcome) and records what it found about
+    /// subnormals. A device that fails it is refused: the error drops `self`, which cleans up.
+    fn run_self_test(&mut self, p: &Probe) -> Result<()> {
+        let key = selftest::Key {
+            vendor_id: p.info.vendor_id,
+            device_id: p.device_id,
+            driver_version: p.driver_version,
+            uuid: p.uuid,
+            name: p.info.name.clone(),
+            subgroup_size: self.info.subgroup_size,
+            pinned: self.info.subgroup_size_pinned,
+            float64: self.info.float64,
+        };
+        // The kernels' common block, and the largest block any kernel launches (the ladder's
+        // 1024) where the device allows it.
+        let sg = self.info.subgroup_size.max(1);
+        let mut blocks = vec![crate::plan::BLOCK];
+        let largest = self.max_block.min(1024) / (32 * sg) * (32 * sg);
+        if largest > crate::plan::BLOCK {
+            blocks.push(largest);
+        }
+        let report = selftest::run(self, key, &blocks)?;
+        let judged = |guaranteed: bool, kept: bool| match (guaranteed, kept) {
+            (true, true) => Subnormals::Guaranteed,
+            (false, true) => Subnormals::Observed,
+            _ => Subnormals::Flushed,
+        };
+        self.info.subnormals_f32 = judged(self.denorms.f32, report.subnormals_f32_kept);
+        self.info.subnormals_f64 = match report.subnormals_f64_kept {
+            Some(kept) => judged(self.denorms.f64, kept),
+            None => Subnormals::Unsupported,
+        };
+        self.self_test = Some(report);
+        Ok(())
+    }
+
+    /// What the self-test found when this device opened (or, when an earlier open of the same
+    /// device and driver in this process ran it, what that one found; then
+    /// [`SelfTestReport::cached`] is set).
+    pub fn self_test(&self) -> &SelfTestReport {
+        self.self_test
+            .as_ref()
+            .expect("set by the constructor before the device is handed out")
     }
 
     /// Validation messages (warning and error severity) collected since the device was
@@ -1290,7 +1428,11 @@ impl VulkanDevice {
                                 variant: format!("{variant} (corrupt SPIR-V: {e})"),
                             }
                         })?;
-                    // SAFETY: the words are SPIR-V produced by the build script.
+                    // Keep subnormals where the driver can promise it (see `Denorms::widths`).
+                    let widths = self.denorms.widths(&spirv::float_widths(&words));
+                    let words = spirv::with_denorm_preserve(&words, &widths).unwrap_or(words);
+                    // SAFETY: the words are SPIR-V produced by the build script (with execution
+                    // modes the device supports added by `spirv`).
                     let m = unsafe {
                         d.create_shader_module(
                             &vk::ShaderModuleCreateInfo::default().code(&words),

@@ -1,0 +1,62 @@
+#version 450
+// variants: f32 f64
+//
+// The self-test a Vulkan device runs when it opens (src/vulkan/selftest.rs). Every invocation
+// records what the driver reports about its subgroup and what the subgroup operations the
+// kernels rely on return for it; the host checks the records against the driver's claims.
+// Invocation 0 also computes on subnormals of T, read from the input so that nothing is folded
+// at compile time, to learn whether the device keeps them.
+//
+// Indices into the outputs come from gl_LocalInvocationIndex and the workgroup, never from the
+// subgroup facts under test, so a driver that reports nonsense cannot send a write astray.
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_shuffle_relative : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+// Words per invocation in `facts` (the layout src/vulkan/selftest.rs reads).
+const uint FACTS = 12u;
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) writeonly buffer Facts { uint facts[]; };
+layout(std430, binding = 2) writeonly buffer Results { T results[]; };
+
+void main() {
+    uint me = gl_LocalInvocationIndex;
+    uint lane = gl_SubgroupInvocationID;
+    uint size = max(gl_SubgroupSize, 1u);
+    uint at = me * FACTS;
+    uvec4 all_lanes = subgroupBallot(true);
+    facts[at + 0u] = gl_SubgroupSize;
+    facts[at + 1u] = lane;
+    facts[at + 2u] = gl_SubgroupID;
+    facts[at + 3u] = gl_NumSubgroups;
+    facts[at + 4u] = subgroupBallotBitCount(all_lanes);
+    facts[at + 5u] = subgroupBallotBitCount(subgroupBallot((lane & 1u) == 1u));
+    facts[at + 6u] = subgroupShuffle(me, (lane + 1u) % size);
+    facts[at + 7u] = subgroupShuffleXor(me, 1u);
+    facts[at + 8u] = subgroupShuffleUp(me, 1u);
+    facts[at + 9u] = subgroupShuffleDown(me, 1u);
+    facts[at + 10u] = subgroupBallotBitCount(subgroupBallot(subgroupElect()));
+    facts[at + 11u] = all_lanes.x;
+
+    if (me == 0u) {
+        // src: the smallest subnormal, the smallest normal, a normal whose square is
+        // subnormal, the largest subnormal, 1, 0.
+        T tiny = src[0];
+        T normal = src[1];
+        T small = src[2];
+        T largest = src[3];
+        T one = src[4];
+        T zero = src[5];
+        results[0] = tiny + tiny;
+        results[1] = normal - tiny;
+        results[2] = small * small;
+        results[3] = tiny * one;
+        results[4] = tiny > zero ? one : zero;
+        results[5] = largest + tiny;
+        results[6] = largest;
+    }
+}
