@@ -11,23 +11,53 @@
 //!   with the same bits either way.
 //!
 //! # Deterministic floats
-//! The association order depends only on the length `n`, so an f32/f64 sum or product is
+//! The association order depends only on the length `n`, so an f32/f64 result is
 //! bit-identical on CUDA, on Vulkan at every subgroup size and on every vendor, and in the CPU
-//! reference ([`crate::cpu::reduce`]). The device reduce's order: the input is cut into tiles
-//! of [`TILE`] = 4096 elements; in a tile, thread `t` of 256 folds elements `t, t + 256, …,
-//! t + 15·256` in that order, starting from the identity; the 256 thread totals are combined
-//! as a pairwise tree (neighbours first, lower half always on the left); the tile totals are
-//! reduced the same way, tile by tile, until one value remains. Warp and block reduces follow
-//! CUDA's own orders (see [`WarpForm`]).
+//! reference ([`crate::cpu::reduce`]). README's "Deterministic floats" has the same text;
+//! `tests/float_orders.rs` checks a transcription of it against the reference.
+//!
+//! `op(a, b)` always has the earlier (lower-index) operand on the left, and `id` is the
+//! identity (see Semantics). Where a warp or block runs past the end of the input, its missing
+//! lanes hold `id`; `v[l]` is lane `l`'s value, and every step reads the values from before it.
+//!
+//! - Warp reduce, in warps of 32 consecutive elements ([`WarpForm`]):
+//!   - xor butterfly: for `s` = 1, 2, 4, 8, 16, lanes `l` and `l ^ s` both become
+//!     `op(v[lo], v[hi])`, `lo` the lower of the two. Every lane ends with the same value, a
+//!     pairwise tree with neighbours first, `((x0 op x1) op (x2 op x3)) op …`, which is each
+//!     element's output;
+//!   - shift-down: for `s` = 16, 8, 4, 2, 1, `v[l] = op(v[l], v[l + s])`, where a lane whose
+//!     source lies past lane 31 combines with its own value, `op(v[l], v[l])`, as with CUDA's
+//!     `__shfl_down_sync` (no such lane reaches lane 0). Lane 0's value is the warp's output.
+//! - Block reduce, in blocks of [`BLOCK`] = 256 consecutive elements (padded with `id`): each
+//!   of the 8 warps by shift-down, `W[w]` its lane 0; then `W[0] … W[7]`, padded with 24 `id`s
+//!   to a warp, by shift-down again; lane 0's value is the block's output.
+//! - Device reduce: a level cuts its input into tiles of [`TILE`] = 4096 consecutive elements,
+//!   the last possibly partial. In a tile of `m` elements `x[0 … m-1]`, thread `t` = 0 … 255
+//!   starts from `acc = id` and, for `k` = 0 … 15 ([`ITEMS`] = 16) while `k·256 + t < m`, sets
+//!   `acc = op(acc, x[k·256 + t])` (elements past the tile's end are skipped, not padded; a
+//!   thread with none keeps `id`). The
+//!   256 thread values are combined by the xor butterfly over 256 lanes (`s` = 1 … 128) into
+//!   the tile's total. While the input has more than 4096 elements it is replaced by its tile
+//!   totals in order; the result is the total of one tile of what remains (`id` for an empty
+//!   input). 2^20 + 1 elements take two levels, more than 2^24 three.
 //!
 //! # Semantics
 //! - Integers wrap on overflow, as in CUDA.
-//! - Float sum starts from -0.0, so `-0.0` sums to `-0.0`. A sum or product that meets a NaN
-//!   (or `inf - inf`) is NaN, with a payload that may differ between devices.
-//! - Float min and max follow IEEE 754-2008 minNum/maxNum: a NaN operand is ignored, the result
-//!   is NaN only if every element is NaN (or there is none); -0.0 counts as less than +0.0.
-//! - The device reduce of an empty input is the identity: 0 (-0.0), 1, the type's largest
-//!   (min) or lowest (max) integer or NaN for floats, all ones (and), 0 (or, xor).
+//! - Float sum and product round every operation on its own (no fused multiply-add, no wider
+//!   accumulator). A sum or product that meets a NaN (or makes one, as `inf - inf` does) is
+//!   NaN, with a payload that may differ between devices.
+//! - Float min and max follow IEEE 754-2008 minNum/maxNum: a NaN operand is ignored, and when
+//!   both are NaN the result is the right one, so the result is NaN only if every element is
+//!   NaN (or there is none); -0.0 counts as less than +0.0.
+//! - The identity: for sum 0 (-0.0 for floats, so that `x + -0.0` is `x` for every `x`); for
+//!   product 1; for min and max the type's largest and lowest integer, or for floats the quiet
+//!   NaN `0x7fc0_0000` (f32) or `0x7ff8_0000_0000_0000` (f64); all ones for and; 0 for or and
+//!   xor. `op(id, x)` is `x` bit for bit, and so is
+//!   `op(x, id)` unless `x` is a NaN: float min and max then give the identity's NaN. The
+//!   device reduce of an empty input is the identity.
+//! - A Vulkan driver that flushes subnormals
+//!   ([`DeviceInfo::keeps_subnormals`](crate::DeviceInfo::keeps_subnormals) is false) may
+//!   differ wherever a subnormal input or intermediate occurs.
 
 use crate::cpu::reduce::Reduce;
 use crate::device::{
@@ -120,10 +150,11 @@ impl FromStr for ReduceOp {
     }
 }
 
-/// The two forms of CUDA's warp reduce.
+/// The two forms of CUDA's warp reduce (the float order is in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WarpForm {
-    /// `v = op(v, __shfl_xor_sync(v, s))` for s = 1, 2, 4, 8, 16: every lane gets the total.
+    /// `v` combined with `__shfl_xor_sync(v, s)` for s = 1, 2, 4, 8, 16, the lower lane's value
+    /// on the left: every lane gets the total.
     Butterfly,
     /// `v = op(v, __shfl_down_sync(v, s))` for s = 16, 8, 4, 2, 1: lane 0 gets the total.
     ShiftDown,

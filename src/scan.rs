@@ -19,13 +19,35 @@
 //! ahead of the scan, so a call uploads nothing from the host.
 //!
 //! # Deterministic floats
-//! The association order depends only on `n` (see `shaders/scan_common.glsl`): in a tile each
-//! thread folds its 16 elements in order, the thread totals are scanned Kogge-Stone style per
-//! 32-lane warp, the warp totals are folded in order, and a tile's exclusive prefix is the left
-//! fold of the totals of all tiles before it, whatever the look-back happened to find. Float
-//! scans are therefore bit-identical on CUDA, on Vulkan at every subgroup size, and in the CPU
-//! reference ([`crate::cpu::scan`]). Operators and identities are those of
-//! [`crate::reduce`] (-0.0 for float sums; min/max ignore NaN).
+//! The association order depends only on `n`, never on the subgroup size or on what the
+//! look-back happened to find, so float scans are bit-identical on CUDA, on Vulkan at every
+//! subgroup size, and in the CPU reference ([`crate::cpu::scan`]). README's "Deterministic
+//! floats" has the same text; `tests/float_orders.rs` checks a transcription of it against the
+//! reference. Operators and identities `id` are those of [`crate::reduce`] (-0.0 for float
+//! sums; min and max ignore NaN, and of two NaNs keep the right one); `op(a, b)` always has the
+//! earlier operand on the left.
+//!
+//! - Warp scan, in warps of 32 consecutive elements (missing lanes of a partial last warp hold
+//!   `id` and reach no lower lane). Kogge-Stone: for `d` = 1, 2, 4, 8, 16,
+//!   `v[l] = op(v[l - d], v[l])` for `l ≥ d` (every step reads the values from before it);
+//!   lanes `l < d` keep theirs. Inclusive: `y[l] = v[l]`; exclusive: `y[0] = id`,
+//!   `y[l] = v[l - 1]`.
+//! - Block scan, in blocks of [`BLOCK`] = 256 consecutive elements (padded with `id`), thread
+//!   `t = 32w + l` holding `x[t]` (indices within the block):
+//!   1. warp `w` is scanned inclusively as above, `v_w[l]`; its exclusive value is
+//!      `e_w[0] = id`, `e_w[l] = v_w[l - 1]`;
+//!   2. `WP[0] = id`, `WP[w + 1] = op(WP[w], v_w[31])`;
+//!   3. `TP[t] = op(WP[w], e_w[l])`;
+//!   4. exclusive `y[t] = TP[t]`, inclusive `y[t] = op(TP[t], x[t])` (not `op(WP[w], v_w[l])`).
+//! - Device scan, in tiles of [`TILE`] = 4096 consecutive elements (a partial last tile padded
+//!   with `id`, which reaches no output). In tile `k`, thread `t` = 0 … 255 owns the [`ITEMS`] =
+//!   16 consecutive elements `x[16t + j]` (indices within the tile) and folds them in order
+//!   from `id`: `s_t[j] = op(s_t[j - 1], x[16t + j])`, `s_t[-1] = id`. The thread totals
+//!   `s_t[15]` go through steps 1 to 3 above, giving `TP[t]` and the tile's total
+//!   `A(k) = WP[8]`. The tile's exclusive prefix is the left fold `E(0) = id`,
+//!   `E(k + 1) = op(E(k), A(k))`. With
+//!   `P = op(E(k), TP[t])` = `op(E(k), op(WP[w], e_w[l]))`: inclusive
+//!   `y[16t + j] = op(P, s_t[j])`; exclusive `y[16t] = P`, `y[16t + j] = op(P, s_t[j - 1])`.
 //!
 //! In place ([`device_scan_in_place`]) goes through a temporary buffer, because the fallback
 //! may read a predecessor's input after that predecessor would have overwritten it.

@@ -6,6 +6,8 @@
 //! y[0] = y[1] = y[n-2] = y[n-1] = +0.0                                   (every y when n <= 4)
 //! ```
 //!
+//! The ends are +0.0 whatever the input: no value from outside the input enters any output.
+//!
 //! - [`StencilVariant::Shuffle`]: each 32-lane logical warp loads its 32 values plus two on
 //!   each side into registers (lanes 0 and 1 load `x[i-2]`, lanes 30 and 31 load `x[i+2]`) and
 //!   gets its neighbours by shift up/down shuffles; the lanes at the warp's edges, whose
@@ -20,7 +22,8 @@
 //! own: no FMA contraction (`precise` in GLSL, `__fmul_rn`/`__fadd_rn` and
 //! `__dmul_rn`/`__dadd_rn` in CUDA). So `f32` and `f64` results are bit-identical on CUDA, on
 //! Vulkan at every subgroup size, in both variants, and in the CPU reference
-//! ([`crate::cpu::stencil`]). Caveats of the hardware, not of the order: a NaN's payload may
+//! ([`crate::cpu::stencil`]); `tests/float_orders.rs` checks a transcription of the formula
+//! above against the reference. Caveats of the hardware, not of the order: a NaN's payload may
 //! differ between devices, and a Vulkan driver without denormal preservation for the type may
 //! flush subnormal products or results to zero.
 //!
