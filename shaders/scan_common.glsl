@@ -11,7 +11,9 @@
 //   A      = op(...op(identity, W[0])..., W[last])  the tile's total
 //   out[j] = op(op(E, TP), s[j])                    E: the tile's exclusive prefix (inclusive
 //            (exclusive: op(E, TP) for j = 0,       scan); op(op(E, TP), s[j-1]) otherwise)
-// Every step keeps lower elements on the left, and applying an identity changes no bits.
+// Every step keeps lower elements on the left. Identities enter as written (op(WP, id) in
+// lane 0, op(E, id) for the first tile): for min/max after an all-NaN prefix that gives the
+// identity's NaN, not the input's payload, on every backend and in the CPU reference alike.
 
 // Inclusive Kogge-Stone scan of a 32-lane logical warp. When the warp spans several subgroups
 // every level goes through shared memory (a shift up crosses subgroups); call in uniform
