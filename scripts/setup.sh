@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and running xwarp on llvmpipe needs, on Debian 12 or newer:
-# the Vulkan loader, Mesa's CPU driver llvmpipe, the validation layer, and cmake/ninja/g++
+# the Vulkan loader, Mesa's CPU driver llvmpipe, the validation layer, spirv-tools (spirv-val
+# checks the SPIR-V the Vulkan backend edits), and cmake/ninja/g++
 # for the shader compiler that the build compiles from source. Needs root (or sudo).
 set -euo pipefail
 
-packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers cmake ninja-build g++ python3 git pkg-config)
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers spirv-tools cmake ninja-build g++ python3 git pkg-config)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

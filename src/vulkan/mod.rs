@@ -14,6 +14,18 @@
 //! size with full subgroups, so kernels see the subgroup size [`DeviceInfo::subgroup_size`]
 //! reports.
 //!
+//! Every kernel's SPIR-V asks for the `DenormPreserve` execution mode of each float width it
+//! uses where the driver offers `shaderDenormPreserveFloat32/64` (Vulkan 1.2 or
+//! `VK_KHR_shader_float_controls`), so subnormals are kept as the CPU reference and CUDA keep
+//! them. Other drivers choose for themselves: the self-test at open measures what they do.
+//!
+//! When it opens, a device runs a self-test (`shaders/selftest.comp`): one workgroup records,
+//! per invocation, the subgroup size, ids and counts the driver reports and what ballots and
+//! shuffles return, and the host checks every record against the driver's claims. A device
+//! whose subgroups are not what its driver claims is refused ([`Error::SelfTestFailed`]); the
+//! outcome is cached per device and driver for the life of the process
+//! ([`VulkanDevice::self_test`]).
+//!
 //! Where the device offers `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo`,
 //! both are enabled and every pipeline is created capturing the compiler's statistics, which
 //! [`Device::kernel_stats`] reports per pipeline and executable (what they are is the driver's
@@ -44,6 +56,10 @@
 //! - `VK_KHR_portability_subset` where the device offers it (the specification requires it);
 //! - optional: `shaderInt64`, `shaderFloat64`; without them 64-bit kernels are refused with
 //!   [`Error::MissingFeature`];
+//! - optional, before Vulkan 1.2 only: `VK_KHR_shader_float_controls`, with which kernels ask
+//!   the driver to keep subnormals where it offers `shaderDenormPreserveFloat32/64` (core in
+//!   1.2, nothing to enable there); without it the self-test measures what the driver does
+//!   ([`DeviceInfo::subnormals_f32`]);
 //! - optional: `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo` (see
 //!   [`VulkanFeatures::pipeline_executable_info`]); without them [`Device::kernel_stats`]
 //!   reports nothing.
@@ -1942,6 +1958,20 @@ impl VulkanDevice {
                 .enabled_extensions
                 .iter()
                 .any(|e| e.as_c_str() == stats_ext);
+        // Before Vulkan 1.2 the float controls (subnormals kept where asked) need their
+        // extension enabled by the application; without it kernels ask for nothing.
+        let float_controls = ash::khr::shader_float_controls::NAME;
+        if p.float_controls_ext
+            && !ext
+                .enabled_extensions
+                .iter()
+                .any(|e| e.as_c_str() == float_controls)
+        {
+            p.denorms = Denorms::default();
+        }
+        if !p.float64 {
+            p.denorms.f64 = false;
+        }
         p.info.int64 = p.int64;
         p.info.float64 = p.float64;
         p.info.int64_atomics = p.atomic64;
@@ -2512,6 +2542,76 @@ mod tests {
             *dst = src as std::ffi::c_char;
         }
         s
+    }
+
+    /// The widths a module asks to keep follow the driver's independence rule.
+    #[test]
+    fn denorm_widths_follow_the_independence_rule() {
+        use vk::ShaderFloatControlsIndependence as I;
+        let d = |f32, f64, independence| Denorms {
+            f32,
+            f64,
+            independence,
+        };
+        assert_eq!(d(true, true, I::ALL).widths(&[32, 64]), [32, 64]);
+        assert_eq!(d(true, false, I::ALL).widths(&[32, 64]), [32]);
+        assert_eq!(d(true, false, I::TYPE_32_ONLY).widths(&[32, 64]), [32]);
+        assert_eq!(d(true, true, I::TYPE_32_ONLY).widths(&[32, 64]), [32, 64]);
+        assert_eq!(d(false, true, I::TYPE_32_ONLY).widths(&[32, 64]), [64]);
+        assert!(d(true, false, I::NONE).widths(&[32, 64]).is_empty());
+        assert_eq!(d(true, false, I::NONE).widths(&[32]), [32]);
+        assert_eq!(d(true, true, I::NONE).widths(&[32, 64]), [32, 64]);
+        assert!(Denorms::default().widths(&[32]).is_empty());
+        assert!(d(true, true, I::ALL).widths(&[]).is_empty());
+    }
+
+    /// Every shader with the float modes added is still valid SPIR-V for Vulkan 1.2 (checked
+    /// by `spirv-val` where it is installed; CI installs it).
+    #[test]
+    fn every_shader_with_denorm_preserve_validates() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let probe = Command::new("spirv-val").arg("--version").output();
+        if probe.is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs spirv-val (Debian: spirv-tools)"
+            );
+            eprintln!("spirv-val not installed: skipping");
+            return;
+        }
+        let mut patched = 0;
+        for (name, variant, bytes) in SHADERS {
+            let words = ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap();
+            let widths = spirv::float_widths(&words);
+            let out = spirv::with_denorm_preserve(&words, &widths).unwrap();
+            if widths.is_empty() {
+                assert_eq!(out, words);
+                continue;
+            }
+            patched += 1;
+            let mut child = Command::new("spirv-val")
+                .args(["--target-env", "vulkan1.2", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(bytemuck::cast_slice(&out))
+                .unwrap();
+            let result = child.wait_with_output().unwrap();
+            assert!(
+                result.status.success(),
+                "{name} ({variant}) widths {widths:?}: {}{}",
+                String::from_utf8_lossy(&result.stdout),
+                String::from_utf8_lossy(&result.stderr)
+            );
+        }
+        assert!(patched >= 12, "only {patched} shaders declare float types");
     }
 
     /// Each statistic is read by its format and named as the driver names it.
