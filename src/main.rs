@@ -195,13 +195,19 @@ fn print_opened(kind: BackendKind, index: usize, validation: bool) {
         })
         .map(|d| {
             let t = d.self_test();
+            let fc = d.float_controls();
             let blocks: Vec<String> = t.blocks.iter().map(u32::to_string).collect();
             let line = format!(
-                "self-test: passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})",
+                "self-test: passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})\n      \
+                 float controls: shaderDenormPreserveFloat32 {}, shaderDenormPreserveFloat64 {}, \
+                 denormBehaviorIndependence {}",
                 t.subgroup_size,
                 blocks.join(" and "),
                 t.took.as_secs_f64() * 1e3,
-                if t.cached { ", cached" } else { "" }
+                if t.cached { ", cached" } else { "" },
+                fc.denorm_preserve_f32,
+                fc.denorm_preserve_f64,
+                fc.independence
             );
             (d.info().clone(), Some(line))
         }),

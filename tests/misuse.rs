@@ -910,9 +910,19 @@ fn an_allocation_larger_than_the_device_is_an_error_that_leaks_nothing() {
         }
         let after = dev.memory_usage().unwrap();
         assert_eq!(
-            after, before,
-            "{label}: memory held before and after the failed allocations"
+            (after.buffers, after.bytes),
+            (before.buffers, before.bytes),
+            "{label}: buffers and bytes held before and after the failed allocations"
         );
+        // Vulkan's reserve is xwarp's own allocator's and must not move; CUDA's is the
+        // device-wide use the driver reports (every context and process), which the driver's
+        // own bookkeeping moves by a page now and then (seen on an H100: 64 KiB).
+        if dev.info().backend == xwarp::BackendKind::Vulkan {
+            assert_eq!(
+                after.reserved_bytes, before.reserved_bytes,
+                "{label}: memory reserved before and after the failed allocations"
+            );
+        }
         // A large but valid allocation still succeeds and round-trips, and is given back.
         let big = 64usize << 20;
         let data: Vec<u32> = (0..big as u32 / 4)

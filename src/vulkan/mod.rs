@@ -402,6 +402,18 @@ struct Probe {
     uuid: [u8; 16],
 }
 
+/// What a Vulkan driver offers for keeping subnormals, as [`VulkanDevice::float_controls`]
+/// reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FloatControls {
+    /// `shaderDenormPreserveFloat32`: kernels may ask to keep `f32` subnormals (and do).
+    pub denorm_preserve_f32: bool,
+    /// `shaderDenormPreserveFloat64` (and `shaderFloat64`): likewise for `f64`.
+    pub denorm_preserve_f64: bool,
+    /// `denormBehaviorIndependence`, in words.
+    pub independence: String,
+}
+
 /// What a device's float controls allow xwarp to ask of subnormals
 /// (`VkPhysicalDeviceFloatControlsProperties`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1139,6 +1151,16 @@ impl VulkanDevice {
         };
         self.self_test = Some(report);
         Ok(())
+    }
+
+    /// What the driver offers for keeping subnormals (`VkPhysicalDeviceFloatControlsProperties`),
+    /// which decides whether kernels ask for it (see [`DeviceInfo::subnormals_f32`]).
+    pub fn float_controls(&self) -> FloatControls {
+        FloatControls {
+            denorm_preserve_f32: self.denorms.f32,
+            denorm_preserve_f64: self.denorms.f64,
+            independence: format!("{:?}", self.denorms.independence),
+        }
     }
 
     /// What the self-test found when this device opened (or, when an earlier open of the same
