@@ -66,7 +66,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// Shared helpers, prepended to every kernel source.
-const COMMON: &str = include_str!("../cuda/common.cuh");
+const COMMON: &str = include_str!("../../cuda/common.cuh");
 
 // `SOURCES`: every `cuda/*.cu`, as (file stem, text); `HEADERS`: every `cuda/*.cuh` but
 // common.cuh, as (file name, text). Written by build.rs.
