@@ -1,15 +1,24 @@
 //! Launches: the parameter block, the kernel arguments, and the launch itself.
 
-use super::probe::{BINDING_ALIGNMENT, WARP};
+use super::probe::WARP;
 use super::{cuda_err, CudaDevice};
+use crate::device::{check_launch, Launch, LaunchLimits, MAX_PARAMS};
 #[cfg(doc)]
-use crate::device::Device;
-use crate::device::{Launch, MAX_PARAMS};
+use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 /// Largest block CUDA launches (every compute capability).
 const MAX_BLOCK: u32 = 1024;
+
+/// What CUDA allows of a launch beyond the device's [`DeviceInfo`], for [`check_launch`].
+const LIMITS: LaunchLimits = LaunchLimits {
+    max_block: MAX_BLOCK,
+    subgroup: WARP,
+    // The 4 KiB of kernel parameters every architecture and driver accepts: one 8-byte
+    // pointer per binding, then the parameter block.
+    max_bindings: (4096 - MAX_PARAMS) / 8,
+};
 
 /// The launch parameter block, passed to kernels by value.
 #[repr(C, align(16))]
@@ -25,41 +34,10 @@ impl CudaDevice {
     /// [`Device::launch`]: checks the launch, builds the arguments (one device pointer per
     /// binding, then the parameter block) and queues the kernel on the stream.
     pub(super) fn record_launch(&self, l: &Launch<'_>) -> Result<()> {
-        if l.params.len() > MAX_PARAMS {
-            return Err(Error::invalid(
-                "params",
-                format!("{} bytes", l.params.len()),
-                format!("at most {MAX_PARAMS} bytes"),
-            ));
-        }
-        if !(WARP..=MAX_BLOCK).contains(&l.block) || l.block % WARP != 0 {
-            return Err(Error::invalid(
-                "block",
-                l.block,
-                format!("a multiple of {WARP} in {WARP}..={MAX_BLOCK}"),
-            ));
-        }
-        for (axis, (&g, &max)) in l.groups.iter().zip(&self.info.max_groups).enumerate() {
-            if g == 0 || g > max {
-                return Err(Error::invalid(
-                    "groups",
-                    format!("{:?}", l.groups),
-                    format!("1..={max} along axis {axis}"),
-                ));
-            }
-        }
+        check_launch(&self.info, &LIMITS, l)?;
         let mut pointers: Vec<u64> = Vec::with_capacity(l.bindings.len());
         for b in l.bindings {
-            let ptr = self.device_ptr(b.buffer)?;
-            b.buffer.check_range(b.offset, b.bytes)?;
-            if b.offset % BINDING_ALIGNMENT != 0 {
-                return Err(Error::invalid(
-                    "binding.offset",
-                    b.offset,
-                    format!("a multiple of {BINDING_ALIGNMENT} bytes"),
-                ));
-            }
-            pointers.push(ptr + b.offset);
+            pointers.push(self.device_ptr(b.buffer)? + b.offset);
         }
         let loaded = self.function(&l.kernel, l.block)?;
         if let Some(sizes) = &loaded.params {
@@ -83,7 +61,7 @@ impl CudaDevice {
             }
         }
         let mut block = ParamBlock([0; MAX_PARAMS]);
-        // `params` fits: its length was checked against MAX_PARAMS above.
+        // `params` fits: check_launch held its length to MAX_PARAMS.
         if let Some(head) = block.0.get_mut(..l.params.len()) {
             head.copy_from_slice(l.params);
         }

@@ -8,9 +8,9 @@ use super::stream::Stream;
 use super::VulkanDevice;
 #[cfg(doc)]
 use super::VulkanFeatures;
+use crate::device::{check_launch, kernel_label, KernelStats, Launch, LaunchLimits, MAX_PARAMS};
 #[cfg(doc)]
-use crate::device::Device;
-use crate::device::{kernel_label, KernelStats, Launch, MAX_PARAMS};
+use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
 use ash::vk;
 use std::ffi::CStr;
@@ -19,6 +19,7 @@ include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
 const SETS_PER_POOL: u32 = 256;
+/// Most bindings a launch may carry; descriptor pools are sized for it.
 const MAX_BINDINGS: u32 = 8;
 
 #[derive(Hash, PartialEq, Eq, Clone)]
@@ -224,78 +225,24 @@ impl VulkanDevice {
         }
     }
 
-    fn check_launch(&self, launch: &Launch<'_>) -> Result<()> {
-        // With full subgroups required, the workgroup must hold whole subgroups of the largest
-        // size the device may pick.
-        let sg = if self.size_control {
-            self.info.max_subgroup_size
-        } else {
-            self.info.subgroup_size
+    /// What this device allows of a launch beyond its [`DeviceInfo`], for [`check_launch`].
+    fn launch_limits(&self) -> LaunchLimits {
+        LaunchLimits {
+            max_block: self.max_block,
+            // With full subgroups required, the workgroup must hold whole subgroups of the
+            // largest size the device may pick.
+            subgroup: if self.size_control {
+                self.info.max_subgroup_size
+            } else {
+                self.info.subgroup_size
+            },
+            max_bindings: MAX_BINDINGS as usize,
         }
-        .max(1);
-        if launch.block == 0
-            || launch.block % 32 != 0
-            || launch.block % sg != 0
-            || launch.block > self.max_block
-        {
-            return Err(Error::invalid(
-                "block",
-                launch.block,
-                format!(
-                    "a multiple of 32 and of the subgroup size {sg}, at most {}",
-                    self.max_block
-                ),
-            ));
-        }
-        for (i, (&g, &max)) in launch.groups.iter().zip(&self.info.max_groups).enumerate() {
-            if g == 0 || g > max {
-                return Err(Error::invalid(
-                    if i == 0 { "groups[0]" } else { "groups[1]" },
-                    g,
-                    format!("1..={max}"),
-                ));
-            }
-        }
-        if launch.params.len() > MAX_PARAMS {
-            return Err(Error::invalid(
-                "params",
-                launch.params.len(),
-                format!("at most {MAX_PARAMS} bytes"),
-            ));
-        }
-        if launch.bindings.is_empty() || launch.bindings.len() > MAX_BINDINGS as usize {
-            return Err(Error::invalid(
-                "bindings",
-                launch.bindings.len(),
-                format!("1..={MAX_BINDINGS}"),
-            ));
-        }
-        for b in launch.bindings {
-            b.buffer.check_range(b.offset, b.bytes)?;
-            if b.bytes == 0 || b.bytes > self.info.max_binding_bytes {
-                return Err(Error::invalid(
-                    "binding.bytes",
-                    b.bytes,
-                    format!(
-                        "1..={} (the device's maxStorageBufferRange)",
-                        self.info.max_binding_bytes
-                    ),
-                ));
-            }
-            if b.offset % self.info.binding_alignment != 0 {
-                return Err(Error::invalid(
-                    "binding.offset",
-                    b.offset,
-                    format!("a multiple of {}", self.info.binding_alignment),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// [`Device::launch`]: binds the buffers and parameters and records the dispatch.
     pub(super) fn record_launch(&self, launch: &Launch<'_>) -> Result<()> {
-        self.check_launch(launch)?;
+        check_launch(&self.info, &self.launch_limits(), launch)?;
         let buffers = launch
             .bindings
             .iter()
