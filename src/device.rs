@@ -388,6 +388,100 @@ pub const MAX_PARAMS: usize = 128;
 /// Bytes of the buffer [`Device::counters`] returns: 1024 words of 32 bits.
 pub const COUNTER_BYTES: u64 = 4096;
 
+/// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
+/// [`check_launch`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaunchLimits {
+    /// Largest block (threads per workgroup) the backend launches on the device.
+    pub max_block: u32,
+    /// The subgroup size a block must be a multiple of, besides 32: the largest the device may
+    /// run a kernel at.
+    pub subgroup: u32,
+    /// Most bindings one launch may carry.
+    pub max_bindings: usize,
+}
+
+/// The one check of a launch's shape, which every backend runs before it records or queues
+/// anything: the block size, the groups, the parameter block, the number of bindings, and each
+/// binding's range, length and alignment. Each failure has one text whichever the backend:
+/// [`Error::InvalidParameter`] naming the parameter and its allowed range, or
+/// [`Error::OutOfBounds`] for a binding that leaves its buffer.
+pub(crate) fn check_launch(
+    info: &DeviceInfo,
+    limits: &LaunchLimits,
+    launch: &Launch<'_>,
+) -> Result<()> {
+    let sg = limits.subgroup.max(1);
+    if launch.block == 0
+        || launch.block % 32 != 0
+        || launch.block % sg != 0
+        || launch.block > limits.max_block
+    {
+        // The smallest block both multiples allow.
+        let least = 32 / gcd(32, sg) * sg;
+        return Err(Error::invalid(
+            "block",
+            launch.block,
+            format!(
+                "a multiple of 32 and of the subgroup size {sg} in {least}..={}",
+                limits.max_block
+            ),
+        ));
+    }
+    for (i, (&g, &max)) in launch.groups.iter().zip(&info.max_groups).enumerate() {
+        if g == 0 || g > max {
+            return Err(Error::invalid(
+                if i == 0 { "groups[0]" } else { "groups[1]" },
+                g,
+                format!("1..={max}"),
+            ));
+        }
+    }
+    if launch.params.len() > MAX_PARAMS {
+        return Err(Error::invalid(
+            "params",
+            format!("{} bytes", launch.params.len()),
+            format!("at most {MAX_PARAMS} bytes"),
+        ));
+    }
+    if launch.bindings.is_empty() || launch.bindings.len() > limits.max_bindings {
+        return Err(Error::invalid(
+            "bindings",
+            launch.bindings.len(),
+            format!("1..={}", limits.max_bindings),
+        ));
+    }
+    for b in launch.bindings {
+        b.buffer.check_range(b.offset, b.bytes)?;
+        if b.bytes == 0 || b.bytes > info.max_binding_bytes {
+            return Err(Error::invalid(
+                "binding.bytes",
+                b.bytes,
+                format!(
+                    "1..={} (the device's largest binding, DeviceInfo::max_binding_bytes)",
+                    info.max_binding_bytes
+                ),
+            ));
+        }
+        if b.offset % info.binding_alignment != 0 {
+            return Err(Error::invalid(
+                "binding.offset",
+                b.offset,
+                format!("a multiple of {} bytes", info.binding_alignment),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// A compute device: memory, transfers, launches, synchronisation, timing.
 pub trait Device: Send + Sync {
     /// Facts about the device.
@@ -619,5 +713,180 @@ mod tests {
             "scan_device f32 block=256 OP=0 EXCLUSIVE=1"
         );
         assert_eq!(kernel_label("copy", "u32", None, []), "copy u32");
+    }
+
+    /// A device as the launch check sees it: `max_binding_bytes` and `binding_alignment` as
+    /// given, the rest fixed.
+    fn launch_info(max_binding_bytes: u64, binding_alignment: u64) -> DeviceInfo {
+        DeviceInfo {
+            backend: BackendKind::Vulkan,
+            index: 0,
+            name: "test".into(),
+            vendor_id: 0,
+            device_type: DeviceType::Other,
+            driver: String::new(),
+            subgroup_size: 32,
+            min_subgroup_size: 32,
+            max_subgroup_size: 32,
+            subgroup_size_pinned: true,
+            subgroup_features: SubgroupFeatures::default(),
+            max_binding_bytes,
+            binding_alignment,
+            max_groups: [65535; 3],
+            shared_memory_bytes: 49152,
+            int64: true,
+            float64: true,
+            int64_atomics: true,
+            subnormals_f32: Subnormals::Guaranteed,
+            subnormals_f64: Subnormals::Guaranteed,
+        }
+    }
+
+    /// `r` as (parameter, value, allowed) when it is an invalid parameter.
+    fn invalid(r: Result<()>) -> (&'static str, String, String) {
+        match r {
+            Err(Error::InvalidParameter {
+                name,
+                value,
+                allowed,
+            }) => (name, value, allowed),
+            other => panic!("expected InvalidParameter, got {other:?}"),
+        }
+    }
+
+    /// Every failure of the launch check has one variant and one text, whichever limits a
+    /// backend passes; only the numbers in them are the device's.
+    #[test]
+    fn the_launch_check_names_each_failure_once() {
+        let buffer = RawBuffer::new(Arc::new(()), 256, DeviceId::fresh(), "test");
+        let kernel = Kernel {
+            name: "shfl",
+            elem: ElemKind::U32,
+            consts: &[],
+        };
+        let whole = [Binding {
+            buffer: &buffer,
+            offset: 0,
+            bytes: 256,
+        }];
+        let ok = Launch {
+            kernel,
+            block: 256,
+            groups: [1, 1],
+            bindings: &whole,
+            params: &[0; 16],
+        };
+        let vulkan = (
+            launch_info(1 << 27, 64),
+            LaunchLimits {
+                max_block: 1024,
+                subgroup: 64,
+                max_bindings: 8,
+            },
+        );
+        let cuda = (
+            launch_info(u64::MAX, 16),
+            LaunchLimits {
+                max_block: 1024,
+                subgroup: 32,
+                max_bindings: 496,
+            },
+        );
+        for (info, limits) in [&vulkan, &cuda] {
+            let check = |l: &Launch<'_>| check_launch(info, limits, l);
+            check(&ok).unwrap();
+            let least = limits.subgroup.max(32);
+            for block in [0, 48, 100, 4096, least / 2] {
+                assert_eq!(
+                    invalid(check(&Launch { block, ..ok })),
+                    (
+                        "block",
+                        block.to_string(),
+                        format!(
+                            "a multiple of 32 and of the subgroup size {} in {least}..=1024",
+                            limits.subgroup
+                        )
+                    )
+                );
+            }
+            for (groups, name, value) in
+                [([0, 1], "groups[0]", 0), ([1, 65536], "groups[1]", 65536)]
+            {
+                assert_eq!(
+                    invalid(check(&Launch { groups, ..ok })),
+                    (name, value.to_string(), "1..=65535".to_string())
+                );
+            }
+            assert_eq!(
+                invalid(check(&Launch {
+                    params: &[0; MAX_PARAMS + 1],
+                    ..ok
+                })),
+                (
+                    "params",
+                    format!("{} bytes", MAX_PARAMS + 1),
+                    format!("at most {MAX_PARAMS} bytes")
+                )
+            );
+            let many = vec![whole[0]; limits.max_bindings + 1];
+            for bindings in [&[][..], &many[..]] {
+                assert_eq!(
+                    invalid(check(&Launch { bindings, ..ok })),
+                    (
+                        "bindings",
+                        bindings.len().to_string(),
+                        format!("1..={}", limits.max_bindings)
+                    )
+                );
+            }
+            let past = [Binding {
+                offset: 128,
+                bytes: 256,
+                ..whole[0]
+            }];
+            assert!(matches!(
+                check(&Launch {
+                    bindings: &past,
+                    ..ok
+                }),
+                Err(Error::OutOfBounds {
+                    offset: 128,
+                    end: 384,
+                    size: 256
+                })
+            ));
+            let empty = [Binding {
+                bytes: 0,
+                ..whole[0]
+            }];
+            let (name, value, allowed) = invalid(check(&Launch {
+                bindings: &empty,
+                ..ok
+            }));
+            assert_eq!((name, value.as_str()), ("binding.bytes", "0"));
+            assert!(allowed.starts_with(&format!("1..={} ", info.max_binding_bytes)));
+            let misaligned = [Binding {
+                offset: 8,
+                bytes: 8,
+                ..whole[0]
+            }];
+            assert_eq!(
+                invalid(check(&Launch {
+                    bindings: &misaligned,
+                    ..ok
+                })),
+                (
+                    "binding.offset",
+                    "8".to_string(),
+                    format!("a multiple of {} bytes", info.binding_alignment)
+                )
+            );
+        }
+        // Past the device's largest binding (a range inside the buffer).
+        let (info, limits) = &vulkan;
+        let small = launch_info(128, 64);
+        let (name, value, _) = invalid(check_launch(&small, limits, &ok));
+        assert_eq!((name, value.as_str()), ("binding.bytes", "256"));
+        check_launch(info, limits, &ok).unwrap();
     }
 }

@@ -1,0 +1,343 @@
+//! Memory: xwarp's own allocations, an application's memory borrowed through
+//! [`CudaDevice::wrap_device_ptr`] and [`CudaDevice::wrap_slice`], and the transfers.
+
+use super::probe::BINDING_ALIGNMENT;
+use super::{cuda_err, lock, CudaDevice};
+#[cfg(doc)]
+use crate::device::{Device, DeviceInfo};
+use crate::device::{DeviceVec, MemoryUsage, RawBuffer};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use cudarc::driver::{result as cu, sys, CudaContext, CudaSlice, DevicePtr, DevicePtrMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Device memory of a [`CudaDevice`]: what its [`RawBuffer`]s hold.
+pub(super) struct CudaBuffer {
+    /// Base device address, for kernel arguments.
+    pub(super) ptr: sys::CUdeviceptr,
+    /// Its context, bound to the dropping thread before the memory is freed.
+    pub(super) ctx: Arc<CudaContext>,
+    /// The allocation; cudarc's copies need `&mut` for writes, hence the lock.
+    pub(super) slice: Mutex<CudaSlice<u8>>,
+    /// Its device's count of live buffers, and the bytes this one holds.
+    pub(super) live: Arc<Live>,
+    pub(super) bytes: u64,
+}
+
+/// Live buffers of one [`CudaDevice`] and their bytes, for [`Device::memory_usage`].
+#[derive(Default)]
+pub(super) struct Live {
+    buffers: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        self.live.buffers.fetch_sub(1, Ordering::Relaxed);
+        self.live.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        // cudarc's CudaSlice frees without making its context current; the last handle may
+        // drop on a thread that never used CUDA, so bind it first (fields drop after this).
+        self.ctx.record_err(self.ctx.bind_to_thread());
+    }
+}
+
+/// An application's device memory, borrowed: nothing is freed when it drops.
+pub(super) struct AppMemory {
+    /// First byte of the borrowed range.
+    pub(super) ptr: sys::CUdeviceptr,
+}
+
+impl CudaDevice {
+    /// Borrows `bytes` of the application's device memory from `ptr` as a [`RawBuffer`]
+    /// usable wherever xwarp's own memory is (through [`DeviceVec::from_raw`]), with no copy.
+    /// Dropping it frees nothing.
+    ///
+    /// Errors: [`Error::InvalidParameter`] for an empty range or a `ptr` that is not a multiple
+    /// of [`DeviceInfo::binding_alignment`] (16 bytes); [`Error::OutOfBounds`] when the driver
+    /// reports that `ptr..ptr + bytes` does not lie inside one allocation. Overlapping wrapped
+    /// ranges passed as the input and the output of one operation give unspecified results.
+    ///
+    /// # Safety
+    /// - `ptr..ptr + bytes` is device memory of this context's device, accessible in this
+    ///   context, and stays allocated until every clone of the returned buffer has dropped and
+    ///   the work that used it has finished (a [`Device::synchronize`] after the last use, or
+    ///   stream order: memory freed with `cuMemFreeAsync` on xwarp's stream after the last use
+    ///   is fine).
+    /// - The application does not access the range from other streams or the host while
+    ///   xwarp's work on it is queued, unless it orders that access after xwarp's work.
+    pub unsafe fn wrap_device_ptr(&self, ptr: sys::CUdeviceptr, bytes: u64) -> Result<RawBuffer> {
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        if ptr % BINDING_ALIGNMENT != 0 {
+            return Err(Error::invalid(
+                "ptr",
+                format!("{ptr:#x}"),
+                format!("a multiple of {BINDING_ALIGNMENT} bytes"),
+            ));
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent"))?;
+        let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: the out-pointers point at live locals; the call only looks `ptr` up in the
+        // driver's address map, with this device's context current.
+        unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) }
+            .result()
+            .map_err(|e| {
+                Error::invalid(
+                    "ptr",
+                    format!("{ptr:#x} ({e:?})"),
+                    format!("a device pointer of {}", self.label),
+                )
+            })?;
+        let offset = ptr - base;
+        if offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > size as u64)
+        {
+            return Err(Error::OutOfBounds {
+                offset,
+                end: offset.saturating_add(bytes),
+                size: size as u64,
+            });
+        }
+        Ok(RawBuffer::new(
+            Arc::new(AppMemory { ptr }),
+            bytes,
+            self.id,
+            &format!("{} (application memory)", self.label),
+        ))
+    }
+
+    /// Borrows an application's `CudaSlice<T>` (or `CudaViewMut<T>`, for a sub-range) as a
+    /// [`DeviceVec<T>`] with no copy. xwarp's stream first waits for the slice's pending reads
+    /// and writes that cudarc tracks (where the context tracks events).
+    ///
+    /// Errors: [`Error::ForeignBuffer`] when the slice belongs to another context, and those of
+    /// [`Self::wrap_device_ptr`].
+    ///
+    /// # Safety
+    /// As for [`Self::wrap_device_ptr`]: the slice is not dropped (freed) until the work using
+    /// the returned vector has finished, unless it was allocated on xwarp's stream (cudarc
+    /// frees it in that stream's order); it is not used on other streams or the host
+    /// meanwhile.
+    pub unsafe fn wrap_slice<T: Element, S: DevicePtrMut<T>>(
+        &self,
+        slice: &mut S,
+    ) -> Result<DeviceVec<T>> {
+        if slice.stream().context() != &self.ctx {
+            return Err(Error::ForeignBuffer {
+                buffer: format!(
+                    "a CudaSlice of cuda:{} context {:?}",
+                    slice.stream().context().ordinal(),
+                    slice.stream().context().cu_ctx()
+                ),
+                device: self.label.clone(),
+            });
+        }
+        let len = slice.len();
+        let bytes = (len as u64) * T::KIND.size() as u64;
+        let ptr = {
+            // Makes xwarp's stream wait for the slice's tracked accesses; the returned guard
+            // records a write on xwarp's stream as it drops.
+            let (ptr, _write) = slice.device_ptr_mut(&self.stream);
+            ptr
+        };
+        // SAFETY: the caller upholds wrap_device_ptr's contract for the slice's memory.
+        let raw = unsafe { self.wrap_device_ptr(ptr, bytes) }?;
+        DeviceVec::from_raw(raw, len)
+    }
+
+    /// The buffer object behind `raw`, if xwarp allocated it on this device.
+    fn buffer<'a>(&self, raw: &'a RawBuffer) -> Result<&'a CudaBuffer> {
+        raw.downcast::<CudaBuffer>(self.id, &self.label)
+    }
+
+    /// The application memory behind `raw`, if it was wrapped on this device.
+    fn app_memory<'a>(&self, raw: &'a RawBuffer) -> Option<&'a AppMemory> {
+        raw.downcast::<AppMemory>(self.id, &self.label).ok()
+    }
+
+    /// The device address of byte 0 of `raw`, xwarp's memory or wrapped.
+    pub(super) fn device_ptr(&self, raw: &RawBuffer) -> Result<sys::CUdeviceptr> {
+        match self.app_memory(raw) {
+            Some(app) => Ok(app.ptr),
+            None => self.buffer(raw).map(|b| b.ptr),
+        }
+    }
+
+    /// [`Device::alloc`]: device memory on the stream, uninitialised.
+    pub(super) fn alloc_buffer(&self, bytes: u64) -> Result<RawBuffer> {
+        let oom = |reason: String| Error::OutOfMemory {
+            bytes,
+            device: self.label.clone(),
+            reason,
+        };
+        // The driver refuses zero-byte allocations; the buffer still reports `bytes`.
+        let len = usize::try_from(bytes.max(1))
+            .map_err(|_| oom("larger than the host address space".to_string()))?;
+        // Contents are undefined by the trait's contract, so no memset joins the stream (it
+        // would run inside every timed call that allocates temporaries).
+        // SAFETY: `u8` is valid for every bit pattern, and the memory is only reached through
+        // the returned buffer, which frees it on drop.
+        let slice = unsafe { self.stream.alloc::<u8>(len) }.map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY | sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
+                oom(format!("{e:?}"))
+            }
+            _ => cuda_err("cuMemAllocAsync")(e),
+        })?;
+        let ptr = {
+            let (ptr, _record) = slice.device_ptr(&self.stream);
+            ptr
+        };
+        self.live.buffers.fetch_add(1, Ordering::Relaxed);
+        self.live.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        let buffer = CudaBuffer {
+            ptr,
+            ctx: self.ctx.clone(),
+            slice: Mutex::new(slice),
+            live: self.live.clone(),
+            bytes: len as u64,
+        };
+        Ok(RawBuffer::new(
+            Arc::new(buffer),
+            bytes,
+            self.id,
+            &self.label,
+        ))
+    }
+
+    /// [`Device::write`]: a host-to-device copy on the stream.
+    pub(super) fn upload(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        if let Some(app) = self.app_memory(dst) {
+            dst.check_range(offset, src.len() as u64)?;
+            if src.is_empty() {
+                return Ok(());
+            }
+            self.ctx
+                .bind_to_thread()
+                .map_err(cuda_err("cuCtxSetCurrent"))?;
+            // SAFETY: the range lies inside the wrapped memory (checked above), which the
+            // wrap contract keeps allocated while work on it is queued; `src` is pageable, so
+            // the driver has staged it when the call returns.
+            return unsafe {
+                cu::memcpy_htod_async(app.ptr + offset, src, self.stream.cu_stream())
+            }
+            .map_err(cuda_err("cuMemcpyHtoDAsync"));
+        }
+        let buffer = self.buffer(dst)?;
+        dst.check_range(offset, src.len() as u64)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let start = usize::try_from(offset)
+            .map_err(|_| Error::invalid("offset", offset, "inside the buffer"))?;
+        let mut slice = lock(&buffer.slice);
+        let mut view = slice
+            .try_slice_mut(start..start + src.len())
+            .ok_or(Error::OutOfBounds {
+                offset,
+                end: offset.saturating_add(src.len() as u64),
+                size: dst.bytes(),
+            })?;
+        // Pageable host memory: the driver has staged `src` when this returns.
+        self.stream
+            .memcpy_htod(src, &mut view)
+            .map_err(cuda_err("cuMemcpyHtoDAsync"))
+    }
+
+    /// [`Device::copy`]: a device-to-device copy on the stream.
+    pub(super) fn copy_on_device(
+        &self,
+        src: &RawBuffer,
+        src_offset: u64,
+        dst: &RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        let from = self.device_ptr(src)?;
+        let to = self.device_ptr(dst)?;
+        src.check_range(src_offset, bytes)?;
+        dst.check_range(dst_offset, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent"))?;
+        // SAFETY: both ranges lie inside live allocations of this context (checked above, and
+        // the buffers are borrowed for the call); the copy is ordered on the device's one
+        // stream, where the memory is freed too, so it cannot outlive them.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                to + dst_offset,
+                from + src_offset,
+                bytes as usize,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(cuda_err("cuMemcpyDtoDAsync"))
+    }
+
+    /// [`Device::read`]: a device-to-host copy, then the stream is synchronised.
+    pub(super) fn download(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        if let Some(app) = self.app_memory(src) {
+            src.check_range(offset, dst.len() as u64)?;
+            if !dst.is_empty() {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(cuda_err("cuCtxSetCurrent"))?;
+                // SAFETY: the range lies inside the wrapped memory (checked above); `dst` is
+                // pageable host memory, which the driver fills before the call returns, and
+                // the stream is synchronised below before `dst` is handed back anyway.
+                unsafe { cu::memcpy_dtoh_async(dst, app.ptr + offset, self.stream.cu_stream()) }
+                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            }
+            return self
+                .stream
+                .synchronize()
+                .map_err(cuda_err("cuStreamSynchronize"));
+        }
+        let buffer = self.buffer(src)?;
+        src.check_range(offset, dst.len() as u64)?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let start = usize::try_from(offset)
+            .map_err(|_| Error::invalid("offset", offset, "inside the buffer"))?;
+        {
+            let slice = lock(&buffer.slice);
+            let view = slice
+                .try_slice(start..start + dst.len())
+                .ok_or(Error::OutOfBounds {
+                    offset,
+                    end: offset.saturating_add(dst.len() as u64),
+                    size: src.bytes(),
+                })?;
+            self.stream
+                .memcpy_dtoh(&view, dst)
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    /// [`Device::memory_usage`]: xwarp's live buffers, and what the device has in use.
+    pub(super) fn live_usage(&self) -> Option<MemoryUsage> {
+        let bytes = self.live.bytes.load(Ordering::Relaxed);
+        // Device-wide use (every context and process), as the driver counts it.
+        let used = self
+            .ctx
+            .mem_get_info()
+            .map(|(free, total)| total.saturating_sub(free) as u64)
+            .unwrap_or(0);
+        Some(MemoryUsage {
+            buffers: self.live.buffers.load(Ordering::Relaxed),
+            bytes,
+            reserved_bytes: used.max(bytes),
+        })
+    }
+}

@@ -1,0 +1,200 @@
+//! Memory: the logical device with the allocator of xwarp's own memory, and the buffers
+//! allocated from it.
+
+use super::instance::{lifecycle, lock, Instance};
+use super::VulkanDevice;
+#[cfg(doc)]
+use crate::device::Device;
+use crate::device::{MemoryUsage, RawBuffer};
+use crate::error::{Error, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{
+    Allocation, AllocationCreateDesc, AllocationScheme, Allocator, AllocatorCreateDesc,
+};
+use gpu_allocator::MemoryLocation;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex};
+
+/// Logical-device state that buffers need to free themselves; dropped after every buffer.
+pub(super) struct Core {
+    pub(super) device: ash::Device,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+    name: String,
+    /// False for an application's device: xwarp frees its own memory on it, nothing else.
+    owned: bool,
+    pub(super) _instance: Arc<Instance>,
+}
+
+impl Core {
+    /// Wraps `device` with an allocator for xwarp's own memory. On failure an owned device is
+    /// destroyed (nothing else was created on it yet).
+    pub(super) fn new(
+        inst: &Arc<Instance>,
+        device: ash::Device,
+        pd: vk::PhysicalDevice,
+        name: &str,
+        owned: bool,
+    ) -> Result<Arc<Self>> {
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: inst.instance.clone(),
+            device: device.clone(),
+            physical_device: pd,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        match allocator {
+            Ok(a) => Ok(Arc::new(Core {
+                device,
+                allocator: ManuallyDrop::new(Mutex::new(a)),
+                name: name.to_string(),
+                owned,
+                _instance: inst.clone(),
+            })),
+            Err(e) => {
+                if owned {
+                    // SAFETY: nothing was created on the device yet.
+                    unsafe { device.destroy_device(None) };
+                }
+                Err(Error::OutOfMemory {
+                    bytes: 0,
+                    device: name.to_string(),
+                    reason: format!("creating the allocator: {e}"),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        let _guard = lifecycle();
+        // SAFETY: all buffers (which hold Arcs to the core) and all other device objects are
+        // gone, and the work that used them has finished (buffers are kept alive by recorded
+        // work until its fence signals); the allocator frees its memory blocks before an owned
+        // device is destroyed. An application's device is neither waited on (vkDeviceWaitIdle
+        // needs every queue externally synchronised) nor destroyed.
+        unsafe {
+            if self.owned {
+                let _ = self.device.device_wait_idle();
+            }
+            ManuallyDrop::drop(&mut self.allocator);
+            if self.owned {
+                self.device.destroy_device(None);
+            }
+        }
+    }
+}
+
+/// A buffer with its memory; frees both on drop.
+pub(super) struct VkBuffer {
+    core: Arc<Core>,
+    pub(super) buffer: vk::Buffer,
+    allocation: Mutex<Option<Allocation>>,
+}
+
+impl VkBuffer {
+    pub(super) fn new(
+        core: &Arc<Core>,
+        bytes: u64,
+        location: MemoryLocation,
+        name: &str,
+    ) -> Result<Self> {
+        let _guard = lifecycle();
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        let info = vk::BufferCreateInfo::default()
+            .size(bytes)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let oom = |reason: String| Error::OutOfMemory {
+            bytes,
+            device: core.name.clone(),
+            reason,
+        };
+        // SAFETY: valid create info on a live device.
+        let buffer =
+            unsafe { core.device.create_buffer(&info, None) }.map_err(|e| oom(e.to_string()))?;
+        // SAFETY: `buffer` was just created on this device.
+        let requirements = unsafe { core.device.get_buffer_memory_requirements(buffer) };
+        let allocation = lock(&core.allocator).allocate(&AllocationCreateDesc {
+            name,
+            requirements,
+            location,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
+        let allocation = match allocation {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer has no memory bound and is used nowhere.
+                unsafe { core.device.destroy_buffer(buffer, None) };
+                return Err(oom(e.to_string()));
+            }
+        };
+        // SAFETY: the allocation satisfies the buffer's requirements and is bound once.
+        let bound = unsafe {
+            core.device
+                .bind_buffer_memory(buffer, allocation.memory(), allocation.offset())
+        };
+        let this = VkBuffer {
+            core: core.clone(),
+            buffer,
+            allocation: Mutex::new(Some(allocation)),
+        };
+        bound.map_err(Error::vk("vkBindBufferMemory"))?;
+        Ok(this)
+    }
+
+    /// The mapped bytes of a host-visible buffer.
+    pub(super) fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        let mut guard = lock(&self.allocation);
+        let slice = guard
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .ok_or(Error::Vulkan {
+                call: "map staging memory",
+                result: vk::Result::ERROR_MEMORY_MAP_FAILED,
+            })?;
+        Ok(f(slice))
+    }
+}
+
+impl Drop for VkBuffer {
+    fn drop(&mut self) {
+        let _guard = lifecycle();
+        if let Some(a) = lock(&self.allocation).take() {
+            let _ = lock(&self.core.allocator).free(a);
+        }
+        // SAFETY: work that used the buffer has finished: recorded work holds a clone of the
+        // buffer's Arc until its fence has signalled.
+        unsafe { self.core.device.destroy_buffer(self.buffer, None) };
+    }
+}
+
+impl VulkanDevice {
+    /// [`Device::alloc`]: a buffer of xwarp's own, in device memory.
+    pub(super) fn alloc_buffer(&self, bytes: u64) -> Result<RawBuffer> {
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        let buf = VkBuffer::new(&self.core, bytes, MemoryLocation::GpuOnly, "xwarp buffer")?;
+        Ok(RawBuffer::new(
+            Arc::new(buf),
+            bytes,
+            self.id,
+            &self.info.name,
+        ))
+    }
+
+    /// [`Device::memory_usage`]: what the allocator holds.
+    pub(super) fn allocator_usage(&self) -> Option<MemoryUsage> {
+        let report = lock(&self.core.allocator).generate_report();
+        Some(MemoryUsage {
+            buffers: report.allocations.len() as u64,
+            bytes: report.total_allocated_bytes,
+            reserved_bytes: report.total_capacity_bytes,
+        })
+    }
+}
