@@ -1,10 +1,10 @@
 //! Choosing and opening a backend: `auto` (CUDA on an NVIDIA GPU with libcuda, else the best
 //! Vulkan device), or one forced by the API, the CLI's `--backend`, or `XWARP_BACKEND`.
 
+pub use crate::device::DeviceSelector;
 use crate::device::{BackendKind, Device, DeviceInfo};
 use crate::error::{Error, Result};
 use crate::vulkan::{VulkanDevice, VulkanOptions};
-use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -43,50 +43,6 @@ impl FromStr for BackendChoice {
             "vulkan" | "vk" => Ok(BackendChoice::Vulkan),
             "cuda" => Ok(BackendChoice::Cuda),
             _ => Err(Error::invalid("backend", s, "one of: auto, vulkan, cuda")),
-        }
-    }
-}
-
-/// Which device of a backend: by index, or by a case-insensitive part of its name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceSelector {
-    /// The backend's N-th device.
-    Index(usize),
-    /// The first device whose name contains this text.
-    Name(String),
-}
-
-impl DeviceSelector {
-    /// Whether the device with `index` and `name` is the one selected.
-    pub fn matches(&self, index: usize, name: &str) -> bool {
-        match self {
-            DeviceSelector::Index(i) => *i == index,
-            DeviceSelector::Name(n) => name.to_lowercase().contains(&n.to_lowercase()),
-        }
-    }
-}
-
-impl FromStr for DeviceSelector {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        if s.is_empty() {
-            return Err(Error::invalid(
-                "device",
-                "\"\"",
-                "an index or part of a device name",
-            ));
-        }
-        Ok(s.parse()
-            .map(DeviceSelector::Index)
-            .unwrap_or_else(|_| DeviceSelector::Name(s.to_string())))
-    }
-}
-
-impl fmt::Display for DeviceSelector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeviceSelector::Index(i) => write!(f, "{i}"),
-            DeviceSelector::Name(n) => f.write_str(n),
         }
     }
 }

@@ -53,6 +53,7 @@ use crate::device::{
 };
 use crate::error::{Error, Result};
 use crate::plan;
+pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 use std::fmt;
 
@@ -96,25 +97,8 @@ impl Default for Tuning {
     }
 }
 
-/// Threads per workgroup of the compaction kernels.
-pub const BLOCK: u32 = plan::BLOCK;
-
 /// Default [`Tuning::spin`].
 pub const DEFAULT_SPIN: u32 = 1 << 14;
-
-/// Elements each thread of a tile handles: 16 of 4 bytes or 8 of 8 bytes (64 bytes a thread).
-pub const fn items_per_thread(elem_size: usize) -> u32 {
-    if elem_size >= 8 {
-        8
-    } else {
-        16
-    }
-}
-
-/// Elements per tile: [`BLOCK`] × [`items_per_thread`] (16 KiB of input).
-pub const fn tile_elems(elem_size: usize) -> usize {
-    BLOCK as usize * items_per_thread(elem_size) as usize
-}
 
 /// The smallest [`Tuning::max_binding_elems`]: two tiles of 4-byte elements.
 pub const MIN_BINDING_ELEMS: usize = 2 * tile_elems(4);
@@ -469,3 +453,6 @@ impl Launcher<'_> {
         })
     }
 }
+
+// The compaction tile's block is the crate's common block.
+const _: () = assert!(BLOCK == plan::BLOCK);

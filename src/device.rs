@@ -8,32 +8,16 @@
 //! ones issued before it. Launches may be queued; [`Device::synchronize`] waits for all of them,
 //! and downloads wait by themselves.
 
+pub use crate::backend_kind::BackendKind;
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
 use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Which implementation of [`Device`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BackendKind {
-    /// Vulkan compute with subgroup operations.
-    Vulkan,
-    /// CUDA with warp intrinsics, kernels compiled by NVRTC.
-    Cuda,
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BackendKind::Vulkan => "vulkan",
-            BackendKind::Cuda => "cuda",
-        })
-    }
-}
 
 /// What kind of hardware a device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -249,6 +233,50 @@ impl fmt::Display for DeviceInfo {
             },
             self.subgroup_features
         )
+    }
+}
+
+/// Which device of a backend: by index, or by a case-insensitive part of its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The backend's N-th device.
+    Index(usize),
+    /// The first device whose name contains this text.
+    Name(String),
+}
+
+impl DeviceSelector {
+    /// Whether the device with `index` and `name` is the one selected.
+    pub fn matches(&self, index: usize, name: &str) -> bool {
+        match self {
+            DeviceSelector::Index(i) => *i == index,
+            DeviceSelector::Name(n) => name.to_lowercase().contains(&n.to_lowercase()),
+        }
+    }
+}
+
+impl FromStr for DeviceSelector {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        if s.is_empty() {
+            return Err(Error::invalid(
+                "device",
+                "\"\"",
+                "an index or part of a device name",
+            ));
+        }
+        Ok(s.parse()
+            .map(DeviceSelector::Index)
+            .unwrap_or_else(|_| DeviceSelector::Name(s.to_string())))
+    }
+}
+
+impl fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSelector::Index(i) => write!(f, "{i}"),
+            DeviceSelector::Name(n) => f.write_str(n),
+        }
     }
 }
 

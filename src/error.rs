@@ -3,7 +3,7 @@
 //! Every failure the caller can cause or meet is a variant here: bad parameters name the
 //! parameter and its allowed range, missing drivers name what is missing and how to get it.
 
-use crate::device::BackendKind;
+use crate::backend_kind::BackendKind;
 
 /// Result alias used throughout xwarp.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

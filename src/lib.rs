@@ -28,6 +28,7 @@
 //! programs to start from.
 
 pub mod backend;
+mod backend_kind;
 pub mod bench;
 pub mod compact;
 pub mod cpu;
@@ -41,6 +42,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod scan;
 pub mod shfl;
+pub mod spec;
 pub mod stencil;
 pub mod throughput;
 pub mod validate;

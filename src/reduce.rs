@@ -59,96 +59,13 @@
 //!   ([`DeviceInfo::keeps_subnormals`](crate::DeviceInfo::keeps_subnormals) is false) may
 //!   differ wherever a subnormal input or intermediate occurs.
 
-use crate::cpu::reduce::Reduce;
 use crate::device::{
     BackendKind, Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
     COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::plan;
-use std::fmt;
-use std::str::FromStr;
-
-/// Threads per workgroup of every reduce kernel (part of the canonical order).
-pub const BLOCK: u32 = 256;
-/// Elements each thread folds in a device-reduce tile (part of the canonical order).
-pub const ITEMS: u32 = 16;
-/// Elements per device-reduce tile.
-pub const TILE: usize = (BLOCK * ITEMS) as usize;
-
-/// A reduction operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// `+` (wrapping for integers).
-    Sum,
-    /// `*` (wrapping for integers).
-    Product,
-    /// Minimum (minNum for floats).
-    Min,
-    /// Maximum (maxNum for floats).
-    Max,
-    /// Bitwise and (integers only).
-    And,
-    /// Bitwise or (integers only).
-    Or,
-    /// Bitwise xor (integers only).
-    Xor,
-}
-
-impl ReduceOp {
-    /// Every operator.
-    pub const ALL: [ReduceOp; 7] = [
-        ReduceOp::Sum,
-        ReduceOp::Product,
-        ReduceOp::Min,
-        ReduceOp::Max,
-        ReduceOp::And,
-        ReduceOp::Or,
-        ReduceOp::Xor,
-    ];
-
-    /// The operator's code in the kernels.
-    pub fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// Whether the operator is defined for floating-point types.
-    pub fn for_floats(self) -> bool {
-        matches!(
-            self,
-            ReduceOp::Sum | ReduceOp::Product | ReduceOp::Min | ReduceOp::Max
-        )
-    }
-
-    /// The operator's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Product => "product",
-            ReduceOp::Min => "min",
-            ReduceOp::Max => "max",
-            ReduceOp::And => "and",
-            ReduceOp::Or => "or",
-            ReduceOp::Xor => "xor",
-        }
-    }
-}
-
-impl fmt::Display for ReduceOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ReduceOp {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        ReduceOp::ALL
-            .into_iter()
-            .find(|op| op.name() == s)
-            .ok_or_else(|| Error::invalid("op", s, "sum, product, min, max, and, or, xor"))
-    }
-}
+pub use crate::spec::reduce::{Reduce, ReduceOp, BLOCK, ITEMS, TILE};
 
 /// The two forms of CUDA's warp reduce (the float order is in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -36,15 +36,7 @@ use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
 use crate::plan;
-
-/// Threads per workgroup (block).
-pub const BLOCK: u32 = plan::BLOCK;
-
-/// 16-byte vectors each thread moves.
-const VECS: usize = 4;
-
-/// Words per tile: what one workgroup moves, and what one fold of [`read`] covers.
-pub const TILE_WORDS: usize = BLOCK as usize * VECS * 4;
+pub use crate::spec::roofline::{BLOCK, TILE_WORDS};
 
 const TILE_BYTES: usize = TILE_WORDS * 4;
 
@@ -152,3 +144,4 @@ fn run<T: Element>(dev: &dyn Device, input: &DeviceVec<T>, dst: Dst<'_, T>) -> R
     }
     Ok(())
 }
+const _: () = assert!(BLOCK == plan::BLOCK);

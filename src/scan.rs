@@ -58,13 +58,8 @@ use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::plan;
 use crate::reduce::ReduceOp;
+pub use crate::spec::scan::{ScanKind, BLOCK, ITEMS, TILE};
 
-/// Threads per workgroup of every scan kernel (part of the canonical order).
-pub const BLOCK: u32 = 256;
-/// Consecutive elements per thread in a device-scan tile (part of the canonical order).
-pub const ITEMS: u32 = 16;
-/// Elements per device-scan tile.
-pub const TILE: usize = (BLOCK * ITEMS) as usize;
 /// Tiles each thread of the look-back reads at once by default (a window of `BLOCK *
 /// LOOKBACK_TILES` predecessors; not part of the order). See [`lookback_tiles`].
 pub const LOOKBACK_TILES: u32 = 1;
@@ -110,15 +105,6 @@ fn device_kernel(info: &DeviceInfo, elem: ElemKind) -> &'static str {
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
 pub const DEFAULT_SPIN: u32 = 1 << 14;
-
-/// Inclusive (`y[i]` includes `x[i]`) or exclusive (`y[0]` is the identity).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScanKind {
-    /// `y[i] = x[0] op … op x[i]`.
-    Inclusive,
-    /// `y[i] = identity op x[0] op … op x[i-1]`.
-    Exclusive,
-}
 
 /// Device-scan knobs that change speed, never results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! [`items_per_thread`] elements, each 32-lane warp reading its run of the tile in steps of 32
 //! consecutive elements, a ballot per step, warp counts combined per tile.
 
-use crate::compact::{items_per_thread, BLOCK};
 use crate::cpu::vote::{exclusive_rank, warp_vote};
-use crate::vote::{Predicate, PredicateElement, WARP};
+use crate::spec::compact::{items_per_thread, BLOCK};
+use crate::spec::vote::{Predicate, PredicateElement, WARP};
 
 /// Each passing element of one tile at its place in the tile's compacted run: the warps' runs
 /// in order, each step's ballot ranking its passing lanes after those of the earlier steps.

@@ -7,8 +7,8 @@
 //! (its tile of `block * items` consecutive elements, the last one ragged) and the wrapping sum
 //! of the partials, exactly what CUDA computes for the book's `int` kernels on any tree.
 
-use crate::cpu::reduce::Reduce;
-use crate::ladder::LadderKernel;
+use crate::spec::ladder::LadderKernel;
+use crate::spec::reduce::Reduce;
 
 /// The element types of the ladder: the integers of the book's `reduceInteger`, summed with
 /// wrapping addition (`i32`, `u32`, `i64`, `u64`).

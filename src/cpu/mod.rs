@@ -4,6 +4,7 @@
 
 pub mod compact;
 pub mod ladder;
+pub mod par;
 pub mod reduce;
 pub mod roofline;
 pub mod scan;

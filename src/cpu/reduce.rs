@@ -1,78 +1,10 @@
 //! CPU twin of `shaders/reduce.comp` and `cuda/reduce.cu`: the same operators, identities and
 //! association orders, so float results agree bit for bit.
 
-use crate::element::Element;
-use crate::reduce::{ReduceOp, BLOCK, ITEMS, TILE};
+pub use crate::spec::reduce::Reduce;
+use crate::spec::reduce::{ReduceOp, BLOCK, ITEMS, TILE};
 
 const WARP: usize = 32;
-
-/// The reduction operators on one element type, with the kernels' semantics.
-pub trait Reduce: Element {
-    /// The identity of `op` (sum: -0.0 for floats; min/max: NaN for floats).
-    fn identity(op: ReduceOp) -> Self;
-    /// `op(a, b)`, `a` from the lower lanes.
-    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
-}
-
-macro_rules! int_reduce {
-    ($($t:ty),*) => {$(
-        impl Reduce for $t {
-            fn identity(op: ReduceOp) -> Self {
-                match op {
-                    ReduceOp::Sum | ReduceOp::Or | ReduceOp::Xor => 0,
-                    ReduceOp::Product => 1,
-                    ReduceOp::And => !0,
-                    ReduceOp::Min => <$t>::MAX,
-                    ReduceOp::Max => <$t>::MIN,
-                }
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Product => a.wrapping_mul(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                }
-            }
-        }
-    )*};
-}
-int_reduce!(i32, u32, i64, u64);
-
-macro_rules! float_reduce {
-    ($($t:ty),*) => {$(
-        impl Reduce for $t {
-            fn identity(op: ReduceOp) -> Self {
-                match op {
-                    ReduceOp::Sum => -0.0,
-                    ReduceOp::Product => 1.0,
-                    _ => <$t>::NAN,
-                }
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Sum => a + b,
-                    ReduceOp::Product => a * b,
-                    // minNum/maxNum with -0.0 below +0.0.
-                    ReduceOp::Min if a.is_nan() => b,
-                    ReduceOp::Min if b.is_nan() => a,
-                    ReduceOp::Min if a == b => if a.is_sign_negative() { a } else { b },
-                    ReduceOp::Min => if a < b { a } else { b },
-                    ReduceOp::Max if a.is_nan() => b,
-                    ReduceOp::Max if b.is_nan() => a,
-                    ReduceOp::Max if a == b => if a.is_sign_negative() { b } else { a },
-                    ReduceOp::Max => if a > b { a } else { b },
-                    // Refused for floats before any kernel runs.
-                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => a,
-                }
-            }
-        }
-    )*};
-}
-float_reduce!(f32, f64);
 
 /// The value every lane ends with after the xor butterfly over `lanes` (a power of two): a
 /// pairwise tree, lower half on the left.

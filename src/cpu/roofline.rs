@@ -1,7 +1,7 @@
 //! CPU twin of `shaders/roofline.comp` and `cuda/roofline.cu`.
 
 use crate::element::Element;
-use crate::roofline::TILE_WORDS;
+use crate::spec::roofline::TILE_WORDS;
 
 /// What [`crate::roofline::copy`] writes: the input, unchanged.
 pub fn copy<T: Element>(input: &[T]) -> Vec<T> {

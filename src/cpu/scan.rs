@@ -1,9 +1,9 @@
 //! CPU twin of `shaders/scan.comp`, `shaders/scan_device.comp` and their CUDA twins: the same
 //! canonical order (see `shaders/scan_common.glsl`), so float scans agree bit for bit.
 
-use crate::cpu::reduce::Reduce;
-use crate::reduce::ReduceOp;
-use crate::scan::{ScanKind, BLOCK, ITEMS, TILE};
+use crate::cpu::par::par_each;
+use crate::spec::reduce::{Reduce, ReduceOp};
+use crate::spec::scan::{ScanKind, BLOCK, ITEMS, TILE};
 
 const WARP: usize = 32;
 
@@ -124,7 +124,7 @@ pub fn device_scan<T: Reduce>(op: ReduceOp, kind: ScanKind, data: &[T]) -> Vec<T
     let tiles: Vec<&[T]> = data.chunks(TILE).collect();
     let mut totals = vec![T::identity(op); tiles.len()];
     let jobs: Vec<(&[T], &mut T)> = tiles.iter().copied().zip(totals.iter_mut()).collect();
-    crate::validate::par_each(jobs, |(chunk, total)| *total = tile(op, chunk).total);
+    par_each(jobs, |(chunk, total)| *total = tile(op, chunk).total);
     let mut prefixes = Vec::with_capacity(tiles.len());
     let mut e = T::identity(op);
     for &total in &totals {
@@ -138,7 +138,7 @@ pub fn device_scan<T: Reduce>(op: ReduceOp, kind: ScanKind, data: &[T]) -> Vec<T
         .zip(prefixes)
         .zip(out.chunks_mut(TILE))
         .collect();
-    crate::validate::par_each(jobs, |((chunk, e), dst): ((&[T], T), &mut [T])| {
+    par_each(jobs, |((chunk, e), dst): ((&[T], T), &mut [T])| {
         scan_tile(op, kind, e, chunk, dst)
     });
     out

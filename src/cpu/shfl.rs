@@ -1,6 +1,6 @@
 //! CPU twin of `shaders/shfl.comp` and `cuda/shfl.cu`: a 32-lane CUDA warp, lane by lane.
 
-use crate::shfl::ShflOp;
+use crate::spec::shfl::ShflOp;
 use bytemuck::Zeroable;
 
 const WARP: usize = 32;

@@ -1,7 +1,7 @@
 //! CPU twin of `shaders/chain.comp` and `cuda/chain.cu`: the chain of subgroup operations,
 //! subgroup by subgroup, at any subgroup size.
 
-use crate::throughput::ChainOp;
+use crate::spec::throughput::ChainOp;
 
 /// Thread `t`'s first value (and addend): `(t * 0x9e3779b9) ^ seed`, `t` modulo 2^32.
 pub fn initial(t: usize, seed: u32) -> u32 {

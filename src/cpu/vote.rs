@@ -3,7 +3,7 @@
 //! Lanes past the end of the input are inactive: they are absent from the active mask, never
 //! pass, and do not count for `__all_sync`.
 
-use crate::vote::{Predicate, PredicateElement, VoteOutput, WarpVote, WARP};
+use crate::spec::vote::{Predicate, PredicateElement, VoteOutput, WarpVote, WARP};
 
 /// `__ballot_sync(active, pass)` and the votes derived from it, for one warp of at most 32
 /// values.

@@ -4,9 +4,9 @@
 use super::instance::{lifecycle, unavailable, Instance};
 use super::memory::Core;
 use super::VulkanDevice;
-use crate::backend::DeviceSelector;
 #[cfg(doc)]
 use crate::device::Device;
+use crate::device::DeviceSelector;
 use crate::device::{BackendKind, DeviceInfo, DeviceType, SubgroupFeatures, Subnormals};
 use crate::error::{Error, Result};
 use ash::vk;
