@@ -1,6 +1,4 @@
 #version 450
-// variants: u32
-//
 // Subgroup-operation throughput: each invocation runs a chain of `iters` dependent subgroup
 // operations on the device's own subgroup, in registers; the twin of cuda/chain.cu.
 //

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32 i64 u64 f64
-//
 // The stream compaction of compact.glsl with the unordered step's count and tiles done in one
 // 64-bit word (XW_COUNT64), one atomic per tile, as the CUDA twin keeps them. Needs
 // shaderBufferInt64Atomics; src/compact.rs takes it where the device has it, else

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32 i64 u64 f64
-//
 // Reductions at three scopes; the twin of cuda/reduce.cu, modelled by src/cpu/reduce.rs.
 //
 // SCOPE 0, warp butterfly: every lane of each 32-lane logical warp gets the warp's total

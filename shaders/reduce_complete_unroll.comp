@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceCompleteUnroll<iBlockSize>: reduceCompleteUnrollWarps8 with the block size a
 // compile-time parameter: the specialization constant IBLOCK (the CUDA twin's -DIBLOCK, the
 // book's template argument), which the layer selects by a switch over 64, 128, 256, 512 and 1024

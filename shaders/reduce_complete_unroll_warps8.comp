@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceCompleteUnrollWarps8: unrolling 8 with the tree completely unrolled (the block is
 // at most 1024: one guarded step per stride 512, 256, 128, 64, each skipped when the block is
 // smaller; gl_WorkGroupSize.x is a specialization constant, so the driver folds the tests) and

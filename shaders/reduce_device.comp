@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32 i64 u64 f64
-//
 // The device reduce in one launch, for inputs of at most (BLOCK * ITEMS)^2 tiles; the twin of
 // cuda/reduce_device.cu, modelled by src/cpu/reduce.rs.
 //

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung 3, reduceInterleaved: interleaved pairs. The stride starts at half the block and
 // halves; thread tid < stride adds the element stride away (coalesced, few active warps).
 //

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung 1, reduceNeighbored: neighbored pairs. At each step the threads whose index is a
 // multiple of 2*stride add their right neighbour at distance stride (stride 1, 2, 4, ...): half
 // the threads of every warp idle from the first step on (divergence).

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung 2, reduceNeighboredLess: neighbored pairs with less divergence. Thread tid works on
 // element index = 2*stride*tid, so the active threads are the first block/(2*stride), packed
 // into as few warps as possible.

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceShfl (chapter 5): the warp-shuffle reduce. Each invocation loads one element
 // (guarded: zero past n); each 32-lane warp sums its values with the xor butterfly
 // (__shfl_xor_sync at 16, 8, 4, 2, 1 in the CUDA twin); lane 0 of every warp puts the warp's

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceSmem (chapter 5): the complete-unroll reduce in shared memory instead of global
 // memory. Each invocation loads one element (guarded: zero past n) into smem, the tree is
 // completely unrolled (strides 512, 256, 128, 64, skipped when the block is smaller), then the

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceUnrollWarps8: unrolling 8, the interleaved tree down to stride 64, then the last
 // warp unrolled (strides 32..1 without __syncthreads in CUDA; see ladder_warp_step for how that
 // is made correct on every subgroup size). Needs a block of at least 64.

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 i64 u64
-//
 // Rung reduceUnrolling8: each workgroup first sums 8 data blocks (thread tid adds elements
 // idx, idx + block, ... of its tile of 8*block elements: 8x fewer workgroups, more loads in
 // flight), then reduces the block of sums with the interleaved tree.

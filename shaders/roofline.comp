@@ -1,6 +1,4 @@
 #version 450
-// variants: u32
-//
 // The memory roofline: a copy and a read-only pass that move data as fast as the device's
 // memory allows, the yardsticks of `xwarp bench`; the twin of cuda/roofline.cu.
 //

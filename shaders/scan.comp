@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32 i64 u64 f64
-//
 // Warp scan (SCOPE 0: each 32-lane logical warp, Kogge-Stone with shift-up shuffles, CUDA's
 // semantics on any subgroup size) and block scan (SCOPE 1: each workgroup, one element per
 // thread, the tile order of scan_common.glsl with ITEMS = 1); inclusive or EXCLUSIVE. The twin

@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32
-//
 // The device scan of scan_device.glsl for 32-bit types, with each tile's flag and value in one
 // 64-bit word (XW_STATE64), as the CUDA twin keeps them. Needs shaderBufferInt64Atomics;
 // src/scan.rs takes it where the device has it, else scan_device.comp.

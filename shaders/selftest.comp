@@ -1,6 +1,4 @@
 #version 450
-// variants: f32 f64
-//
 // The self-test a Vulkan device runs when it opens (src/vulkan/selftest.rs). Every invocation
 // records what the driver reports about its subgroup and what the subgroup operations the
 // kernels rely on return for it; the host checks the records against the driver's claims.

@@ -1,6 +1,4 @@
 #version 450
-// variants: b32 b64
-//
 // The shuffle family with CUDA semantics on any subgroup size; the twin of cuda/shfl.cu.
 //
 // Logical thread t handles elements t*SEGM .. t*SEGM+SEGM-1 and is lane t % 32 of a 32-lane

@@ -1,6 +1,4 @@
 #version 450
-// variants: f32 f64
-//
 // The 5-point weighted moving average (Professional CUDA C Programming, chapter 5); the twin of
 // cuda/stencil.cu, modelled by src/cpu/stencil.rs:
 //

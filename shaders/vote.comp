@@ -1,6 +1,4 @@
 #version 450
-// variants: i32 u32 f32 i64 u64 f64
-//
 // The warp vote family with CUDA semantics on any subgroup size; the twin of cuda/vote.cu.
 //
 // Logical thread t evaluates the predicate on element t and is lane t % 32 of a 32-lane logical

@@ -52,6 +52,7 @@ use crate::device::{
     BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures,
 };
 use crate::error::{Error, Result};
+use crate::kernels::CompactParams;
 use crate::plan;
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
@@ -105,9 +106,6 @@ pub const MIN_BINDING_ELEMS: usize = 2 * tile_elems(4);
 
 /// The most elements of one chunk: tile states hold a chunk's counts in 30 bits.
 const MAX_CHUNK: u64 = 1 << 29;
-
-/// Words of the kernels' parameter block (`Params` / `CompactParams`).
-const PARAMS: usize = 16;
 
 /// The steps of the plan: `OP` in `shaders/compact.comp` and `cuda/compact.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,8 +380,10 @@ impl Launcher<'_> {
         let c = self.counter.binding(0, COUNTER_WORDS);
         let (states, words) = self.states();
         let groups = plan::grid(self.info, (words as u64).div_ceil(BLOCK as u64).max(1))?;
-        let mut params = [0u32; PARAMS];
-        params[9] = words as u32;
+        let params = CompactParams {
+            tiles: words as u32,
+            ..Default::default()
+        };
         self.run(
             Step::Reset,
             groups,
@@ -403,24 +403,22 @@ impl Launcher<'_> {
         let groups = plan::grid(self.info, chunk.tiles as u64)?;
         let [code, a_lo, a_hi, b_lo, b_hi] = self.words;
         let first = window.first as u64;
-        let params = [
-            chunk.len as u32,
-            code,
+        let params = CompactParams {
+            n: chunk.len as u32,
+            pred: code,
             a_lo,
             a_hi,
             b_lo,
             b_hi,
-            first as u32,
-            (first >> 32) as u32,
-            window.span as u32,
-            chunk.tiles as u32,
-            self.spin,
-            chunk.slot,
-            chunk.state0 as u32,
-            0,
-            0,
-            0,
-        ];
+            window_lo: first as u32,
+            window_hi: (first >> 32) as u32,
+            span: window.span as u32,
+            tiles: chunk.tiles as u32,
+            spin: self.spin,
+            slot: chunk.slot,
+            state0: chunk.state0 as u32,
+            ..Default::default()
+        };
         let (states, _) = self.states();
         let bindings = [
             src,
@@ -437,9 +435,14 @@ impl Launcher<'_> {
         step: Step,
         groups: [u32; 2],
         bindings: [Binding<'_>; 5],
-        params: [u32; PARAMS],
+        params: CompactParams,
     ) -> Result<()> {
-        let consts = [("OP", step as u32), ("ITEMS", self.items), ("BLOCK", BLOCK)];
+        let mut consts = vec![("OP", step as u32), ("ITEMS", self.items)];
+        // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); the
+        // GLSL kernels take the workgroup size from constant 0.
+        if self.info.backend == BackendKind::Cuda {
+            consts.push(("BLOCK", BLOCK));
+        }
         self.dev.launch(&Launch {
             kernel: Kernel {
                 name: kernel_name(self.info),
@@ -449,7 +452,7 @@ impl Launcher<'_> {
             block: BLOCK,
             groups,
             bindings: &bindings,
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })
     }
 }

@@ -29,6 +29,7 @@
 use crate::cpu::ladder::LadderElem;
 use crate::device::{Device, DeviceInfo, DeviceVec, Kernel, Launch};
 use crate::error::{Error, Result};
+use crate::kernels::ReduceParams;
 use crate::plan;
 use crate::reduce::{device_reduce, ReduceOp};
 pub use crate::spec::ladder::LadderKernel;
@@ -133,7 +134,11 @@ fn run_blocks<T: LadderElem>(
     for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = n.div_ceil(tile);
         let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), start / tile);
-        let params = [n as u32, groups as u32, dst_index as u32];
+        let params = ReduceParams {
+            n: n as u32,
+            groups: groups as u32,
+            dst_index: dst_index as u32,
+        };
         let src = input.binding(start, n);
         let dst = partials.binding(out_base, dst_index + groups);
         let with_scratch;
@@ -153,7 +158,7 @@ fn run_blocks<T: LadderElem>(
             block,
             groups: plan::grid(dev.info(), groups as u64)?,
             bindings,
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

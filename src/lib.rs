@@ -16,6 +16,7 @@
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
 //! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
+//! - [`kernels`]: every kernel's interface (constants by name, parameter blocks), defined once.
 //!
 //! # Using your own Vulkan device or CUDA context
 //!
@@ -36,6 +37,7 @@ pub mod cuda;
 pub mod device;
 pub mod element;
 pub mod error;
+pub mod kernels;
 pub mod ladder;
 pub mod plan;
 pub mod reduce;

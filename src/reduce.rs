@@ -64,6 +64,7 @@ use crate::device::{
     COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
+use crate::kernels::ReduceParams;
 use crate::plan;
 pub use crate::spec::reduce::{Reduce, ReduceOp, BLOCK, ITEMS, TILE};
 
@@ -127,7 +128,11 @@ fn launch<T: Reduce>(
     let groups = n.div_ceil(per_group).max(1);
     let consts = [("OP", op.code()), ("SCOPE", scope), ("ITEMS", ITEMS)];
     let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), out_start);
-    let params = [n as u32, groups as u32, dst_index as u32];
+    let params = ReduceParams {
+        n: n as u32,
+        groups: groups as u32,
+        dst_index: dst_index as u32,
+    };
     dev.launch(&Launch {
         kernel: Kernel {
             name: "reduce",
@@ -140,7 +145,7 @@ fn launch<T: Reduce>(
             input.binding(start, n.max(1)),
             output.binding(out_base, dst_index + out_len),
         ],
-        params: bytemuck::cast_slice(&params),
+        params: bytemuck::bytes_of(&params),
     })
 }
 
@@ -165,7 +170,11 @@ fn launch_one_pass<T: Reduce>(
     index: usize,
 ) -> Result<()> {
     let (out_base, dst_index) = plan::aligned_output(dev.info(), T::KIND.size(), index);
-    let params = [input.len() as u32, groups as u32, dst_index as u32];
+    let params = ReduceParams {
+        n: input.len() as u32,
+        groups: groups as u32,
+        dst_index: dst_index as u32,
+    };
     let words = if groups > TILE {
         1 + groups.div_ceil(TILE)
     } else {
@@ -193,7 +202,7 @@ fn launch_one_pass<T: Reduce>(
                 bytes: 4 * words as u64,
             },
         ],
-        params: bytemuck::cast_slice(&params),
+        params: bytemuck::bytes_of(&params),
     })
 }
 

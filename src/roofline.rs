@@ -35,6 +35,7 @@
 use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
+use crate::kernels::RooflineParams;
 use crate::plan;
 pub use crate::spec::roofline::{BLOCK, TILE_WORDS};
 
@@ -133,13 +134,18 @@ fn run<T: Element>(dev: &dyn Device, input: &DeviceVec<T>, dst: Dst<'_, T>) -> R
                 (folds.binding(base, index + tiles), index)
             }
         };
-        let params = [words as u32, fold0 as u32, 0, 0];
+        let params = RooflineParams {
+            n: words as u32,
+            fold0: fold0 as u32,
+            pad0: 0,
+            pad1: 0,
+        };
         dev.launch(&Launch {
             kernel,
             block: BLOCK,
             groups: plan::grid(info, tiles as u64)?,
             bindings: &[input.binding(start, n), out],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

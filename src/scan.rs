@@ -56,6 +56,7 @@ use crate::cpu::reduce::Reduce;
 use crate::device::{BackendKind, Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
+use crate::kernels::{ScanDeviceParams, ScanParams};
 use crate::plan;
 use crate::reduce::ReduceOp;
 pub use crate::spec::scan::{ScanKind, BLOCK, ITEMS, TILE};
@@ -180,7 +181,10 @@ fn elementwise<T: Reduce>(
     let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), BLOCK as u64) as usize;
     for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = n.div_ceil(BLOCK as usize);
-        let params = [n as u32, groups as u32];
+        let params = ScanParams {
+            n: n as u32,
+            groups: groups as u32,
+        };
         dev.launch(&Launch {
             kernel: Kernel {
                 name: "scan",
@@ -190,7 +194,7 @@ fn elementwise<T: Reduce>(
             block: BLOCK,
             groups: plan::grid(dev.info(), groups as u64)?,
             bindings: &[input.binding(start, n), output.binding(start, n)],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())
@@ -273,16 +277,18 @@ pub fn device_scan_tuned<T: Reduce>(
     let flags = DeviceVec::<u32>::alloc(dev, 2 * tiles)?;
     let aggregates = DeviceVec::<T>::alloc(dev, tiles)?;
     let inclusives = DeviceVec::<T>::alloc(dev, tiles)?;
-    let consts = [
+    let mut consts = vec![
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", ITEMS),
         ("LB_TILES", window),
-        (
-            "PARTIALS_IN_SHARED",
-            u32::from(partials_in_shared(dev.info().backend, T::KIND)),
-        ),
     ];
+    // Only the CUDA twin reads PARTIALS_IN_SHARED (src/kernels/table.rs): the GLSL kernels
+    // always keep the partials in shared memory and declare no such constant.
+    if dev.info().backend == BackendKind::Cuda {
+        let partials = partials_in_shared(BackendKind::Cuda, T::KIND);
+        consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
+    }
     let kernel = Kernel {
         name: device_kernel(dev.info(), T::KIND),
         elem: T::KIND,
@@ -290,7 +296,12 @@ pub fn device_scan_tuned<T: Reduce>(
     };
     // Zero the tile flags and counters (the same kernel in its clearing mode).
     let first = chunk.min(n_total);
-    let clear = [0, 2 * tiles as u32, 0, launches as u32, 0, 1];
+    let clear = ScanDeviceParams {
+        tiles: 2 * tiles as u32,
+        chunk: launches as u32,
+        clear: 1,
+        ..Default::default()
+    };
     dev.launch(&Launch {
         kernel,
         block: BLOCK,
@@ -306,20 +317,20 @@ pub fn device_scan_tuned<T: Reduce>(
             aggregates.binding(0, tiles),
             inclusives.binding(0, tiles),
         ],
-        params: bytemuck::cast_slice(&clear),
+        params: bytemuck::bytes_of(&clear),
     })?;
     for (launch, start) in (0..n_total).step_by(chunk).enumerate() {
         let n = chunk.min(n_total - start);
         let launch_tiles = n.div_ceil(TILE);
         let tile0 = start / TILE;
-        let params = [
-            n as u32,
-            launch_tiles as u32,
-            tile0 as u32,
-            launch as u32,
-            tuning.spin,
-            0,
-        ];
+        let params = ScanDeviceParams {
+            n: n as u32,
+            tiles: launch_tiles as u32,
+            tile0: tile0 as u32,
+            chunk: launch as u32,
+            spin: tuning.spin,
+            clear: 0,
+        };
         // Tile state of all tiles so far stays bound: look-back reads earlier launches' tiles.
         dev.launch(&Launch {
             kernel,
@@ -333,7 +344,7 @@ pub fn device_scan_tuned<T: Reduce>(
                 aggregates.binding(0, tile0 + launch_tiles),
                 inclusives.binding(0, tile0 + launch_tiles),
             ],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

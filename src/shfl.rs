@@ -30,6 +30,7 @@
 use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
+use crate::kernels::ShflParams;
 use crate::plan;
 pub use crate::spec::shfl::{ShflOp, SEGM};
 
@@ -147,13 +148,18 @@ fn run<T: Element>(
     for (start, n) in plan::chunks(chunk, input.len()) {
         let lanes = n.div_ceil(segm) as u64;
         let groups = plan::grid(info, lanes.div_ceil(u64::from(plan::BLOCK * ROWS)))?;
-        let params = [n as u32, op.arg() as u32, width, 0];
+        let params = ShflParams {
+            n: n as u32,
+            arg: op.arg(),
+            width,
+            pad: 0,
+        };
         dev.launch(&Launch {
             kernel,
             block: plan::BLOCK,
             groups,
             bindings: &[input.binding(start, n), output.binding(start, n)],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

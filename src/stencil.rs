@@ -42,6 +42,7 @@
 pub use crate::cpu::stencil::{StencilElement, HALO, POINTS};
 use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
+use crate::kernels::StencilParams;
 use crate::plan;
 use std::fmt;
 use std::str::FromStr;
@@ -168,16 +169,15 @@ pub fn moving_average<T: StencilElement>(
     }
     for c in plan_chunks(input.len(), chunk_len(info, size, align), align) {
         let groups = plan::grid(info, (c.count as u64).div_ceil(u64::from(BLOCK * rows)))?;
-        let mut params = [0u32; 6 + 2 * POINTS];
-        params[..6].copy_from_slice(&[
-            c.count as u32,
-            c.in_off as u32,
-            c.in_len as u32,
-            c.lo as u32,
-            c.hi as u32,
-            c.out_off as u32,
-        ]);
-        params[6..].copy_from_slice(&words);
+        let params = StencilParams {
+            count: c.count as u32,
+            in_off: c.in_off as u32,
+            in_len: c.in_len as u32,
+            lo: c.lo as u32,
+            hi: c.hi as u32,
+            out_off: c.out_off as u32,
+            w: words,
+        };
         dev.launch(&Launch {
             kernel,
             block: BLOCK,
@@ -186,7 +186,7 @@ pub fn moving_average<T: StencilElement>(
                 input.binding(c.in_base, c.in_len),
                 output.binding(c.out_base, c.out_off + c.count),
             ],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

@@ -46,6 +46,7 @@
 use crate::device::{Device, DeviceVec, Kernel, Launch};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
+use crate::kernels::ChainParams;
 use crate::plan;
 pub use crate::spec::throughput::ChainOp;
 
@@ -89,13 +90,18 @@ pub fn chain(
     for (start, n) in plan::chunks(chunk, out.len()) {
         let groups = plan::grid(info, n.div_ceil(BLOCK as usize) as u64)?;
         // The thread index is taken modulo 2^32, as the model says.
-        let params = [n as u32, iters, seed, start as u32];
+        let params = ChainParams {
+            n: n as u32,
+            iters,
+            seed,
+            first: start as u32,
+        };
         dev.launch(&Launch {
             kernel,
             block: BLOCK,
             groups,
             bindings: &[out.binding(start, n)],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

@@ -33,6 +33,7 @@
 
 use crate::device::{Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
+use crate::kernels::VoteParams;
 use crate::plan;
 pub use crate::spec::vote::{
     Predicate, PredicateElement, VoteOutput, WarpVote, RECORD_WORDS, WARP,
@@ -75,7 +76,16 @@ pub fn vote<T: PredicateElement>(
     let chunk = plan::chunk_elems(info, T::KIND.size(), plan::BLOCK as u64) as usize;
     for (start, n) in plan::chunks(chunk, input.len()) {
         let groups = plan::grid(info, (n as u64).div_ceil(u64::from(plan::BLOCK * ROWS)))?;
-        let params = [n as u32, code, a_lo, a_hi, b_lo, b_hi, 0, 0];
+        let params = VoteParams {
+            n: n as u32,
+            pred: code,
+            a_lo,
+            a_hi,
+            b_lo,
+            b_hi,
+            pad0: 0,
+            pad1: 0,
+        };
         dev.launch(&Launch {
             kernel,
             block: plan::BLOCK,
@@ -85,7 +95,7 @@ pub fn vote<T: PredicateElement>(
                 records.binding(start / WARP * RECORD_WORDS, warps(n) * RECORD_WORDS),
                 ranks.binding(start, n),
             ],
-            params: bytemuck::cast_slice(&params),
+            params: bytemuck::bytes_of(&params),
         })?;
     }
     Ok(())

@@ -335,7 +335,9 @@ impl CudaDevice {
 mod tests {
     use super::*;
     use crate::cuda::probe::pick_arch;
-    use crate::device::BackendKind;
+    use crate::kernels::{KernelDef, On, KERNELS};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
 
     #[test]
     fn every_source_is_found() {
@@ -379,162 +381,111 @@ mod tests {
         Some(pick_arch(90))
     }
 
-    /// Compiles one kernel variant and returns the parameter count of its PTX entry; panics
-    /// with the variant and NVRTC's log on failure, or when the entry is missing.
-    fn compiles(
-        name: &'static str,
-        elem: ElemKind,
-        consts: &[(&'static str, u32)],
-        arch: u32,
-    ) -> usize {
-        let k = Kernel { name, elem, consts };
-        match compile(&k, arch) {
-            Ok(ptx) => entry_param_count(&ptx.to_src(), name)
-                .unwrap_or_else(|| panic!("{k}: no `.entry {name}` in the PTX")),
-            Err(e) => panic!("{k}: {e}"),
-        }
+    /// The element types the CUDA twin of table kernel `k` is compiled for: those its variants
+    /// name, or whose width a bit-container variant names.
+    fn elems_of(k: &KernelDef) -> Vec<ElemKind> {
+        ElemKind::ALL
+            .into_iter()
+            .filter(|e| k.variants.contains(&e.name()) || k.variants.contains(&e.bits_name()))
+            .collect()
     }
 
-    /// Compiles every variant of the reduce kernels the library launches when NVRTC is
-    /// installed (no GPU needed).
+    /// The size in bytes of the last parameter of PTX entry `name` when it is passed by value
+    /// (`.param .align 4 .b8 NAME_param_2[12]`), else `None`.
+    fn by_value_param_bytes(ptx: &str, name: &str) -> Option<usize> {
+        let start = ptx.find(&format!(".entry {name}("))?;
+        let list = &ptx[start..start + ptx[start..].find(')')?];
+        let last = list.lines().rfind(|l| l.contains(".param"))?;
+        if !last.contains(".b8") {
+            return None;
+        }
+        let size = last.rsplit('[').next()?.split(']').next()?;
+        size.parse().ok()
+    }
+
+    /// Every combination of the values the table lists for `k`'s CUDA constants.
+    fn const_sets(k: &KernelDef) -> Vec<Vec<(&'static str, u32)>> {
+        let mut sets = vec![Vec::new()];
+        for c in k.consts.iter().filter(|c| c.on != On::Vulkan) {
+            sets = sets
+                .into_iter()
+                .flat_map(|set| {
+                    c.values.iter().map(move |&v| {
+                        let mut set = set.clone();
+                        set.push((c.name, v));
+                        set
+                    })
+                })
+                .collect();
+        }
+        sets
+    }
+
+    /// Compiles every kernel of `crate::kernels::KERNELS` that has a CUDA twin, for every
+    /// element type its variants cover, with every combination of the values the table lists
+    /// for its CUDA constants (on all cores: there are hundreds). Each entry point must take
+    /// the table's parameter block, byte for byte. Needs NVRTC, no GPU.
     #[test]
-    fn reduce_compiles_with_nvrtc() {
+    fn every_kernel_of_the_table_compiles_with_nvrtc() {
         let Some(arch) = nvrtc_arch_for_tests() else {
             return;
         };
-        for elem in ElemKind::ALL {
-            let ops = if matches!(elem, ElemKind::F32 | ElemKind::F64) {
-                4
-            } else {
-                7
-            };
-            for op in 0..ops {
-                for scope in 0..4 {
-                    let consts = [
-                        ("OP", op),
-                        ("SCOPE", scope),
-                        ("ITEMS", crate::reduce::ITEMS),
-                    ];
-                    compiles("reduce", elem, &consts, arch);
-                }
-                for grouped in 0..2 {
-                    let consts = [
-                        ("OP", op),
-                        ("ITEMS", crate::reduce::ITEMS),
-                        ("GROUPED", grouped),
-                    ];
-                    // Four buffers and the parameter block.
-                    assert_eq!(compiles("reduce_device", elem, &consts, arch), 5);
-                }
-            }
-        }
-    }
-
-    /// Compiles every variant of the scan kernels the library launches when NVRTC is installed.
-    #[test]
-    fn scan_compiles_with_nvrtc() {
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        for elem in ElemKind::ALL {
-            for op in [0, 2, 3] {
-                for exclusive in [0, 1] {
-                    for scope in [0, 1] {
-                        let consts = [("OP", op), ("SCOPE", scope), ("EXCLUSIVE", exclusive)];
-                        compiles("scan", elem, &consts, arch);
-                    }
-                    let partials = crate::scan::partials_in_shared(BackendKind::Cuda, elem);
-                    for window in 1..=crate::scan::MAX_LOOKBACK_TILES {
-                        let consts = [
-                            ("OP", op),
-                            ("EXCLUSIVE", exclusive),
-                            ("ITEMS", crate::scan::ITEMS),
-                            ("LB_TILES", window),
-                            ("PARTIALS_IN_SHARED", u32::from(partials)),
-                        ];
-                        compiles("scan_device", elem, &consts, arch);
-                    }
+        let mut jobs = Vec::new();
+        for k in KERNELS.iter().filter(|k| k.cuda) {
+            let elems = elems_of(k);
+            assert!(!elems.is_empty(), "{}: no element type", k.name);
+            for elem in elems {
+                for set in const_sets(k) {
+                    jobs.push((k, elem, set));
                 }
             }
         }
-    }
-
-    /// Compiles every variant of the reduction-ladder kernels when NVRTC is installed.
-    #[test]
-    fn ladder_compiles_with_nvrtc() {
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        for elem in [ElemKind::I32, ElemKind::U32, ElemKind::I64, ElemKind::U64] {
-            for rung in crate::ladder::LadderKernel::ALL {
-                if rung != crate::ladder::LadderKernel::CompleteUnroll {
-                    compiles(rung.name(), elem, &[], arch);
-                }
+        let next = AtomicU64::new(0);
+        let failures = Mutex::new(Vec::new());
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some((k, elem, set)) = jobs.get(i) else {
+                        break;
+                    };
+                    let variant = Kernel {
+                        name: k.name,
+                        elem: *elem,
+                        consts: set,
+                    };
+                    let failure = match compile(&variant, arch) {
+                        Err(e) => Some(format!("{variant}: {e}")),
+                        Ok(ptx) => {
+                            let ptx = ptx.to_src();
+                            let bytes = by_value_param_bytes(&ptx, k.name);
+                            if entry_param_count(&ptx, k.name).is_none() {
+                                Some(format!("{variant}: no `.entry {}` in the PTX", k.name))
+                            } else if bytes != k.params.map(|p| p.bytes()) {
+                                Some(format!(
+                                    "{variant}: the parameter struct is {bytes:?} bytes, the \
+                                     table's {:?}",
+                                    k.params.map(|p| (p.name, p.bytes()))
+                                ))
+                            } else {
+                                None
+                            }
+                        }
+                    };
+                    failures.lock().unwrap().extend(failure);
+                });
             }
-            for block in [64, 128, 256, 512, 1024] {
-                compiles("reduce_complete_unroll", elem, &[("IBLOCK", block)], arch);
-            }
-        }
+        });
+        let failures = failures.into_inner().unwrap();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(jobs.len() >= 700, "only {} variants", jobs.len());
     }
 
-    /// Compiles every variant of the stencil kernel when NVRTC is installed.
+    /// A compile error names the kernel with its constants and the source file; a kernel with
+    /// no source is a typed error.
     #[test]
-    fn stencil_compiles_with_nvrtc() {
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        for elem in [ElemKind::F32, ElemKind::F64] {
-            for smem in [0, 1] {
-                for rows in [
-                    crate::stencil::FEW_ROWS,
-                    crate::stencil::ROWS,
-                    crate::stencil::MANY_ROWS,
-                ] {
-                    let consts = [("SMEM", smem), ("ROWS", rows)];
-                    compiles("stencil", elem, &consts, arch);
-                }
-            }
-        }
-    }
-
-    /// Compiles every variant of the vote and compaction kernels when NVRTC is installed.
-    #[test]
-    fn vote_and_compact_compile_with_nvrtc() {
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        for elem in ElemKind::ALL {
-            compiles("vote", elem, &[("ROWS", crate::vote::ROWS)], arch);
-            let items = crate::compact::items_per_thread(elem.size());
-            for op in 0..3 {
-                let consts = [
-                    ("OP", op),
-                    ("ITEMS", items),
-                    ("BLOCK", crate::compact::BLOCK),
-                ];
-                compiles("compact", elem, &consts, arch);
-            }
-        }
-    }
-
-    /// Compiles the roofline kernel (both modes) and every subgroup-op chain when NVRTC is
-    /// installed.
-    #[test]
-    fn roofline_and_chain_compile_with_nvrtc() {
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        for mode in [0, 1] {
-            compiles("roofline", ElemKind::U32, &[("MODE", mode)], arch);
-        }
-        for op in crate::throughput::ChainOp::ALL {
-            compiles("chain", ElemKind::U32, &[("OP", op.code())], arch);
-        }
-    }
-
-    /// Compiles every variant of the shuffle kernel when NVRTC is installed (no GPU needed).
-    #[test]
-    fn shfl_compiles_with_nvrtc() {
+    fn compile_errors_name_the_kernel_and_file() {
         let Some(arch) = nvrtc_arch_for_tests() else {
             return;
         };
@@ -543,15 +494,6 @@ mod tests {
             "NVRTC offers compute_{arch} for a 9.0 device"
         );
         assert!(pick_arch(10_000) >= arch);
-        for elem in ElemKind::ALL {
-            for op in 0..5 {
-                for segm in [1, 4] {
-                    let consts = [("OP", op), ("SEGM", segm), ("ROWS", crate::shfl::ROWS)];
-                    // Two buffers and the parameter block.
-                    assert_eq!(compiles("shfl", elem, &consts, arch), 3);
-                }
-            }
-        }
         let bad = [("OP", 9), ("SEGM", 1), ("ROWS", 4)];
         let k = Kernel {
             name: "shfl",
@@ -575,5 +517,15 @@ mod tests {
             compile(&k, arch),
             Err(Error::MissingKernel { .. })
         ));
+    }
+
+    #[test]
+    fn ptx_by_value_parameters_are_measured() {
+        let ptx = ".visible .entry shfl(\n\t.param .u64 .ptr .align 1 shfl_param_0,\n\t\
+                   .param .u64 shfl_param_1,\n\t.param .align 4 .b8 shfl_param_2[16]\n)\n{";
+        assert_eq!(by_value_param_bytes(ptx, "shfl"), Some(16));
+        assert_eq!(by_value_param_bytes(ptx, "vote"), None);
+        let pointers = ".entry f(\n\t.param .u64 f_param_0\n)\n{";
+        assert_eq!(by_value_param_bytes(pointers, "f"), None);
     }
 }

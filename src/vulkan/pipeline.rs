@@ -133,12 +133,13 @@ impl VulkanDevice {
                 }
             }
         };
-        let mut data: Vec<u32> = vec![launch.block];
-        data.extend(k.consts.iter().map(|c| c.1));
-        let entries: Vec<_> = (0..data.len() as u32)
+        // Constants by name: each goes to the constant_id its shader declares for it.
+        let spec = crate::kernels::spec_entries(k.name, launch.block, k.consts)?;
+        let data: Vec<u32> = spec.iter().map(|e| e.1).collect();
+        let entries: Vec<_> = (0..spec.len() as u32)
             .map(|i| {
                 vk::SpecializationMapEntry::default()
-                    .constant_id(i)
+                    .constant_id(spec[i as usize].0)
                     .offset(i * 4)
                     .size(4)
             })

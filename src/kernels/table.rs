@@ -1,0 +1,485 @@
+//! The kernel interface as plain data: every kernel's name, the element variants its SPIR-V is
+//! built for, its specialization constants by name and its parameter block's fields.
+//!
+//! This file uses nothing from the crate (not even `std` beyond the prelude) because three
+//! programs compile it: the library, `build.rs` (which checks every shader and CUDA source
+//! against it and fails the build on any difference) and `xtask` (which compiles the SPIR-V
+//! variants it lists). Changing a kernel's interface means changing it here, in its GLSL
+//! source and in its CUDA twin; the build says which of them disagree.
+
+/// Which backends' kernels read a specialization constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum On {
+    /// The GLSL kernel (a `constant_id`) and its CUDA twin (a `-D` macro) both.
+    Both,
+    /// Only the GLSL kernel.
+    Vulkan,
+    /// Only the CUDA twin (for example a block size that `__launch_bounds__` needs, which a
+    /// GLSL kernel takes from the workgroup size, constant 0).
+    Cuda,
+}
+
+/// One specialization constant of a kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct Const {
+    /// Its name: the GLSL `constant_id` declaration's and the CUDA macro's.
+    pub name: &'static str,
+    /// Which backends read it.
+    pub on: On,
+    /// Every value the algorithm layer may pass, the first being the one the NVRTC compile
+    /// test holds it at while it varies another constant.
+    pub values: &'static [u32],
+}
+
+/// The layout of a kernel's parameter block (a push-constant block in GLSL, a struct passed
+/// by value in CUDA, a `#[repr(C)]` struct of the same name in `crate::kernels`).
+#[derive(Clone, Copy, Debug)]
+pub struct ParamBlock {
+    /// The Rust struct's name.
+    pub name: &'static str,
+    /// Its fields in order, every one a 4-byte word, `name[N]` for an array of N words.
+    pub fields: &'static [&'static str],
+}
+
+impl ParamBlock {
+    /// The block's size in bytes.
+    pub const fn bytes(&self) -> usize {
+        let mut words = 0;
+        let mut i = 0;
+        while i < self.fields.len() {
+            words += field_words(self.fields[i]);
+            i += 1;
+        }
+        4 * words
+    }
+}
+
+/// The words a field of [`ParamBlock::fields`] spans: N for `name[N]`, else 1.
+pub const fn field_words(field: &str) -> usize {
+    let b = field.as_bytes();
+    let mut open = 0;
+    while open < b.len() && b[open] != b'[' {
+        open += 1;
+    }
+    if open == b.len() {
+        return 1;
+    }
+    let mut n = 0;
+    let mut i = open + 1;
+    while i < b.len() && b[i] != b']' {
+        n = n * 10 + (b[i] - b'0') as usize;
+        i += 1;
+    }
+    n
+}
+
+/// One kernel: a `shaders/NAME.comp` and, where [`KernelDef::cuda`] says so, a
+/// `cuda/NAME.cu` with the same interface.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDef {
+    /// The kernel's name: the shader's file stem and the CUDA entry point's name.
+    pub name: &'static str,
+    /// The variants its SPIR-V is built for, each compiled with `-DXW_TYPE_<VARIANT>`:
+    /// element types (`i32`, ..., `f64`) or bit containers (`b32`, `b64`) for kernels that
+    /// only move bits. The CUDA twin is compiled for the element types these cover.
+    pub variants: &'static [&'static str],
+    /// Its specialization constants besides the workgroup size, which is always constant 0
+    /// (`local_size_x_id = 0`) and the launch's `block`.
+    pub consts: &'static [Const],
+    /// Whether `cuda/NAME.cu` exists (a kernel without one runs on Vulkan only).
+    pub cuda: bool,
+    /// Its parameter block, if it takes one.
+    pub params: Option<&'static ParamBlock>,
+}
+
+impl KernelDef {
+    /// The constant called `name`, if the kernel has one.
+    pub fn constant(&self, name: &str) -> Option<&'static Const> {
+        self.consts.iter().find(|c| c.name == name)
+    }
+}
+
+/// The kernel called `name`, if there is one.
+pub fn kernel(name: &str) -> Option<&'static KernelDef> {
+    KERNELS.iter().find(|k| k.name == name)
+}
+
+/// Every element type a variant name may stand for.
+pub const ELEMENT_VARIANTS: &[&str] = &["i32", "u32", "f32", "i64", "u64", "f64"];
+/// Bit-container variants: `b32` covers every 4-byte element type, `b64` every 8-byte one.
+pub const BIT_VARIANTS: &[&str] = &["b32", "b64"];
+
+const ALL_TYPES: &[&str] = &["i32", "u32", "f32", "i64", "u64", "f64"];
+const INTEGERS: &[&str] = &["i32", "u32", "i64", "u64"];
+const FLOATS: &[&str] = &["f32", "f64"];
+
+/// `n`, `groups`, `dst_index`: the reductions' and the ladder's block.
+pub const REDUCE_PARAMS: ParamBlock = ParamBlock {
+    name: "ReduceParams",
+    fields: &["n", "groups", "dst_index"],
+};
+/// The block scan's block.
+pub const SCAN_PARAMS: ParamBlock = ParamBlock {
+    name: "ScanParams",
+    fields: &["n", "groups"],
+};
+/// The single-pass device scan's block.
+pub const SCAN_DEVICE_PARAMS: ParamBlock = ParamBlock {
+    name: "ScanDeviceParams",
+    fields: &["n", "tiles", "tile0", "chunk", "spin", "clear"],
+};
+/// The stream compaction's block.
+pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
+    name: "CompactParams",
+    fields: &[
+        "n",
+        "pred",
+        "a_lo",
+        "a_hi",
+        "b_lo",
+        "b_hi",
+        "window_lo",
+        "window_hi",
+        "span",
+        "tiles",
+        "spin",
+        "slot",
+        "state0",
+        "pad0",
+        "pad1",
+        "pad2",
+    ],
+};
+/// The warp vote's block.
+pub const VOTE_PARAMS: ParamBlock = ParamBlock {
+    name: "VoteParams",
+    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "pad0", "pad1"],
+};
+/// The shuffles' block.
+pub const SHFL_PARAMS: ParamBlock = ParamBlock {
+    name: "ShflParams",
+    fields: &["n", "arg", "width", "pad"],
+};
+/// The stencil's block.
+pub const STENCIL_PARAMS: ParamBlock = ParamBlock {
+    name: "StencilParams",
+    fields: &["count", "in_off", "in_len", "lo", "hi", "out_off", "w[10]"],
+};
+/// The roofline kernels' block.
+pub const ROOFLINE_PARAMS: ParamBlock = ParamBlock {
+    name: "RooflineParams",
+    fields: &["n", "fold0", "pad0", "pad1"],
+};
+/// The operation chains' block.
+pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
+    name: "ChainParams",
+    fields: &["n", "iters", "seed", "first"],
+};
+
+/// Every parameter block.
+pub const PARAM_BLOCKS: &[&ParamBlock] = &[
+    &REDUCE_PARAMS,
+    &SCAN_PARAMS,
+    &SCAN_DEVICE_PARAMS,
+    &COMPACT_PARAMS,
+    &VOTE_PARAMS,
+    &SHFL_PARAMS,
+    &STENCIL_PARAMS,
+    &ROOFLINE_PARAMS,
+    &CHAIN_PARAMS,
+];
+
+// Values shared by several kernels' constants.
+/// Reduce operator codes (`ReduceOp::code`): sum, product, min, max, and, or, xor.
+const REDUCE_OPS: &[u32] = &[0, 1, 2, 3, 4, 5, 6];
+/// The scans' operator codes: sum, min, max.
+const SCAN_OPS: &[u32] = &[0, 2, 3];
+const OFF_ON: &[u32] = &[0, 1];
+
+/// A ladder rung: no constants, the reduction block.
+const fn rung(name: &'static str) -> KernelDef {
+    KernelDef {
+        name,
+        variants: INTEGERS,
+        consts: &[],
+        cuda: true,
+        params: Some(&REDUCE_PARAMS),
+    }
+}
+
+/// The constants of both device-scan kernels on Vulkan.
+const SCAN_DEVICE_CONSTS: [Const; 4] = [
+    Const {
+        name: "OP",
+        on: On::Both,
+        values: SCAN_OPS,
+    },
+    Const {
+        name: "EXCLUSIVE",
+        on: On::Both,
+        values: OFF_ON,
+    },
+    Const {
+        name: "ITEMS",
+        on: On::Both,
+        values: &[16],
+    },
+    Const {
+        name: "LB_TILES",
+        on: On::Both,
+        values: &[1, 2, 3, 4],
+    },
+];
+
+/// The constants of both compaction kernels on Vulkan.
+const COMPACT_CONSTS: [Const; 2] = [
+    // The step: 0 reset, 1 unordered, 2 stable.
+    Const {
+        name: "OP",
+        on: On::Both,
+        values: &[0, 1, 2],
+    },
+    // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
+    Const {
+        name: "ITEMS",
+        on: On::Both,
+        values: &[16, 8],
+    },
+];
+
+/// Every kernel, in the order of `shaders/`.
+pub const KERNELS: &[KernelDef] = &[
+    KernelDef {
+        name: "chain",
+        variants: &["u32"],
+        consts: &[Const {
+            name: "OP",
+            on: On::Both,
+            // Broadcast, up, down, xor, ballot.
+            values: &[0, 1, 2, 3, 4],
+        }],
+        cuda: true,
+        params: Some(&CHAIN_PARAMS),
+    },
+    KernelDef {
+        name: "compact",
+        variants: ALL_TYPES,
+        consts: &[
+            COMPACT_CONSTS[0],
+            COMPACT_CONSTS[1],
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&COMPACT_PARAMS),
+    },
+    // compact.glsl with the unordered step's count and tiles done in one 64-bit word; the
+    // CUDA twin always keeps them so, in compact.cu.
+    KernelDef {
+        name: "compact_c64",
+        variants: ALL_TYPES,
+        consts: &COMPACT_CONSTS,
+        cuda: false,
+        params: Some(&COMPACT_PARAMS),
+    },
+    KernelDef {
+        name: "reduce",
+        variants: ALL_TYPES,
+        consts: &[
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            // 0 warp butterfly, 1 warp shift-down, 2 block, 3 tile.
+            Const {
+                name: "SCOPE",
+                on: On::Both,
+                values: &[0, 1, 2, 3],
+            },
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16],
+            },
+        ],
+        cuda: true,
+        params: Some(&REDUCE_PARAMS),
+    },
+    KernelDef {
+        name: "reduce_complete_unroll",
+        variants: INTEGERS,
+        consts: &[Const {
+            name: "IBLOCK",
+            on: On::Both,
+            values: &[512, 64, 128, 256, 1024],
+        }],
+        cuda: true,
+        params: Some(&REDUCE_PARAMS),
+    },
+    rung("reduce_complete_unroll_warps8"),
+    KernelDef {
+        name: "reduce_device",
+        variants: ALL_TYPES,
+        consts: &[
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16],
+            },
+            // 1: more than one tile of totals.
+            Const {
+                name: "GROUPED",
+                on: On::Both,
+                values: OFF_ON,
+            },
+        ],
+        cuda: true,
+        params: Some(&REDUCE_PARAMS),
+    },
+    rung("reduce_interleaved"),
+    rung("reduce_neighbored"),
+    rung("reduce_neighbored_less"),
+    rung("reduce_shfl"),
+    rung("reduce_smem"),
+    rung("reduce_unroll_warps8"),
+    rung("reduce_unrolling2"),
+    rung("reduce_unrolling4"),
+    rung("reduce_unrolling8"),
+    KernelDef {
+        name: "roofline",
+        variants: &["u32"],
+        // 0 copy, 1 read.
+        consts: &[Const {
+            name: "MODE",
+            on: On::Both,
+            values: OFF_ON,
+        }],
+        cuda: true,
+        params: Some(&ROOFLINE_PARAMS),
+    },
+    KernelDef {
+        name: "scan",
+        variants: ALL_TYPES,
+        consts: &[
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: SCAN_OPS,
+            },
+            // 0 warp, 1 block.
+            Const {
+                name: "SCOPE",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            Const {
+                name: "EXCLUSIVE",
+                on: On::Both,
+                values: OFF_ON,
+            },
+        ],
+        cuda: true,
+        params: Some(&SCAN_PARAMS),
+    },
+    KernelDef {
+        name: "scan_device",
+        variants: ALL_TYPES,
+        consts: &[
+            SCAN_DEVICE_CONSTS[0],
+            SCAN_DEVICE_CONSTS[1],
+            SCAN_DEVICE_CONSTS[2],
+            SCAN_DEVICE_CONSTS[3],
+            // Where a thread's partial folds wait out the look-back: 1 shared memory, 0
+            // registers. The GLSL kernels always keep them in shared memory.
+            Const {
+                name: "PARTIALS_IN_SHARED",
+                on: On::Cuda,
+                values: &[1, 0],
+            },
+        ],
+        cuda: true,
+        params: Some(&SCAN_DEVICE_PARAMS),
+    },
+    // scan_device.glsl with a 32-bit type's tile state in one 64-bit word; the CUDA twin
+    // always keeps it so, in scan_device.cu.
+    KernelDef {
+        name: "scan_device_s64",
+        variants: &["i32", "u32", "f32"],
+        consts: &SCAN_DEVICE_CONSTS,
+        cuda: false,
+        params: Some(&SCAN_DEVICE_PARAMS),
+    },
+    // The Vulkan device's self-test at open.
+    KernelDef {
+        name: "selftest",
+        variants: FLOATS,
+        consts: &[],
+        cuda: false,
+        params: None,
+    },
+    KernelDef {
+        name: "shfl",
+        variants: BIT_VARIANTS,
+        consts: &[
+            // Broadcast, up, down, wrap, xor.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: &[0, 1, 2, 3, 4],
+            },
+            // Values per lane.
+            Const {
+                name: "SEGM",
+                on: On::Both,
+                values: &[1, 4],
+            },
+            // Layers of the workgroup's width per workgroup.
+            Const {
+                name: "ROWS",
+                on: On::Both,
+                values: &[4],
+            },
+        ],
+        cuda: true,
+        params: Some(&SHFL_PARAMS),
+    },
+    KernelDef {
+        name: "stencil",
+        variants: FLOATS,
+        consts: &[
+            // 0 shuffles, 1 shared memory.
+            Const {
+                name: "SMEM",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            Const {
+                name: "ROWS",
+                on: On::Both,
+                values: &[8, 4, 16],
+            },
+        ],
+        cuda: true,
+        params: Some(&STENCIL_PARAMS),
+    },
+    KernelDef {
+        name: "vote",
+        variants: ALL_TYPES,
+        consts: &[Const {
+            name: "ROWS",
+            on: On::Both,
+            values: &[4],
+        }],
+        cuda: true,
+        params: Some(&VOTE_PARAMS),
+    },
+];
