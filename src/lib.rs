@@ -52,5 +52,5 @@ pub mod vote;
 pub mod vulkan;
 
 pub use device::{BackendKind, Device, DeviceInfo, DeviceVec, KernelStats, Subnormals};
-pub use element::{ElemKind, Element, Rng};
+pub use element::{ElemKind, Element, HardValues, Rng};
 pub use error::{Error, Result};

@@ -3,13 +3,21 @@
 //! (often at the edges 2^k - 1, 2^k, 2^k + 1 and multiples of the warp) and values (edge values
 //! included), on every test device, against the CPU reference, bit for bit.
 //!
+//! Float inputs of every property come, case by case, from one of three palettes ([`Arb`]):
+//! representative values, hard values (`xwarp::Element::random_hard`: every magnitude,
+//! subnormals, zeros, halves, integers around 2^24 and 2^53; NaN payloads and ±∞ where values
+//! are only compared or moved), or values about subnormals (`xwarp::validate::tiny_value`).
+//! Where a test device flushes subnormals, its type's palettes leave them out (said once). Sums
+//! and products that end in NaN match any NaN (the documented rule:
+//! `xwarp::validate::first_mismatch_nan_as_class`); everything else is compared bit for bit.
+//!
 //! `XWARP_PROPTEST_CASES` sets the cases per property (default [`DEFAULT_CASES`]). A failure is
 //! shrunk to a small case, which is printed with the seed that replays the run
 //! (`XWARP_SEED`).
 
 mod common;
 
-use common::{for_each_device, seed};
+use common::{for_each_device, hard_values, seed};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -28,14 +36,16 @@ use xwarp::shfl::{ShflOp, SEGM};
 use xwarp::stencil::StencilVariant;
 use xwarp::validate::compact::{comparable, expected_output, run_compact};
 use xwarp::validate::ladder::{run_ladder, LadderCase};
-use xwarp::validate::reduce::{run_reduce, ReduceCase, Scope as ReduceScope};
+use xwarp::validate::reduce::{comparison, run_reduce, ReduceCase, Scope as ReduceScope};
 use xwarp::validate::scan::{run_scan, ScanCase, Scope as ScanScope};
 use xwarp::validate::shfl::{run_shfl, ShflCase};
-use xwarp::validate::stencil::{poison_for, run_stencil};
+use xwarp::validate::stencil::run_stencil;
 use xwarp::validate::vote::run_vote;
-use xwarp::validate::{first_mismatch, poison_value};
+use xwarp::validate::{
+    first_mismatch, first_mismatch_nan_as_class, poison_value, tiny_value, Compare,
+};
 use xwarp::vote::{Predicate, PredicateElement};
-use xwarp::{Device, Element};
+use xwarp::{Device, Element, HardValues, Rng};
 
 /// Cases per property when `XWARP_PROPTEST_CASES` is unset: what keeps this file within about
 /// a minute on llvmpipe with the validation layer.
@@ -89,7 +99,17 @@ where
 
 /// Compares bit for bit, saying where the first difference is.
 fn exact<T: Element>(what: impl fmt::Display, want: &[T], got: &[T]) -> Result<(), String> {
-    match first_mismatch(want, got) {
+    compared(what, want, got, first_mismatch)
+}
+
+/// Compares with `compare`, saying where the first difference is.
+fn compared<T: Element>(
+    what: impl fmt::Display,
+    want: &[T],
+    got: &[T],
+    compare: Compare<T>,
+) -> Result<(), String> {
+    match compare(want, got) {
         None => Ok(()),
         Some(m) => Err(format!("{what}: {m}")),
     }
@@ -147,15 +167,62 @@ fn data_upto<T: fmt::Debug + Clone + 'static>(
 
 /// How a type's values are drawn for each use.
 trait Arb: Element + PredicateElement + Reduce {
-    /// Any bit pattern, edge values often (data that is only moved).
+    /// Any bit pattern, edge values often, hard values among them (data that is only moved).
     fn bits() -> BoxedStrategy<Self>;
-    /// Values for `op` that the reference and every device agree on bit for bit: for floats,
-    /// finite sums of mixed magnitudes, products near ±1 (and zeros), and anything (NaN,
-    /// infinities, signed zeros) for min and max; for integers any value.
+    /// Representative values for `op`: for floats, finite sums of mixed magnitudes, products
+    /// near ±1 (and zeros), and anything (NaN, infinities, signed zeros) for min and max; for
+    /// integers any value.
     fn for_op(op: ReduceOp) -> BoxedStrategy<Self>;
-    /// Values for predicates: integers, and for floats integer-valued and mixed values, zeros
-    /// of both signs, infinities and NaN (subnormals, which devices may flush, left out).
+    /// Representative values for predicates: integers, and for floats integer-valued and
+    /// mixed values, zeros of both signs, infinities and NaN.
     fn for_pred() -> BoxedStrategy<Self>;
+    /// The palettes a case draws its values for `op` from, one per case: [`Arb::for_op`]; for
+    /// floats also hard values (finite for sums and products: a sum that meets ±∞ or NaN
+    /// shows little of its other inputs; for sums without the largest magnitudes, so that
+    /// results stay numbers, and in a last palette with them, so that sums overflow; for
+    /// products mostly among values near ±1, so that not every product overflows or vanishes)
+    /// and values about subnormals (sums, differences, comparisons or products of subnormal
+    /// size), the latter only where every test device keeps subnormals.
+    fn palettes_for_op(op: ReduceOp) -> Vec<BoxedStrategy<Self>>;
+    /// The same for predicates: [`Arb::for_pred`]; for floats also hard values with NaN
+    /// payloads and ±∞, and subnormals with the smallest normals and zeros.
+    fn palettes_for_pred() -> Vec<BoxedStrategy<Self>>;
+}
+
+/// Values of `hard` from the crate's generator, one seed each (shrinking tries other seeds).
+fn hard<T: Element>(hard: HardValues) -> BoxedStrategy<T> {
+    any::<u64>()
+        .prop_map(move |s| T::random_hard(&mut Rng::new(s), hard))
+        .boxed()
+}
+
+/// Values about subnormals ([`tiny_value`]), for products or for the rest.
+fn tiny<T: Element>(products: bool) -> BoxedStrategy<T> {
+    any::<u64>()
+        .prop_map(move |s| tiny_value(&mut Rng::new(s), products))
+        .boxed()
+}
+
+/// Which of `k` palettes a case takes: the first (the representative values) in half of the
+/// cases, the others in turn.
+fn palette(k: usize) -> BoxedStrategy<usize> {
+    if k < 2 {
+        return Just(0).boxed();
+    }
+    // 2(k - 1) draws: the first k - 1 take the representative palette, one each the others.
+    (0..2 * (k - 1))
+        .prop_map(move |p| (p + 2).saturating_sub(k))
+        .boxed()
+}
+
+/// Inputs of `min` to [`MAX_LEN`] elements, each case from one of `palettes` ([`palette`]).
+fn from_palettes<T: fmt::Debug + Clone + 'static>(
+    palettes: Vec<BoxedStrategy<T>>,
+    min: usize,
+) -> BoxedStrategy<Data<T>> {
+    palette(palettes.len())
+        .prop_flat_map(move |p| data(palettes[p].clone(), min))
+        .boxed()
 }
 
 macro_rules! int_arb {
@@ -178,6 +245,12 @@ macro_rules! int_arb {
             fn for_pred() -> BoxedStrategy<Self> {
                 Self::bits()
             }
+            fn palettes_for_op(op: ReduceOp) -> Vec<BoxedStrategy<Self>> {
+                vec![Self::for_op(op)]
+            }
+            fn palettes_for_pred() -> Vec<BoxedStrategy<Self>> {
+                vec![Self::for_pred()]
+            }
         }
     )*};
 }
@@ -190,6 +263,7 @@ macro_rules! float_arb {
                 prop_oneof![
                     4 => any::<$bits>().prop_map(<$t>::from_bits),
                     4 => finite::<$t>(),
+                    4 => hard(hard_values(Self::KIND, true)),
                     1 => Just($t::NAN),
                     1 => Just($t::INFINITY),
                     1 => Just($t::NEG_INFINITY),
@@ -235,6 +309,45 @@ macro_rules! float_arb {
                     1 => Just(-0.0),
                 ]
                 .boxed()
+            }
+            fn palettes_for_op(op: ReduceOp) -> Vec<BoxedStrategy<Self>> {
+                let specials = matches!(op, ReduceOp::Min | ReduceOp::Max);
+                let values = hard_values(Self::KIND, specials);
+                let mixed = match op {
+                    // Products of hard values may be subnormal: where a device flushes them,
+                    // only the representative ones.
+                    ReduceOp::Product if !values.subnormals => Self::for_op(op),
+                    ReduceOp::Product => prop_oneof![
+                        7 => Self::for_op(op),
+                        1 => hard(values),
+                    ]
+                    .boxed(),
+                    // Sums stay numbers (compared bit for bit) without the largest magnitudes;
+                    // the last palette has them, and sums overflow.
+                    ReduceOp::Sum => {
+                        prop_oneof![Self::for_op(op), hard(values.without_huge())].boxed()
+                    }
+                    _ => prop_oneof![Self::for_op(op), hard(values)].boxed(),
+                };
+                let mut palettes = vec![Self::for_op(op), mixed];
+                if values.subnormals {
+                    palettes.push(tiny(op == ReduceOp::Product));
+                }
+                if op == ReduceOp::Sum {
+                    palettes.push(prop_oneof![Self::for_op(op), hard(values)].boxed());
+                }
+                palettes
+            }
+            fn palettes_for_pred() -> Vec<BoxedStrategy<Self>> {
+                let values = hard_values(Self::KIND, true);
+                let mut palettes = vec![
+                    Self::for_pred(),
+                    prop_oneof![Self::for_pred(), hard(values)].boxed(),
+                ];
+                if values.subnormals {
+                    palettes.push(tiny(false));
+                }
+                palettes
             }
         }
     )*};
@@ -337,8 +450,23 @@ fn shfl_prop<T: Arb + fmt::Debug>() {
     );
 }
 
+/// A predicate with thresholds from one of `palettes` ([`palette`]) and an input of `min` to
+/// `max` elements from the same palette.
+fn predicate_and_data<T: Arb>(
+    palettes: Vec<BoxedStrategy<T>>,
+    min: usize,
+    max: usize,
+) -> BoxedStrategy<(Predicate<T>, Data<T>)> {
+    palette(palettes.len())
+        .prop_flat_map(move |p| {
+            let values = palettes[p].clone();
+            (predicate(values.clone()), data_upto(values, min, max))
+        })
+        .boxed()
+}
+
 fn vote_prop<T: Arb>() {
-    let strategy = (predicate(T::for_pred()), data(T::for_pred(), 1));
+    let strategy = predicate_and_data(T::palettes_for_pred(), 1, MAX_LEN);
     property(
         &format!("vote {}", T::KIND),
         strategy,
@@ -375,18 +503,14 @@ fn compact_prop<T: Arb>() {
                     max_binding_elems: max,
                     spin,
                 }),
-                data_upto(T::for_pred(), 0, longest),
+                predicate_and_data(T::palettes_for_pred(), 0, longest),
             )
         });
-    let strategy = (
-        select(vec![Order::Stable, Order::Unordered]),
-        predicate(T::for_pred()),
-        tuned,
-    );
+    let strategy = (select(vec![Order::Stable, Order::Unordered]), tuned);
     property(
         &format!("compact {}", T::KIND),
         strategy,
-        |dev, (order, pred, (tuning, Data(input)))| {
+        |dev, (order, (tuning, (pred, Data(input))))| {
             let poison = poison_value(&input);
             let (count, out) = expected_output(order, pred, &input, poison);
             let what = format!(
@@ -420,7 +544,11 @@ fn reduce_prop<T: Arb>() {
     ];
     let strategy = (select(ops), select(scopes)).prop_flat_map(|(op, scope)| {
         let min = usize::from(scope != ReduceScope::Device);
-        (Just(op), Just(scope), data(T::for_op(op), min))
+        (
+            Just(op),
+            Just(scope),
+            from_palettes(T::palettes_for_op(op), min),
+        )
     });
     property(
         &format!("reduce {}", T::KIND),
@@ -435,7 +563,7 @@ fn reduce_prop<T: Arb>() {
             let want = xwarp::validate::reduce::expected(&case, &input);
             let got = run_reduce(dev, &case, &input, poison_value(&want))
                 .map_err(|e| format!("{case}: {e}"))?;
-            exact(case, &want, &got)
+            compared(case, &want, &got, comparison(op))
         },
     );
 }
@@ -463,7 +591,12 @@ fn scan_prop<T: Arb>() {
     )
         .prop_flat_map(|(op, kind, scope)| {
             let min = usize::from(!matches!(scope, ScanScope::Device(_)));
-            (Just(op), Just(kind), Just(scope), data(T::for_op(op), min))
+            (
+                Just(op),
+                Just(kind),
+                Just(scope),
+                from_palettes(T::palettes_for_op(op), min),
+            )
         });
     property(
         &format!("scan {}", T::KIND),
@@ -479,7 +612,7 @@ fn scan_prop<T: Arb>() {
             let want = xwarp::validate::scan::expected(&case, &input);
             let got = run_scan(dev, &case, &input, poison_value(&want))
                 .map_err(|e| format!("{case}: {e}"))?;
-            exact(case, &want, &got)
+            compared(case, &want, &got, comparison(op))
         },
     );
 }
@@ -514,16 +647,36 @@ fn ladder_prop<T: Arb + LadderElem>() {
 }
 
 fn stencil_prop<T: Arb + StencilElement>() {
-    let weights = proptest::array::uniform5(T::for_op(ReduceOp::Sum));
+    // Weights and input from one palette per case ([`palette`]): representative values,
+    // finite hard values (with integer weights from -8 to 8 where a device flushes
+    // subnormals: their products and sums with hard values without subnormals are never
+    // subnormal), or values whose products are subnormal.
+    let values = hard_values(T::KIND, false);
+    let weights = if values.subnormals {
+        hard(values)
+    } else {
+        (-8i32..=8)
+            .prop_map(|w| common::float_from_f64::<T>(f64::from(w)))
+            .boxed()
+    };
+    let mut palettes = vec![
+        (T::for_op(ReduceOp::Sum), T::for_op(ReduceOp::Sum)),
+        (weights, hard(values)),
+    ];
+    if values.subnormals {
+        palettes.push((tiny(true), tiny(true)));
+    }
     let strategy = (
         select(StencilVariant::ALL.to_vec()),
-        weights,
-        data(T::for_op(ReduceOp::Sum), 1),
+        palette(palettes.len()).prop_flat_map(move |p| {
+            let (weights, input) = palettes[p].clone();
+            (proptest::array::uniform5(weights), data(input, 1))
+        }),
     );
     property(
         &format!("stencil {}", T::KIND),
         strategy,
-        |dev, (variant, weights, Data(input))| {
+        |dev, (variant, (weights, Data(input)))| {
             let weights: [T; POINTS] = weights;
             let want = cpu::stencil::moving_average(weights, &input);
             let what = format!(
@@ -531,9 +684,10 @@ fn stencil_prop<T: Arb + StencilElement>() {
                 T::KIND,
                 input.len()
             );
-            let got = run_stencil(dev, variant, weights, &input, poison_for(&want))
+            // Never a NaN poison: a NaN result would match it.
+            let got = run_stencil(dev, variant, weights, &input, poison_value(&want))
                 .map_err(|e| format!("{what}: {e}"))?;
-            exact(&what, &want, &got)
+            compared(&what, &want, &got, first_mismatch_nan_as_class)
         },
     );
 }

@@ -1,12 +1,13 @@
 //! Inputs, element types and the throughput chains of the benchmark.
 
-use super::{measure_gpu, ChainRow, Ctx, Stats};
+use super::{measure_gpu, Algo, ChainRow, Ctx, Reference, Stats, HARD_CHECK_MAX};
 use crate::cpu;
 use crate::cpu::reduce::Reduce;
 use crate::cpu::stencil::POINTS;
 use crate::device::{Device, DeviceVec};
-use crate::element::{Element, Rng};
+use crate::element::{ElemKind, Element, HardValues, Rng};
 use crate::error::{Error, Result};
+use crate::reduce::ReduceOp;
 use crate::stencil::{self, StencilVariant};
 use crate::throughput::{self, ChainOp};
 use crate::vote::PredicateElement;
@@ -19,6 +20,15 @@ pub(crate) trait BenchElem: Reduce + PredicateElement {
     /// Random weights and the CPU reference of the moving average over `input`; `None` for
     /// types without a stencil.
     fn stencil_reference(rng: &mut Rng, input: &[Self]) -> Option<([Self; POINTS], Vec<Self>)>;
+
+    /// Hard weights of `hard`'s values ([`crate::validate::stencil::hard_weights_and_input`])
+    /// and the CPU reference of the moving average over `input`; `None` for types without a
+    /// stencil.
+    fn hard_stencil_reference(
+        rng: &mut Rng,
+        hard: HardValues,
+        input: &[Self],
+    ) -> Option<([Self; POINTS], Vec<Self>)>;
 
     /// [`stencil::moving_average`] where the type has it.
     fn moving_average(
@@ -35,6 +45,13 @@ macro_rules! int_bench_elem {
         impl BenchElem for $t {
             const THRESHOLD: Self = $th;
             fn stencil_reference(_: &mut Rng, _: &[Self]) -> Option<([Self; POINTS], Vec<Self>)> {
+                None
+            }
+            fn hard_stencil_reference(
+                _: &mut Rng,
+                _: HardValues,
+                _: &[Self],
+            ) -> Option<([Self; POINTS], Vec<Self>)> {
                 None
             }
             fn moving_average(
@@ -60,6 +77,16 @@ macro_rules! float_bench_elem {
                 input: &[Self],
             ) -> Option<([Self; POINTS], Vec<Self>)> {
                 let weights: [Self; POINTS] = std::array::from_fn(|_| Self::random(rng));
+                Some((weights, cpu::stencil::moving_average(weights, input)))
+            }
+            fn hard_stencil_reference(
+                rng: &mut Rng,
+                hard: HardValues,
+                input: &[Self],
+            ) -> Option<([Self; POINTS], Vec<Self>)> {
+                let kind = crate::validate::HardInput::Mixed;
+                let (weights, _) =
+                    crate::validate::stencil::hard_weights_and_input(kind, hard, 0, rng);
                 Some((weights, cpu::stencil::moving_average(weights, input)))
             }
             fn moving_average(
@@ -95,6 +122,65 @@ pub(crate) use with_bench_elem;
 /// (`benches/cub/cub_bench.cu` runs the same generator), so both sides time the same data.
 pub(crate) fn random_input<T: Element>(seed: u64, n: usize) -> Vec<T> {
     Rng::new(seed).vec(n)
+}
+
+/// The hard inputs a float case is checked on before it is timed: the timed inputs stay the
+/// representative ones CUB times too, and these catch what they never hold.
+pub(crate) struct HardInputs<T> {
+    /// Finite hard values below 2^(emax - 23) ([`HardValues::huge`]), subnormals included
+    /// where every device keeps them: for what sums (a sum that meets ±∞ or NaN shows little of
+    /// its other inputs).
+    finite: Vec<T>,
+    /// The same mix with NaN payloads and ±∞: for what only compares or moves values.
+    all: Vec<T>,
+    /// What `finite` holds.
+    hard: HardValues,
+}
+
+impl<T: BenchElem> HardInputs<T> {
+    /// Hard inputs of `n` elements (at most [`HARD_CHECK_MAX`]) from `seed` for the devices
+    /// `devices`; `None` for integer types, whose timed inputs are already random bits.
+    pub(crate) fn new(devices: &[(String, &dyn Device)], seed: u64, n: usize) -> Option<Self> {
+        if !matches!(T::KIND, ElemKind::F32 | ElemKind::F64) {
+            return None;
+        }
+        let n = n.min(HARD_CHECK_MAX);
+        // Without the largest magnitudes: sums of up to HARD_CHECK_MAX of them stay numbers.
+        let hard = crate::validate::hard_values(devices, T::KIND, false).without_huge();
+        let all = crate::validate::hard_values(devices, T::KIND, true);
+        let mut rng = Rng::new(seed ^ 0x0a4d_0a4d);
+        Some(HardInputs {
+            finite: rng.hard_vec(n, hard),
+            all: rng.hard_vec(n, all),
+            hard,
+        })
+    }
+
+    /// Whether `algo` adds or multiplies values (gets finite inputs, and a NaN result matches
+    /// any NaN).
+    pub(super) fn sums(algo: Algo) -> bool {
+        matches!(
+            algo,
+            Algo::Reduce(ReduceOp::Sum) | Algo::Scan(_) | Algo::Stencil(_)
+        )
+    }
+
+    /// The input `algo` is checked on.
+    pub(crate) fn input(&self, algo: Algo) -> &[T] {
+        if Self::sums(algo) {
+            &self.finite
+        } else {
+            &self.all
+        }
+    }
+
+    /// The CPU reference for `algo` on [`HardInputs::input`] (the stencil with hard weights).
+    pub(crate) fn reference(&self, algo: Algo, seed: u64) -> Reference<T> {
+        let input = self.input(algo);
+        Reference::with_weights(algo, input, || {
+            T::hard_stencil_reference(&mut Rng::new(seed ^ 0x57e4_0a4d), self.hard, input)
+        })
+    }
 }
 
 /// The read roofline's folds of `input`, as the kernel writes them.

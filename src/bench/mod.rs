@@ -3,7 +3,11 @@
 //!
 //! One measurement path serves `xwarp bench` and `cargo bench`: [`run`] plans the cases of a
 //! [`Config`], and for each one uploads random inputs, runs the algorithm once and checks the
-//! result against the CPU reference ([`crate::cpu`]), then times it.
+//! result against the CPU reference ([`crate::cpu`]), then times it. The timed inputs are
+//! representative values (the data CUB times too); for `f32` and `f64` each case is first also
+//! checked once on hard values ([`crate::Element::random_hard`]: every magnitude, subnormals
+//! where every device keeps them, NaN payloads and ±∞ where values are only compared or
+//! moved), of the case's length up to [`HARD_CHECK_MAX`] elements.
 //!
 //! What a case reports:
 //! - **GPU time**: median, min and max over [`Config::reps`] repetitions, from Vulkan timestamp
@@ -39,12 +43,18 @@ use crate::reduce::{self, ReduceOp};
 use crate::scan::{self, ScanKind};
 use crate::shfl::{self, ShflOp};
 use crate::stencil::StencilVariant;
+use crate::validate::{first_mismatch, first_mismatch_nan_as_class, Compare};
 use crate::vote::{self, Predicate};
-use data::{random_input, with_bench_elem, BenchElem};
+use data::{random_input, with_bench_elem, BenchElem, HardInputs};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
+
+/// The most elements of the hard-value check that precedes each `f32` and `f64` case (the
+/// case's own length where it is shorter): enough for several levels of every device-wide
+/// algorithm, and cheap next to the timed runs.
+pub const HARD_CHECK_MAX: usize = (1 << 20) + 7;
 
 /// One benchmarked algorithm (one row group of the table, one plot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -616,6 +626,8 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
         .iter()
         .map(|(_, d)| DeviceVec::from_slice(*d, &input))
         .collect();
+    // The hard inputs every algorithm of this size is checked on first (floats only).
+    let hard = HardInputs::<T>::new(ctx.devices, seed, n);
     let algos: Vec<Algo> = ctx
         .cfg
         .algos
@@ -625,6 +637,7 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
         .collect();
     for algo in algos {
         let reference = Reference::of(algo, &input, seed);
+        let hard_reference = hard.as_ref().map(|h| h.reference(algo, seed));
         for (i, upload) in uploads.iter().enumerate() {
             let (label, dev) = &ctx.devices[i];
             let what = format!("{label} {algo} {} n={n}", T::KIND);
@@ -636,7 +649,12 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
                     continue;
                 }
             };
-            match case::<T>(*dev, ctx.scrubs[i].as_ref(), ctx.cfg, algo, src, &reference) {
+            let hard_check = match (&hard, &hard_reference) {
+                (Some(h), Some(r)) => Some((h.input(algo), r)),
+                _ => None,
+            };
+            let scrub = ctx.scrubs[i].as_ref();
+            match case::<T>(*dev, scrub, ctx.cfg, algo, src, &reference, hard_check) {
                 Ok(Ok(t)) => ctx.report.records.push(Record {
                     backend: label.clone(),
                     algo: algo.name(),
@@ -668,6 +686,17 @@ enum Reference<T: BenchElem> {
 
 impl<T: BenchElem> Reference<T> {
     fn of(algo: Algo, input: &[T], seed: u64) -> Self {
+        Self::with_weights(algo, input, || {
+            T::stencil_reference(&mut Rng::new(seed ^ 0x57e4), input)
+        })
+    }
+
+    /// [`Reference::of`] with the stencil's weights and result from `stencil`.
+    fn with_weights(
+        algo: Algo,
+        input: &[T],
+        stencil: impl FnOnce() -> Option<([T; cpu::stencil::POINTS], Vec<T>)>,
+    ) -> Self {
         let pred = Predicate::Greater(T::THRESHOLD);
         match algo {
             Algo::Copy => Reference::Elems(input.to_vec()),
@@ -683,12 +712,25 @@ impl<T: BenchElem> Reference<T> {
             }
             // Only float types reach here (`Algo::supports`); the others get an empty reference
             // and their call fails with a typed error before any check.
-            Algo::Stencil(_) => T::stencil_reference(&mut Rng::new(seed ^ 0x57e4), input)
-                .map_or(Reference::Elems(Vec::new()), |(w, out)| {
-                    Reference::Stencil(w, out)
-                }),
+            Algo::Stencil(_) => stencil().map_or(Reference::Elems(Vec::new()), |(w, out)| {
+                Reference::Stencil(w, out)
+            }),
             Algo::Shfl(op) => Reference::Elems(cpu::shfl::shfl(op, 32, 1, input)),
             Algo::Vote => Reference::Words(cpu::vote::vote(pred, input).to_words()),
+        }
+    }
+}
+
+impl<T: BenchElem> Reference<T> {
+    /// A value the expected elements do not hold, never a NaN (for checks that let NaN match
+    /// any NaN, where the NaN poison of [`poison`] could pass for a result).
+    fn poison(&self) -> T {
+        match self {
+            Reference::Elems(want) | Reference::Stencil(_, want) => {
+                crate::validate::poison_value(want)
+            }
+            Reference::Value(want) => crate::validate::poison_value(&[*want]),
+            Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
         }
     }
 }
@@ -811,6 +853,15 @@ impl<'a, T: BenchElem> Case<'a, T> {
     /// Compares the outputs of the last call with the reference; `Ok` holds the number of
     /// kept elements for a compaction.
     fn check(&self) -> Result<std::result::Result<usize, String>> {
+        self.check_by(first_mismatch)
+    }
+
+    /// [`Case::check`], comparing elements with `compare`.
+    fn check_by(&self, compare: Compare<T>) -> Result<std::result::Result<usize, String>> {
+        let compare = |want: &[T], got: &[T]| match compare(want, got) {
+            None => Ok(()),
+            Some(m) => Err(m.to_string()),
+        };
         let dev = self.dev;
         let count = || -> Result<u64> { Ok(self.count.to_vec(dev)?[0]) };
         Ok(match self.reference {
@@ -841,13 +892,38 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 if self.algo == Algo::Vote {
                     got.extend(self.ranks.to_vec(dev)?);
                 }
-                compare(want, &got).map(|()| 0)
+                self::compare(want, &got).map(|()| 0)
             }
         })
     }
 }
 
-/// Runs one case on one device: checked once against `reference`, then timed.
+/// Runs `algo` once on the hard `input` and checks it against `reference`: sums (reduce,
+/// scan, stencil) that end in NaN match any NaN (the documented rule), everything else bit
+/// for bit, into outputs poisoned with a value that is not a NaN. `Ok(Err(_))` says what
+/// differed.
+fn hard_check<T: BenchElem>(
+    dev: &dyn Device,
+    algo: Algo,
+    input: &[T],
+    reference: &Reference<T>,
+) -> Result<std::result::Result<(), String>> {
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut c = Case::new(dev, algo, &src, reference)?;
+    c.out.fill(dev, reference.poison())?;
+    c.call(true)?;
+    let compare: Compare<T> = if HardInputs::<T>::sums(algo) {
+        first_mismatch_nan_as_class
+    } else {
+        first_mismatch
+    };
+    Ok(c.check_by(compare)?
+        .map(|_| ())
+        .map_err(|m| format!("hard values, n={}: {m}", src.len())))
+}
+
+/// Runs one case on one device: checked once against `reference` (and first, where given, on
+/// a hard input against its reference: [`hard_check`]), then timed.
 /// `Ok(Err(_))`: the result was wrong (and nothing was timed).
 fn case<T: BenchElem>(
     dev: &dyn Device,
@@ -856,7 +932,13 @@ fn case<T: BenchElem>(
     algo: Algo,
     src: &DeviceVec<T>,
     reference: &Reference<T>,
+    hard: Option<(&[T], &Reference<T>)>,
 ) -> Result<std::result::Result<Timed, String>> {
+    if let Some((hard_input, hard_reference)) = hard {
+        if let Err(m) = hard_check(dev, algo, hard_input, hard_reference)? {
+            return Ok(Err(m));
+        }
+    }
     let mut c = Case::new(dev, algo, src, reference)?;
     c.call(true)?;
     let kept = match c.check()? {
@@ -912,13 +994,20 @@ fn timer_of<T: BenchElem>(
     let reference = Reference::of(algo, &input, seed);
     let src = DeviceVec::from_slice(dev, &input)?;
     let scrub = Scrub::new(dev, scrub_bytes)?;
+    let wrong = |detail| Error::WrongResult {
+        case: format!("{algo} {} n={n} on {}", T::KIND, dev.info().name),
+        detail,
+    };
+    if let Some(hard) = HardInputs::<T>::new(&[(String::new(), dev)], seed, n) {
+        let hard_reference = hard.reference(algo, seed);
+        if let Err(detail) = hard_check(dev, algo, hard.input(algo), &hard_reference)? {
+            return Err(wrong(detail));
+        }
+    }
     let mut c = Case::new(dev, algo, &src, &reference)?;
     c.call(true)?;
     if let Err(detail) = c.check()? {
-        return Err(Error::WrongResult {
-            case: format!("{algo} {} n={n} on {}", T::KIND, dev.info().name),
-            detail,
-        });
+        return Err(wrong(detail));
     }
     f(&mut || {
         if let Some(s) = &scrub {

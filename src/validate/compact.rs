@@ -1,8 +1,9 @@
 //! Compaction cases: count and contents (stable: in order; unordered: as a multiset), and the
-//! output past the count left untouched.
+//! output past the count left untouched; for floats also on hard inputs ([`HardInput`]).
 
-use super::vote::{case_input, PredSpec};
-use super::{check_case, poison_value, CaseReport, Tally};
+use super::reduce::HARD_SIZES;
+use super::vote::{case_input, hard_case_input, PredSpec};
+use super::{check_case, hard_values, poison_value, CaseReport, HardInput, Tally};
 use crate::compact::{self, Order, Tuning};
 use crate::cpu;
 use crate::device::{Device, DeviceVec};
@@ -123,6 +124,45 @@ pub fn compact_cases(quick: bool, large: bool) -> Vec<CompactCase> {
     cases
 }
 
+/// A compaction case on hard inputs.
+#[derive(Clone, Copy, Debug)]
+pub struct HardCompactCase {
+    /// Order, spec, type, length and tuning.
+    pub case: CompactCase,
+    /// Which hard values.
+    pub input: HardInput,
+}
+
+/// Every hard-value compaction case: each order, spec and float type with both kinds of hard
+/// input at [`HARD_SIZES`] and (not in `quick` mode) 1000003 elements (one spec in two in
+/// `quick` mode).
+pub fn hard_compact_cases(quick: bool) -> Vec<HardCompactCase> {
+    let long = (!quick).then_some(1_000_003);
+    let mut cases = Vec::new();
+    for elem in [ElemKind::F32, ElemKind::F64] {
+        for order in [Order::Stable, Order::Unordered] {
+            for (k, spec) in PredSpec::ALL.into_iter().enumerate() {
+                if quick && k % 2 == 1 {
+                    continue;
+                }
+                for input in HardInput::ALL {
+                    for n in HARD_SIZES.into_iter().chain(long) {
+                        let case = CompactCase {
+                            order,
+                            spec,
+                            elem,
+                            n,
+                            tuning: Tuning::default(),
+                        };
+                        cases.push(HardCompactCase { case, input });
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
 /// Runs a compaction on `dev` into an output of `input.len() + SLACK` elements poisoned with
 /// `poison`: the count and the whole output.
 pub fn run_compact<T: PredicateElement>(
@@ -202,6 +242,28 @@ fn compact_case_on<T: PredicateElement>(
     })
 }
 
+/// A hard-value case on every device (NaN payloads and ±∞ included); `None` where a device
+/// flushes subnormals and the case is made of them ([`HardInput::Tiny`]).
+fn hard_compact_case_on<T: PredicateElement>(
+    devices: &[(String, &dyn Device)],
+    hard: &HardCompactCase,
+    rng: &mut Rng,
+) -> Option<CaseReport> {
+    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, true));
+    if hard.input == HardInput::Tiny && !values.subnormals {
+        return None;
+    }
+    let (input, pred) = hard_case_input::<T>(case.spec, hard.input, values, case.n, rng);
+    let poison = poison_value(&input);
+    let (count, out) = expected_output(case.order, pred, &input, poison);
+    let expected = comparable(case.order, count, &out);
+    let name = format!("{case} ({pred}), {}", hard.input.describe(values));
+    Some(check_case(devices, name, &expected, |dev| {
+        let (count, out) = run_compact(dev, case.order, pred, &input, poison, case.tuning)?;
+        Ok(comparable(case.order, count, &out))
+    }))
+}
+
 /// Runs every compaction case.
 pub fn run(
     devices: &[(String, &dyn Device)],
@@ -214,5 +276,10 @@ pub fn run(
     for case in compact_cases(quick, large) {
         let r = with_elem!(case.elem, compact_case_on(devices, &case, rng));
         tally.add(&r, report);
+    }
+    for case in hard_compact_cases(quick) {
+        if let Some(r) = with_elem!(case.case.elem, hard_compact_case_on(devices, &case, rng)) {
+            tally.add(&r, report);
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! Scan cases: sum, min and max, inclusive and exclusive, at warp, block and device scope, for
-//! every type; device scans also through the look-back fallback and over many launches.
+//! every type; device scans also through the look-back fallback and over many launches; for
+//! floats also on hard inputs ([`HardInput`]).
 
-use super::reduce::ReduceInput;
-use super::{check_case, poison_value, CaseReport, Tally};
+use super::reduce::{comparison, ReduceInput, HARD_SIZES};
+use super::{check_case_by, hard_values, poison_value, CaseReport, HardInput, Tally};
 use crate::cpu::reduce::Reduce;
 use crate::cpu::scan as cpu;
 use crate::device::{Device, DeviceVec};
@@ -133,6 +134,45 @@ pub fn scan_cases(quick: bool, large: bool) -> Vec<ScanCase> {
     cases
 }
 
+/// A scan case on hard inputs.
+#[derive(Clone, Copy, Debug)]
+pub struct HardScanCase {
+    /// Operator, kind, scope, type and length.
+    pub case: ScanCase,
+    /// Which hard values.
+    pub input: HardInput,
+}
+
+/// Every hard-value scan case: each float operator, kind and scope with each kind of hard
+/// input for it ([`HardInput::for_op`]) at [`HARD_SIZES`], and (not in `quick` mode) the
+/// device scan of 1000003 elements.
+pub fn hard_scan_cases(quick: bool) -> Vec<HardScanCase> {
+    let mut cases = Vec::new();
+    for elem in [ElemKind::F32, ElemKind::F64] {
+        for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
+            for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                for &input in HardInput::for_op(op) {
+                    for scope in [Scope::Warp, Scope::Block, Scope::Device(Tuning::default())] {
+                        let device = matches!(scope, Scope::Device(_));
+                        let long = (!quick && device).then_some(1_000_003);
+                        for n in HARD_SIZES.into_iter().chain(long) {
+                            let case = ScanCase {
+                                op,
+                                kind,
+                                scope,
+                                elem,
+                                n,
+                            };
+                            cases.push(HardScanCase { case, input });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
 /// The CPU reference's result for a case.
 pub fn expected<T: Reduce>(case: &ScanCase, input: &[T]) -> Vec<T> {
     match case.scope {
@@ -174,9 +214,37 @@ fn case_on<T: ReduceInput>(
     } else {
         poison_value(&want)
     };
-    check_case(devices, case.to_string(), &want, |dev| {
-        run_scan(dev, case, &input, poison)
-    })
+    check_case_by(
+        devices,
+        case.to_string(),
+        &want,
+        comparison(case.op),
+        |dev| run_scan(dev, case, &input, poison),
+    )
+}
+
+/// A hard-value case on every device; `None` where a device flushes subnormals and the case
+/// is made of them ([`HardInput::Tiny`]).
+fn hard_case_on<T: ReduceInput>(
+    devices: &[(String, &dyn Device)],
+    hard: &HardScanCase,
+    rng: &mut Rng,
+) -> Option<CaseReport> {
+    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, true));
+    if hard.input == HardInput::Tiny && !values.subnormals {
+        return None;
+    }
+    let input = T::hard_input(case.op, hard.input, values, case.n, rng);
+    let want = expected(case, &input);
+    let poison = poison_value(&want);
+    let name = format!("{case}, {}", hard.input.describe(values));
+    Some(check_case_by(
+        devices,
+        name,
+        &want,
+        comparison(case.op),
+        |dev| run_scan(dev, case, &input, poison),
+    ))
 }
 
 /// Runs every scan case.
@@ -191,5 +259,10 @@ pub fn run(
     for case in scan_cases(quick, large) {
         let r = with_elem!(case.elem, case_on(devices, &case, rng));
         tally.add(&r, report);
+    }
+    for case in hard_scan_cases(quick) {
+        if let Some(r) = with_elem!(case.case.elem, hard_case_on(devices, &case, rng)) {
+            tally.add(&r, report);
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! Shuffle cases.
+//! Shuffle cases. Integers move random bits; floats move hard values (NaN payloads, ±∞,
+//! subnormals, signed zeros), which a shuffle must deliver with every bit unchanged.
 
-use super::{check_case, poison_value, CaseReport, Tally};
+use super::{check_case, hard_values, poison_value, CaseReport, Tally};
 use crate::cpu;
 use crate::device::{Device, DeviceVec};
 use crate::element::{ElemKind, Element, Rng};
@@ -138,7 +139,10 @@ fn shfl_case_on<T: Element>(
     case: &ShflCase,
     rng: &mut Rng,
 ) -> CaseReport {
-    let input: Vec<T> = rng.vec(case.n);
+    let input: Vec<T> = match T::KIND {
+        ElemKind::F32 | ElemKind::F64 => rng.hard_vec(case.n, hard_values(devices, T::KIND, true)),
+        _ => rng.vec(case.n),
+    };
     let expected = cpu::shfl::shfl(case.op, case.width, case.segm, &input);
     check_case(devices, case.to_string(), &expected, |dev| {
         run_shfl(dev, case, &input)

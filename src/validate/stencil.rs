@@ -1,10 +1,14 @@
 //! Stencil cases: both variants and float types at lengths around the edges, the warp and the
-//! workgroup, with random weights.
+//! workgroup, with random weights; also with hard weights and inputs ([`HardInput`]).
 
-use super::{check_case, poison_value, CaseReport, Tally};
+use super::reduce::HARD_SIZES;
+use super::{
+    check_case, check_case_by, first_mismatch_nan_as_class, hard_values, poison_value, tiny_value,
+    CaseReport, HardInput, Tally,
+};
 use crate::cpu::stencil::{self as cpu, StencilElement, POINTS};
 use crate::device::{Device, DeviceVec};
-use crate::element::{ElemKind, Rng};
+use crate::element::{ElemKind, HardValues, Rng};
 use crate::error::Result;
 use crate::stencil::{self, StencilVariant};
 use std::fmt;
@@ -63,6 +67,74 @@ pub fn random_weights<T: StencilElement>(rng: &mut Rng) -> [T; POINTS] {
     std::array::from_fn(|_| T::random(rng))
 }
 
+/// A stencil case on hard weights and inputs.
+#[derive(Clone, Copy, Debug)]
+pub struct HardStencilCase {
+    /// Variant, type and length.
+    pub case: StencilCase,
+    /// Which hard values.
+    pub input: HardInput,
+}
+
+/// Every hard-value stencil case: both variants and float types with both kinds of hard input
+/// at [`HARD_SIZES`] and (not in `quick` mode) 1000003 elements.
+pub fn hard_stencil_cases(quick: bool) -> Vec<HardStencilCase> {
+    let long = (!quick).then_some(1_000_003);
+    let mut cases = Vec::new();
+    for elem in [ElemKind::F32, ElemKind::F64] {
+        for variant in StencilVariant::ALL {
+            for input in HardInput::ALL {
+                for n in HARD_SIZES.into_iter().chain(long) {
+                    let case = StencilCase { variant, elem, n };
+                    cases.push(HardStencilCase { case, input });
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// Hard weights and an input of `n` elements of `kind`, from the values `hard` allows (never
+/// NaN or ±∞: the stencil only multiplies and adds).
+///
+/// - [`HardInput::Mixed`] (and [`HardInput::Overflow`], the same here) with subnormals: weights
+///   and inputs from [`crate::Element::random_hard`] (with `hard`'s largest magnitudes some
+///   products overflow, and `∞ - ∞` is NaN; each output meets only five products, so most
+///   stay numbers). Without subnormals: inputs without them
+///   (multiples of the smallest normal, [`HardValues::subnormals`]) and integer weights from -8
+///   to 8, whose products and sums stay such multiples: never subnormal, even where a device
+///   flushes them.
+/// - [`HardInput::Tiny`]: weights and inputs from [`tiny_value`] for products: small normals
+///   whose products are subnormal, subnormals, values near ±1 and large ones.
+pub fn hard_weights_and_input<T: StencilElement>(
+    kind: HardInput,
+    hard: HardValues,
+    n: usize,
+    rng: &mut Rng,
+) -> ([T; POINTS], Vec<T>) {
+    let finite = HardValues {
+        specials: false,
+        ..hard
+    };
+    let one = |rng: &mut Rng| match kind {
+        HardInput::Mixed | HardInput::Overflow => T::random_hard(rng, finite),
+        HardInput::Tiny => tiny_value(rng, true),
+    };
+    let weights = std::array::from_fn(|_| match kind {
+        HardInput::Mixed | HardInput::Overflow if !hard.subnormals => {
+            let w = rng.below(17) as i32 - 8;
+            if T::KIND == ElemKind::F32 {
+                bytemuck::cast::<f32, T>(w as f32)
+            } else {
+                bytemuck::cast::<f64, T>(f64::from(w))
+            }
+        }
+        _ => one(rng),
+    });
+    let input = (0..n).map(|_| one(rng)).collect();
+    (weights, input)
+}
+
 /// Runs the moving average on `dev`: fills the output with `poison` (a value the result must
 /// not hold), computes, downloads.
 pub fn run_stencil<T: StencilElement>(
@@ -107,6 +179,32 @@ fn case_on<T: StencilElement>(
     })
 }
 
+/// A hard-value case on every device, compared with NaN as a class (products and sums:
+/// [`first_mismatch_nan_as_class`]); `None` where a device flushes subnormals and the case is
+/// made of them ([`HardInput::Tiny`]).
+fn hard_case_on<T: StencilElement>(
+    devices: &[(String, &dyn Device)],
+    hard: &HardStencilCase,
+    rng: &mut Rng,
+) -> Option<CaseReport> {
+    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, false));
+    if hard.input == HardInput::Tiny && !values.subnormals {
+        return None;
+    }
+    let (weights, input) = hard_weights_and_input::<T>(hard.input, values, case.n, rng);
+    let want = cpu::moving_average(weights, &input);
+    // Not `poison_for`: its poison for long inputs is a NaN, which would match a NaN result.
+    let poison = poison_value(&want);
+    let name = format!("{case}, {}", hard.input.describe(values));
+    Some(check_case_by(
+        devices,
+        name,
+        &want,
+        first_mismatch_nan_as_class,
+        |dev| run_stencil(dev, case.variant, weights, &input, poison),
+    ))
+}
+
 /// Runs every stencil case (`large` adds the GPU-sized ones).
 pub fn run(
     devices: &[(String, &dyn Device)],
@@ -122,5 +220,14 @@ pub fn run(
             _ => case_on::<f32>(devices, &case, rng),
         };
         tally.add(&r, report);
+    }
+    for case in hard_stencil_cases(quick) {
+        let r = match case.case.elem {
+            ElemKind::F64 => hard_case_on::<f64>(devices, &case, rng),
+            _ => hard_case_on::<f32>(devices, &case, rng),
+        };
+        if let Some(r) = r {
+            tally.add(&r, report);
+        }
     }
 }

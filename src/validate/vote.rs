@@ -1,9 +1,11 @@
-//! Vote cases, and the inputs and predicates the vote and compaction cases share.
+//! Vote cases, and the inputs and predicates the vote and compaction cases share; for floats
+//! also on hard inputs ([`HardInput`]).
 
-use super::{check_case, CaseReport, Tally};
+use super::reduce::HARD_SIZES;
+use super::{check_case, hard_values, tiny_value, CaseReport, HardInput, Tally};
 use crate::cpu;
 use crate::device::{Device, DeviceVec};
-use crate::element::{ElemKind, Element, Rng};
+use crate::element::{ElemKind, Element, HardValues, Rng};
 use crate::error::Result;
 use crate::vote::{self, Predicate, PredicateElement, RECORD_WORDS};
 use crate::with_elem;
@@ -109,18 +111,54 @@ pub fn case_input<T: PredicateElement>(
     rng: &mut Rng,
 ) -> (Vec<T>, Predicate<T>) {
     let input = values::<T>(spec, n, rng);
+    let pred = predicate_for(spec, &input);
+    (input, pred)
+}
+
+/// A fresh hard input of `n` values of `kind` for `spec` (from the values `hard` allows; for
+/// [`PredSpec::NonZero`] about half of them zeros of either sign), and the predicate to test
+/// it with: thresholds are quantiles of the input's values other than NaN, so they are hard
+/// values too (subnormal ones, for [`HardInput::Tiny`]).
+pub fn hard_case_input<T: PredicateElement>(
+    spec: PredSpec,
+    kind: HardInput,
+    hard: HardValues,
+    n: usize,
+    rng: &mut Rng,
+) -> (Vec<T>, Predicate<T>) {
+    let input: Vec<T> = (0..n)
+        .map(|_| {
+            if spec == PredSpec::NonZero && rng.below(2) == 0 {
+                return signed_zero(rng.below(2) == 0);
+            }
+            match kind {
+                HardInput::Mixed | HardInput::Overflow => T::random_hard(rng, hard),
+                HardInput::Tiny => tiny_value(rng, false),
+            }
+        })
+        .collect();
+    let pred = predicate_for(spec, &input);
+    (input, pred)
+}
+
+/// The predicate of `spec` for `input`.
+fn predicate_for<T: PredicateElement>(spec: PredSpec, input: &[T]) -> Predicate<T> {
+    // NaN has no rank (and would make the order inconsistent): quantiles of the others.
+    #[allow(clippy::eq_op)]
+    let ordered: Vec<T> = input.iter().copied().filter(|v| v == v).collect();
+    let n = ordered.len();
     // The value of rank q * (n - 1) / 4: the least, the quartiles, the greatest.
     let quantile = |q: usize| -> T {
         if n == 0 {
             return T::zeroed();
         }
-        let mut v = input.clone();
+        let mut v = ordered.clone();
         let (_, &mut x, _) = v.select_nth_unstable_by(q * (n - 1) / 4, |a, b| {
             a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
         });
         x
     };
-    let pred = match spec {
+    match spec {
         PredSpec::Even => Predicate::Even,
         PredSpec::Odd => Predicate::Odd,
         PredSpec::NonZero => Predicate::NonZero,
@@ -135,8 +173,7 @@ pub fn case_input<T: PredicateElement>(
             hi: quantile(4),
         },
         PredSpec::NonePass => Predicate::Greater(quantile(4)),
-    };
-    (input, pred)
+    }
 }
 
 /// One vote case.
@@ -175,6 +212,33 @@ pub fn vote_cases(quick: bool) -> Vec<VoteCase> {
     cases
 }
 
+/// A vote case on hard inputs.
+#[derive(Clone, Copy, Debug)]
+pub struct HardVoteCase {
+    /// Spec, type and length.
+    pub case: VoteCase,
+    /// Which hard values.
+    pub input: HardInput,
+}
+
+/// Every hard-value vote case: each spec and float type with both kinds of hard input at
+/// [`HARD_SIZES`] and (not in `quick` mode) 1000003 elements.
+pub fn hard_vote_cases(quick: bool) -> Vec<HardVoteCase> {
+    let long = (!quick).then_some(1_000_003);
+    let mut cases = Vec::new();
+    for elem in [ElemKind::F32, ElemKind::F64] {
+        for spec in PredSpec::ALL {
+            for input in HardInput::ALL {
+                for n in HARD_SIZES.into_iter().chain(long) {
+                    let case = VoteCase { spec, elem, n };
+                    cases.push(HardVoteCase { case, input });
+                }
+            }
+        }
+    }
+    cases
+}
+
 /// Runs a vote on `dev` with outputs poisoned with `poison`: the records' words, then the ranks.
 pub fn run_vote<T: PredicateElement>(
     dev: &dyn Device,
@@ -206,6 +270,26 @@ fn vote_case_on<T: PredicateElement>(
     })
 }
 
+/// A hard-value case on every device (NaN payloads and ±∞ included); `None` where a device
+/// flushes subnormals and the case is made of them ([`HardInput::Tiny`]).
+fn hard_vote_case_on<T: PredicateElement>(
+    devices: &[(String, &dyn Device)],
+    hard: &HardVoteCase,
+    rng: &mut Rng,
+) -> Option<CaseReport> {
+    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, true));
+    if hard.input == HardInput::Tiny && !values.subnormals {
+        return None;
+    }
+    let (input, pred) = hard_case_input::<T>(case.spec, hard.input, values, case.n, rng);
+    let expected = cpu::vote::vote(pred, &input).to_words();
+    let poison = super::poison_value(&expected);
+    let name = format!("{case} ({pred}), {}", hard.input.describe(values));
+    Some(check_case(devices, name, &expected, |dev| {
+        run_vote(dev, pred, &input, poison)
+    }))
+}
+
 /// Runs every vote case.
 pub fn run(
     devices: &[(String, &dyn Device)],
@@ -217,5 +301,10 @@ pub fn run(
     for case in vote_cases(quick) {
         let r = with_elem!(case.elem, vote_case_on(devices, &case, rng));
         tally.add(&r, report);
+    }
+    for case in hard_vote_cases(quick) {
+        if let Some(r) = with_elem!(case.case.elem, hard_vote_case_on(devices, &case, rng)) {
+            tally.add(&r, report);
+        }
     }
 }

@@ -194,3 +194,170 @@ pub fn float_edges_f32() -> Vec<f32> {
         .flat_map(|&v| [v as f32, f32::from_bits(v.to_bits() as u32)])
         .collect()
 }
+
+/// [`check_on_every_device`] comparing with `compare` (e.g.
+/// [`xwarp::validate::first_mismatch_nan_as_class`] for sums and products), with the devices
+/// and `want` and with each other.
+pub fn check_on_every_device_by<T: xwarp::Element>(
+    case: &str,
+    want: &[T],
+    compare: xwarp::validate::Compare<T>,
+    mut run: impl FnMut(&dyn Device) -> xwarp::Result<Vec<T>>,
+) {
+    let mut outputs = Vec::new();
+    for_each_device(|d| {
+        let got = run(&*d.dev).unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
+        if let Some(m) = compare(want, &got) {
+            panic!("{}: {case}: {m}", d.label);
+        }
+        outputs.push(got);
+    });
+    for w in outputs.windows(2) {
+        assert!(compare(&w[0], &w[1]).is_none(), "{case}: backends differ");
+    }
+}
+
+/// Whether every test device keeps subnormals of `elem`; where one flushes them, says so once
+/// per type (its results are documented to differ on subnormal inputs and results, so the
+/// tests' hard inputs leave subnormals out and the subnormal tests skip the type there).
+pub fn subnormals_kept(elem: xwarp::ElemKind) -> bool {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<xwarp::ElemKind>>> = Mutex::new(None);
+    let flushing: Vec<&str> = devices()
+        .iter()
+        .filter(|d| xwarp::validate::flushes_subnormals(d.dev.info(), elem))
+        .map(|d| d.label.as_str())
+        .collect();
+    if flushing.is_empty() {
+        return true;
+    }
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.get_or_insert_with(HashSet::new).insert(elem) {
+        eprintln!(
+            "{} flush {elem} subnormals: {elem} inputs leave subnormals out, and the tests made \
+             of subnormals skip {elem}",
+            flushing.join(", ")
+        );
+    }
+    false
+}
+
+/// The hard values ([`xwarp::HardValues`]) for `elem` that every test device computes like the
+/// CPU reference: subnormals only where all keep them ([`subnormals_kept`]); NaN and ±∞ where
+/// `specials`.
+pub fn hard_values(elem: xwarp::ElemKind, specials: bool) -> xwarp::HardValues {
+    let hard = if specials {
+        xwarp::HardValues::ALL
+    } else {
+        xwarp::HardValues::FINITE
+    };
+    if subnormals_kept(elem) {
+        hard
+    } else {
+        hard.without_subnormals()
+    }
+}
+
+/// Whether `v` is a subnormal `f32` or `f64` (by its bits; never for integers).
+pub fn is_subnormal<T: xwarp::Element>(v: T) -> bool {
+    let b = v.to_bits64();
+    match T::KIND {
+        xwarp::ElemKind::F32 => {
+            let m = b as u32 & 0x7fff_ffff;
+            m != 0 && m < 0x0080_0000
+        }
+        xwarp::ElemKind::F64 => {
+            let m = b & 0x7fff_ffff_ffff_ffff;
+            m != 0 && m < 0x0010_0000_0000_0000
+        }
+        _ => false,
+    }
+}
+
+/// The `f32` or `f64` with the given bits (the low 32 for `f32`).
+pub fn float_from_bits<T: xwarp::Element>(bits: u64) -> T {
+    if T::KIND.size() == 4 {
+        bytemuck::cast_slice::<u32, T>(&[bits as u32])[0]
+    } else {
+        bytemuck::cast_slice::<u64, T>(&[bits])[0]
+    }
+}
+
+/// `v` rounded to `T` (`f32` or `f64`).
+pub fn float_from_f64<T: xwarp::Element>(v: f64) -> T {
+    if T::KIND.size() == 4 {
+        float_from_bits((v as f32).to_bits() as u64)
+    } else {
+        float_from_bits(v.to_bits())
+    }
+}
+
+/// Inputs of `n` elements of `T` (`f32` or `f64`) about subnormals, each with a description:
+/// - without `products`, for sums, min and max: subnormals of every scale and of both signs,
+///   one in eight a zero (so that min and max select subnormals); subnormals with the smallest
+///   normals and zeros ([`xwarp::validate::tiny_value`]); and normals only, all below 4 × the
+///   smallest normal and of both signs, so that opposite ones leave subnormal differences;
+/// - with `products`: normals like 1e-20 (`f32`; `f64`: 1e-160) one in sixteen among values
+///   near ±1, so that a product of two of them is subnormal (1e-40, 1e-320) while every input
+///   is normal; and subnormals among values near ±1, small and large normals
+///   ([`xwarp::validate::tiny_value`]).
+pub fn subnormal_inputs<T: xwarp::Element>(
+    n: usize,
+    products: bool,
+    rng: &mut xwarp::Rng,
+) -> Vec<(&'static str, Vec<T>)> {
+    let (frac, exp) = if T::KIND.size() == 4 {
+        (23u32, 8u32)
+    } else {
+        (52, 11)
+    };
+    let sign = |rng: &mut xwarp::Rng| (rng.next_u64() & 1) << (frac + exp);
+    if products {
+        let small = if T::KIND.size() == 4 { 1e-20 } else { 1e-160 };
+        let normal_pairs = (0..n)
+            .map(|_| {
+                let s = if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
+                let m = 1.0 + rng.below(1 << 20) as f64 / (1u64 << 30) as f64;
+                float_from_f64(s * m * if rng.below(16) == 0 { small } else { 1.0 })
+            })
+            .collect();
+        let mixed = (0..n)
+            .map(|_| xwarp::validate::tiny_value(rng, true))
+            .collect();
+        vec![
+            (
+                "normals like 1e-20 (f64: 1e-160) among values near ±1",
+                normal_pairs,
+            ),
+            (
+                "subnormals, small and large normals among values near ±1",
+                mixed,
+            ),
+        ]
+    } else {
+        let subnormals = (0..n)
+            .map(|_| {
+                let shift = rng.below(frac as u64);
+                let m = ((rng.next_u64() & ((1u64 << frac) - 1)) >> shift).max(1);
+                let zero = rng.below(8) == 0;
+                float_from_bits(sign(rng) | if zero { 0 } else { m })
+            })
+            .collect();
+        let tiny = (0..n)
+            .map(|_| xwarp::validate::tiny_value(rng, false))
+            .collect();
+        let normals = (0..n)
+            .map(|_| {
+                let e = 1 + rng.below(2);
+                let bits = sign(rng) | e << frac | (rng.next_u64() & ((1u64 << frac) - 1));
+                float_from_bits(bits)
+            })
+            .collect();
+        vec![
+            ("subnormals of every scale and zeros", subnormals),
+            ("subnormals, the smallest normals and zeros", tiny),
+            ("normals below 4x the smallest normal, both signs", normals),
+        ]
+    }
+}
