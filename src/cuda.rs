@@ -1320,6 +1320,25 @@ mod tests {
         }
     }
 
+    /// Compiles every variant of the radix sort's kernels the library launches (and larger
+    /// tiles) when NVRTC is installed.
+    #[test]
+    fn sort_compiles_with_nvrtc() {
+        let Some(arch) = nvrtc_arch_for_tests() else {
+            return;
+        };
+        for elem in ElemKind::ALL {
+            // Keys, the work buffer and the parameter block.
+            assert_eq!(compiles("sort_histogram", elem, &[], arch), 3);
+        }
+        let variants = crate::sort::cuda_onesweep_variants();
+        assert!(variants.len() >= 6 * 3 * 3);
+        for (elem, consts) in &variants {
+            // Keys in and out, values in and out, the work buffer and the parameter block.
+            assert_eq!(compiles("sort_onesweep", *elem, consts, arch), 6);
+        }
+    }
+
     /// Compiles every variant of the reduction-ladder kernels when NVRTC is installed.
     #[test]
     fn ladder_compiles_with_nvrtc() {
