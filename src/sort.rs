@@ -955,7 +955,11 @@ mod tests {
     fn bad_bit_ranges_name_the_bound() {
         assert!(check_bits::<u32>(&(0..32)).is_ok());
         assert!(check_bits::<u64>(&(63..64)).is_ok());
-        for (bits, name) in [(0..33, "end_bit"), (8..8, "begin_bit"), (9..8, "begin_bit")] {
+        for (bits, name) in [
+            (0..33, "end_bit"),
+            (8..8, "begin_bit"),
+            (Range { start: 9, end: 8 }, "begin_bit"),
+        ] {
             match check_bits::<f32>(&bits) {
                 Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),
                 other => panic!("{bits:?}: {other:?}"),
