@@ -16,6 +16,7 @@ struct SortHistogramParams {
 
 #define PASSES_MAX (4u * KEY_WORDS)
 #define CLEAR_ITEMS 4u
+#define BATCH 4u
 
 extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned* work,
                                           SortHistogramParams p) {
@@ -41,19 +42,29 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
         digit[d] = 0;
         run[d] = 0;
     }
-    for (unsigned i = start + local; i < stop; i += blockDim.x) {
-        const KEY m = xw_sort_map(keys[i], p.key_kind, descending);
+    // BATCH loads in flight per thread before any is counted.
+    for (unsigned i = start + local; i < stop; i += BATCH * blockDim.x) {
+        KEY m[BATCH];
 #pragma unroll
-        for (unsigned d = 0; d < PASSES_MAX; ++d) {
-            if (d < p.passes) {
-                const unsigned shift = p.begin + 8u * d;
-                const unsigned v = xw_digit(m, shift, xw_digit_mask(shift, p.end));
-                if (v != digit[d]) {
-                    if (run[d] != 0) atomicAdd(&s_hist[d * RADIX + digit[d]], run[d]);
-                    digit[d] = v;
-                    run[d] = 0;
+        for (unsigned r = 0; r < BATCH; ++r) {
+            const unsigned at = i + r * blockDim.x;
+            if (at < stop) m[r] = xw_sort_map(keys[at], p.key_kind, descending);
+        }
+#pragma unroll
+        for (unsigned r = 0; r < BATCH; ++r) {
+            if (i + r * blockDim.x >= stop) break;
+#pragma unroll
+            for (unsigned d = 0; d < PASSES_MAX; ++d) {
+                if (d < p.passes) {
+                    const unsigned shift = p.begin + 8u * d;
+                    const unsigned v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                    if (v != digit[d]) {
+                        if (run[d] != 0) atomicAdd(&s_hist[d * RADIX + digit[d]], run[d]);
+                        digit[d] = v;
+                        run[d] = 0;
+                    }
+                    run[d] += 1;
                 }
-                run[d] += 1;
             }
         }
     }

@@ -43,6 +43,12 @@ struct SortShared {
     unsigned stuck;
 };
 
+// Publishes a tile state word with a relaxed store past the L1 cache (see the Vulkan twin for
+// why no atomicMax is needed).
+__device__ __forceinline__ void publish(unsigned* work, unsigned at, unsigned w) {
+    *(volatile unsigned*)&work[at] = w;
+}
+
 // Inclusive sum over the warp with shift-up shuffles.
 __device__ __forceinline__ unsigned warp_inclusive_add(unsigned v) {
     const unsigned lane = threadIdx.x % XW_WARP;
@@ -127,7 +133,7 @@ __device__ void count_tile(SortShared& s, const KEY* __restrict__ keys_in, unsig
     __syncthreads();
     for (unsigned b = threadIdx.x; b < RADIX; b += BLOCK) {
         const unsigned w = j == 0 ? FLAG_INCLUSIVE | (s.scan[1][b] + s.fb[b]) : FLAG_AGGREGATE | s.fb[b];
-        atomicMax(&work[p.state_cur + j * RADIX + b], w);
+        publish(work, p.state_cur + j * RADIX + b, w);
     }
     __syncthreads();
 }
@@ -172,7 +178,7 @@ __device__ void look_back(SortShared& s, const KEY* __restrict__ keys_in, unsign
     }
     if (!last) {
         for (unsigned b = threadIdx.x; b < RADIX; b += BLOCK) {
-            atomicMax(&work[p.state_cur + k * RADIX + b], FLAG_INCLUSIVE | (s.acc[b] + s.count[b]));
+            publish(work, p.state_cur + k * RADIX + b, FLAG_INCLUSIVE | (s.acc[b] + s.count[b]));
         }
     }
 }
@@ -242,7 +248,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
         if (k == 0) {
             s.scan[1][b] = work[XW_SORT_HIST + p.pass * RADIX + b];
         } else if (!last) {
-            atomicMax(&work[p.state_cur + k * RADIX + b], FLAG_AGGREGATE | sum);
+            publish(work, p.state_cur + k * RADIX + b, FLAG_AGGREGATE | sum);
         }
     }
     __syncthreads();
@@ -250,7 +256,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
         scan_digits(s, 1);
         for (unsigned b = local; b < RADIX; b += BLOCK) {
             const unsigned offset = s.scan[1][b];
-            if (!last) atomicMax(&work[p.state_cur + b], FLAG_INCLUSIVE | (offset + s.count[b]));
+            if (!last) publish(work, p.state_cur + b, FLAG_INCLUSIVE | (offset + s.count[b]));
             s.acc[b] = offset;
         }
     }

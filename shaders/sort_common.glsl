@@ -26,8 +26,8 @@ const uint KIND_FLOAT = 2u;
 
 // A tile state word: the flag in bits 31..30 (0 nothing yet, 1 the tile's own count of the
 // digit, 2 the inclusive prefix: the global position after the tile's keys of that digit) and
-// the value in bits 29..0. Words only grow (atomicMax), so an inclusive prefix is never
-// replaced by an aggregate, and a value never travels apart from its flag.
+// the value in bits 29..0, so a value never travels apart from its flag and one 32-bit load
+// reads both.
 const uint FLAG_AGGREGATE = 1u << 30u;
 const uint FLAG_INCLUSIVE = 2u << 30u;
 const uint VALUE_MASK = FLAG_AGGREGATE - 1u;

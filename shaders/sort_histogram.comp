@@ -31,6 +31,7 @@ layout(push_constant) uniform Params {
 
 const uint PASSES_MAX = 4u * KEY_WORDS;
 const uint CLEAR_ITEMS = 4u;
+const uint BATCH = 4u;
 
 shared uint s_hist[PASSES_MAX * RADIX];
 
@@ -55,18 +56,26 @@ void main() {
         digit[d] = 0u;
         run[d] = 0u;
     }
-    for (uint i = start + local; i < stop; i += gl_WorkGroupSize.x) {
-        KEY m = xw_sort_map(keys[i], p.key_kind, descending);
-        [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
-            if (d < p.passes) {
-                uint shift = p.begin + 8u * d;
-                uint v = xw_digit(m, shift, xw_digit_mask(shift, p.end));
-                if (v != digit[d]) {
-                    if (run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
-                    digit[d] = v;
-                    run[d] = 0u;
+    // BATCH loads in flight per invocation before any is counted.
+    for (uint i = start + local; i < stop; i += BATCH * gl_WorkGroupSize.x) {
+        KEY m[BATCH];
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            uint at = i + r * gl_WorkGroupSize.x;
+            if (at < stop) m[r] = xw_sort_map(keys[at], p.key_kind, descending);
+        }
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            if (i + r * gl_WorkGroupSize.x >= stop) break;
+            [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+                if (d < p.passes) {
+                    uint shift = p.begin + 8u * d;
+                    uint v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                    if (v != digit[d]) {
+                        if (run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
+                        digit[d] = v;
+                        run[d] = 0u;
+                    }
+                    run[d] += 1u;
                 }
-                run[d] += 1u;
             }
         }
     }

@@ -103,6 +103,14 @@ shared uint s_sgsum[HIST_SG];
 shared uint s_tile;
 shared uint s_stuck;
 
+// Publishes a tile state word. A relaxed store, not an atomicMax: every tile writes only its own
+// words, and where a fallback's aggregate lands after its owner's inclusive prefix, readers
+// still read a true value of that tile (they only walk further back), so no read-modify-write
+// (two per digit per tile) is needed.
+void publish(uint at, uint w) {
+    atomicStore(work[at], w, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+
 // Exclusive prefix sums over the digits of s_scan[which], in place; every invocation calls it.
 // Invocation t sums digits t * DPT .. t * DPT + DPT - 1; subgroups scan their sums and add the
 // totals of the subgroups before them.
@@ -172,7 +180,7 @@ void count_tile(uint j, uint local) {
     barrier();
     for (uint b = local; b < RADIX; b += BLOCK) {
         uint w = j == 0u ? FLAG_INCLUSIVE | (s_scan[1][b] + s_fb[b]) : FLAG_AGGREGATE | s_fb[b];
-        atomicMax(work[p.state_cur + j * RADIX + b], w);
+        publish(p.state_cur + j * RADIX + b, w);
     }
     barrier();
 }
@@ -219,7 +227,7 @@ void look_back(uint k, bool last, uint local) {
     }
     if (!last) {
         for (uint b = local; b < RADIX; b += BLOCK) {
-            atomicMax(work[p.state_cur + k * RADIX + b], FLAG_INCLUSIVE | (s_acc[b] + s_count[b]));
+            publish(p.state_cur + k * RADIX + b, FLAG_INCLUSIVE | (s_acc[b] + s_count[b]));
         }
     }
 }
@@ -290,7 +298,7 @@ void main() {
         if (k == 0u) {
             s_scan[1][b] = work[XW_SORT_HIST + p.pass * RADIX + b];
         } else if (!last) {
-            atomicMax(work[p.state_cur + k * RADIX + b], FLAG_AGGREGATE | sum);
+            publish(p.state_cur + k * RADIX + b, FLAG_AGGREGATE | sum);
         }
     }
     barrier();
@@ -298,7 +306,7 @@ void main() {
         scan_digits(1u, local);
         for (uint b = local; b < RADIX; b += BLOCK) {
             uint offset = s_scan[1][b];
-            if (!last) atomicMax(work[p.state_cur + b], FLAG_INCLUSIVE | (offset + s_count[b]));
+            if (!last) publish(p.state_cur + b, FLAG_INCLUSIVE | (offset + s_count[b]));
             s_acc[b] = offset;
         }
     }
