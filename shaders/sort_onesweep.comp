@@ -30,7 +30,8 @@
 // Look-back: each tile publishes its count of every digit as soon as it knows them (flag 1;
 // tile 0 publishes inclusive prefixes right away: the pass's global digit offsets, an exclusive
 // scan of the pass's histogram row, plus its counts). Invocation b then reads digit b's states
-// of tiles k - 1, k - 2, ... adding their values until an inclusive prefix, and publishes its
+// (and those of digits b + BLOCK, ... where the workgroup is narrower than the radix) of tiles
+// k - 1, k - 2, ... adding their values until an inclusive prefix, and publishes the tile's
 // own inclusive prefix. The last tile publishes nothing: no tile reads it, and it keeps every
 // value below 2^30 for n < 2^30.
 //

@@ -430,7 +430,7 @@ fn every_pattern_f32() {
 fn every_pattern_u64() {
     let big = Case::new(
         Op::Keys,
-        100_003,
+        1_000_003,
         Pattern::TopByte,
         SortOrder::Descending,
         0..64,
