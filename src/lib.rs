@@ -44,6 +44,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod scan;
 pub mod shfl;
+pub mod sort;
 pub mod spec;
 pub mod stencil;
 pub mod throughput;

@@ -9,6 +9,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod scan;
 pub mod shfl;
+pub mod sort;
 pub mod stencil;
 pub mod throughput;
 pub mod vote;

@@ -251,6 +251,53 @@ param_blocks! {
         /// Index of this launch's first thread (modulo 2^32).
         pub first: u32,
     }
+    /// The radix sort's histogram pass and its clearing launch (`sort_histogram`).
+    pub struct SortHistogramParams {
+        /// Keys; when clearing, the words to zero.
+        pub n: u32,
+        /// Keys per workgroup (a multiple of the workgroup size).
+        pub chunk: u32,
+        /// Digit passes of the bit range.
+        pub passes: u32,
+        /// The bit range's first bit.
+        pub begin: u32,
+        /// The bit range's end (exclusive).
+        pub end: u32,
+        /// How keys map to sortable bits (`sort::KeyKind` codes).
+        pub key_kind: u32,
+        /// Nonzero: descending order.
+        pub descending: u32,
+        /// Nonzero: clear the work buffer instead.
+        pub clear: u32,
+    }
+
+    /// One digit pass of the radix sort (`sort_onesweep`).
+    pub struct SortOnesweepParams {
+        /// Keys.
+        pub n: u32,
+        /// Tiles of the pass.
+        pub tiles: u32,
+        /// The pass: its tile counter and histogram row.
+        pub pass: u32,
+        /// Lowest bit of the pass's digit in the mapped key.
+        pub shift: u32,
+        /// Width of the digit, 1 to 8.
+        pub digit_bits: u32,
+        /// How keys map to sortable bits.
+        pub key_kind: u32,
+        /// Nonzero: descending order.
+        pub descending: u32,
+        /// First word of this pass's tile states.
+        pub state_cur: u32,
+        /// First word of the next pass's tile states, which this pass clears.
+        pub state_next: u32,
+        /// Nonzero: clear this tile's row of the next pass's states.
+        pub clear_next: u32,
+        /// Polls of unpublished states per invocation before counting a tile itself.
+        pub spin: u32,
+        /// Flag bits: the values are input indices (argsort's first pass); write the keys.
+        pub flags: u32,
+    }
 }
 
 #[cfg(test)]

@@ -312,7 +312,7 @@ pub struct CudaInterface {
     pub entry: Option<Place>,
     /// The macros it reads that nothing in its sources defines (so `-D` must): upper-case
     /// identifiers of two or more characters, less those that start `XW_` (the backend's own,
-    /// such as `XW_T`), `#define`d names and template parameters. With where each is first read.
+    /// such as `XW_T`), `#define`d names, `typedef`s and template parameters. With where each is first read.
     pub constants: Vec<(String, Place)>,
     /// The fields of the struct the entry point takes by value, with the struct's name and
     /// place, if it takes one.
@@ -339,6 +339,15 @@ pub fn cuda_interface(kernel: &str, files: &[(String, String)]) -> CudaInterface
                 "struct" => {
                     if let Some(name) = next {
                         structs.push((name.to_string(), file.clone(), words[i + 1].0));
+                    }
+                }
+                "typedef" => {
+                    // `typedef ... NAME;` names a type, no macro.
+                    let from = at + word.len();
+                    if let Some(end) = text[from..].find(';') {
+                        if let Some((_, name)) = identifiers(&text[from..from + end]).last() {
+                            defined.insert(name.to_string());
+                        }
                     }
                 }
                 "template" => {

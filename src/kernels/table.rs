@@ -177,6 +177,39 @@ pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
 };
 
 /// Every parameter block.
+/// The radix sort's histogram (and clearing) block.
+pub const SORT_HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
+    name: "SortHistogramParams",
+    fields: &[
+        "n",
+        "chunk",
+        "passes",
+        "begin",
+        "end",
+        "key_kind",
+        "descending",
+        "clear",
+    ],
+};
+/// The radix sort's digit-pass block.
+pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
+    name: "SortOnesweepParams",
+    fields: &[
+        "n",
+        "tiles",
+        "pass",
+        "shift",
+        "digit_bits",
+        "key_kind",
+        "descending",
+        "state_cur",
+        "state_next",
+        "clear_next",
+        "spin",
+        "flags",
+    ],
+};
+/// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
     &SCAN_PARAMS,
@@ -187,6 +220,8 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &STENCIL_PARAMS,
     &ROOFLINE_PARAMS,
     &CHAIN_PARAMS,
+    &SORT_HISTOGRAM_PARAMS,
+    &SORT_ONESWEEP_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -451,6 +486,56 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&SHFL_PARAMS),
+    },
+    KernelDef {
+        name: "sort_histogram",
+        variants: &["b32", "b64"],
+        consts: &[],
+        cuda: true,
+        params: Some(&SORT_HISTOGRAM_PARAMS),
+    },
+    KernelDef {
+        name: "sort_onesweep",
+        variants: &["b32", "b64"],
+        consts: &[
+            // Keys per invocation: 16 for 4-byte keys and values, 8 where either is 8 bytes.
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16, 8],
+            },
+            // 32-bit words per value: 0 (keys only), 1 or 2.
+            Const {
+                name: "VALUE_WORDS",
+                on: On::Both,
+                values: &[0, 1, 2],
+            },
+            // The most subgroups a workgroup may have (the warps of a CUDA block).
+            Const {
+                name: "HIST_SG",
+                on: On::Both,
+                values: &[8, 16],
+            },
+            // Shared words for the subgroups' digit counts and the staged keys.
+            Const {
+                name: "STAGE_WORDS",
+                on: On::Both,
+                values: &[4096],
+            },
+            // __match_any_sync instead of one ballot per digit bit.
+            Const {
+                name: "MATCH_ANY",
+                on: On::Cuda,
+                values: OFF_ON,
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&SORT_ONESWEEP_PARAMS),
     },
     KernelDef {
         name: "stencil",

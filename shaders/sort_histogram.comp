@@ -1,0 +1,88 @@
+#version 450
+// The radix sort's first step; the twin of cuda/sort_histogram.cu, modelled by
+// src/cpu/sort.rs. Two modes:
+//   clear      zero words 0 .. n of the work buffer (the histograms, the tile counters and
+//              the first pass's tile states), grid-strided, CLEAR_ITEMS words per invocation;
+//   histogram  count every digit of the bit range at once: workgroup g reads keys
+//              g * chunk .. (g + 1) * chunk in coalesced steps, counts each digit pass into a
+//              histogram in shared memory and adds its nonzero counts to the global rows.
+// An invocation keeps a run of equal digits per pass in registers and counts a run with one
+// shared atomic: all-equal and sorted inputs (one digit value for many keys) would otherwise
+// send every invocation of a subgroup to the same shared word at once.
+#include "common.glsl"
+#include "sort_common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Keys { KEY keys[]; };
+layout(std430, binding = 1) buffer Work { uint work[]; };
+layout(push_constant) uniform Params {
+    uint n;           // keys; clearing: words to zero
+    uint chunk;       // keys per workgroup (a multiple of the workgroup size)
+    uint passes;      // digit passes of the bit range
+    uint begin;       // the bit range begin_bit .. end_bit
+    uint end;
+    uint key_kind;    // KIND_*
+    uint descending;  // nonzero: descending order
+    uint clear;       // nonzero: clearing mode
+} p;
+
+const uint PASSES_MAX = 4u * KEY_WORDS;
+const uint CLEAR_ITEMS = 4u;
+const uint BATCH = 4u;
+
+shared uint s_hist[PASSES_MAX * RADIX];
+
+void main() {
+    uint local = xw_local();
+    if (p.clear != 0u) {
+        uint first = xw_group() * gl_WorkGroupSize.x * CLEAR_ITEMS + local;
+        for (uint r = 0u; r < CLEAR_ITEMS; ++r) {
+            uint i = first + r * gl_WorkGroupSize.x;
+            if (i < p.n) work[i] = 0u;
+        }
+        return;
+    }
+    for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) s_hist[i] = 0u;
+    barrier();
+    bool descending = p.descending != 0u;
+    uint start = xw_group() * p.chunk;
+    uint stop = min(start + p.chunk, p.n);
+    uint digit[PASSES_MAX];
+    uint run[PASSES_MAX];
+    [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+        digit[d] = 0u;
+        run[d] = 0u;
+    }
+    // BATCH loads in flight per invocation before any is counted.
+    for (uint i = start + local; i < stop; i += BATCH * gl_WorkGroupSize.x) {
+        KEY m[BATCH];
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            uint at = i + r * gl_WorkGroupSize.x;
+            if (at < stop) m[r] = xw_sort_map(keys[at], p.key_kind, descending);
+        }
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            if (i + r * gl_WorkGroupSize.x >= stop) break;
+            [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+                if (d < p.passes) {
+                    uint shift = p.begin + 8u * d;
+                    uint v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                    if (v != digit[d]) {
+                        if (run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
+                        digit[d] = v;
+                        run[d] = 0u;
+                    }
+                    run[d] += 1u;
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+        if (d < p.passes && run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
+    }
+    barrier();
+    for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) {
+        uint c = s_hist[i];
+        if (c != 0u) atomicAdd(work[XW_SORT_HIST + i], c);
+    }
+}

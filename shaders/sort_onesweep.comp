@@ -1,0 +1,358 @@
+#version 450
+// One digit pass of the radix sort (Onesweep: Adinets & Merrill 2022); the twin of
+// cuda/sort_onesweep.cu, modelled by src/cpu/sort.rs. Each workgroup sorts one tile of
+// BLOCK * ITEMS keys by the pass's digit and scatters them to their global places; the
+// global place of each digit's keys comes from decoupled look-back over the tiles before it.
+//
+// Tiles: a workgroup takes a ticket (the pass's tile counter), so tiles are numbered in the
+// order workgroups start and a tile's predecessors have all started. Subgroup s owns the s-th
+// run of gl_SubgroupSize * ITEMS keys of the tile and reads it in ITEMS coalesced steps (step i:
+// lane l reads key i * gl_SubgroupSize + l of the run), so the order in which a subgroup ranks
+// its keys (step by step, lane by lane) is their input order. Keys past the end of the input
+// become the largest mapped key: they rank last in the last digit's bucket and are never
+// stored.
+//
+// Ranking (stable, any subgroup size): per step, one ballot per digit bit gives each lane the
+// lanes holding its digit (AND of the ballots, or of their complements); the lowest of them adds
+// their number to the subgroup's count of the digit in shared memory and every lane's rank in
+// the subgroup is the count before plus the matching lanes below it
+// (subgroupBallotExclusiveBitCount: any width of ballot). Then, per digit, the subgroups'
+// counts become exclusive prefixes in subgroup order and their sum is the tile's count of the
+// digit; a scan over the digits gives where each digit's keys start in the tile. A key's place
+// in the sorted tile is: digit start + the earlier subgroups' count of its digit + its rank in
+// its subgroup. Equal digits keep their input order throughout, so every pass is stable.
+// A workgroup has at most HIST_SG subgroups (src/sort.rs sizes the workgroup by the smallest
+// subgroup size the device may run), so the subgroup counts take HIST_SG * RADIX words of
+// shared memory; the staged keys reuse them once ranks are known.
+//
+// Look-back: each tile publishes its count of every digit as soon as it knows them (flag 1;
+// tile 0 publishes inclusive prefixes right away: the pass's global digit offsets, an exclusive
+// scan of the pass's histogram row, plus its counts). Invocation b then reads digit b's states
+// (and those of digits b + BLOCK, ... where the workgroup is narrower than the radix) of tiles
+// k - 1, k - 2, ... adding their values until an inclusive prefix, and publishes the tile's
+// own inclusive prefix. The last tile publishes nothing: no tile reads it, and it keeps every
+// value below 2^30 for n < 2^30.
+//
+// No deadlock on any conformant device: Vulkan promises no forward progress between
+// workgroups, so an invocation that has polled unpublished states `spin` times in this
+// look-back stops at the next one it finds; the workgroup then counts the digits of the
+// highest such tile itself from the pass's input and publishes them (the very values their
+// owner publishes; tile 0's as its inclusive prefixes) and everyone polls on. Each round
+// publishes one more tile, so the look-back ends after at most k rounds.
+//
+// Tile states: two regions of `tiles` rows of RADIX words in the work buffer, alternating
+// between passes: a tile clears its row of the region the next pass uses (the previous pass
+// used it and has finished), so only the first pass's region needs a clearing launch.
+//
+// Scatter: each key goes to shared memory at its place in the sorted tile; then invocation t
+// takes places t, t + BLOCK, ... in turn, so that keys of one digit go out as runs of
+// consecutive stores. Values (pairs, or the key's input index for argsort) follow the same
+// way through the same shared memory.
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_memory_scope_semantics : require
+#include "common.glsl"
+#include "sort_common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ITEMS = 16u;        // keys per invocation
+layout(constant_id = 2) const uint VALUE_WORDS = 0u;   // 0 keys only; 1 or 2 words per value
+layout(constant_id = 3) const uint HIST_SG = 8u;       // most subgroups a workgroup may have
+layout(constant_id = 4) const uint STAGE_WORDS = 4096u;  // shared words for counts and staging
+// Constant 5 (MATCH_ANY) chooses __match_any_sync over ballots in the CUDA twin, and constant
+// 6 (BLOCK) is the CUDA twin's block size; here the workgroup size is constant 0.
+
+// Bits of `flags`.
+const uint FLAG_INDEX_VALUES = 1u;  // the values are the keys' input indices (argsort's first pass)
+const uint FLAG_WRITE_KEYS = 2u;    // store the sorted keys (argsort's last pass does not)
+
+layout(std430, binding = 0) readonly buffer KeysIn { KEY keys_in[]; };
+layout(std430, binding = 1) writeonly buffer KeysOut { KEY keys_out[]; };
+layout(std430, binding = 2) readonly buffer ValsIn { uint vals_in[]; };
+layout(std430, binding = 3) writeonly buffer ValsOut { uint vals_out[]; };
+layout(std430, binding = 4) coherent buffer Work { uint work[]; };
+layout(push_constant) uniform Params {
+    uint n;            // keys
+    uint tiles;        // tiles of the pass
+    uint pass;         // the pass: its tile counter and histogram row
+    uint shift;        // lowest bit of the pass's digit in the mapped key
+    uint digit_bits;   // width of the digit, 1 .. 8
+    uint key_kind;     // KIND_*
+    uint descending;   // nonzero: descending order
+    uint state_cur;    // first word of this pass's tile states
+    uint state_next;   // first word of the next pass's tile states, cleared here
+    uint clear_next;   // nonzero: clear this tile's row of the next pass's states
+    uint spin;         // polls of unpublished states per invocation before counting tiles here
+    uint flags;        // FLAG_INDEX_VALUES | FLAG_WRITE_KEYS
+} p;
+
+const uint BLOCK = gl_WorkGroupSize.x;
+const uint TILE = BLOCK * ITEMS;
+// Digits per invocation where the workgroup is narrower than the radix.
+const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
+
+shared uint s_stage[STAGE_WORDS];  // subgroup digit counts while ranking, then staged keys/values
+shared uint s_count[RADIX];        // the tile's count of each digit
+shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
+shared uint s_acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
+shared uint s_next[RADIX];         // per digit: the next predecessor to read, plus one (0: done)
+shared uint s_fb[RADIX];           // digit counts of a tile counted here (the fallback)
+shared uint s_sgsum[HIST_SG];
+shared uint s_tile;
+shared uint s_stuck;
+
+// Publishes a tile state word. A relaxed store, not an atomicMax: every tile writes only its own
+// words, and where a fallback's aggregate lands after its owner's inclusive prefix, readers
+// still read a true value of that tile (they only walk further back), so no read-modify-write
+// (two per digit per tile) is needed.
+void publish(uint at, uint w) {
+    atomicStore(work[at], w, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+
+// Exclusive prefix sums over the digits of s_scan[which], in place; every invocation calls it.
+// Invocation t sums digits t * DPT .. t * DPT + DPT - 1; subgroups scan their sums and add the
+// totals of the subgroups before them.
+void scan_digits(uint which, uint local) {
+    uint first = local * DPT;
+    uint sum = 0u;
+    for (uint q = 0u; q < DPT; ++q) {
+        if (first + q < RADIX) sum += s_scan[which][first + q];
+    }
+    uint incl = subgroupInclusiveAdd(sum);
+    uint sg = min(xw_subgroup_id(), HIST_SG - 1u);
+    if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) s_sgsum[sg] = incl;
+    barrier();
+    uint run = incl - sum;
+    for (uint s = 0u; s < sg; ++s) run += s_sgsum[s];
+    for (uint q = 0u; q < DPT; ++q) {
+        if (first + q < RADIX) {
+            uint c = s_scan[which][first + q];
+            s_scan[which][first + q] = run;
+            run += c;
+        }
+    }
+    barrier();
+}
+
+// The rank of digit `d` among the subgroup's keys of this and earlier steps, counting in the
+// subgroup's digit counts at s_stage[hist ..]. Uniform control flow.
+uint rank_in_subgroup(uint d, uint hist) {
+    uvec4 match = subgroupBallot(true);
+    for (uint bit = 0u; bit < p.digit_bits; ++bit) {
+        bool set = ((d >> bit) & 1u) != 0u;
+        uvec4 b = subgroupBallot(set);
+        match &= set ? b : ~b;
+    }
+    uint below = subgroupBallotExclusiveBitCount(match);
+    uint count = subgroupBallotBitCount(match);
+    uint old = 0u;
+    if (below == 0u) {
+        old = s_stage[hist + d];
+        s_stage[hist + d] = old + count;
+    }
+    old = subgroupShuffle(old, subgroupBallotFindLSB(match));
+    // The next step's lowest lane of a digit may be another lane: it must see this count.
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    return old + below;
+}
+
+// Counts the digits of tile j (not the last) from the pass's input and publishes them: as
+// aggregates, or for tile 0 as inclusive prefixes. Uniform control flow.
+void count_tile(uint j, uint local) {
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        s_fb[b] = 0u;
+        if (j == 0u) s_scan[1][b] = work[XW_SORT_HIST + p.pass * RADIX + b];
+    }
+    barrier();
+    uint mask = (1u << p.digit_bits) - 1u;
+    bool descending = p.descending != 0u;
+    uint base = j * TILE;
+    for (uint x = local; x < TILE; x += BLOCK) {
+        if (base + x < p.n) {
+            KEY m = xw_sort_map(keys_in[base + x], p.key_kind, descending);
+            atomicAdd(s_fb[xw_digit(m, p.shift, mask)], 1u);
+        }
+    }
+    if (j == 0u) scan_digits(1u, local);
+    barrier();
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        uint w = j == 0u ? FLAG_INCLUSIVE | (s_scan[1][b] + s_fb[b]) : FLAG_AGGREGATE | s_fb[b];
+        publish(p.state_cur + j * RADIX + b, w);
+    }
+    barrier();
+}
+
+// Tile k > 0: s_acc[b] becomes the global place of the tile's first key of digit b; publishes
+// the tile's inclusive prefixes unless it is the last tile. Uniform control flow.
+void look_back(uint k, bool last, uint local) {
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        s_acc[b] = 0u;
+        s_next[b] = k;
+    }
+    if (local == 0u) s_stuck = 0u;
+    barrier();
+    // The invocation's polls of unpublished states over the whole look-back, not per
+    // predecessor: llvmpipe ends every loop of an invocation once all its loops together
+    // have iterated 65535 times, and a per-predecessor wait of several digits' predecessors
+    // could reach that.
+    uint budget = p.spin;
+    for (;;) {
+        for (uint b = local; b < RADIX; b += BLOCK) {
+            uint next = s_next[b];
+            uint acc = s_acc[b];
+            while (next != 0u) {
+                uint w = atomicLoad(work[p.state_cur + (next - 1u) * RADIX + b], gl_ScopeDevice,
+                                    gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+                if (w == 0u) {
+                    if (budget == 0u) break;
+                    --budget;
+                } else {
+                    acc += w & VALUE_MASK;
+                    next = (w & FLAG_INCLUSIVE) != 0u ? 0u : next - 1u;
+                }
+            }
+            s_acc[b] = acc;
+            s_next[b] = next;
+            if (next != 0u) atomicMax(s_stuck, next);
+        }
+        barrier();
+        uint stuck = s_stuck;
+        barrier();
+        if (stuck == 0u) break;
+        if (local == 0u) s_stuck = 0u;
+        count_tile(stuck - 1u, local);
+    }
+    if (!last) {
+        for (uint b = local; b < RADIX; b += BLOCK) {
+            publish(p.state_cur + k * RADIX + b, FLAG_INCLUSIVE | (s_acc[b] + s_count[b]));
+        }
+    }
+}
+
+// Staging in shared memory: `words` words per place.
+void stage_key(uint at, KEY m) {
+#if defined(XW_TYPE_B64)
+    s_stage[2u * at] = m.x;
+    s_stage[2u * at + 1u] = m.y;
+#else
+    s_stage[at] = m;
+#endif
+}
+
+KEY staged_key(uint at) {
+#if defined(XW_TYPE_B64)
+    return uvec2(s_stage[2u * at], s_stage[2u * at + 1u]);
+#else
+    return s_stage[at];
+#endif
+}
+
+void main() {
+    uint local = xw_local();
+    if (xw_group() >= p.tiles) return;
+    if (local == 0u) s_tile = atomicAdd(work[XW_SORT_COUNTERS + p.pass], 1u);
+    for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_stage[i] = 0u;
+    barrier();
+    uint k = s_tile;
+    bool last = k + 1u == p.tiles;
+    uint tile_base = k * TILE;
+    uint valid = min(TILE, p.n - tile_base);
+    uint sg = min(xw_subgroup_id(), HIST_SG - 1u);
+    uint lane = gl_SubgroupInvocationID;
+    uint run = sg * gl_SubgroupSize * ITEMS;
+    uint hist = sg * RADIX;
+    uint mask = (1u << p.digit_bits) - 1u;
+    bool descending = p.descending != 0u;
+
+    if (p.clear_next != 0u) {
+        for (uint b = local; b < RADIX; b += BLOCK) work[p.state_next + k * RADIX + b] = 0u;
+    }
+
+    KEY keys[ITEMS];
+    uint ranks[ITEMS];
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint pos = run + i * gl_SubgroupSize + lane;
+        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], p.key_kind, descending)
+                              : KEY_MAX;
+    }
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        ranks[i] = rank_in_subgroup(xw_digit(keys[i], p.shift, mask), hist);
+    }
+    barrier();
+
+    // Per digit: the subgroups' counts become exclusive prefixes; the tile's counts are
+    // published at once.
+    uint groups = min(gl_NumSubgroups, HIST_SG);
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        uint sum = 0u;
+        for (uint s = 0u; s < groups; ++s) {
+            uint c = s_stage[s * RADIX + b];
+            s_stage[s * RADIX + b] = sum;
+            sum += c;
+        }
+        s_count[b] = sum;
+        s_scan[0][b] = sum;
+        if (k == 0u) {
+            s_scan[1][b] = work[XW_SORT_HIST + p.pass * RADIX + b];
+        } else if (!last) {
+            publish(p.state_cur + k * RADIX + b, FLAG_AGGREGATE | sum);
+        }
+    }
+    barrier();
+    if (k == 0u) {
+        scan_digits(1u, local);
+        for (uint b = local; b < RADIX; b += BLOCK) {
+            uint offset = s_scan[1][b];
+            if (!last) publish(p.state_cur + b, FLAG_INCLUSIVE | (offset + s_count[b]));
+            s_acc[b] = offset;
+        }
+    }
+    scan_digits(0u, local);
+
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint d = xw_digit(keys[i], p.shift, mask);
+        ranks[i] += s_scan[0][d] + s_stage[hist + d];
+    }
+    barrier();
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) stage_key(ranks[i], keys[i]);
+    if (k > 0u) look_back(k, last, local);
+    for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
+    barrier();
+
+    // Place t of the sorted tile, of digit d, goes to s_acc[d] + t.
+    uint dest[ITEMS];
+    bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
+    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+        uint at = local + r * BLOCK;
+        dest[r] = 0u;
+        if (at < valid) {
+            KEY m = staged_key(at);
+            dest[r] = s_acc[xw_digit(m, p.shift, mask)] + at;
+            if (write_keys) keys_out[dest[r]] = xw_sort_unmap(m, p.key_kind, descending);
+        }
+    }
+    if (VALUE_WORDS == 0u) return;
+    barrier();
+    bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint pos = run + i * gl_SubgroupSize + lane;
+        if (pos < valid) {
+            uint src = tile_base + pos;
+            for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                uint v = index_values ? (w == 0u ? src : 0u) : vals_in[src * VALUE_WORDS + w];
+                s_stage[ranks[i] * VALUE_WORDS + w] = v;
+            }
+        }
+    }
+    barrier();
+    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+        uint at = local + r * BLOCK;
+        if (at < valid) {
+            for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                vals_out[dest[r] * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
+            }
+        }
+    }
+}

@@ -1,0 +1,945 @@
+//! Device radix sort: keys, key-value pairs and argsort, ascending or descending, over a bit
+//! range as in CUB, stable, on any subgroup size.
+//!
+//! ```no_run
+//! # fn main() -> xwarp::Result<()> {
+//! use xwarp::sort::{all_bits, SortOrder, Sorter};
+//! use xwarp::DeviceVec;
+//! let dev = xwarp::backend::open_default()?;
+//! let keys = DeviceVec::from_slice(&*dev, &[3.5f32, -0.0, f32::NAN, 0.0, -1.0])?;
+//! let mut sorted = DeviceVec::<f32>::alloc(&*dev, keys.len())?;
+//! let mut sorter = Sorter::<f32>::new(&*dev, keys.len())?;
+//! sorter.sort_keys(&*dev, &keys, &mut sorted, SortOrder::Ascending, all_bits::<f32>())?;
+//! // [-1.0, -0.0, 0.0, 3.5, NaN]
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Order
+//! Keys of every element type ([`crate::Element`]: `u32`, `i32`, `f32`, `u64`, `i64`, `f64`)
+//! sort by their *mapped key*, an unsigned bit pattern of the key's width whose numeric order
+//! is the wanted order ([`crate::cpu::sort::mapped_key`]):
+//! - unsigned integers: the bits as they are (numeric order);
+//! - signed integers: the sign bit flipped (numeric order);
+//! - floats: every bit flipped when the sign bit is set, else only the sign bit flipped. That is
+//!   IEEE 754 totalOrder: `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN`, NaNs ordered by
+//!   their payload (a larger payload further from zero), `-0.0` before `+0.0` (CUB treats the
+//!   two zeros as equal);
+//! - [`SortOrder::Descending`] inverts the mapped key, so equal keys still keep their input
+//!   order (the sort stays stable).
+//!
+//! # Bit range
+//! Only bits `begin_bit .. end_bit` of the mapped key decide the order; keys equal in those
+//! bits keep their input order. `0 .. 32` (or [`all_bits`]) sorts 32-bit keys fully. As in
+//! CUB, the range applies to the mapped key (for signed integers and floats, bit 31 / 63 of the
+//! mapped key is the inverted sign). The range must satisfy `begin_bit < end_bit ≤` the key's
+//! width.
+//!
+//! # Algorithm (Onesweep, Adinets & Merrill 2022)
+//! One launch clears the work buffer, one counts every 8-bit digit of the range at once
+//! (`sort_histogram`), then one launch per digit, `ceil((end_bit - begin_bit) / 8)` of them
+//! (the last digit may be narrower), sorts the keys by that digit (`sort_onesweep`): each
+//! workgroup takes a tile of `block × items` keys, ranks them inside the tile by a multi-split
+//! on subgroup ballots (one ballot per digit bit; every subgroup size from 4 to 128 lanes),
+//! and finds where each digit's keys go by decoupled look-back over the tiles before it. Vulkan
+//! promises no forward progress between workgroups, so a tile that waits too long for a
+//! predecessor counts that predecessor's digits itself ([`Tuning::spin`]; 0 takes this
+//! fallback whenever a predecessor has not published yet): the sort cannot deadlock on any
+//! conformant device. The passes ping-pong between the caller's output and the sorter's
+//! temporary storage so that the last one writes the caller's output. The shaders' headers
+//! (`shaders/sort_onesweep.comp`) describe the kernels in full.
+//!
+//! # Storage
+//! A [`Sorter`] owns the temporary storage: a second key buffer (a third for argsort of more
+//! than two digits), a value buffer for pairs and argsort, and a work buffer (digit histograms,
+//! tile counters and two passes' tile states: 2 KiB per tile of keys). It is sized when made
+//! and grows when a call needs more; calls that fit allocate nothing. Inputs are only read;
+//! outputs must be buffers that no other argument of the call uses ([`Error::InvalidParameter`]
+//! otherwise, detected for buffers of one allocation; an application's wrapped ranges are the
+//! application's to keep apart).
+//!
+//! # Limits
+//! At most [`MAX_LEN`] = 2^30 - 1 keys, and no more than fit in one kernel binding of the
+//! device (Vulkan's `maxStorageBufferRange`: keys, values and the work buffer each); 64-bit
+//! keys and values need no 64-bit shader arithmetic. Every check happens before anything is
+//! launched, so a refused call leaves its outputs untouched.
+
+use crate::device::{
+    Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
+};
+use crate::element::{ElemKind, Element};
+use crate::error::{Error, Result};
+use crate::kernels::{SortHistogramParams, SortOnesweepParams};
+use crate::plan;
+use bytemuck::Zeroable;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Bits per digit (one pass each).
+pub const RADIX_BITS: u32 = 8;
+/// Buckets per digit.
+pub const RADIX: u32 = 1 << RADIX_BITS;
+/// Most keys one sort accepts: every place and count a tile state holds fits in 30 bits.
+pub const MAX_LEN: usize = (1 << 30) - 1;
+/// Default [`Tuning::spin`].
+pub const DEFAULT_SPIN: u32 = 1 << 12;
+/// Default workgroup size where the subgroup size allows it (see [`TilePlan`]).
+pub const DEFAULT_BLOCK: u32 = 256;
+/// Default [`Tuning::items`].
+pub const DEFAULT_ITEMS: u32 = 16;
+/// Default [`Tuning::items_wide`].
+pub const DEFAULT_ITEMS_WIDE: u32 = 8;
+/// Largest [`Tuning::items`] and [`Tuning::items_wide`].
+pub const MAX_ITEMS: u32 = 32;
+/// Default [`Tuning::histogram_groups`].
+pub const DEFAULT_HISTOGRAM_GROUPS: u32 = 1024;
+/// Most subgroups per workgroup when the workgroup is sized by the subgroup size: the
+/// subgroups' digit counts take this many times 1 KiB of shared memory.
+pub const MAX_SUBGROUPS: u32 = 16;
+
+/// Work buffer layout, in 32-bit words (the kernels' XW_SORT_* constants): a histogram row of
+/// [`RADIX`] words per digit pass (at most 8), a tile counter per pass, then the tile states
+/// of two passes, each `tiles` rows of [`RADIX`] words.
+const WORK_HIST: u32 = 0;
+const WORK_COUNTERS: u32 = 2048;
+const WORK_STATES: u32 = WORK_COUNTERS + RADIX;
+// Eight 64-bit digit passes' histogram rows lie below the counters.
+const _: () = assert!(WORK_HIST + 8 * RADIX <= WORK_COUNTERS);
+/// Workgroup size of `sort_histogram`.
+const HISTOGRAM_BLOCK: u32 = 256;
+/// Words each invocation of the clearing launch zeroes.
+const CLEAR_ITEMS: u32 = 4;
+/// Fewest keys a histogram workgroup reads.
+const HISTOGRAM_MIN_CHUNK: usize = 8 * HISTOGRAM_BLOCK as usize;
+/// `sort_onesweep` flags.
+const FLAG_INDEX_VALUES: u32 = 1;
+const FLAG_WRITE_KEYS: u32 = 2;
+
+/// The subgroup operation classes the sort kernels use.
+const SORT_OPS: SubgroupFeatures = SubgroupFeatures(
+    SubgroupFeatures::BASIC.0
+        | SubgroupFeatures::BALLOT.0
+        | SubgroupFeatures::SHUFFLE.0
+        | SubgroupFeatures::ARITHMETIC.0,
+);
+
+/// Ascending or descending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortOrder {
+    /// Smallest mapped key first.
+    Ascending,
+    /// Largest mapped key first (equal keys still in input order).
+    Descending,
+}
+
+impl std::fmt::Display for SortOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SortOrder::Ascending => "ascending",
+            SortOrder::Descending => "descending",
+        })
+    }
+}
+
+/// Every bit of `K`: `0 .. 32` or `0 .. 64`.
+pub fn all_bits<K: Element>() -> Range<u32> {
+    0..K::KIND.size() as u32 * 8
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// The index types of [`Sorter::argsort`]: `u32`, or `u64` for callers who keep indices of
+/// that width (every sortable length fits in `u32`).
+pub trait SortIndex: Element + sealed::Sealed {}
+impl SortIndex for u32 {}
+impl SortIndex for u64 {}
+
+/// Knobs that change speed, never results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Polls of unpublished predecessor states each invocation of a tile may make in one
+    /// look-back; after them a tile counts every predecessor it still finds unpublished
+    /// itself. 0 counts a predecessor at the first unpublished poll. (A budget per look-back,
+    /// not per predecessor: llvmpipe ends all loops of an invocation after 65535 iterations in
+    /// total.)
+    pub spin: u32,
+    /// Workgroup size of the digit passes, a multiple of 32 and of the device's largest
+    /// subgroup size, at most 1024; `None`: [`DEFAULT_BLOCK`], or less where the smallest
+    /// subgroup size would give more than [`MAX_SUBGROUPS`] subgroups.
+    pub block: Option<u32>,
+    /// Keys per invocation in a tile when keys and values are 32-bit, 1 ..= [`MAX_ITEMS`]
+    /// (lowered where the tile would not fit in the device's shared memory).
+    pub items: u32,
+    /// Keys per invocation when keys or values are 64-bit.
+    pub items_wide: u32,
+    /// CUDA: a digit's lanes from `__match_any_sync` instead of one `__ballot_sync` per digit
+    /// bit (Vulkan always uses ballots).
+    pub match_any: bool,
+    /// Most workgroups of the histogram launch (each reads a contiguous chunk of keys).
+    pub histogram_groups: u32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            spin: DEFAULT_SPIN,
+            block: None,
+            items: DEFAULT_ITEMS,
+            items_wide: DEFAULT_ITEMS_WIDE,
+            match_any: false,
+            histogram_groups: DEFAULT_HISTOGRAM_GROUPS,
+        }
+    }
+}
+
+/// The tile of the digit passes on one device, for one width of keys and values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TilePlan {
+    /// Workgroup size.
+    pub block: u32,
+    /// Keys per invocation.
+    pub items: u32,
+    /// Most subgroups a workgroup may have (block / the smallest subgroup size the device may
+    /// run): each keeps its own digit counts in shared memory.
+    pub subgroups: u32,
+    /// Shared words for the subgroups' digit counts, later the staged keys and values.
+    pub stage_words: u32,
+}
+
+impl TilePlan {
+    /// Keys per tile.
+    pub fn tile(&self) -> usize {
+        (self.block * self.items) as usize
+    }
+
+    /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: staging,
+    /// six per-digit arrays, the subgroup sums, two words).
+    pub fn shared_bytes(&self) -> u64 {
+        4 * (self.stage_words as u64 + 6 * RADIX as u64 + self.subgroups as u64 + 2)
+    }
+
+    /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
+    /// `info`'s device.
+    pub fn new(
+        info: &DeviceInfo,
+        tuning: &Tuning,
+        key_bytes: usize,
+        value_bytes: usize,
+    ) -> Result<Self> {
+        let sg = info.subgroup_size.max(1);
+        // Unpinned, the device may run any size of its range: plan for the smallest.
+        let sg_min = if info.subgroup_size_pinned {
+            sg
+        } else {
+            sg.min(info.min_subgroup_size.max(1))
+        };
+        let unit = info.max_subgroup_size.max(sg).max(32);
+        let blocks: Vec<u32> = match tuning.block {
+            Some(b) if b > 0 && b % unit == 0 && b <= 1024 => vec![b],
+            Some(b) => {
+                return Err(Error::invalid(
+                    "block",
+                    b,
+                    format!(
+                        "a multiple of {unit} (32 and the largest subgroup size), at most 1024"
+                    ),
+                ))
+            }
+            // The largest that fits, down to one unit: the subgroups' counts need 1 KiB each
+            // whatever the tile, so small shared memories need fewer subgroups.
+            None => {
+                let first = (DEFAULT_BLOCK.min(sg_min * MAX_SUBGROUPS) / unit).max(1) * unit;
+                (1..=first / unit).rev().map(|m| m * unit).collect()
+            }
+        };
+        let words = (key_bytes.max(value_bytes) / 4).max(1) as u32;
+        let (name, requested) = if words == 2 {
+            ("items_wide", tuning.items_wide)
+        } else {
+            ("items", tuning.items)
+        };
+        if !(1..=MAX_ITEMS).contains(&requested) {
+            return Err(Error::invalid(name, requested, format!("1..={MAX_ITEMS}")));
+        }
+        let mut smallest = 0;
+        for &block in &blocks {
+            let subgroups = (block / sg_min).max(1);
+            for items in (1..=requested).rev() {
+                let plan = TilePlan {
+                    block,
+                    items,
+                    subgroups,
+                    stage_words: (block * items * words).max(subgroups * RADIX),
+                };
+                if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
+                    return Ok(plan);
+                }
+                smallest = plan.shared_bytes();
+            }
+        }
+        Err(Error::MissingFeature {
+            device: info.name.clone(),
+            missing: format!(
+                "{smallest} bytes of shared memory per workgroup for the sort's smallest tile \
+                 (it has {})",
+                info.shared_memory_bytes
+            ),
+        })
+    }
+}
+
+/// The largest number of keys of `K` with values of `value_bytes` bytes (0 for none) that one
+/// sort accepts on `info`'s device: [`MAX_LEN`], or fewer where the keys, the values or the
+/// work buffer would not fit in one binding.
+pub fn max_len<K: Element>(info: &DeviceInfo, value_bytes: usize, tile: usize) -> usize {
+    let binding = info.max_binding_bytes;
+    let widest = K::KIND.size().max(value_bytes) as u64;
+    let by_data = binding / widest;
+    // The work buffer: WORK_STATES words plus 2 * RADIX words per tile, every word index
+    // within 32 bits.
+    let words = (binding / 4).min(u32::MAX as u64);
+    let rows = words.saturating_sub(WORK_STATES as u64) / (2 * RADIX as u64);
+    let by_work = rows.saturating_mul(tile as u64);
+    by_data.min(by_work).min(MAX_LEN as u64) as usize
+}
+
+/// Checks `begin_bit < end_bit ≤ width of K`.
+fn check_bits<K: Element>(bits: &Range<u32>) -> Result<()> {
+    let width = K::KIND.size() as u32 * 8;
+    if bits.end == 0 || bits.end > width {
+        return Err(Error::invalid(
+            "end_bit",
+            bits.end,
+            format!(
+                "1..={width} (above begin_bit, at most the width of {})",
+                K::KIND
+            ),
+        ));
+    }
+    if bits.start >= bits.end {
+        return Err(Error::invalid(
+            "begin_bit",
+            bits.start,
+            format!("0..{} (below end_bit)", bits.end),
+        ));
+    }
+    Ok(())
+}
+
+fn check_len(name: &'static str, expected: usize, actual: usize) -> Result<()> {
+    if expected != actual {
+        return Err(Error::LengthMismatch {
+            name,
+            expected: expected as u64,
+            actual: actual as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Whether two buffers are the same allocation.
+fn same_buffer(a: &RawBuffer, b: &RawBuffer) -> bool {
+    Arc::ptr_eq(&a.keep_alive(), &b.keep_alive())
+}
+
+/// Fails when an output shares its buffer with any other argument.
+fn check_distinct(
+    outputs: &[(&'static str, &RawBuffer)],
+    others: &[(&'static str, &RawBuffer)],
+) -> Result<()> {
+    for (i, &(name, out)) in outputs.iter().enumerate() {
+        for &(other, buffer) in others.iter().chain(&outputs[..i]) {
+            if same_buffer(out, buffer) {
+                return Err(Error::invalid(
+                    name,
+                    format!("the buffer of {other}"),
+                    "a buffer that no other argument of the sort uses",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn key_kind(kind: ElemKind) -> u32 {
+    match kind {
+        ElemKind::U32 | ElemKind::U64 => 0,
+        ElemKind::I32 | ElemKind::I64 => 1,
+        ElemKind::F32 | ElemKind::F64 => 2,
+    }
+}
+
+/// What moves with the keys.
+#[derive(Clone, Copy)]
+enum Values<'a> {
+    None,
+    /// Pairs: values of `words` 32-bit words each.
+    Pairs {
+        input: &'a RawBuffer,
+        output: &'a RawBuffer,
+        words: u32,
+    },
+    /// Argsort: the keys' input indices, `words` words each; the sorted keys are not kept.
+    Indices {
+        output: &'a RawBuffer,
+        words: u32,
+    },
+}
+
+impl Values<'_> {
+    fn words(&self) -> u32 {
+        match *self {
+            Values::None => 0,
+            Values::Pairs { words, .. } | Values::Indices { words, .. } => words,
+        }
+    }
+}
+
+/// Temporary storage and tuning for sorting keys of type `K` on one device, reusable: a call
+/// that fits the storage allocates nothing.
+pub struct Sorter<K: Element> {
+    tuning: Tuning,
+    /// Keys between passes.
+    keys_a: Option<DeviceVec<K>>,
+    /// Argsort of three or more digits: keys between passes, the other half of the ping-pong.
+    keys_b: Option<DeviceVec<K>>,
+    /// Values between passes, as 32-bit words.
+    values: Option<DeviceVec<u32>>,
+    /// Histograms, tile counters and tile states.
+    work: Option<DeviceVec<u32>>,
+    _k: PhantomData<K>,
+}
+
+impl<K: Element> std::fmt::Debug for Sorter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = |v: &Option<DeviceVec<K>>| v.as_ref().map_or(0, DeviceVec::len);
+        f.debug_struct("Sorter")
+            .field("key", &K::KIND)
+            .field("tuning", &self.tuning)
+            .field("keys_a", &len(&self.keys_a))
+            .field("keys_b", &len(&self.keys_b))
+            .field(
+                "value_words",
+                &self.values.as_ref().map_or(0, DeviceVec::len),
+            )
+            .field("work_words", &self.work.as_ref().map_or(0, DeviceVec::len))
+            .finish()
+    }
+}
+
+impl<K: Element> Sorter<K> {
+    /// Storage for sorting up to `len` keys (every bit) without values.
+    pub fn new(dev: &dyn Device, len: usize) -> Result<Self> {
+        Self::reserved(dev, len, 0, false, Tuning::default())
+    }
+
+    /// Storage for sorting up to `len` keys (every bit) with values of type `V`.
+    pub fn for_pairs<V: Element>(dev: &dyn Device, len: usize) -> Result<Self> {
+        Self::reserved(dev, len, V::KIND.size(), false, Tuning::default())
+    }
+
+    /// Storage for the argsort of up to `len` keys (every bit) with indices of type `I`.
+    pub fn for_argsort<I: SortIndex>(dev: &dyn Device, len: usize) -> Result<Self> {
+        Self::reserved(dev, len, I::KIND.size(), true, Tuning::default())
+    }
+
+    /// A sorter with no storage yet and `tuning`: the first call allocates what it needs.
+    pub fn with_tuning(tuning: Tuning) -> Self {
+        Sorter {
+            tuning,
+            keys_a: None,
+            keys_b: None,
+            values: None,
+            work: None,
+            _k: PhantomData,
+        }
+    }
+
+    fn reserved(
+        dev: &dyn Device,
+        len: usize,
+        value_bytes: usize,
+        argsort: bool,
+        tuning: Tuning,
+    ) -> Result<Self> {
+        let mut s = Self::with_tuning(tuning);
+        let passes = all_bits::<K>().len().div_ceil(RADIX_BITS as usize);
+        s.reserve(dev, len, value_bytes, passes, argsort)?;
+        Ok(s)
+    }
+
+    /// The tuning calls use.
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+    }
+
+    /// Replaces the tuning; storage grows at the next call that needs more.
+    pub fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = tuning;
+    }
+
+    /// Makes sure the storage fits a sort of `n` keys with `value_bytes` values over `passes`
+    /// digits; returns the tile plan.
+    fn reserve(
+        &mut self,
+        dev: &dyn Device,
+        n: usize,
+        value_bytes: usize,
+        passes: usize,
+        argsort: bool,
+    ) -> Result<TilePlan> {
+        let info = dev.info();
+        let plan = TilePlan::new(info, &self.tuning, K::KIND.size(), value_bytes)?;
+        let limit = max_len::<K>(info, value_bytes, plan.tile());
+        if n > limit {
+            return Err(Error::invalid(
+                "keys_in.len()",
+                n,
+                format!(
+                    "at most {limit} keys of {} with {value_bytes}-byte values on `{}`",
+                    K::KIND,
+                    info.name
+                ),
+            ));
+        }
+        let tiles = n.div_ceil(plan.tile());
+        let work_words = WORK_STATES as usize + 2 * tiles * RADIX as usize;
+        grow(dev, &mut self.work, work_words)?;
+        // Keys between passes: passes 1 .. passes - 1 read what the pass before wrote; the
+        // last pass writes the caller's output (argsort: nothing).
+        let a = if passes >= 2 { n } else { 0 };
+        let b = if argsort && passes >= 3 { n } else { 0 };
+        grow(dev, &mut self.keys_a, a)?;
+        grow(dev, &mut self.keys_b, b)?;
+        let v = if passes >= 2 { n * value_bytes / 4 } else { 0 };
+        grow(dev, &mut self.values, v)?;
+        Ok(plan)
+    }
+
+    /// Sorts `keys_in` into `keys_out` (same length, another buffer) by bits `bits` of the
+    /// mapped keys (see the module docs).
+    pub fn sort_keys(
+        &mut self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        keys_out: &mut DeviceVec<K>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        check_bits::<K>(&bits)?;
+        check_len("keys_out", keys_in.len(), keys_out.len())?;
+        check_distinct(
+            &[("keys_out", keys_out.raw())],
+            &[("keys_in", keys_in.raw())],
+        )?;
+        self.run(
+            dev,
+            keys_in,
+            Some(keys_out.raw()),
+            Values::None,
+            order,
+            bits,
+        )
+    }
+
+    /// Sorts key-value pairs: `keys_out` gets the sorted keys and `values_out` each key's value
+    /// (all four of one length; outputs in buffers of their own). Stable: values of equal keys
+    /// keep their input order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sort_pairs<V: Element>(
+        &mut self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        keys_out: &mut DeviceVec<K>,
+        values_in: &DeviceVec<V>,
+        values_out: &mut DeviceVec<V>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        check_bits::<K>(&bits)?;
+        check_len("values_in", keys_in.len(), values_in.len())?;
+        check_len("keys_out", keys_in.len(), keys_out.len())?;
+        check_len("values_out", keys_in.len(), values_out.len())?;
+        check_distinct(
+            &[
+                ("keys_out", keys_out.raw()),
+                ("values_out", values_out.raw()),
+            ],
+            &[("keys_in", keys_in.raw()), ("values_in", values_in.raw())],
+        )?;
+        let values = Values::Pairs {
+            input: values_in.raw(),
+            output: values_out.raw(),
+            words: (V::KIND.size() / 4) as u32,
+        };
+        self.run(dev, keys_in, Some(keys_out.raw()), values, order, bits)
+    }
+
+    /// Argsort: `indices_out[i]` is the input index of the key that sorts to place `i`
+    /// (stable: equal keys in increasing index order).
+    pub fn argsort<I: SortIndex>(
+        &mut self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        indices_out: &mut DeviceVec<I>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        check_bits::<K>(&bits)?;
+        check_len("indices_out", keys_in.len(), indices_out.len())?;
+        check_distinct(
+            &[("indices_out", indices_out.raw())],
+            &[("keys_in", keys_in.raw())],
+        )?;
+        let values = Values::Indices {
+            output: indices_out.raw(),
+            words: (I::KIND.size() / 4) as u32,
+        };
+        self.run(dev, keys_in, None, values, order, bits)
+    }
+
+    fn run(
+        &mut self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        keys_out: Option<&RawBuffer>,
+        values: Values<'_>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        let info = dev.info();
+        // The kernels treat 64-bit keys and values as pairs of 32-bit words: no 64-bit shader
+        // arithmetic is needed, whatever K.
+        plan::require(info, ElemKind::U32, SORT_OPS)?;
+        let n = keys_in.len();
+        let passes = bits.len().div_ceil(RADIX_BITS as usize);
+        let vw = values.words();
+        let argsort = matches!(values, Values::Indices { .. });
+        if n == 0 {
+            return Ok(());
+        }
+        let plan = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        let tiles = n.div_ceil(plan.tile());
+        // `reserve` made every buffer this call reads; a missing one would be a planning bug,
+        // reported rather than risked.
+        let missing = || Error::invalid("sorter", "storage too small", "storage made by reserve");
+        let work = self.work.as_ref().ok_or_else(missing)?;
+        let keys_a = self.keys_a.as_ref().map(DeviceVec::raw);
+        let rows = tiles * RADIX as usize;
+        let work_words = WORK_STATES as usize + 2 * rows;
+        let work_b = work.binding(0, work_words);
+        let key_bytes = (n * K::KIND.size()) as u64;
+        let keys = |raw| whole(raw, key_bytes);
+        let value_bytes = (n * 4 * vw as usize) as u64;
+        let vals = |raw| whole(raw, value_bytes);
+        let descending = u32::from(order == SortOrder::Descending);
+        let kind = key_kind(K::KIND);
+
+        // Zero the histograms, the tile counters and the first pass's tile states.
+        let clear_words = WORK_STATES as usize + rows;
+        let clear = SortHistogramParams {
+            n: clear_words as u32,
+            clear: 1,
+            ..SortHistogramParams::zeroed()
+        };
+        let histogram = Kernel {
+            name: "sort_histogram",
+            elem: K::KIND,
+            consts: &[],
+        };
+        dev.launch(&Launch {
+            kernel: histogram,
+            block: HISTOGRAM_BLOCK,
+            groups: plan::grid(
+                info,
+                clear_words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
+            )?,
+            bindings: &[keys(keys_in.raw()), work_b],
+            params: bytemuck::bytes_of(&clear),
+        })?;
+        let cap = self.tuning.histogram_groups.max(1) as usize;
+        let chunk = n
+            .div_ceil(cap)
+            .next_multiple_of(HISTOGRAM_BLOCK as usize)
+            .max(HISTOGRAM_MIN_CHUNK);
+        let count = SortHistogramParams {
+            n: n as u32,
+            chunk: chunk as u32,
+            passes: passes as u32,
+            begin: bits.start,
+            end: bits.end,
+            key_kind: kind,
+            descending,
+            clear: 0,
+        };
+        dev.launch(&Launch {
+            kernel: histogram,
+            block: HISTOGRAM_BLOCK,
+            groups: plan::grid(info, n.div_ceil(chunk) as u64)?,
+            bindings: &[keys(keys_in.raw()), work_b],
+            params: bytemuck::bytes_of(&count),
+        })?;
+
+        let keys_b = self.keys_b.as_ref().map(DeviceVec::raw);
+        let value_tmp = self.values.as_ref().map(DeviceVec::raw);
+        // Where pass `j - 1` writes (j = 1 ..= passes): the last pass the caller's output, the
+        // ones before it alternating so that each reads what the previous one wrote.
+        let key_dst = |j: usize| -> Option<&RawBuffer> {
+            match keys_out {
+                Some(out) if (passes - j) % 2 == 0 => Some(out),
+                Some(_) => keys_a,
+                None if j == passes => None,
+                None if j % 2 == 1 => keys_a,
+                None => keys_b,
+            }
+        };
+        let value_dst = |j: usize| -> Option<&RawBuffer> {
+            let out = match values {
+                Values::None => return None,
+                Values::Pairs { output, .. } | Values::Indices { output, .. } => output,
+            };
+            if (passes - j) % 2 == 0 {
+                Some(out)
+            } else {
+                value_tmp
+            }
+        };
+        let consts = onesweep_consts(&plan, vw, self.tuning.match_any, info.backend);
+        let onesweep = Kernel {
+            name: "sort_onesweep",
+            elem: K::KIND,
+            consts: &consts,
+        };
+        for d in 0..passes {
+            let shift = bits.start + RADIX_BITS * d as u32;
+            let src = if d == 0 {
+                keys_in.raw()
+            } else {
+                key_dst(d).ok_or_else(missing)?
+            };
+            // Argsort's last pass stores no keys: its key binding is only a placeholder.
+            let write_keys = keys_out.is_some() || d + 1 < passes;
+            let (dst, mut flags) = if write_keys {
+                (key_dst(d + 1).ok_or_else(missing)?, FLAG_WRITE_KEYS)
+            } else {
+                (src, 0)
+            };
+            // Bindings the pass does not touch hold the work buffer.
+            let (vin, vout) = match values {
+                Values::None => (work_b, work_b),
+                Values::Pairs { input, .. } if d == 0 => {
+                    (vals(input), vals(value_dst(1).ok_or_else(missing)?))
+                }
+                Values::Indices { .. } if d == 0 => {
+                    flags |= FLAG_INDEX_VALUES;
+                    (work_b, vals(value_dst(1).ok_or_else(missing)?))
+                }
+                _ => (
+                    vals(value_dst(d).ok_or_else(missing)?),
+                    vals(value_dst(d + 1).ok_or_else(missing)?),
+                ),
+            };
+            let state = |p: usize| WORK_STATES + ((p % 2) * rows) as u32;
+            let params = SortOnesweepParams {
+                n: n as u32,
+                tiles: tiles as u32,
+                pass: d as u32,
+                shift,
+                digit_bits: RADIX_BITS.min(bits.end - shift),
+                key_kind: kind,
+                descending,
+                state_cur: state(d),
+                state_next: state(d + 1),
+                clear_next: u32::from(d + 1 < passes),
+                spin: self.tuning.spin,
+                flags,
+            };
+            dev.launch(&Launch {
+                kernel: onesweep,
+                block: plan.block,
+                groups: plan::grid(info, tiles as u64)?,
+                bindings: &[keys(src), keys(dst), vin, vout, work_b],
+                params: bytemuck::bytes_of(&params),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The variant constants of `sort_onesweep`: Vulkan specialization constants by name, CUDA
+/// `-D` options. `MATCH_ANY` and `BLOCK` only the CUDA twin reads (src/kernels/table.rs); the
+/// GLSL kernel ranks by ballots and takes its workgroup size from constant 0.
+fn onesweep_consts(
+    plan: &TilePlan,
+    value_words: u32,
+    match_any: bool,
+    backend: crate::device::BackendKind,
+) -> Vec<(&'static str, u32)> {
+    let mut consts = vec![
+        ("ITEMS", plan.items),
+        ("VALUE_WORDS", value_words),
+        ("HIST_SG", plan.subgroups),
+        ("STAGE_WORDS", plan.stage_words),
+    ];
+    if backend == crate::device::BackendKind::Cuda {
+        consts.push(("MATCH_ANY", u32::from(match_any)));
+        consts.push(("BLOCK", plan.block));
+    }
+    consts
+}
+
+/// The first `bytes` of `raw`.
+fn whole(raw: &RawBuffer, bytes: u64) -> Binding<'_> {
+    Binding {
+        buffer: raw,
+        offset: 0,
+        bytes,
+    }
+}
+
+/// Replaces `slot` by a buffer of at least `len` elements when it holds fewer (`len` 0: leaves
+/// it as it is).
+fn grow<T: Element>(dev: &dyn Device, slot: &mut Option<DeviceVec<T>>, len: usize) -> Result<()> {
+    if len == 0 || slot.as_ref().is_some_and(|v| v.len() >= len) {
+        return Ok(());
+    }
+    // Free the old storage first, so growing never needs both at once.
+    *slot = None;
+    *slot = Some(DeviceVec::alloc(dev, len)?);
+    Ok(())
+}
+
+/// Sorts host keys on `dev` (ascending or descending, by bits `bits`).
+pub fn sort_keys_host<K: Element>(
+    dev: &dyn Device,
+    keys: &[K],
+    order: SortOrder,
+    bits: Range<u32>,
+) -> Result<Vec<K>> {
+    check_bits::<K>(&bits)?;
+    let input = DeviceVec::from_slice(dev, keys)?;
+    let mut output = DeviceVec::alloc(dev, keys.len())?;
+    Sorter::<K>::with_tuning(Tuning::default()).sort_keys(dev, &input, &mut output, order, bits)?;
+    output.to_vec(dev)
+}
+
+/// Sorts host key-value pairs on `dev`; returns the sorted keys and their values.
+pub fn sort_pairs_host<K: Element, V: Element>(
+    dev: &dyn Device,
+    keys: &[K],
+    values: &[V],
+    order: SortOrder,
+    bits: Range<u32>,
+) -> Result<(Vec<K>, Vec<V>)> {
+    check_bits::<K>(&bits)?;
+    check_len("values", keys.len(), values.len())?;
+    let keys_in = DeviceVec::from_slice(dev, keys)?;
+    let values_in = DeviceVec::from_slice(dev, values)?;
+    let mut keys_out = DeviceVec::alloc(dev, keys.len())?;
+    let mut values_out = DeviceVec::alloc(dev, keys.len())?;
+    Sorter::<K>::with_tuning(Tuning::default()).sort_pairs(
+        dev,
+        &keys_in,
+        &mut keys_out,
+        &values_in,
+        &mut values_out,
+        order,
+        bits,
+    )?;
+    Ok((keys_out.to_vec(dev)?, values_out.to_vec(dev)?))
+}
+
+/// The argsort of host keys on `dev`, as `u32` indices.
+pub fn argsort_host<K: Element>(
+    dev: &dyn Device,
+    keys: &[K],
+    order: SortOrder,
+    bits: Range<u32>,
+) -> Result<Vec<u32>> {
+    check_bits::<K>(&bits)?;
+    let input = DeviceVec::from_slice(dev, keys)?;
+    let mut output = DeviceVec::alloc(dev, keys.len())?;
+    Sorter::<K>::with_tuning(Tuning::default()).argsort(dev, &input, &mut output, order, bits)?;
+    output.to_vec(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{BackendKind, DeviceType, Subnormals};
+
+    pub(crate) fn info(sg: u32, min: u32, max: u32, pinned: bool, shared: u32) -> DeviceInfo {
+        DeviceInfo {
+            backend: BackendKind::Vulkan,
+            index: 0,
+            name: "test".into(),
+            vendor_id: 0,
+            device_type: DeviceType::Other,
+            driver: String::new(),
+            subgroup_size: sg,
+            min_subgroup_size: min,
+            max_subgroup_size: max,
+            subgroup_size_pinned: pinned,
+            subgroup_features: SORT_OPS,
+            max_binding_bytes: 1 << 30,
+            binding_alignment: 16,
+            max_groups: [65535; 3],
+            shared_memory_bytes: shared,
+            int64: false,
+            float64: false,
+            int64_atomics: false,
+            subnormals_f32: Subnormals::Guaranteed,
+            subnormals_f64: Subnormals::Guaranteed,
+        }
+    }
+
+    #[test]
+    fn tiles_fit_every_subgroup_size_and_shared_memory() {
+        let t = Tuning::default();
+        for (sg, min, max, pinned) in [
+            (4, 4, 4, true),
+            (8, 8, 8, true),
+            (16, 16, 16, true),
+            (32, 32, 32, true),
+            (32, 8, 32, false),
+            (64, 64, 64, true),
+            (64, 32, 64, false),
+            (128, 128, 128, true),
+        ] {
+            for shared in [16384, 32768, 49152] {
+                for (kb, vb) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 8)] {
+                    let i = info(sg, min, max, pinned, shared);
+                    let p = TilePlan::new(&i, &t, kb, vb).unwrap();
+                    let sg_min = if pinned { sg } else { min };
+                    assert!(p.shared_bytes() <= shared as u64, "{p:?}");
+                    assert_eq!(p.block % 32, 0);
+                    assert_eq!(p.block % max, 0);
+                    assert!(p.subgroups * sg_min >= p.block);
+                    assert!(p.stage_words >= p.subgroups * RADIX);
+                    assert!(p.stage_words as usize >= p.tile() * kb.max(vb) / 4);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_bit_ranges_name_the_bound() {
+        assert!(check_bits::<u32>(&(0..32)).is_ok());
+        assert!(check_bits::<u64>(&(63..64)).is_ok());
+        for (bits, name) in [
+            (0..33, "end_bit"),
+            (8..8, "begin_bit"),
+            (Range { start: 9, end: 8 }, "begin_bit"),
+        ] {
+            match check_bits::<f32>(&bits) {
+                Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),
+                other => panic!("{bits:?}: {other:?}"),
+            }
+        }
+    }
+}
