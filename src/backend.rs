@@ -4,7 +4,6 @@
 pub use crate::device::DeviceSelector;
 use crate::device::{BackendKind, Device, DeviceInfo};
 use crate::error::{Error, Result};
-use crate::vulkan::{VulkanDevice, VulkanOptions};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -61,21 +60,63 @@ pub struct Options {
 /// Opens the device `opts` asks for.
 pub fn open(opts: &Options) -> Result<Arc<dyn Device>> {
     let backend = match opts.backend {
-        BackendChoice::Auto if crate::cuda::available().is_ok() => BackendChoice::Cuda,
+        BackendChoice::Auto if cuda_available() => BackendChoice::Cuda,
         BackendChoice::Auto => BackendChoice::Vulkan,
         other => other,
     };
-    Ok(match backend {
-        BackendChoice::Cuda => Arc::new(crate::cuda::CudaDevice::new(cuda_ordinal(
-            opts.device.as_ref(),
-        )?)?),
-        _ => Arc::new(VulkanDevice::new(&VulkanOptions {
-            device: opts.device.clone(),
-            validation: opts.validation,
-        })?),
-    })
+    match backend {
+        BackendChoice::Cuda => open_cuda(opts),
+        _ => open_vulkan(opts),
+    }
 }
 
+/// Whether the CUDA backend is built in and finds a device.
+fn cuda_available() -> bool {
+    #[cfg(feature = "cuda")]
+    return crate::cuda::available().is_ok();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
+/// [`Error::BackendUnavailable`] for a backend this build of xwarp leaves out.
+#[allow(dead_code)]
+fn not_built(backend: BackendKind, feature: &str) -> Error {
+    Error::BackendUnavailable {
+        backend,
+        reason: format!(
+            "this build of xwarp leaves it out: enable the Cargo feature `{feature}` (on by \
+             default)"
+        ),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(opts: &Options) -> Result<Arc<dyn Device>> {
+    let ordinal = cuda_ordinal(opts.device.as_ref())?;
+    Ok(Arc::new(crate::cuda::CudaDevice::new(ordinal)?))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(_: &Options) -> Result<Arc<dyn Device>> {
+    Err(not_built(BackendKind::Cuda, "cuda"))
+}
+
+#[cfg(feature = "vulkan")]
+fn open_vulkan(opts: &Options) -> Result<Arc<dyn Device>> {
+    Ok(Arc::new(crate::vulkan::VulkanDevice::new(
+        &crate::vulkan::VulkanOptions {
+            device: opts.device.clone(),
+            validation: opts.validation,
+        },
+    )?))
+}
+
+#[cfg(not(feature = "vulkan"))]
+fn open_vulkan(_: &Options) -> Result<Arc<dyn Device>> {
+    Err(not_built(BackendKind::Vulkan, "vulkan"))
+}
+
+#[cfg(feature = "cuda")]
 fn cuda_ordinal(selector: Option<&DeviceSelector>) -> Result<usize> {
     let Some(sel) = selector else { return Ok(0) };
     let devices = crate::cuda::list_devices()?;
@@ -104,10 +145,15 @@ pub fn open_default() -> Result<Arc<dyn Device>> {
 
 /// Every device of every backend, or for each backend why it is unavailable.
 pub fn list_all() -> Vec<(BackendKind, Result<Vec<DeviceInfo>>)> {
-    vec![
-        (BackendKind::Vulkan, crate::vulkan::list_devices()),
-        (BackendKind::Cuda, crate::cuda::list_devices()),
-    ]
+    #[cfg(feature = "vulkan")]
+    let vulkan = crate::vulkan::list_devices();
+    #[cfg(not(feature = "vulkan"))]
+    let vulkan = Err(not_built(BackendKind::Vulkan, "vulkan"));
+    #[cfg(feature = "cuda")]
+    let cuda = crate::cuda::list_devices();
+    #[cfg(not(feature = "cuda"))]
+    let cuda = Err(not_built(BackendKind::Cuda, "cuda"));
+    vec![(BackendKind::Vulkan, vulkan), (BackendKind::Cuda, cuda)]
 }
 
 /// Opens one device per available backend (the best of each): what `validate` and the tests

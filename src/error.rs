@@ -128,6 +128,7 @@ pub enum Error {
         reason: String,
     },
     /// A Vulkan call failed.
+    #[cfg(feature = "vulkan")]
     #[error("Vulkan call `{call}` failed: {result}")]
     Vulkan {
         /// The Vulkan function that failed.
@@ -179,6 +180,7 @@ impl Error {
         }
     }
 
+    #[cfg(feature = "vulkan")]
     pub(crate) fn vk(call: &'static str) -> impl FnOnce(ash::vk::Result) -> Self {
         move |result| Error::Vulkan { call, result }
     }

@@ -656,6 +656,7 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
 
     /// The Vulkan backend maps constants by name: a launch that passes one its kernel does not
     /// declare fails, naming it, before any GPU work; the right names in any order run.
+    #[cfg(feature = "vulkan")]
     #[test]
     fn a_vulkan_launch_with_an_undeclared_constant_is_refused() {
         use crate::device::{Device, DeviceVec, Kernel, Launch};

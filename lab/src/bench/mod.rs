@@ -1,0 +1,1223 @@
+//! Benchmarks: every algorithm on every backend, timed by GPU timers, beside the memory
+//! roofline measured in the same run and, where `nvcc` is present, CUB.
+//!
+//! One measurement path serves `xwarp bench` and `cargo bench`: [`run`] plans the cases of a
+//! [`Config`], and for each one uploads random inputs, runs the algorithm once and checks the
+//! result against the CPU reference ([`xwarp::cpu`]), then times it. The timed inputs are
+//! representative values (the data CUB times too); for `f32` and `f64` each case is first also
+//! checked once on hard values ([`xwarp::Element::random_hard`]: every magnitude, subnormals
+//! where every device keeps them, NaN payloads and ±∞ where values are only compared or
+//! moved), of the case's length up to [`HARD_CHECK_MAX`] elements.
+//!
+//! What a case reports:
+//! - **GPU time**: median, min and max over [`Config::reps`] repetitions, from Vulkan timestamp
+//!   queries or CUDA events ([`Device::time`]), after [`Config::warmup`] untimed calls. Before
+//!   each repetition a copy of [`Config::scrub_bytes`] between two scratch buffers evicts the
+//!   input from the GPU's caches (outside the timed span), so no size is served from a cache
+//!   a previous repetition warmed. CPU devices skip it.
+//! - **Host wall time per call**: from the call to its result on the host (the result's bytes
+//!   for a reduction, the count for a compaction, a synchronize for the rest) with the GPU idle
+//!   at the start: what a caller with small inputs feels.
+//! - **GB/s** of the bytes the algorithm must move ([`Algo::bytes`]), and that as a fraction of
+//!   the roofline kernel ([`xwarp::roofline`]) of the same backend at the same size: the
+//!   read-only kernel for algorithms that only read, the copy kernel for the others.
+
+pub mod cub;
+mod data;
+mod report;
+mod svg;
+
+pub use report::{
+    kernel_stats_text, print_chains, print_ladder, print_table, read_json, summary_markdown,
+    write_json,
+};
+pub use svg::write_plots;
+
+use crate::validate::{first_mismatch, first_mismatch_nan_as_class, Compare};
+use data::{random_input, with_bench_elem, BenchElem, HardInputs};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+use xwarp::compact::{self, Order};
+use xwarp::cpu;
+use xwarp::device::{Device, DeviceType, DeviceVec};
+use xwarp::element::{ElemKind, Element, Rng};
+use xwarp::error::{Error, Result};
+use xwarp::ladder::{self, LadderKernel};
+use xwarp::reduce::{self, ReduceOp};
+use xwarp::scan::{self, ScanKind};
+use xwarp::shfl::{self, ShflOp};
+use xwarp::stencil::StencilVariant;
+use xwarp::vote::{self, Predicate};
+
+/// The most elements of the hard-value check that precedes each `f32` and `f64` case (the
+/// case's own length where it is shorter): enough for several levels of every device-wide
+/// algorithm, and cheap next to the timed runs.
+pub const HARD_CHECK_MAX: usize = (1 << 20) + 7;
+
+/// One benchmarked algorithm (one row group of the table, one plot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// The copy roofline: read `n` elements, write `n`.
+    Copy,
+    /// The read roofline: read `n` elements, write one word per workgroup.
+    Read,
+    /// [`reduce::device_reduce`] with sum, min or max.
+    Reduce(ReduceOp),
+    /// [`scan::device_scan`] (sum), inclusive or exclusive.
+    Scan(ScanKind),
+    /// [`compact::compact`] with `v > threshold` (about half the random inputs pass).
+    Compact(Order),
+    /// [`xwarp::stencil::moving_average`], `f32` and `f64` only.
+    Stencil(StencilVariant),
+    /// [`shfl::shfl`] at width 32: broadcast from lane 3, up 1, down 1, xor 16.
+    Shfl(ShflOp),
+    /// [`vote::vote`] with `v > threshold`.
+    Vote,
+}
+
+impl Algo {
+    /// Every algorithm, in table order.
+    pub const ALL: [Algo; 16] = [
+        Algo::Copy,
+        Algo::Read,
+        Algo::Reduce(ReduceOp::Sum),
+        Algo::Reduce(ReduceOp::Min),
+        Algo::Reduce(ReduceOp::Max),
+        Algo::Scan(ScanKind::Inclusive),
+        Algo::Scan(ScanKind::Exclusive),
+        Algo::Compact(Order::Stable),
+        Algo::Compact(Order::Unordered),
+        Algo::Stencil(StencilVariant::Shuffle),
+        Algo::Stencil(StencilVariant::SharedMemory),
+        Algo::Shfl(ShflOp::Broadcast { src_lane: 3 }),
+        Algo::Shfl(ShflOp::Up { delta: 1 }),
+        Algo::Shfl(ShflOp::Down { delta: 1 }),
+        Algo::Shfl(ShflOp::Xor { lane_mask: 16 }),
+        Algo::Vote,
+    ];
+
+    /// The name in tables, JSON and plot file names.
+    pub fn name(self) -> String {
+        match self {
+            Algo::Copy => "copy".into(),
+            Algo::Read => "read".into(),
+            Algo::Reduce(op) => format!("reduce_{}", op.name()),
+            Algo::Scan(ScanKind::Inclusive) => "scan_inclusive".into(),
+            Algo::Scan(ScanKind::Exclusive) => "scan_exclusive".into(),
+            Algo::Compact(order) => format!("compact_{order}"),
+            Algo::Stencil(v) => format!("stencil_{}", v.name()),
+            Algo::Shfl(ShflOp::Broadcast { .. }) => "shfl_broadcast".into(),
+            Algo::Shfl(ShflOp::Up { .. }) => "shfl_up".into(),
+            Algo::Shfl(ShflOp::Down { .. }) => "shfl_down".into(),
+            Algo::Shfl(ShflOp::Wrap { .. }) => "shfl_wrap".into(),
+            Algo::Shfl(ShflOp::Xor { .. }) => "shfl_xor".into(),
+            Algo::Vote => "vote".into(),
+        }
+    }
+
+    /// The family `--algo` also accepts: `roofline`, `reduce`, `scan`, `compact`, `stencil`,
+    /// `shfl`, `vote`.
+    pub fn family(self) -> &'static str {
+        match self {
+            Algo::Copy | Algo::Read => "roofline",
+            Algo::Reduce(_) => "reduce",
+            Algo::Scan(_) => "scan",
+            Algo::Compact(_) => "compact",
+            Algo::Stencil(_) => "stencil",
+            Algo::Shfl(_) => "shfl",
+            Algo::Vote => "vote",
+        }
+    }
+
+    /// Whether the algorithm runs on `elem`.
+    pub fn supports(self, elem: ElemKind) -> bool {
+        match self {
+            Algo::Stencil(_) => matches!(elem, ElemKind::F32 | ElemKind::F64),
+            _ => true,
+        }
+    }
+
+    /// The roofline kernel its bandwidth is compared with.
+    pub fn roof(self) -> Algo {
+        match self {
+            Algo::Read | Algo::Reduce(_) => Algo::Read,
+            _ => Algo::Copy,
+        }
+    }
+
+    /// The bytes that must move for `n` elements of `size` bytes, `kept` of which a compaction
+    /// keeps: every input read once, every output written once.
+    pub fn bytes(self, n: usize, size: usize, kept: usize) -> u64 {
+        let (n, size, kept) = (n as u64, size as u64, kept as u64);
+        match self {
+            Algo::Read => n * size,
+            Algo::Reduce(_) => n * size + size,
+            Algo::Compact(_) => n * size + kept * size + 8,
+            Algo::Vote => {
+                n * size + n * 4 + vote::warps(n as usize) as u64 * vote::RECORD_WORDS as u64 * 4
+            }
+            Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) => 2 * n * size,
+        }
+    }
+
+    /// The CUB program's algorithm measured against this one, if any.
+    pub fn cub_name(self) -> Option<&'static str> {
+        match self {
+            Algo::Reduce(ReduceOp::Sum) => Some("reduce_sum"),
+            Algo::Reduce(ReduceOp::Min) => Some("reduce_min"),
+            Algo::Reduce(ReduceOp::Max) => Some("reduce_max"),
+            Algo::Scan(ScanKind::Inclusive) => Some("scan_inclusive"),
+            Algo::Scan(ScanKind::Exclusive) => Some("scan_exclusive"),
+            Algo::Compact(_) => Some("select_if"),
+            _ => None,
+        }
+    }
+
+    /// The algorithms `spec` names: a name of [`Algo::ALL`] or a family.
+    pub fn parse_list(spec: &str) -> Result<Vec<Algo>> {
+        let list: Vec<Algo> = Algo::ALL
+            .into_iter()
+            .filter(|a| a.name() == spec || a.family() == spec)
+            .collect();
+        if list.is_empty() {
+            let names: Vec<String> = Algo::ALL.iter().map(|a| a.name()).collect();
+            return Err(Error::invalid(
+                "algo",
+                spec,
+                format!(
+                    "a family (roofline, reduce, scan, compact, stencil, shfl, vote, ladder, \
+                     chain) or one of {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+        Ok(list)
+    }
+}
+
+impl fmt::Display for Algo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// What a benchmark run covers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Config {
+    /// Input lengths.
+    pub sizes: Vec<usize>,
+    /// Element types.
+    #[serde(
+        serialize_with = "report::kinds",
+        deserialize_with = "report::parse_kinds"
+    )]
+    pub types: Vec<ElemKind>,
+    /// Algorithms of the main table.
+    #[serde(
+        serialize_with = "report::algos",
+        deserialize_with = "report::parse_algos"
+    )]
+    pub algos: Vec<Algo>,
+    /// Whether to run the ladder table.
+    pub ladder: bool,
+    /// Input length of the ladder table (`i32`).
+    pub ladder_n: usize,
+    /// Whether to run the subgroup-op throughput chains.
+    pub chain: bool,
+    /// Dependent operations per thread in a chain.
+    pub chain_iters: u32,
+    /// Threads running chains.
+    pub chain_threads: usize,
+    /// Timed repetitions per case.
+    pub reps: usize,
+    /// Untimed calls per case before timing.
+    pub warmup: usize,
+    /// Bytes copied between repetitions to evict caches (0: none; CPU devices never scrub).
+    pub scrub_bytes: u64,
+    /// Seed of the random inputs.
+    pub seed: u64,
+}
+
+impl Config {
+    /// The full run: sizes 2^10 … 2^28, 4-byte types, every algorithm, the ladder at 2^24 and
+    /// the throughput chains.
+    pub fn full(seed: u64) -> Self {
+        Config {
+            sizes: (10..=28).map(|k| 1usize << k).collect(),
+            types: vec![ElemKind::I32, ElemKind::F32],
+            algos: Algo::ALL.to_vec(),
+            ladder: true,
+            ladder_n: 1 << 24,
+            chain: true,
+            chain_iters: 4096,
+            chain_threads: 1 << 20,
+            reps: 21,
+            warmup: 2,
+            scrub_bytes: 256 << 20,
+            seed,
+        }
+    }
+
+    /// A short run for CPU devices and smoke tests: three sizes, `i32` and `f32` (stencils
+    /// `f32`), every algorithm, a small ladder and short chains, 5 repetitions.
+    pub fn quick(seed: u64) -> Self {
+        Config {
+            sizes: vec![1 << 10, 1 << 14, 1 << 18],
+            ladder_n: 1 << 18,
+            chain_iters: 256,
+            chain_threads: 1 << 14,
+            reps: 5,
+            warmup: 1,
+            ..Config::full(seed)
+        }
+    }
+
+    /// Checks the numbers: at least one size and repetition, no empty input.
+    pub fn check(&self) -> Result<()> {
+        if self.reps == 0 {
+            return Err(Error::invalid("reps", 0, "at least 1"));
+        }
+        if let Some(&n) = self.sizes.iter().find(|&&n| n == 0) {
+            return Err(Error::invalid("sizes", n, "lengths of at least 1"));
+        }
+        if self.ladder && self.ladder_n == 0 {
+            return Err(Error::invalid("ladder_n", 0, "at least 1"));
+        }
+        if self.chain && (self.chain_threads == 0 || self.chain_iters == 0) {
+            return Err(Error::invalid(
+                "chain",
+                format!(
+                    "{} threads x {} iters",
+                    self.chain_threads, self.chain_iters
+                ),
+                "at least 1 thread and 1 iteration",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Median, minimum and maximum of a set of times, in seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Median (the mean of the two middle samples for an even count).
+    pub median: f64,
+    /// Fastest sample.
+    pub min: f64,
+    /// Slowest sample.
+    pub max: f64,
+}
+
+impl Stats {
+    /// The statistics of `samples` (all zero when empty).
+    pub fn of(samples: &[f64]) -> Self {
+        if samples.is_empty() {
+            return Stats::default();
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        let m = s.len() / 2;
+        let median = if s.len() % 2 == 1 {
+            s[m]
+        } else {
+            (s[m - 1] + s[m]) / 2.0
+        };
+        Stats {
+            median,
+            min: s[0],
+            max: s[s.len() - 1],
+        }
+    }
+}
+
+/// One timed case of the main table.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// `vulkan`, `cuda` or `cub`.
+    pub backend: String,
+    /// [`Algo::name`], or the CUB program's name for CUB's rows.
+    pub algo: String,
+    /// Element type.
+    pub elem: String,
+    /// Input length.
+    pub n: usize,
+    /// Bytes that must move ([`Algo::bytes`]).
+    pub bytes: u64,
+    /// GPU time per call, seconds.
+    pub gpu: Stats,
+    /// Host wall time per call, seconds.
+    pub host: Stats,
+    /// `bytes / gpu.median`, GB/s (10^9 bytes per second).
+    pub gbs: f64,
+    /// `gbs` over the roofline kernel's at the same size on the same backend.
+    pub roof_fraction: Option<f64>,
+    /// CUB's median GPU time over this one's: above 1, faster than CUB.
+    pub vs_cub: Option<f64>,
+}
+
+/// One rung of the ladder table on one backend.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LadderRow {
+    /// `vulkan` or `cuda`.
+    pub backend: String,
+    /// The kernel's name in the walkthrough (`reduceNeighbored`, ...).
+    pub kernel: String,
+    /// Threads per block.
+    pub block: u32,
+    /// Input length (`i32`).
+    pub n: usize,
+    /// GPU time of the block-sums kernel.
+    pub gpu: Stats,
+    /// `reduceNeighbored`'s median time over this one's.
+    pub speedup: f64,
+    /// `bytes / gpu.median`, GB/s.
+    pub gbs: f64,
+}
+
+/// One subgroup-operation chain on one backend.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChainRow {
+    /// `vulkan` or `cuda`.
+    pub backend: String,
+    /// The operation.
+    pub op: String,
+    /// Threads.
+    pub threads: usize,
+    /// Dependent operations per thread.
+    pub iters: u32,
+    /// GPU time.
+    pub gpu: Stats,
+    /// Operations (one per thread per iteration) per second.
+    pub ops_per_s: f64,
+}
+
+/// A device the run used.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeviceEntry {
+    /// `vulkan` or `cuda`.
+    pub backend: String,
+    /// The device's name.
+    pub name: String,
+    /// Driver and API version.
+    pub driver: String,
+    /// Subgroup (warp) size.
+    pub subgroup_size: u32,
+}
+
+/// Whether CUB ran, and on what.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CubInfo {
+    /// Whether its numbers are in the report.
+    pub available: bool,
+    /// Why not, when it is not.
+    pub reason: Option<String>,
+    /// The device the CUB program ran on.
+    pub device: Option<String>,
+    /// `CUB_VERSION`.
+    pub version: Option<String>,
+    /// The CUDA runtime version.
+    pub cuda: Option<String>,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    /// UTC date of the run, `YYYY-MM-DD`.
+    pub date: String,
+    /// The configuration.
+    pub config: Config,
+    /// The devices measured.
+    pub devices: Vec<DeviceEntry>,
+    /// Backends that could not be opened, with the reason.
+    pub unavailable: Vec<String>,
+    /// CUB.
+    pub cub: CubInfo,
+    /// The main table (CUB's rows included).
+    pub records: Vec<Record>,
+    /// The ladder table.
+    pub ladder: Vec<LadderRow>,
+    /// Shuffle and ballot throughput.
+    pub chains: Vec<ChainRow>,
+    /// Cases that could not run (unsupported type, out of memory ...), with the reason.
+    pub skipped: Vec<String>,
+    /// Cases whose result differed from the CPU reference (they are not timed).
+    pub failures: Vec<String>,
+}
+
+/// Where a run is, for progress displays.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Cases finished.
+    pub done: usize,
+    /// Cases in all.
+    pub total: usize,
+    /// The case starting now.
+    pub what: String,
+}
+
+/// Runs `cfg` on `devices` (label, device), calling `progress` before each case.
+pub fn run(
+    devices: &[(String, &dyn Device)],
+    cfg: &Config,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Report> {
+    cfg.check()?;
+    let mut report = Report {
+        date: report::utc_date(),
+        config: cfg.clone(),
+        devices: devices
+            .iter()
+            .map(|(label, d)| DeviceEntry {
+                backend: label.clone(),
+                name: d.info().name.clone(),
+                driver: d.info().driver.clone(),
+                subgroup_size: d.info().subgroup_size,
+            })
+            .collect(),
+        unavailable: Vec::new(),
+        cub: CubInfo::default(),
+        records: Vec::new(),
+        ladder: Vec::new(),
+        chains: Vec::new(),
+        skipped: Vec::new(),
+        failures: Vec::new(),
+    };
+    let scrubs: Vec<Option<Scrub>> = devices
+        .iter()
+        .map(|(_, d)| Scrub::new(*d, cfg.scrub_bytes))
+        .collect::<Result<_>>()?;
+    let main_cases: usize = cfg
+        .types
+        .iter()
+        .map(|&k| cfg.algos.iter().filter(|a| a.supports(k)).count())
+        .sum::<usize>()
+        * cfg.sizes.len();
+    let mut p = Progress {
+        done: 0,
+        total: (main_cases
+            + usize::from(cfg.ladder) * LadderKernel::ALL.len()
+            + usize::from(cfg.chain) * data::CHAIN_OPS)
+            * devices.len(),
+        what: String::new(),
+    };
+    let mut ctx = Ctx {
+        devices,
+        scrubs: &scrubs,
+        cfg,
+        report: &mut report,
+        progress,
+        p: &mut p,
+    };
+    for &kind in &cfg.types {
+        for &n in &cfg.sizes {
+            with_bench_elem!(kind, main_cases_of(&mut ctx, n));
+        }
+    }
+    if cfg.ladder {
+        ladder_table(&mut ctx);
+    }
+    if cfg.chain {
+        data::chains(&mut ctx);
+    }
+    fill_ratios(&mut report);
+    Ok(report)
+}
+
+/// The state one run threads through its cases.
+struct Ctx<'a> {
+    devices: &'a [(String, &'a dyn Device)],
+    scrubs: &'a [Option<Scrub>],
+    cfg: &'a Config,
+    report: &'a mut Report,
+    progress: &'a mut dyn FnMut(&Progress),
+    p: &'a mut Progress,
+}
+
+impl Ctx<'_> {
+    fn step(&mut self, what: String) {
+        self.p.what = what;
+        (self.progress)(self.p);
+        self.p.done += 1;
+    }
+}
+
+/// Two scratch buffers whose copy evicts what earlier work left in the caches.
+struct Scrub {
+    a: DeviceVec<u32>,
+    b: DeviceVec<u32>,
+}
+
+impl Scrub {
+    fn new(dev: &dyn Device, bytes: u64) -> Result<Option<Scrub>> {
+        if bytes == 0 || dev.info().device_type == DeviceType::Cpu {
+            return Ok(None);
+        }
+        let words = (bytes / 8).max(1) as usize;
+        let mut a = DeviceVec::<u32>::alloc(dev, words)?;
+        a.fill(dev, 0x5a5a_5a5a)?;
+        Ok(Some(Scrub {
+            a,
+            b: DeviceVec::alloc(dev, words)?,
+        }))
+    }
+
+    fn run(&self, dev: &dyn Device) -> Result<()> {
+        dev.copy(self.a.raw(), 0, self.b.raw(), 0, self.a.len() as u64 * 4)
+    }
+}
+
+/// GPU time of `call(false)`: warm-up calls, then repetitions each after a scrub.
+fn measure_gpu(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    call: &mut dyn FnMut(bool) -> Result<()>,
+) -> Result<Stats> {
+    for _ in 0..cfg.warmup {
+        call(true)?;
+    }
+    let mut gpu = Vec::with_capacity(cfg.reps);
+    for _ in 0..cfg.reps {
+        if let Some(s) = scrub {
+            s.run(dev)?;
+        }
+        gpu.push(dev.time(&mut || call(false))?.as_secs_f64());
+    }
+    Ok(Stats::of(&gpu))
+}
+
+/// [`measure_gpu`], then the host wall time of `call(true)` from an idle GPU, which must also
+/// bring the result to the host (or wait for it).
+fn measure(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    call: &mut dyn FnMut(bool) -> Result<()>,
+) -> Result<(Stats, Stats)> {
+    let gpu = measure_gpu(dev, scrub, cfg, call)?;
+    let mut host = Vec::with_capacity(cfg.reps);
+    for _ in 0..cfg.reps {
+        if let Some(s) = scrub {
+            s.run(dev)?;
+        }
+        dev.synchronize()?;
+        let t = Instant::now();
+        call(true)?;
+        host.push(t.elapsed().as_secs_f64());
+    }
+    Ok((gpu, Stats::of(&host)))
+}
+
+/// What one case gives before its ratios are known.
+struct Timed {
+    gpu: Stats,
+    host: Stats,
+    bytes: u64,
+}
+
+fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
+    let seed = ctx.cfg.seed;
+    let input: Vec<T> = random_input(seed, n);
+    // One device copy of the input per backend, shared by the algorithms of this size.
+    let uploads: Vec<Result<DeviceVec<T>>> = ctx
+        .devices
+        .iter()
+        .map(|(_, d)| DeviceVec::from_slice(*d, &input))
+        .collect();
+    // The hard inputs every algorithm of this size is checked on first (floats only).
+    let hard = HardInputs::<T>::new(ctx.devices, seed, n);
+    let algos: Vec<Algo> = ctx
+        .cfg
+        .algos
+        .iter()
+        .copied()
+        .filter(|a| a.supports(T::KIND))
+        .collect();
+    for algo in algos {
+        let reference = Reference::of(algo, &input, seed);
+        let hard_reference = hard.as_ref().map(|h| h.reference(algo, seed));
+        for (i, upload) in uploads.iter().enumerate() {
+            let (label, dev) = &ctx.devices[i];
+            let what = format!("{label} {algo} {} n={n}", T::KIND);
+            ctx.step(what.clone());
+            let src = match upload {
+                Ok(src) => src,
+                Err(e) => {
+                    ctx.report.skipped.push(format!("{what}: {e}"));
+                    continue;
+                }
+            };
+            let hard_check = match (&hard, &hard_reference) {
+                (Some(h), Some(r)) => Some((h.input(algo), r)),
+                _ => None,
+            };
+            let scrub = ctx.scrubs[i].as_ref();
+            match case::<T>(*dev, scrub, ctx.cfg, algo, src, &reference, hard_check) {
+                Ok(Ok(t)) => ctx.report.records.push(Record {
+                    backend: label.clone(),
+                    algo: algo.name(),
+                    elem: T::KIND.to_string(),
+                    n,
+                    bytes: t.bytes,
+                    gpu: t.gpu,
+                    host: t.host,
+                    gbs: t.bytes as f64 / t.gpu.median / 1e9,
+                    roof_fraction: None,
+                    vs_cub: None,
+                }),
+                Ok(Err(mismatch)) => ctx.report.failures.push(format!("{what}: {mismatch}")),
+                Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
+            }
+        }
+    }
+}
+
+/// The CPU reference's answer for one algorithm on one input, computed once for all backends.
+enum Reference<T: BenchElem> {
+    Elems(Vec<T>),
+    Value(T),
+    /// Count and an order-free digest of the kept elements.
+    Multiset(usize, u64),
+    Words(Vec<u32>),
+    Stencil([T; cpu::stencil::POINTS], Vec<T>),
+}
+
+impl<T: BenchElem> Reference<T> {
+    fn of(algo: Algo, input: &[T], seed: u64) -> Self {
+        Self::with_weights(algo, input, || {
+            T::stencil_reference(&mut Rng::new(seed ^ 0x57e4), input)
+        })
+    }
+
+    /// [`Reference::of`] with the stencil's weights and result from `stencil`.
+    fn with_weights(
+        algo: Algo,
+        input: &[T],
+        stencil: impl FnOnce() -> Option<([T; cpu::stencil::POINTS], Vec<T>)>,
+    ) -> Self {
+        let pred = Predicate::Greater(T::THRESHOLD);
+        match algo {
+            Algo::Copy => Reference::Elems(input.to_vec()),
+            Algo::Read => Reference::Words(data::read_folds(input)),
+            Algo::Reduce(op) => Reference::Value(cpu::reduce::device_reduce(op, input)),
+            Algo::Scan(kind) => {
+                Reference::Elems(cpu::scan::device_scan(ReduceOp::Sum, kind, input))
+            }
+            Algo::Compact(Order::Stable) => Reference::Elems(cpu::compact::stable(pred, input)),
+            Algo::Compact(Order::Unordered) => {
+                let kept: Vec<T> = input.iter().copied().filter(|&v| pred.eval(v)).collect();
+                Reference::Multiset(kept.len(), digest(&kept))
+            }
+            // Only float types reach here (`Algo::supports`); the others get an empty reference
+            // and their call fails with a typed error before any check.
+            Algo::Stencil(_) => stencil().map_or(Reference::Elems(Vec::new()), |(w, out)| {
+                Reference::Stencil(w, out)
+            }),
+            Algo::Shfl(op) => Reference::Elems(cpu::shfl::shfl(op, 32, 1, input)),
+            Algo::Vote => Reference::Words(cpu::vote::vote(pred, input).to_words()),
+        }
+    }
+}
+
+impl<T: BenchElem> Reference<T> {
+    /// A value the expected elements do not hold, never a NaN (for checks that let NaN match
+    /// any NaN, where the NaN poison of [`poison`] could pass for a result).
+    fn poison(&self) -> T {
+        match self {
+            Reference::Elems(want) | Reference::Stencil(_, want) => {
+                crate::validate::poison_value(want)
+            }
+            Reference::Value(want) => crate::validate::poison_value(&[*want]),
+            Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
+        }
+    }
+}
+
+/// An order-independent digest of a multiset of elements.
+fn digest<T: Element>(values: &[T]) -> u64 {
+    values
+        .iter()
+        .map(|v| Rng::new(v.to_bits64()).next_u64())
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// `Err` with the first difference, as [`crate::validate`] words it.
+fn compare<T: Element>(want: &[T], got: &[T]) -> std::result::Result<(), String> {
+    match crate::validate::first_mismatch(want, got) {
+        None => Ok(()),
+        Some(m) => Err(m.to_string()),
+    }
+}
+
+/// A value the outputs are filled with before the checked run: a NaN with a marked payload for
+/// floats, a marked bit pattern for integers.
+fn poison<T: Element>() -> T {
+    if T::KIND.size() == 4 {
+        bytemuck::cast_slice::<u32, T>(&[0x7fcd_cdcd])[0]
+    } else {
+        bytemuck::cast_slice::<u64, T>(&[0x7ff9_cdcd_cdcd_cdcd])[0]
+    }
+}
+
+/// One case's buffers on one device.
+struct Case<'a, T: BenchElem> {
+    dev: &'a dyn Device,
+    algo: Algo,
+    src: &'a DeviceVec<T>,
+    reference: &'a Reference<T>,
+    out: DeviceVec<T>,
+    /// Read folds, or vote records.
+    words: DeviceVec<u32>,
+    /// Vote ranks.
+    ranks: DeviceVec<u32>,
+    count: DeviceVec<u64>,
+}
+
+impl<'a, T: BenchElem> Case<'a, T> {
+    fn new(
+        dev: &'a dyn Device,
+        algo: Algo,
+        src: &'a DeviceVec<T>,
+        reference: &'a Reference<T>,
+    ) -> Result<Self> {
+        let n = src.len();
+        let (elems, words, ranks) = match algo {
+            Algo::Read => (1, data::read_folds_len::<T>(n), 1),
+            Algo::Reduce(_) => (1, 1, 1),
+            Algo::Vote => (1, vote::warps(n) * vote::RECORD_WORDS, n),
+            _ => (n, 1, 1),
+        };
+        let mut case = Case {
+            dev,
+            algo,
+            src,
+            reference,
+            out: DeviceVec::alloc(dev, elems)?,
+            words: DeviceVec::alloc(dev, words)?,
+            ranks: DeviceVec::alloc(dev, ranks)?,
+            count: DeviceVec::alloc(dev, 1)?,
+        };
+        case.out.fill(dev, poison())?;
+        case.words.fill(dev, 0xcdcd_cdcd)?;
+        case.ranks.fill(dev, 0xcdcd_cdcd)?;
+        case.count.fill(dev, u64::MAX)?;
+        Ok(case)
+    }
+
+    /// One call of the algorithm; with `finish`, its result reaches the host too (the value of
+    /// a reduction, the count of a compaction; the rest are waited for).
+    fn call(&mut self, finish: bool) -> Result<()> {
+        let (dev, src) = (self.dev, self.src);
+        let pred = Predicate::Greater(T::THRESHOLD);
+        match (self.algo, self.reference) {
+            (Algo::Copy, _) => xwarp::roofline::copy(dev, src, &mut self.out)?,
+            (Algo::Read, _) => xwarp::roofline::read(dev, src, &mut self.words)?,
+            (Algo::Reduce(op), _) => {
+                reduce::device_reduce(dev, op, src, &mut self.out, 0)?;
+                if finish {
+                    let mut one = [T::zeroed()];
+                    return dev.read(self.out.raw(), 0, bytemuck::cast_slice_mut(&mut one));
+                }
+            }
+            (Algo::Scan(kind), _) => {
+                scan::device_scan(dev, ReduceOp::Sum, kind, src, &mut self.out)?
+            }
+            (Algo::Compact(order), _) => {
+                compact::compact(dev, order, pred, src, &mut self.out, &mut self.count)?;
+                if finish {
+                    let mut one = [0u64];
+                    return dev.read(self.count.raw(), 0, bytemuck::cast_slice_mut(&mut one));
+                }
+            }
+            (Algo::Stencil(variant), Reference::Stencil(w, _)) => {
+                T::moving_average(dev, variant, *w, src, &mut self.out)?
+            }
+            (Algo::Stencil(_), _) => {
+                return Err(Error::invalid(
+                    "elem",
+                    T::KIND,
+                    "f32 or f64 for the stencil",
+                ))
+            }
+            (Algo::Shfl(op), _) => shfl::shfl(dev, op, 32, src, &mut self.out)?,
+            (Algo::Vote, _) => vote::vote(dev, pred, src, &mut self.words, &mut self.ranks)?,
+        }
+        if finish {
+            dev.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Compares the outputs of the last call with the reference; `Ok` holds the number of
+    /// kept elements for a compaction.
+    fn check(&self) -> Result<std::result::Result<usize, String>> {
+        self.check_by(first_mismatch)
+    }
+
+    /// [`Case::check`], comparing elements with `compare`.
+    fn check_by(&self, compare: Compare<T>) -> Result<std::result::Result<usize, String>> {
+        let compare = |want: &[T], got: &[T]| match compare(want, got) {
+            None => Ok(()),
+            Some(m) => Err(m.to_string()),
+        };
+        let dev = self.dev;
+        let count = || -> Result<u64> { Ok(self.count.to_vec(dev)?[0]) };
+        Ok(match self.reference {
+            Reference::Elems(want) if matches!(self.algo, Algo::Compact(_)) => {
+                let got = count()?;
+                if got != want.len() as u64 {
+                    Err(format!("count {got}, expected {}", want.len()))
+                } else {
+                    compare(want, &self.out.to_vec(dev)?[..want.len()]).map(|()| want.len())
+                }
+            }
+            Reference::Multiset(want, want_digest) => {
+                let got = count()?;
+                if got != *want as u64 {
+                    Err(format!("count {got}, expected {want}"))
+                } else if digest(&self.out.to_vec(dev)?[..*want]) != *want_digest {
+                    Err("the kept elements differ from the reference's as a multiset".into())
+                } else {
+                    Ok(*want)
+                }
+            }
+            Reference::Elems(want) | Reference::Stencil(_, want) => {
+                compare(want, &self.out.to_vec(dev)?).map(|()| 0)
+            }
+            Reference::Value(want) => compare(&[*want], &self.out.to_vec(dev)?).map(|()| 0),
+            Reference::Words(want) => {
+                let mut got = self.words.to_vec(dev)?;
+                if self.algo == Algo::Vote {
+                    got.extend(self.ranks.to_vec(dev)?);
+                }
+                self::compare(want, &got).map(|()| 0)
+            }
+        })
+    }
+}
+
+/// Runs `algo` once on the hard `input` and checks it against `reference`: sums (reduce,
+/// scan, stencil) that end in NaN match any NaN (the documented rule), everything else bit
+/// for bit, into outputs poisoned with a value that is not a NaN. `Ok(Err(_))` says what
+/// differed.
+fn hard_check<T: BenchElem>(
+    dev: &dyn Device,
+    algo: Algo,
+    input: &[T],
+    reference: &Reference<T>,
+) -> Result<std::result::Result<(), String>> {
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut c = Case::new(dev, algo, &src, reference)?;
+    c.out.fill(dev, reference.poison())?;
+    c.call(true)?;
+    let compare: Compare<T> = if HardInputs::<T>::sums(algo) {
+        first_mismatch_nan_as_class
+    } else {
+        first_mismatch
+    };
+    Ok(c.check_by(compare)?
+        .map(|_| ())
+        .map_err(|m| format!("hard values, n={}: {m}", src.len())))
+}
+
+/// Runs one case on one device: checked once against `reference` (and first, where given, on
+/// a hard input against its reference: [`hard_check`]), then timed.
+/// `Ok(Err(_))`: the result was wrong (and nothing was timed).
+fn case<T: BenchElem>(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    algo: Algo,
+    src: &DeviceVec<T>,
+    reference: &Reference<T>,
+    hard: Option<(&[T], &Reference<T>)>,
+) -> Result<std::result::Result<Timed, String>> {
+    if let Some((hard_input, hard_reference)) = hard {
+        if let Err(m) = hard_check(dev, algo, hard_input, hard_reference)? {
+            return Ok(Err(m));
+        }
+    }
+    let mut c = Case::new(dev, algo, src, reference)?;
+    c.call(true)?;
+    let kept = match c.check()? {
+        Ok(kept) => kept,
+        Err(m) => return Ok(Err(m)),
+    };
+    let (gpu, host) = measure(dev, scrub, cfg, &mut |finish| c.call(finish))?;
+    Ok(Ok(Timed {
+        gpu,
+        host,
+        bytes: algo.bytes(src.len(), T::KIND.size(), kept),
+    }))
+}
+
+/// One GPU-timed call of a prepared case ([`with_timer`]).
+pub type Timer<'a> = dyn FnMut() -> Result<std::time::Duration> + 'a;
+
+/// Prepares one case of `algo` on `dev` with `n` random elements of `elem` from `seed`,
+/// checks it once against the CPU reference, then hands `f` a timer: each call of the timer
+/// runs the algorithm once (after a cache scrub of `scrub_bytes`, outside the timed span) and
+/// returns its GPU time. For harnesses such as criterion's `iter_custom`.
+pub fn with_timer(
+    dev: &dyn Device,
+    algo: Algo,
+    elem: ElemKind,
+    n: usize,
+    seed: u64,
+    scrub_bytes: u64,
+    f: &mut dyn FnMut(&mut Timer<'_>),
+) -> Result<()> {
+    if !algo.supports(elem) {
+        return Err(Error::invalid(
+            "elem",
+            elem,
+            format!("a type {algo} supports"),
+        ));
+    }
+    if n == 0 {
+        return Err(Error::EmptyInput { name: "n" });
+    }
+    with_bench_elem!(elem, timer_of(dev, algo, n, seed, scrub_bytes, f))
+}
+
+fn timer_of<T: BenchElem>(
+    dev: &dyn Device,
+    algo: Algo,
+    n: usize,
+    seed: u64,
+    scrub_bytes: u64,
+    f: &mut dyn FnMut(&mut Timer<'_>),
+) -> Result<()> {
+    let input: Vec<T> = random_input(seed, n);
+    let reference = Reference::of(algo, &input, seed);
+    let src = DeviceVec::from_slice(dev, &input)?;
+    let scrub = Scrub::new(dev, scrub_bytes)?;
+    let wrong = |detail| Error::WrongResult {
+        case: format!("{algo} {} n={n} on {}", T::KIND, dev.info().name),
+        detail,
+    };
+    if let Some(hard) = HardInputs::<T>::new(&[(String::new(), dev)], seed, n) {
+        let hard_reference = hard.reference(algo, seed);
+        if let Err(detail) = hard_check(dev, algo, hard.input(algo), &hard_reference)? {
+            return Err(wrong(detail));
+        }
+    }
+    let mut c = Case::new(dev, algo, &src, &reference)?;
+    c.call(true)?;
+    if let Err(detail) = c.check()? {
+        return Err(wrong(detail));
+    }
+    f(&mut || {
+        if let Some(s) = &scrub {
+            s.run(dev)?;
+        }
+        dev.time(&mut || c.call(false))
+    });
+    Ok(())
+}
+
+/// The ladder table: every rung's block sums of `ladder_n` random `i32` on every backend, at
+/// 512 threads per block where every rung allows it (else the largest common block).
+fn ladder_table(ctx: &mut Ctx<'_>) {
+    let n = ctx.cfg.ladder_n;
+    let input: Vec<i32> = random_input(ctx.cfg.seed ^ 0x001a_dde4, n);
+    for (i, (label, dev)) in ctx.devices.iter().enumerate() {
+        let common: Vec<u32> = [512u32, 1024, 256, 128, 64]
+            .into_iter()
+            .filter(|&b| {
+                LadderKernel::ALL
+                    .iter()
+                    .all(|&k| ladder::blocks::<i32>(dev.info(), k).contains(&b))
+            })
+            .collect();
+        let Some(&block) = common.first() else {
+            ctx.report
+                .skipped
+                .push(format!("{label} ladder: no block size every rung accepts"));
+            continue;
+        };
+        let src = match DeviceVec::from_slice(*dev, &input) {
+            Ok(s) => s,
+            Err(e) => {
+                ctx.report.skipped.push(format!("{label} ladder: {e}"));
+                continue;
+            }
+        };
+        let mut rows: Vec<LadderRow> = Vec::new();
+        for kernel in LadderKernel::ALL {
+            let what = format!("{label} ladder {} n={n}", kernel.book_name());
+            ctx.step(what.clone());
+            match ladder_rung(
+                *dev,
+                ctx.scrubs[i].as_ref(),
+                ctx.cfg,
+                kernel,
+                block,
+                &src,
+                &input,
+            ) {
+                Ok(Ok(gpu)) => rows.push(LadderRow {
+                    backend: label.clone(),
+                    kernel: kernel.book_name().into(),
+                    block,
+                    n,
+                    gpu,
+                    speedup: 0.0,
+                    gbs: (n * 4 + kernel.partials(block, n) * 4) as f64 / gpu.median / 1e9,
+                }),
+                Ok(Err(m)) => ctx.report.failures.push(format!("{what}: {m}")),
+                Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
+            }
+        }
+        let base = rows
+            .iter()
+            .find(|r| r.kernel == LadderKernel::Neighbored.book_name())
+            .map(|r| r.gpu.median);
+        for r in &mut rows {
+            r.speedup = base.map_or(f64::NAN, |b| b / r.gpu.median);
+        }
+        ctx.report.ladder.extend(rows);
+    }
+}
+
+fn ladder_rung(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    kernel: LadderKernel,
+    block: u32,
+    src: &DeviceVec<i32>,
+    input: &[i32],
+) -> Result<std::result::Result<Stats, String>> {
+    let mut out = DeviceVec::<i32>::alloc(dev, kernel.partials(block, src.len()))?;
+    out.fill(dev, poison())?;
+    ladder::block_sums(dev, kernel, block, src, &mut out)?;
+    if let Err(m) = compare(
+        &cpu::ladder::block_sums(kernel, block, input),
+        &out.to_vec(dev)?,
+    ) {
+        return Ok(Err(m));
+    }
+    let gpu = measure_gpu(dev, scrub, cfg, &mut |finish| {
+        ladder::block_sums(dev, kernel, block, src, &mut out)?;
+        if finish {
+            dev.synchronize()?;
+        }
+        Ok(())
+    })?;
+    Ok(Ok(gpu))
+}
+
+/// Fills each record's roofline fraction and CUB ratio from the other records of the run.
+fn fill_ratios(report: &mut Report) {
+    let find = |backend: &str, algo: &str, elem: &str, n: usize| {
+        report
+            .records
+            .iter()
+            .find(|r| r.backend == backend && r.algo == algo && r.elem == elem && r.n == n)
+            .map(|r| (r.gbs, r.gpu.median))
+    };
+    let ratios: Vec<(Option<f64>, Option<f64>)> = report
+        .records
+        .iter()
+        .map(|r| {
+            let Some(algo) = Algo::ALL.into_iter().find(|a| a.name() == r.algo) else {
+                return (None, None);
+            };
+            let roof = find(&r.backend, &algo.roof().name(), &r.elem, r.n).map(|(g, _)| r.gbs / g);
+            let cub = algo
+                .cub_name()
+                .and_then(|c| find("cub", c, &r.elem, r.n))
+                .map(|(_, t)| t / r.gpu.median);
+            (roof, cub)
+        })
+        .collect();
+    for (r, (roof, cub)) in report.records.iter_mut().zip(ratios) {
+        if r.backend != "cub" {
+            r.roof_fraction = roof;
+            r.vs_cub = cub;
+        }
+    }
+}
+
+impl FromStr for Algo {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match Algo::parse_list(s)?.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(Error::invalid("algo", s, "one algorithm's name")),
+        }
+    }
+}
+
+/// Adds CUB's rows to `report` (each with the bytes of our matching case, so GB/s compare
+/// like with like) and fills every ratio; records why CUB is missing otherwise.
+pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::Unavailable>) {
+    match cub {
+        Ok(run) => {
+            report.cub = CubInfo {
+                available: true,
+                reason: None,
+                device: Some(run.device),
+                version: Some(run.cub_version),
+                cuda: Some(run.cuda_version),
+            };
+            for c in &run.cases {
+                if !c.check_ok {
+                    report.failures.push(format!(
+                        "cub {} {} n={}: CUB's result differed from the host's",
+                        c.algo.name(),
+                        c.elem,
+                        c.n
+                    ));
+                    continue;
+                }
+                let bytes = report
+                    .records
+                    .iter()
+                    .find(|r| {
+                        r.elem == c.elem.name()
+                            && r.n == c.n
+                            && Algo::ALL
+                                .iter()
+                                .any(|a| a.name() == r.algo && a.cub_name() == Some(c.algo.name()))
+                    })
+                    .map(|r| r.bytes);
+                let Some(bytes) = bytes else { continue };
+                report.records.push(Record {
+                    backend: "cub".into(),
+                    algo: c.algo.name().into(),
+                    elem: c.elem.name().into(),
+                    n: c.n,
+                    bytes,
+                    gpu: Stats {
+                        median: c.median_s,
+                        min: c.min_s,
+                        max: c.max_s,
+                    },
+                    host: Stats {
+                        median: c.host_median_s,
+                        min: c.host_median_s,
+                        max: c.host_median_s,
+                    },
+                    gbs: bytes as f64 / c.median_s / 1e9,
+                    roof_fraction: None,
+                    vs_cub: None,
+                });
+            }
+            report
+                .skipped
+                .extend(run.skipped.into_iter().map(|s| format!("cub {s}")));
+        }
+        Err(e) => {
+            report.cub = CubInfo {
+                available: false,
+                reason: Some(e.to_string()),
+                ..CubInfo::default()
+            }
+        }
+    }
+    fill_ratios(report);
+}

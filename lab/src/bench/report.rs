@@ -1,0 +1,655 @@
+//! The benchmark's outputs for people (tables, a Markdown summary) and machines (JSON).
+
+use super::{Algo, Config, Record, Report};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serializer};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+use xwarp::device::{BackendKind, Device};
+use xwarp::element::ElemKind;
+
+pub(super) fn kinds<S: Serializer>(kinds: &[ElemKind], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(kinds.iter().map(|k| k.name()))
+}
+
+pub(super) fn algos<S: Serializer>(algos: &[Algo], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(algos.iter().map(|a| a.name()))
+}
+
+pub(super) fn parse_kinds<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ElemKind>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|name| {
+            ElemKind::ALL
+                .into_iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| D::Error::custom(format!("unknown element type `{name}`")))
+        })
+        .collect()
+}
+
+pub(super) fn parse_algos<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Algo>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|name| {
+            Algo::ALL
+                .into_iter()
+                .find(|a| a.name() == *name)
+                .ok_or_else(|| D::Error::custom(format!("unknown algorithm `{name}`")))
+        })
+        .collect()
+}
+
+/// Reads a report [`write_json`] wrote.
+pub fn read_json(path: &Path) -> std::io::Result<Report> {
+    let file = std::fs::File::open(path)?;
+    serde_json::from_reader(std::io::BufReader::new(file)).map_err(std::io::Error::other)
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+pub(super) fn utc_date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// `2^k` for powers of two, the number otherwise.
+pub(super) fn size_name(n: usize) -> String {
+    if n.is_power_of_two() {
+        format!("2^{}", n.trailing_zeros())
+    } else {
+        n.to_string()
+    }
+}
+
+fn us(seconds: f64) -> String {
+    let us = seconds * 1e6;
+    if us < 100.0 {
+        format!("{us:.2}")
+    } else if us < 10_000.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}
+
+/// GB/s with three significant digits (CPU devices run at fractions of one).
+fn gbs(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".into(), f)
+}
+
+/// The backends of the report's records, in device order, then `cub`.
+fn backends(report: &Report) -> Vec<String> {
+    let mut list: Vec<String> = report.devices.iter().map(|d| d.backend.clone()).collect();
+    if report.records.iter().any(|r| r.backend == "cub") {
+        list.push("cub".into());
+    }
+    list
+}
+
+fn find<'a>(
+    report: &'a Report,
+    backend: &str,
+    algo: &str,
+    elem: &str,
+    n: usize,
+) -> Option<&'a Record> {
+    report
+        .records
+        .iter()
+        .find(|r| r.backend == backend && r.algo == algo && r.elem == elem && r.n == n)
+}
+
+/// Each (algorithm, type) of the main table that has records, in table order.
+fn groups(report: &Report) -> Vec<(Algo, String)> {
+    let mut out = Vec::new();
+    for algo in Algo::ALL {
+        for kind in &report.config.types {
+            let elem = kind.name().to_string();
+            if report
+                .records
+                .iter()
+                .any(|r| r.backend != "cub" && r.algo == algo.name() && r.elem == elem)
+            {
+                out.push((algo, elem));
+            }
+        }
+    }
+    out
+}
+
+/// The main table: per algorithm and type, a row per size with each backend's median GPU
+/// time, GB/s, fraction of its roofline, host wall time per call and ratio to CUB, then
+/// CUB's own figures and the Vulkan/CUDA time ratio.
+pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let backends = backends(report);
+    let ours: Vec<&String> = backends.iter().filter(|b| *b != "cub").collect();
+    let both = ours.iter().any(|b| *b == "vulkan") && ours.iter().any(|b| *b == "cuda");
+    for (algo, elem) in groups(report) {
+        let cub = algo
+            .cub_name()
+            .filter(|_| backends.iter().any(|b| b == "cub"));
+        let mut head = format!("{:>8}", "n");
+        for b in &ours {
+            write!(
+                head,
+                " | {b:>8} µs {:>8} {:>5} {:>8} {:>6}",
+                "GB/s", "roof", "host µs", "×CUB"
+            )
+            .ok();
+        }
+        if cub.is_some() {
+            write!(head, " | {:>8} µs {:>8} {:>8}", "CUB", "GB/s", "host µs").ok();
+        }
+        if both {
+            write!(head, " | {:>7}", "vk/cuda").ok();
+        }
+        writeln!(out, "\n{algo} {elem}")?;
+        writeln!(out, "{head}")?;
+        for &n in &report.config.sizes {
+            let mut line = format!("{:>8}", size_name(n));
+            let mut any = false;
+            for b in &ours {
+                match find(report, b, &algo.name(), &elem, n) {
+                    Some(r) => {
+                        any = true;
+                        write!(
+                            line,
+                            " | {:>11} {:>8} {:>5} {:>8} {:>6}",
+                            us(r.gpu.median),
+                            gbs(r.gbs),
+                            opt(r.roof_fraction, |f| format!("{:.0}%", f * 100.0)),
+                            us(r.host.median),
+                            opt(r.vs_cub, |v| format!("{v:.2}")),
+                        )
+                        .ok();
+                    }
+                    None => {
+                        write!(
+                            line,
+                            " | {:>11} {:>8} {:>5} {:>8} {:>6}",
+                            "-", "-", "-", "-", "-"
+                        )
+                        .ok();
+                    }
+                }
+            }
+            if let Some(c) = cub {
+                match find(report, "cub", c, &elem, n) {
+                    Some(r) => {
+                        // CUB moves the same bytes as ours.
+                        let bytes = ours
+                            .iter()
+                            .find_map(|b| find(report, b, &algo.name(), &elem, n))
+                            .map_or(r.bytes, |o| o.bytes);
+                        write!(
+                            line,
+                            " | {:>11} {:>8} {:>8}",
+                            us(r.gpu.median),
+                            gbs(bytes as f64 / r.gpu.median / 1e9),
+                            us(r.host.median)
+                        )
+                        .ok();
+                    }
+                    None => {
+                        write!(line, " | {:>11} {:>8} {:>8}", "-", "-", "-").ok();
+                    }
+                }
+            }
+            if both {
+                let vk = find(report, "vulkan", &algo.name(), &elem, n);
+                let cu = find(report, "cuda", &algo.name(), &elem, n);
+                let ratio = vk.zip(cu).map(|(v, c)| v.gpu.median / c.gpu.median);
+                write!(line, " | {:>7}", opt(ratio, |r| format!("{r:.2}"))).ok();
+            }
+            if any {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ladder table: one row per rung, one column pair (time, speedup over
+/// `reduceNeighbored`) per backend, then the shared-memory over shuffle reduce ratio.
+pub fn print_ladder(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    if report.ladder.is_empty() {
+        return Ok(());
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for r in &report.ladder {
+        if !labels.contains(&r.backend.as_str()) {
+            labels.push(&r.backend);
+        }
+    }
+    let first = &report.ladder[0];
+    writeln!(
+        out,
+        "\nladder: block sums of {} random i32, {} threads per block (GPU time, median)",
+        size_name(first.n),
+        first.block
+    )?;
+    let mut head = format!("{:<28}", "kernel");
+    for l in &labels {
+        write!(head, " | {l:>8} µs {:>7} {:>7}", "speedup", "GB/s").ok();
+    }
+    writeln!(out, "{head}")?;
+    let mut kernels: Vec<&str> = Vec::new();
+    for r in &report.ladder {
+        if !kernels.contains(&r.kernel.as_str()) {
+            kernels.push(&r.kernel);
+        }
+    }
+    for k in &kernels {
+        let mut line = format!("{k:<28}");
+        for l in &labels {
+            match report
+                .ladder
+                .iter()
+                .find(|r| r.backend == *l && r.kernel == *k)
+            {
+                Some(r) => write!(
+                    line,
+                    " | {:>11} {:>6.2}x {:>7}",
+                    us(r.gpu.median),
+                    r.speedup,
+                    gbs(r.gbs)
+                ),
+                None => write!(line, " | {:>11} {:>7} {:>7}", "-", "-", "-"),
+            }
+            .ok();
+        }
+        writeln!(out, "{line}")?;
+    }
+    for l in &labels {
+        let t = |k: &str| {
+            report
+                .ladder
+                .iter()
+                .find(|r| r.backend == *l && r.kernel == k)
+                .map(|r| r.gpu.median)
+        };
+        if let (Some(smem), Some(shfl)) = (t("reduceSmem"), t("reduceShfl")) {
+            writeln!(
+                out,
+                "{l}: reduceSmem time / reduceShfl time = {:.2} (above 1: the shuffle reduce is faster)",
+                smem / shfl
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The throughput table: operations per second of each dependent chain per backend, and the
+/// Vulkan/CUDA ratio.
+pub fn print_chains(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    if report.chains.is_empty() {
+        return Ok(());
+    }
+    let first = &report.chains[0];
+    writeln!(
+        out,
+        "\nsubgroup-op throughput: {} threads x {} dependent ops (GPU time, median)",
+        first.threads, first.iters
+    )?;
+    let mut labels: Vec<&str> = Vec::new();
+    for r in &report.chains {
+        if !labels.contains(&r.backend.as_str()) {
+            labels.push(&r.backend);
+        }
+    }
+    let mut head = format!("{:<10}", "op");
+    for l in &labels {
+        write!(head, " | {l:>8} Gop/s").ok();
+    }
+    let both = labels.contains(&"vulkan") && labels.contains(&"cuda");
+    if both {
+        write!(head, " | vk/cuda").ok();
+    }
+    writeln!(out, "{head}")?;
+    let mut ops: Vec<&str> = Vec::new();
+    for r in &report.chains {
+        if !ops.contains(&r.op.as_str()) {
+            ops.push(&r.op);
+        }
+    }
+    for op in ops {
+        let rate = |l: &str| {
+            report
+                .chains
+                .iter()
+                .find(|r| r.backend == l && r.op == op)
+                .map(|r| r.ops_per_s)
+        };
+        let mut line = format!("{op:<10}");
+        for l in &labels {
+            write!(
+                line,
+                " | {:>14}",
+                opt(rate(l), |r| format!("{:.1}", r / 1e9))
+            )
+            .ok();
+        }
+        if both {
+            let ratio = rate("vulkan").zip(rate("cuda")).map(|(v, c)| v / c);
+            write!(line, " | {:>7}", opt(ratio, |r| format!("{r:.2}"))).ok();
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Writes the report as JSON.
+pub fn write_json(report: &Report, path: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(path)?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(file), report)
+        .map_err(std::io::Error::other)
+}
+
+/// A short Markdown summary: devices, then per algorithm (4-byte types) the figures at the
+/// largest size, with the roofline fraction, the ratio to CUB and the Vulkan/CUDA ratio.
+pub fn summary_markdown(report: &Report) -> String {
+    let mut s = String::new();
+    writeln!(s, "Measured on {} (UTC).\n", report.date).ok();
+    for d in &report.devices {
+        writeln!(
+            s,
+            "- {}: {} ({}), subgroup size {}",
+            d.backend, d.name, d.driver, d.subgroup_size
+        )
+        .ok();
+    }
+    match (&report.cub.available, &report.cub.version) {
+        (true, Some(v)) => writeln!(
+            s,
+            "- CUB {v} (CUDA runtime {}) on {}",
+            report.cub.cuda.as_deref().unwrap_or("?"),
+            report.cub.device.as_deref().unwrap_or("?")
+        ),
+        _ => writeln!(
+            s,
+            "- CUB: not measured ({})",
+            report.cub.reason.as_deref().unwrap_or("not asked for")
+        ),
+    }
+    .ok();
+    let Some(&n) = report.config.sizes.iter().max() else {
+        return s;
+    };
+    let ours: Vec<String> = backends(report)
+        .into_iter()
+        .filter(|b| b != "cub")
+        .collect();
+    writeln!(s, "\nAt n = {}, GPU time medians:\n", size_name(n)).ok();
+    let mut head = "| algorithm | type |".to_string();
+    let mut rule = "|---|---|".to_string();
+    for b in &ours {
+        write!(head, " {b} GB/s | {b} roofline | {b} ×CUB |").ok();
+        rule.push_str("---:|---:|---:|");
+    }
+    let both = ours.iter().any(|b| b == "vulkan") && ours.iter().any(|b| b == "cuda");
+    if both {
+        head.push_str(" Vulkan/CUDA time |");
+        rule.push_str("---:|");
+    }
+    writeln!(s, "{head}\n{rule}").ok();
+    for (algo, elem) in groups(report) {
+        let mut line = format!("| {algo} | {elem} |");
+        let mut any = false;
+        for b in &ours {
+            match find(report, b, &algo.name(), &elem, n) {
+                Some(r) => {
+                    any = true;
+                    write!(
+                        line,
+                        " {} | {} | {} |",
+                        gbs(r.gbs),
+                        opt(r.roof_fraction, |f| format!("{:.0}%", f * 100.0)),
+                        opt(r.vs_cub, |v| format!("{v:.2}"))
+                    )
+                }
+                None => write!(line, " - | - | - |"),
+            }
+            .ok();
+        }
+        if both {
+            let vk = find(report, "vulkan", &algo.name(), &elem, n);
+            let cu = find(report, "cuda", &algo.name(), &elem, n);
+            let ratio = vk.zip(cu).map(|(v, c)| v.gpu.median / c.gpu.median);
+            write!(line, " {} |", opt(ratio, |r| format!("{r:.2}"))).ok();
+        }
+        if any {
+            writeln!(s, "{line}").ok();
+        }
+    }
+    s
+}
+
+/// The compiler's statistics of every kernel variant each of `devices` (label, device) has
+/// compiled so far ([`Device::kernel_stats`]), as text: a line naming what `cfg` runs, then a
+/// section per device, a heading per kernel variant, and each executable's statistics.
+pub fn kernel_stats_text(cfg: &Config, devices: &[(String, &dyn Device)]) -> String {
+    let mut s = String::new();
+    let mut run: Vec<String> = cfg.algos.iter().map(|a| a.name()).collect();
+    if cfg.ladder {
+        run.push("ladder".into());
+    }
+    if cfg.chain {
+        run.push("chain".into());
+    }
+    let types: Vec<&str> = cfg.types.iter().map(|k| k.name()).collect();
+    let sizes: Vec<String> = cfg.sizes.iter().map(|n| n.to_string()).collect();
+    writeln!(
+        s,
+        "Compiler statistics of every kernel variant each device compiled for xwarp bench \
+         ({}; types {}; sizes {}), as its driver reports them.",
+        run.join(", "),
+        types.join(", "),
+        sizes.join(", ")
+    )
+    .ok();
+    for (label, dev) in devices {
+        let info = dev.info();
+        writeln!(s, "\n== {label}: {} ({}) ==", info.name, info.driver).ok();
+        let stats = dev.kernel_stats();
+        if stats.is_empty() {
+            let why = match info.backend {
+                BackendKind::Vulkan => {
+                    "none: the device does not offer VK_KHR_pipeline_executable_properties \
+                     with pipelineExecutableInfo"
+                }
+                BackendKind::Cuda => "none: no kernel was loaded",
+            };
+            writeln!(s, "{why}").ok();
+            continue;
+        }
+        let mut kernel = None;
+        for k in &stats {
+            if kernel != Some(&k.kernel) {
+                writeln!(s, "\n{}", k.kernel).ok();
+                kernel = Some(&k.kernel);
+            }
+            let indent = if k.executable.is_empty() {
+                "  "
+            } else {
+                writeln!(s, "  [{}]", k.executable).ok();
+                "    "
+            };
+            let width = k.stats.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+            for (name, value) in &k.stats {
+                writeln!(s, "{indent}{name:<width$}  {value}").ok();
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use xwarp::device::RawBuffer;
+    use xwarp::device::{DeviceId, DeviceInfo, DeviceType, KernelStats, Launch, SubgroupFeatures};
+    use xwarp::error::{Error, Result};
+
+    /// A device that only has facts and canned statistics.
+    struct Canned(DeviceInfo, Vec<KernelStats>);
+
+    impl Device for Canned {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn id(&self) -> DeviceId {
+            DeviceId::fresh()
+        }
+        fn alloc(&self, bytes: u64) -> Result<RawBuffer> {
+            Err(Error::invalid("bytes", bytes, "nothing: a canned device"))
+        }
+        fn write(&self, _: &RawBuffer, _: u64, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn copy(&self, _: &RawBuffer, _: u64, _: &RawBuffer, _: u64, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn read(&self, _: &RawBuffer, _: u64, _: &mut [u8]) -> Result<()> {
+            Ok(())
+        }
+        fn launch(&self, _: &Launch<'_>) -> Result<()> {
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<()> {
+            Ok(())
+        }
+        fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+            work().map(|()| Duration::ZERO)
+        }
+        fn kernel_stats(&self) -> Vec<KernelStats> {
+            self.1.clone()
+        }
+    }
+
+    fn info(backend: BackendKind, name: &str) -> DeviceInfo {
+        DeviceInfo {
+            backend,
+            index: 0,
+            name: name.into(),
+            vendor_id: 0,
+            device_type: DeviceType::Other,
+            driver: "driver 1".into(),
+            subgroup_size: 32,
+            min_subgroup_size: 32,
+            max_subgroup_size: 32,
+            subgroup_size_pinned: true,
+            subgroup_features: SubgroupFeatures::BASIC,
+            max_binding_bytes: 1,
+            binding_alignment: 4,
+            max_groups: [1; 3],
+            shared_memory_bytes: 0,
+            int64: false,
+            float64: false,
+            int64_atomics: false,
+            subnormals_f32: xwarp::device::Subnormals::Guaranteed,
+            subnormals_f64: xwarp::device::Subnormals::Guaranteed,
+        }
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// A section per device, a heading per kernel, executables under it, and why a device
+    /// reports nothing.
+    #[test]
+    fn kernel_stats_are_grouped_by_device_and_kernel() {
+        let kernel = "reduce f32 block=256 OP=0";
+        let vk = Canned(
+            info(BackendKind::Vulkan, "gpu"),
+            vec![
+                KernelStats {
+                    kernel: kernel.into(),
+                    executable: "Compute Shader".into(),
+                    stats: pairs(&[("Instructions", "120"), ("Spills", "0")]),
+                },
+                KernelStats {
+                    kernel: kernel.into(),
+                    executable: "Second".into(),
+                    stats: pairs(&[("Instructions", "7")]),
+                },
+            ],
+        );
+        let cuda = Canned(
+            info(BackendKind::Cuda, "nv"),
+            vec![KernelStats {
+                kernel: kernel.into(),
+                executable: String::new(),
+                stats: pairs(&[("NUM_REGS", "32")]),
+            }],
+        );
+        let bare = Canned(info(BackendKind::Vulkan, "cpu"), Vec::new());
+        let devices: Vec<(String, &dyn Device)> = vec![
+            ("vulkan".into(), &vk),
+            ("cuda".into(), &cuda),
+            ("vulkan".into(), &bare),
+        ];
+        let mut cfg = Config::quick(1);
+        cfg.algos = vec![Algo::Reduce(xwarp::reduce::ReduceOp::Sum)];
+        cfg.ladder = false;
+        cfg.chain = false;
+        cfg.sizes = vec![1024];
+        let text = kernel_stats_text(&cfg, &devices);
+        let want = "for xwarp bench (reduce_sum; types i32, f32; sizes 1024)";
+        assert!(text.contains(want), "{text}");
+        let sections: Vec<&str> = text.split("\n== ").skip(1).collect();
+        assert_eq!(sections.len(), 3, "{text}");
+        assert!(
+            sections[0].starts_with("vulkan: gpu (driver 1) =="),
+            "{text}"
+        );
+        assert_eq!(
+            sections[0].matches(kernel).count(),
+            1,
+            "one heading: {text}"
+        );
+        assert!(
+            sections[0]
+                .contains("  [Compute Shader]\n    Instructions  120\n    Spills        0\n"),
+            "{text}"
+        );
+        assert!(
+            sections[0].contains("  [Second]\n    Instructions  7\n"),
+            "{text}"
+        );
+        assert!(
+            sections[1].contains(&format!("{kernel}\n  NUM_REGS  32\n")),
+            "{text}"
+        );
+        assert!(
+            sections[2].contains("none: the device does not offer"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! `xwarp bench`: options to a [`xwarp_lab::bench::Config`], CUB, the run, the outputs.
+
+use crate::{open_devices, BenchArgs};
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+use xwarp::backend::{BackendChoice, DeviceSelector};
+use xwarp::{Device, ElemKind, Error, Result};
+use xwarp_lab::bench::{self, cub, Algo, Config};
+
+pub(crate) fn bench(
+    choice: Option<BackendChoice>,
+    selector: Option<DeviceSelector>,
+    validation: bool,
+    args: BenchArgs,
+) -> Result<ExitCode> {
+    let started = Instant::now();
+    if let Some(path) = &args.load {
+        let report = bench::read_json(path).map_err(|e| {
+            Error::invalid(
+                "load",
+                format!("{}: {e}", path.display()),
+                "a report written by --json",
+            )
+        })?;
+        return output(&report, &args, started);
+    }
+    let cfg = config(&args)?;
+    let devices = open_devices(choice, selector, validation);
+    if devices.is_empty() {
+        eprintln!("error: no backend is available");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("seed {}", cfg.seed);
+    // CUB first, while our devices are idle: its process has the GPU to itself.
+    let cub_algos: Vec<cub::CubAlgo> = cub::CubAlgo::ALL
+        .into_iter()
+        .filter(|c| cfg.algos.iter().any(|a| a.cub_name() == Some(c.name())))
+        .collect();
+    let cub_run = if args.no_cub {
+        Err(cub::Unavailable {
+            reason: "--no-cub".into(),
+        })
+    } else if cub_algos.is_empty() {
+        Err(cub::Unavailable {
+            reason: "no algorithm of this run has a CUB counterpart".into(),
+        })
+    } else {
+        eprintln!("bench: building and running the CUB baseline ...");
+        cub::run(&cub::CubConfig {
+            sizes: cfg.sizes.clone(),
+            types: cfg.types.clone(),
+            algos: cub_algos,
+            reps: cfg.reps,
+            scrub_bytes: cfg.scrub_bytes,
+            seed: cfg.seed,
+        })
+    };
+    match &cub_run {
+        Ok(r) => println!(
+            "cub: CUB {} (CUDA {}) on {}",
+            r.cub_version, r.cuda_version, r.device
+        ),
+        Err(e) => println!("cub: unavailable: {e}"),
+    }
+    let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
+    let mut progress = ProgressBar::new();
+    let mut report = bench::run(&refs, &cfg, &mut |p| progress.show(p))?;
+    progress.finish();
+    if let Some(path) = &args.kernel_stats {
+        std::fs::write(path, bench::kernel_stats_text(&cfg, &refs)).map_err(|e| {
+            Error::invalid(
+                "kernel-stats",
+                format!("{}: {e}", path.display()),
+                "a writable path",
+            )
+        })?;
+        println!("kernel stats: {}", path.display());
+    }
+    for (kind, reason) in unavailable_backends(&refs) {
+        report.unavailable.push(format!("{kind}: {reason}"));
+    }
+    bench::add_cub(&mut report, cub_run);
+    output(&report, &args, started)
+}
+
+/// Prints the report's tables and writes the files `args` asks for; fails when a case failed.
+fn output(report: &bench::Report, args: &BenchArgs, started: Instant) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let io = |e: std::io::Error| Error::invalid("output", e, "a writable stdout and paths");
+    for u in &report.unavailable {
+        writeln!(out, "unavailable: {u}").map_err(io)?;
+    }
+    bench::print_table(report, &mut out).map_err(io)?;
+    bench::print_ladder(report, &mut out).map_err(io)?;
+    bench::print_chains(report, &mut out).map_err(io)?;
+    for s in &report.skipped {
+        writeln!(out, "skipped: {s}").map_err(io)?;
+    }
+    for f in &report.failures {
+        writeln!(out, "FAIL: {f}").map_err(io)?;
+    }
+    if let Some(path) = &args.json {
+        bench::write_json(report, path).map_err(io)?;
+        writeln!(out, "json: {}", path.display()).map_err(io)?;
+    }
+    if let Some(dir) = &args.svg {
+        let written = bench::write_plots(report, dir).map_err(io)?;
+        writeln!(out, "svg: {} plots in {}", written.len(), dir.display()).map_err(io)?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, bench::summary_markdown(report)).map_err(io)?;
+        writeln!(out, "markdown: {}", path.display()).map_err(io)?;
+    }
+    writeln!(
+        out,
+        "{} cases timed, {} skipped, {} failed the check, in {:.1} s",
+        report.records.iter().filter(|r| r.backend != "cub").count()
+            + report.ladder.len()
+            + report.chains.len(),
+        report.skipped.len(),
+        report.failures.len(),
+        started.elapsed().as_secs_f64()
+    )
+    .map_err(io)?;
+    Ok(if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The backends not among `devices`, with the reason they could not be opened.
+fn unavailable_backends(devices: &[(String, &dyn Device)]) -> Vec<(String, String)> {
+    xwarp::backend::list_all()
+        .into_iter()
+        .filter(|(kind, _)| !devices.iter().any(|(l, _)| *l == kind.to_string()))
+        .map(|(kind, list)| {
+            let reason = match list {
+                Ok(l) if l.is_empty() => "no device".to_string(),
+                Ok(_) => "not selected".to_string(),
+                Err(e) => e.to_string(),
+            };
+            (kind.to_string(), reason)
+        })
+        .collect()
+}
+
+fn config(args: &BenchArgs) -> Result<Config> {
+    let seed = args
+        .seed
+        .unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
+    let mut cfg = if args.quick {
+        Config::quick(seed)
+    } else {
+        Config::full(seed)
+    };
+    if !args.algos.is_empty() {
+        let names: Vec<&str> = args.algos.iter().map(|s| s.trim()).collect();
+        cfg.ladder = names.contains(&"ladder");
+        cfg.chain = names.contains(&"chain");
+        cfg.algos.clear();
+        for name in names
+            .into_iter()
+            .filter(|n| !matches!(*n, "ladder" | "chain"))
+        {
+            for a in Algo::parse_list(name)? {
+                if !cfg.algos.contains(&a) {
+                    cfg.algos.push(a);
+                }
+            }
+        }
+    }
+    if !args.types.is_empty() {
+        cfg.types.clear();
+        for t in &args.types {
+            let t = t.trim();
+            if t == "all" {
+                cfg.types = ElemKind::ALL.to_vec();
+                break;
+            }
+            let kind = ElemKind::ALL
+                .into_iter()
+                .find(|k| k.name() == t)
+                .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
+            if !cfg.types.contains(&kind) {
+                cfg.types.push(kind);
+            }
+        }
+    }
+    if !args.sizes.is_empty() {
+        cfg.sizes.clear();
+        for s in &args.sizes {
+            cfg.sizes.extend(parse_sizes(s)?);
+        }
+    }
+    if let Some(n) = &args.ladder_n {
+        cfg.ladder_n = parse_size(n)?;
+    }
+    if let Some(r) = args.reps {
+        cfg.reps = r;
+    }
+    if let Some(w) = args.warmup {
+        cfg.warmup = w;
+    }
+    if let Some(m) = args.scrub_mib {
+        cfg.scrub_bytes = m << 20;
+    }
+    cfg.check()?;
+    Ok(cfg)
+}
+
+/// `N`, `2^k`, `2^k+c` or `2^k-c`.
+fn parse_size(s: &str) -> Result<usize> {
+    let bad = || Error::invalid("sizes", s, "N, 2^k, 2^k+c, 2^k-c or 2^a..2^b, k at most 40");
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix("2^") {
+        let (k, off) = match rest.find(['+', '-']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "+0"),
+        };
+        let k: u32 = k.parse().map_err(|_| bad())?;
+        let off: i64 = off.parse().map_err(|_| bad())?;
+        if k > 40 {
+            return Err(bad());
+        }
+        let n = (1i64 << k) + off;
+        usize::try_from(n).ok().filter(|&n| n > 0).ok_or_else(bad)
+    } else {
+        s.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(bad)
+    }
+}
+
+/// One size, or every power of two of a range `2^a..2^b`.
+fn parse_sizes(s: &str) -> Result<Vec<usize>> {
+    match s.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (parse_size(a)?, parse_size(b)?);
+            if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
+                return Err(Error::invalid(
+                    "sizes",
+                    s,
+                    "a range 2^a..2^b of powers of two, a <= b",
+                ));
+            }
+            Ok((a.trailing_zeros()..=b.trailing_zeros())
+                .map(|k| 1usize << k)
+                .collect())
+        }
+        None => Ok(vec![parse_size(s)?]),
+    }
+}
+
+/// A progress bar on stderr when it is a terminal; otherwise a line every tenth of the run.
+struct ProgressBar {
+    tty: bool,
+    last_tenth: usize,
+    started: Instant,
+}
+
+impl ProgressBar {
+    fn new() -> Self {
+        ProgressBar {
+            tty: std::io::stderr().is_terminal(),
+            last_tenth: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn show(&mut self, p: &bench::Progress) {
+        let mut err = std::io::stderr().lock();
+        let total = p.total.max(1);
+        if self.tty {
+            let filled = p.done * 30 / total;
+            let _ = write!(
+                err,
+                "\r\x1b[2K[{}{}] {}/{} {:.0}s {}",
+                "#".repeat(filled),
+                ".".repeat(30 - filled),
+                p.done,
+                p.total,
+                self.started.elapsed().as_secs_f64(),
+                p.what
+            );
+            let _ = err.flush();
+        } else {
+            let tenth = p.done * 10 / total;
+            if tenth > self.last_tenth || p.done == 0 {
+                self.last_tenth = tenth;
+                let _ = writeln!(
+                    err,
+                    "bench: {}/{} after {:.0}s: {}",
+                    p.done,
+                    p.total,
+                    self.started.elapsed().as_secs_f64(),
+                    p.what
+                );
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if self.tty {
+            eprintln!(
+                "\r\x1b[2Kbench: done in {:.1}s",
+                self.started.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("1000003").unwrap(), 1_000_003);
+        assert_eq!(parse_size("2^20").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2^20+1").unwrap(), (1 << 20) + 1);
+        assert_eq!(parse_size("2^10-1").unwrap(), 1023);
+        assert_eq!(
+            parse_sizes("2^10..2^13").unwrap(),
+            vec![1024, 2048, 4096, 8192]
+        );
+        for bad in ["0", "2^41", "x", "2^3-9", "2^5..2^3", "3..2^4", ""] {
+            assert!(parse_sizes(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! `xwarp`: list devices, validate every kernel on every backend, benchmark them.
+
+mod cli_bench;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use xwarp::backend::{self, BackendChoice, DeviceSelector, Options};
+use xwarp::{BackendKind, Device};
+
+#[derive(Parser)]
+#[command(
+    name = "xwarp",
+    version,
+    about = "CUDA's warp-level algorithms on every GPU vendor"
+)]
+struct Cli {
+    /// Backend: auto, vulkan or cuda (default: $XWARP_BACKEND, else every available backend
+    /// for `validate` and auto elsewhere).
+    #[arg(long, global = true)]
+    backend: Option<String>,
+    /// Device of the backend: an index or part of its name.
+    #[arg(long, global = true)]
+    device: Option<String>,
+    /// Enable the Vulkan validation layer (when installed).
+    #[arg(long, global = true)]
+    validation: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every device of every backend, with subgroup sizes and features.
+    Info,
+    /// Every kernel on every available backend against the CPU reference and each other.
+    Validate {
+        /// A short subset of the cases.
+        #[arg(long)]
+        quick: bool,
+        /// Seed for the random inputs (default: from the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Add GPU-sized inputs (2^24 to 2^31 + 5 elements).
+        #[arg(long)]
+        large: bool,
+        /// Only these algorithm families (repeatable): shfl, vote, compact, reduce, ladder,
+        /// scan, stencil, roofline, throughput.
+        #[arg(long = "family")]
+        families: Vec<String>,
+    },
+    /// Times every algorithm on every available backend (GPU timers), beside the memory
+    /// roofline and, where nvcc is present, CUB; every case is checked against the CPU first.
+    Bench(Box<BenchArgs>),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct BenchArgs {
+    /// A short run (sizes 2^10, 2^14, 2^18; 5 repetitions): for CPU devices and smoke runs.
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Algorithms or families (repeatable, comma-separated): roofline, reduce, scan, compact,
+    /// stencil, shfl, vote, ladder, chain, or names such as reduce_sum (default: all).
+    #[arg(long = "algo", value_delimiter = ',')]
+    pub(crate) algos: Vec<String>,
+    /// Element types (comma-separated: i32,u32,f32,i64,u64,f64 or all; default i32,f32).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) types: Vec<String>,
+    /// Sizes: comma-separated lengths, 2^k, 2^k+c, or a range of powers 2^a..2^b
+    /// (default 2^10..2^28).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) sizes: Vec<String>,
+    /// Timed repetitions per case.
+    #[arg(long)]
+    pub(crate) reps: Option<usize>,
+    /// Untimed calls per case before timing.
+    #[arg(long)]
+    pub(crate) warmup: Option<usize>,
+    /// MiB copied between repetitions to evict GPU caches (0: none).
+    #[arg(long)]
+    pub(crate) scrub_mib: Option<u64>,
+    /// Input length of the ladder table.
+    #[arg(long)]
+    pub(crate) ladder_n: Option<String>,
+    /// Seed for the random inputs (default: from the clock).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Skip the CUB comparison.
+    #[arg(long)]
+    pub(crate) no_cub: bool,
+    /// Write the whole report as JSON here.
+    #[arg(long)]
+    pub(crate) json: Option<std::path::PathBuf>,
+    /// Write SVG plots (GB/s against n, a plot per algorithm and type) into this directory.
+    #[arg(long)]
+    pub(crate) svg: Option<std::path::PathBuf>,
+    /// Do not measure: load the report a run wrote with --json and print it (and write --svg
+    /// and --markdown from it).
+    #[arg(long)]
+    pub(crate) load: Option<std::path::PathBuf>,
+    /// Write a Markdown summary here.
+    #[arg(long)]
+    pub(crate) markdown: Option<std::path::PathBuf>,
+    /// After the run, write the compiler's statistics of every kernel each benchmarked device
+    /// compiled here, as text (Vulkan: where the device offers
+    /// VK_KHR_pipeline_executable_properties; CUDA: registers, shared and local memory,
+    /// occupancy).
+    #[arg(long, value_name = "FILE", conflicts_with = "load")]
+    pub(crate) kernel_stats: Option<std::path::PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> xwarp::Result<ExitCode> {
+    let choice = match &cli.backend {
+        Some(b) => Some(b.parse::<BackendChoice>()?),
+        None if std::env::var(backend::BACKEND_ENV).is_ok_and(|v| !v.is_empty()) => {
+            Some(BackendChoice::from_env()?)
+        }
+        None => None,
+    };
+    let selector = cli
+        .device
+        .as_deref()
+        .map(str::parse::<DeviceSelector>)
+        .transpose()?;
+    match cli.command {
+        Command::Info => {
+            info(choice.unwrap_or_default(), selector, cli.validation);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate {
+            quick,
+            seed,
+            large,
+            families,
+        } => {
+            xwarp_lab::validate::check_families(&families)?;
+            validate(
+                choice,
+                selector,
+                cli.validation,
+                (quick, large),
+                &families,
+                seed,
+            )
+        }
+        Command::Bench(args) => cli_bench::bench(choice, selector, cli.validation, *args),
+    }
+}
+
+fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: bool) {
+    for (kind, devices) in backend::list_all() {
+        match devices {
+            Ok(list) => {
+                println!("{kind}: {} device(s)", list.len());
+                for d in list {
+                    println!("  {d}");
+                    println!(
+                        "      {}; max binding {} bytes, shared memory {} bytes",
+                        d.driver, d.max_binding_bytes, d.shared_memory_bytes
+                    );
+                    print_opened(kind, d.index, validation);
+                }
+            }
+            Err(e) => println!("{kind}: unavailable: {e}"),
+        }
+    }
+    let opts = Options {
+        backend: choice,
+        device: selector,
+        validation,
+    };
+    match backend::open(&opts) {
+        Ok(dev) => println!("{choice:?} selects: {}", dev.info()),
+        Err(e) => println!("{choice:?} selects nothing: {e}"),
+    }
+}
+
+/// Opens device `index` of `kind` and prints what only an open device knows: the self-test's
+/// verdict (Vulkan) and how its kernels treat subnormals.
+fn print_opened(kind: BackendKind, index: usize, validation: bool) {
+    let opened: xwarp::Result<(xwarp::DeviceInfo, Option<String>)> = match kind {
+        BackendKind::Vulkan => xwarp::vulkan::VulkanDevice::new(&xwarp::vulkan::VulkanOptions {
+            device: Some(DeviceSelector::Index(index)),
+            validation,
+        })
+        .map(|d| {
+            let t = d.self_test();
+            let fc = d.float_controls();
+            let blocks: Vec<String> = t.blocks.iter().map(u32::to_string).collect();
+            let line = format!(
+                "self-test: passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})\n      \
+                 float controls: shaderDenormPreserveFloat32 {}, shaderDenormPreserveFloat64 {}, \
+                 denormBehaviorIndependence {}",
+                t.subgroup_size,
+                blocks.join(" and "),
+                t.took.as_secs_f64() * 1e3,
+                if t.cached { ", cached" } else { "" },
+                fc.denorm_preserve_f32,
+                fc.denorm_preserve_f64,
+                fc.independence
+            );
+            (d.info().clone(), Some(line))
+        }),
+        BackendKind::Cuda => xwarp::cuda::CudaDevice::new(index).map(|d| (d.info().clone(), None)),
+    };
+    match opened {
+        Ok((info, line)) => {
+            if let Some(line) = line {
+                println!("      {line}");
+            }
+            println!(
+                "      subnormals: f32 {}; f64 {}",
+                info.subnormals_f32, info.subnormals_f64
+            );
+        }
+        Err(e) => println!("      REFUSED: {e}"),
+    }
+}
+
+fn validate(
+    choice: Option<BackendChoice>,
+    selector: Option<DeviceSelector>,
+    validation: bool,
+    (quick, large): (bool, bool),
+    families: &[String],
+    seed: Option<u64>,
+) -> xwarp::Result<ExitCode> {
+    let devices = open_devices(choice, selector, validation);
+    if devices.is_empty() {
+        println!("0 passed, 1 failed");
+        eprintln!("error: no backend is available");
+        return Ok(ExitCode::FAILURE);
+    }
+    let seed = seed.unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
+    println!("seed {seed}");
+    let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
+    // Once, before the cases: where a device flushes subnormals, its hard inputs lack them.
+    for note in xwarp_lab::validate::subnormal_notes(&refs) {
+        println!("{note}");
+    }
+    let names: Vec<&str> = if families.is_empty() {
+        xwarp_lab::validate::FAMILIES.to_vec()
+    } else {
+        families.iter().map(String::as_str).collect()
+    };
+    let tally = xwarp_lab::validate::run_families(&refs, &names, quick, large, seed, &mut |r| {
+        println!("{r}")
+    });
+    let mut failed = tally.failed;
+    for (label, dev) in &refs {
+        let messages = dev.diagnostics();
+        for m in &messages {
+            println!("FAIL {label} validation: {m}");
+        }
+        failed += messages.len();
+    }
+    println!("{} passed, {failed} failed", tally.passed);
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Opens the chosen backend, or every available one when none is chosen, printing each
+/// device or why it was skipped.
+pub(crate) fn open_devices(
+    choice: Option<BackendChoice>,
+    selector: Option<DeviceSelector>,
+    validation: bool,
+) -> Vec<(String, std::sync::Arc<dyn Device>)> {
+    let opened = match choice {
+        None => backend::open_each(validation),
+        Some(c) => {
+            let opts = Options {
+                backend: c,
+                device: selector,
+                validation,
+            };
+            let kind = match c {
+                BackendChoice::Cuda => BackendKind::Cuda,
+                _ => BackendKind::Vulkan,
+            };
+            vec![(kind, backend::open(&opts))]
+        }
+    };
+    let mut devices = Vec::new();
+    for (kind, dev) in opened {
+        match dev {
+            Ok(d) => {
+                println!("device {kind}: {}", d.info());
+                devices.push((d.info().backend.to_string(), d));
+            }
+            Err(e) => println!("device {kind}: skipped: {e}"),
+        }
+    }
+    devices
+}

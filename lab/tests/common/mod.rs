@@ -1,0 +1,363 @@
+//! Test harness: one device per backend, shared by the tests of a binary.
+//!
+//! The Vulkan device is opened with the validation layer (synchronization validation too)
+//! whenever the layer is installed, and every test fails on any validation message; under CI
+//! (`CI` set) a missing layer or synchronization validation fails the tests. Which backends
+//! are tested is set by `XWARP_TEST_BACKENDS`: unset, Vulkan, and CUDA whenever it is
+//! available; set (`vulkan`, `cuda` or `vulkan,cuda`), exactly those, each required: a listed
+//! backend that is missing fails the tests.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+use xwarp::backend::DeviceSelector;
+use xwarp::vulkan::{VulkanDevice, VulkanOptions};
+use xwarp::Device;
+
+pub struct TestDevice {
+    pub label: String,
+    pub dev: Arc<dyn Device>,
+    pub vulkan: Option<Arc<VulkanDevice>>,
+}
+
+/// The backends `XWARP_TEST_BACKENDS` lists, `None` when unset.
+fn listed() -> Option<Vec<String>> {
+    let list: Vec<String> = std::env::var("XWARP_TEST_BACKENDS")
+        .ok()?
+        .split(',')
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for b in &list {
+        assert!(
+            b == "vulkan" || b == "cuda",
+            "XWARP_TEST_BACKENDS: unknown backend `{b}` (vulkan, cuda)"
+        );
+    }
+    Some(list)
+}
+
+pub fn open_vulkan() -> Arc<VulkanDevice> {
+    let device = std::env::var("XWARP_TEST_VULKAN_DEVICE").ok().map(|s| {
+        s.parse::<DeviceSelector>()
+            .expect("XWARP_TEST_VULKAN_DEVICE")
+    });
+    let dev = VulkanDevice::new(&VulkanOptions {
+        device,
+        validation: true,
+    })
+    .expect("the Vulkan backend opens (install libvulkan1 and mesa-vulkan-drivers)");
+    Arc::new(dev)
+}
+
+pub fn devices() -> &'static [TestDevice] {
+    static DEVICES: OnceLock<Vec<TestDevice>> = OnceLock::new();
+    DEVICES.get_or_init(|| {
+        let listed = listed();
+        let wants = |b: &str| listed.as_ref().is_none_or(|l| l.iter().any(|x| x == b));
+        let required = |b: &str| listed.as_ref().is_some_and(|l| l.iter().any(|x| x == b));
+        let mut list = Vec::new();
+        if listed.is_none() || required("vulkan") {
+            let vk = open_vulkan();
+            eprintln!(
+                "testing {} (validation layer {})",
+                vk.info(),
+                match (vk.validation_enabled(), vk.sync_validation_enabled()) {
+                    (true, true) => "on, with synchronization validation",
+                    (true, false) => "on, WITHOUT synchronization validation",
+                    _ => "not installed",
+                }
+            );
+            if std::env::var_os("CI").is_some() {
+                assert!(
+                    vk.sync_validation_enabled(),
+                    "CI runs need the Vulkan validation layer with synchronization validation \
+                     (Debian: vulkan-validationlayers)"
+                );
+            }
+            list.push(TestDevice {
+                label: format!("vulkan:{}", vk.info().name),
+                dev: vk.clone(),
+                vulkan: Some(vk),
+            });
+        }
+        match xwarp::cuda::available() {
+            _ if !wants("cuda") => eprintln!("CUDA not tested: XWARP_TEST_BACKENDS leaves it out"),
+            Ok(_) => {
+                let dev = Arc::new(xwarp::cuda::CudaDevice::new(0).expect("CUDA device 0 opens"));
+                eprintln!("testing {}", dev.info());
+                list.push(TestDevice {
+                    label: format!("cuda:{}", dev.info().name),
+                    dev,
+                    vulkan: None,
+                });
+            }
+            Err(e) => {
+                assert!(!required("cuda"), "CUDA is required but unavailable: {e}");
+                eprintln!("CUDA not tested: {e}");
+            }
+        }
+        list
+    })
+}
+
+/// Runs `f` on every test device, then fails on any Vulkan validation message.
+pub fn for_each_device(mut f: impl FnMut(&TestDevice)) {
+    for d in devices() {
+        f(d);
+        if let Some(vk) = &d.vulkan {
+            let messages = vk.validation_messages();
+            assert!(
+                messages.is_empty(),
+                "{}: validation messages:\n{}",
+                d.label,
+                messages.join("\n")
+            );
+        }
+    }
+}
+
+/// A fresh seed per run, printed so a failure can be replayed with `XWARP_SEED`.
+pub fn seed() -> u64 {
+    let seed = std::env::var("XWARP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| xwarp::Rng::from_time().next_u64());
+    eprintln!("seed {seed} (replay with XWARP_SEED={seed})");
+    seed
+}
+
+/// Runs one case on every test device: each output must equal `want` bit for bit, and the
+/// devices must agree with each other. A failure names the case, the device and the first
+/// wrong index.
+pub fn check_on_every_device<T: xwarp::Element>(
+    case: &str,
+    want: &[T],
+    mut run: impl FnMut(&dyn Device) -> xwarp::Result<Vec<T>>,
+) {
+    use xwarp_lab::validate::first_mismatch;
+    let mut outputs = Vec::new();
+    for_each_device(|d| {
+        let got = run(&*d.dev).unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
+        if let Some(m) = first_mismatch(want, &got) {
+            panic!("{}: {case}: {m}", d.label);
+        }
+        outputs.push(got);
+    });
+    for w in outputs.windows(2) {
+        assert!(
+            first_mismatch(&w[0], &w[1]).is_none(),
+            "{case}: backends differ"
+        );
+    }
+}
+
+/// Floats that classify differently by their bits than by careless math: every power of two
+/// from the smallest subnormal to the largest finite value with its neighbours (±1, +0.5,
+/// ×1.5), halves, values just above 2^24 and 2^53, zeros of both signs, infinities, NaNs with
+/// payloads, subnormals, and the values one driver classified wrongly. `f32` inputs take these
+/// through `as f32` and their low 32 bits (so f32 gets its own subnormals and NaNs too).
+pub fn float_edges() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -1.5,
+        2.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::from_bits(0x7ff0_0000_dead_beef),
+        f64::from_bits(0xfff8_0000_0000_0001),
+        f64::from_bits(1),
+        f64::from_bits(0x000f_ffff_ffff_ffff),
+        -f64::MIN_POSITIVE,
+        f64::MAX,
+        16_777_217.0,
+        33_554_433.0,
+        9_007_199_254_740_993.0,
+        4_503_599_627_370_497.0,
+        1_000_000_000_000_000.5,
+        -16_777_217.25,
+        8_388_609.5,
+    ];
+    for e in -1074..=1023 {
+        let p = 2f64.powi(e);
+        v.extend([p, -p, p + 1.0, p - 1.0, p + 0.5, -(p * 1.5), p + 2.0]);
+    }
+    v
+}
+
+/// [`float_edges`] as `f32`: each value rounded, and each value's low 32 bits as a float.
+pub fn float_edges_f32() -> Vec<f32> {
+    float_edges()
+        .iter()
+        .flat_map(|&v| [v as f32, f32::from_bits(v.to_bits() as u32)])
+        .collect()
+}
+
+/// [`check_on_every_device`] comparing with `compare` (e.g.
+/// [`xwarp_lab::validate::first_mismatch_nan_as_class`] for sums and products), with the devices
+/// and `want` and with each other.
+pub fn check_on_every_device_by<T: xwarp::Element>(
+    case: &str,
+    want: &[T],
+    compare: xwarp_lab::validate::Compare<T>,
+    mut run: impl FnMut(&dyn Device) -> xwarp::Result<Vec<T>>,
+) {
+    let mut outputs = Vec::new();
+    for_each_device(|d| {
+        let got = run(&*d.dev).unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
+        if let Some(m) = compare(want, &got) {
+            panic!("{}: {case}: {m}", d.label);
+        }
+        outputs.push(got);
+    });
+    for w in outputs.windows(2) {
+        assert!(compare(&w[0], &w[1]).is_none(), "{case}: backends differ");
+    }
+}
+
+/// Whether every test device keeps subnormals of `elem`; where one flushes them, says so once
+/// per type (its results are documented to differ on subnormal inputs and results, so the
+/// tests' hard inputs leave subnormals out and the subnormal tests skip the type there).
+pub fn subnormals_kept(elem: xwarp::ElemKind) -> bool {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<xwarp::ElemKind>>> = Mutex::new(None);
+    let flushing: Vec<&str> = devices()
+        .iter()
+        .filter(|d| xwarp_lab::validate::flushes_subnormals(d.dev.info(), elem))
+        .map(|d| d.label.as_str())
+        .collect();
+    if flushing.is_empty() {
+        return true;
+    }
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.get_or_insert_with(HashSet::new).insert(elem) {
+        eprintln!(
+            "{} flush {elem} subnormals: {elem} inputs leave subnormals out, and the tests made \
+             of subnormals skip {elem}",
+            flushing.join(", ")
+        );
+    }
+    false
+}
+
+/// The hard values ([`xwarp::HardValues`]) for `elem` that every test device computes like the
+/// CPU reference: subnormals only where all keep them ([`subnormals_kept`]); NaN and ±∞ where
+/// `specials`.
+pub fn hard_values(elem: xwarp::ElemKind, specials: bool) -> xwarp::HardValues {
+    let hard = if specials {
+        xwarp::HardValues::ALL
+    } else {
+        xwarp::HardValues::FINITE
+    };
+    if subnormals_kept(elem) {
+        hard
+    } else {
+        hard.without_subnormals()
+    }
+}
+
+/// Whether `v` is a subnormal `f32` or `f64` (by its bits; never for integers).
+pub fn is_subnormal<T: xwarp::Element>(v: T) -> bool {
+    let b = v.to_bits64();
+    match T::KIND {
+        xwarp::ElemKind::F32 => {
+            let m = b as u32 & 0x7fff_ffff;
+            m != 0 && m < 0x0080_0000
+        }
+        xwarp::ElemKind::F64 => {
+            let m = b & 0x7fff_ffff_ffff_ffff;
+            m != 0 && m < 0x0010_0000_0000_0000
+        }
+        _ => false,
+    }
+}
+
+/// The `f32` or `f64` with the given bits (the low 32 for `f32`).
+pub fn float_from_bits<T: xwarp::Element>(bits: u64) -> T {
+    if T::KIND.size() == 4 {
+        bytemuck::cast_slice::<u32, T>(&[bits as u32])[0]
+    } else {
+        bytemuck::cast_slice::<u64, T>(&[bits])[0]
+    }
+}
+
+/// `v` rounded to `T` (`f32` or `f64`).
+pub fn float_from_f64<T: xwarp::Element>(v: f64) -> T {
+    if T::KIND.size() == 4 {
+        float_from_bits((v as f32).to_bits() as u64)
+    } else {
+        float_from_bits(v.to_bits())
+    }
+}
+
+/// Inputs of `n` elements of `T` (`f32` or `f64`) about subnormals, each with a description:
+/// - without `products`, for sums, min and max: subnormals of every scale and of both signs,
+///   one in eight a zero (so that min and max select subnormals); subnormals with the smallest
+///   normals and zeros ([`xwarp_lab::validate::tiny_value`]); and normals only, all below 4 × the
+///   smallest normal and of both signs, so that opposite ones leave subnormal differences;
+/// - with `products`: normals like 1e-20 (`f32`; `f64`: 1e-160) one in sixteen among values
+///   near ±1, so that a product of two of them is subnormal (1e-40, 1e-320) while every input
+///   is normal; and subnormals among values near ±1, small and large normals
+///   ([`xwarp_lab::validate::tiny_value`]).
+pub fn subnormal_inputs<T: xwarp::Element>(
+    n: usize,
+    products: bool,
+    rng: &mut xwarp::Rng,
+) -> Vec<(&'static str, Vec<T>)> {
+    let (frac, exp) = if T::KIND.size() == 4 {
+        (23u32, 8u32)
+    } else {
+        (52, 11)
+    };
+    let sign = |rng: &mut xwarp::Rng| (rng.next_u64() & 1) << (frac + exp);
+    if products {
+        let small = if T::KIND.size() == 4 { 1e-20 } else { 1e-160 };
+        let normal_pairs = (0..n)
+            .map(|_| {
+                let s = if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
+                let m = 1.0 + rng.below(1 << 20) as f64 / (1u64 << 30) as f64;
+                float_from_f64(s * m * if rng.below(16) == 0 { small } else { 1.0 })
+            })
+            .collect();
+        let mixed = (0..n)
+            .map(|_| xwarp_lab::validate::tiny_value(rng, true))
+            .collect();
+        vec![
+            (
+                "normals like 1e-20 (f64: 1e-160) among values near ±1",
+                normal_pairs,
+            ),
+            (
+                "subnormals, small and large normals among values near ±1",
+                mixed,
+            ),
+        ]
+    } else {
+        let subnormals = (0..n)
+            .map(|_| {
+                let shift = rng.below(frac as u64);
+                let m = ((rng.next_u64() & ((1u64 << frac) - 1)) >> shift).max(1);
+                let zero = rng.below(8) == 0;
+                float_from_bits(sign(rng) | if zero { 0 } else { m })
+            })
+            .collect();
+        let tiny = (0..n)
+            .map(|_| xwarp_lab::validate::tiny_value(rng, false))
+            .collect();
+        let normals = (0..n)
+            .map(|_| {
+                let e = 1 + rng.below(2);
+                let bits = sign(rng) | e << frac | (rng.next_u64() & ((1u64 << frac) - 1));
+                float_from_bits(bits)
+            })
+            .collect();
+        vec![
+            ("subnormals of every scale and zeros", subnormals),
+            ("subnormals, the smallest normals and zeros", tiny),
+            ("normals below 4x the smallest normal, both signs", normals),
+        ]
+    }
+}

@@ -1,0 +1,403 @@
+//! Stream compaction: a worked example, randomized cases against the CPU reference on every
+//! backend for both orders and every type, predicate and awkward length (stable: exact order;
+//! unordered: the same multiset), long inputs in many chunks, untouched output past the count,
+//! the look-back fallback forced by spin 0, and every bad parameter.
+
+mod common;
+
+use common::{devices, for_each_device, seed};
+use xwarp::compact::{compact, compact_host, compact_tuned, Order, Tuning, MIN_BINDING_ELEMS};
+use xwarp::vote::{Predicate, PredicateElement};
+use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
+use xwarp_lab::validate::compact::{
+    compact_cases, comparable, expected_output, run_compact, CompactCase, COMPACT_LENGTHS,
+};
+use xwarp_lab::validate::first_mismatch;
+use xwarp_lab::validate::poison_value;
+use xwarp_lab::validate::vote::{case_input, PredSpec};
+use xwarp_lab::with_elem;
+
+#[test]
+fn odd_numbers_of_0_to_99() {
+    let input: Vec<u32> = (0..100).collect();
+    let odd: Vec<u32> = (0..50).map(|k| 2 * k + 1).collect();
+    assert_eq!(cpu::compact::stable(Predicate::Odd, &input), odd);
+    assert_eq!(cpu::compact::unordered(Predicate::Odd, &input), odd);
+    for_each_device(|d| {
+        let (count, got) = compact_host(&*d.dev, Order::Stable, Predicate::Odd, &input).unwrap();
+        assert_eq!((count, &got), (50, &odd), "{}", d.label);
+        let (count, mut got) =
+            compact_host(&*d.dev, Order::Unordered, Predicate::Odd, &input).unwrap();
+        got.sort_unstable();
+        assert_eq!((count, &got), (50, &odd), "{}", d.label);
+    });
+}
+
+fn check_cases<T: PredicateElement>(cases: &[CompactCase], rng: &mut Rng) {
+    for case in cases {
+        let (input, pred) = case_input::<T>(case.spec, case.n, rng);
+        let poison = poison_value(&input);
+        let (count, out) = expected_output(case.order, pred, &input, poison);
+        let expected = comparable(case.order, count, &out);
+        for_each_device(|d| {
+            let (got_count, got_out) =
+                run_compact(&*d.dev, case.order, pred, &input, poison, case.tuning)
+                    .unwrap_or_else(|e| panic!("{}: {case} ({pred}): {e}", d.label));
+            assert_eq!(
+                got_count, count,
+                "{}: {case} ({pred}): count {got_count}, expected {count}",
+                d.label
+            );
+            let got = comparable(case.order, got_count, &got_out);
+            if let Some(m) = first_mismatch(&expected, &got) {
+                // Index 0 is the count; element k of the output is index k + 1.
+                let what = if m.index > count as usize {
+                    "past the count (must still hold the poison)"
+                } else if case.order == Order::Unordered {
+                    "in the sorted passing elements"
+                } else {
+                    "in the compacted elements"
+                };
+                panic!(
+                    "{}: {case} ({pred}): output element {}: {what}: {m}",
+                    d.label,
+                    m.index.saturating_sub(1)
+                );
+            }
+        });
+    }
+}
+
+fn random_cases_for(elem: ElemKind) {
+    let mut rng = Rng::new(seed());
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let cases: Vec<CompactCase> = compact_cases(false, large)
+        .into_iter()
+        .filter(|c| c.elem == elem)
+        .collect();
+    for order in [Order::Stable, Order::Unordered] {
+        for n in COMPACT_LENGTHS {
+            for spec in PredSpec::ALL {
+                assert!(cases
+                    .iter()
+                    .any(|c| c.n == n && c.spec == spec && c.order == order));
+            }
+        }
+        assert!(cases
+            .iter()
+            .any(|c| c.order == order && c.tuning.max_binding_elems.is_some()));
+    }
+    with_elem!(elem, check_cases(&cases, &mut rng));
+}
+
+#[test]
+fn random_i32_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::I32);
+}
+
+#[test]
+fn random_u32_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::U32);
+}
+
+#[test]
+fn random_f32_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::F32);
+}
+
+#[test]
+fn random_i64_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::I64);
+}
+
+#[test]
+fn random_u64_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::U64);
+}
+
+#[test]
+fn random_f64_both_orders_every_predicate_and_length() {
+    random_cases_for(ElemKind::F64);
+}
+
+/// The even/odd predicates decide from the bits in the compaction kernels too, on every edge
+/// magnitude (subnormals, NaN payloads, 2^-1074 .. 2^1023 and neighbours), in both orders.
+#[test]
+fn float_parity_from_bits_at_every_magnitude() {
+    fn run<T: PredicateElement>(input: &[T]) {
+        for order in [Order::Stable, Order::Unordered] {
+            for pred in [Predicate::Even, Predicate::Odd] {
+                let poison = poison_value(input);
+                let (count, out) = expected_output(order, pred, input, poison);
+                let expected = comparable(order, count, &out);
+                for_each_device(|d| {
+                    let (got_count, got) =
+                        run_compact(&*d.dev, order, pred, input, poison, Tuning::default())
+                            .unwrap_or_else(|e| panic!("{}: {order:?} {pred}: {e}", d.label));
+                    let got = comparable(order, got_count, &got);
+                    if let Some(m) = first_mismatch(&expected, &got) {
+                        panic!(
+                            "{}: {} {order:?} {pred}: count {got_count} (expected {count}); {m}",
+                            d.label,
+                            T::KIND
+                        );
+                    }
+                });
+            }
+        }
+    }
+    run(&common::float_edges());
+    run(&common::float_edges_f32());
+}
+
+#[test]
+fn many_chunks_and_windows_at_the_smallest_binding() {
+    // Chunks of one workgroup, each scattered through one launch per window it may start in.
+    let mut rng = Rng::new(seed());
+    let tuning = Tuning {
+        max_binding_elems: Some(MIN_BINDING_ELEMS),
+        ..Tuning::default()
+    };
+    let mut cases = Vec::new();
+    for order in [Order::Stable, Order::Unordered] {
+        for spec in [PredSpec::MiddleHalf, PredSpec::AllPass, PredSpec::NonePass] {
+            for n in [5000, MIN_BINDING_ELEMS + 1, 5 * MIN_BINDING_ELEMS + 77] {
+                cases.push(CompactCase {
+                    order,
+                    spec,
+                    elem: ElemKind::U64,
+                    n,
+                    tuning,
+                });
+            }
+        }
+    }
+    check_cases::<u64>(&cases, &mut rng);
+}
+
+#[test]
+fn multi_chunk_outputs_in_every_type() {
+    // Chunks of one to three tiles, outputs spanning several windows, every element type.
+    let mut rng = Rng::new(seed());
+    for elem in ElemKind::ALL {
+        let tile = xwarp::compact::tile_elems(elem.size());
+        let mut cases = Vec::new();
+        for order in [Order::Stable, Order::Unordered] {
+            for max in [MIN_BINDING_ELEMS, 3 * MIN_BINDING_ELEMS] {
+                for (spec, n) in [
+                    (PredSpec::GreaterMedian, 7 * tile + 5),
+                    (PredSpec::AllPass, 3 * MIN_BINDING_ELEMS + 1),
+                ] {
+                    cases.push(CompactCase {
+                        order,
+                        spec,
+                        elem,
+                        n,
+                        tuning: Tuning {
+                            max_binding_elems: Some(max),
+                            ..Tuning::default()
+                        },
+                    });
+                }
+            }
+        }
+        with_elem!(elem, check_cases(&cases, &mut rng));
+    }
+}
+
+#[test]
+fn stable_look_back_fallback_at_spin_0() {
+    // spin 0: every look-back that finds a predecessor that has published nothing counts that
+    // tile from the input itself. Many tiles per chunk, one chunk and many chunks.
+    let mut rng = Rng::new(seed());
+    for elem in [ElemKind::I32, ElemKind::F64] {
+        let mut cases = Vec::new();
+        for spec in [
+            PredSpec::GreaterMedian,
+            PredSpec::AllPass,
+            PredSpec::NonePass,
+            PredSpec::MiddleHalf,
+        ] {
+            for max_binding_elems in [None, Some(1 << 16)] {
+                cases.push(CompactCase {
+                    order: Order::Stable,
+                    spec,
+                    elem,
+                    n: 400_003,
+                    tuning: Tuning {
+                        max_binding_elems,
+                        spin: 0,
+                    },
+                });
+            }
+        }
+        with_elem!(elem, check_cases(&cases, &mut rng));
+    }
+}
+
+#[test]
+fn stable_fallback_gives_the_same_bits_repeatedly() {
+    // The same stable compaction many times with and without the fallback: identical outputs.
+    let mut rng = Rng::new(seed());
+    let input: Vec<i32> = (0..300_001).map(|_| rng.next_u64() as i32).collect();
+    let want = cpu::compact::stable(Predicate::Greater(0), &input);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut out = DeviceVec::<i32>::alloc(dev, input.len()).unwrap();
+        let mut count = DeviceVec::alloc(dev, 1).unwrap();
+        for rep in 0..8 {
+            let tuning = Tuning {
+                spin: if rep % 2 == 0 { 0 } else { 1 << 14 },
+                ..Tuning::default()
+            };
+            compact_tuned(
+                dev,
+                Order::Stable,
+                Predicate::Greater(0),
+                &src,
+                &mut out,
+                &mut count,
+                tuning,
+            )
+            .unwrap();
+            assert_eq!(
+                count.to_vec(dev).unwrap(),
+                [want.len() as u64],
+                "{}",
+                d.label
+            );
+            assert_eq!(
+                out.to_vec(dev).unwrap()[..want.len()],
+                want[..],
+                "{}: rep {rep}",
+                d.label
+            );
+        }
+    });
+}
+
+#[test]
+fn device_results_chain_without_the_host() {
+    // The count and elements stay on the device: compact, then compact the result again
+    // straight from the device buffer (the slots past the first count hold -1, which the
+    // second predicate refuses), with no host copy in between.
+    let input: Vec<i32> = (-500..500).collect();
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut positive = DeviceVec::alloc(dev, input.len()).unwrap();
+        positive.fill(dev, -1).unwrap();
+        let mut count = DeviceVec::alloc(dev, 1).unwrap();
+        compact(
+            dev,
+            Order::Stable,
+            Predicate::Greater(0),
+            &src,
+            &mut positive,
+            &mut count,
+        )
+        .unwrap();
+        let mut again = DeviceVec::alloc(dev, input.len()).unwrap();
+        let mut count2 = DeviceVec::alloc(dev, 1).unwrap();
+        compact(
+            dev,
+            Order::Stable,
+            Predicate::InRange { lo: 1, hi: 1000 },
+            &positive,
+            &mut again,
+            &mut count2,
+        )
+        .unwrap();
+        assert_eq!(count.to_vec(dev).unwrap(), [499], "{}", d.label);
+        assert_eq!(count2.to_vec(dev).unwrap(), [499], "{}", d.label);
+        assert_eq!(
+            again.to_vec(dev).unwrap()[..499],
+            (1..500).collect::<Vec<i32>>()[..],
+            "{}",
+            d.label
+        );
+    });
+}
+
+#[test]
+fn empty_input_gives_count_0() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for order in [Order::Stable, Order::Unordered] {
+            assert_eq!(
+                compact_host::<f64>(dev, order, Predicate::NonZero, &[]).unwrap(),
+                (0, vec![]),
+                "{} {order}",
+                d.label
+            );
+            let src = DeviceVec::<f32>::alloc(dev, 0).unwrap();
+            let mut dst = DeviceVec::<f32>::alloc(dev, 0).unwrap();
+            let mut count = DeviceVec::from_slice(dev, &[77u64]).unwrap();
+            compact(dev, order, Predicate::Even, &src, &mut dst, &mut count).unwrap();
+            assert_eq!(count.to_vec(dev).unwrap(), [0], "{} {order}", d.label);
+        }
+    });
+}
+
+#[test]
+fn bad_parameters_are_typed_errors_before_any_gpu_work() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let input: Vec<i32> = (0..40).collect();
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[99u64]).unwrap();
+        let mut small = DeviceVec::<i32>::alloc(dev, 39).unwrap();
+        small.fill(dev, -7).unwrap();
+        for order in [Order::Stable, Order::Unordered] {
+            match compact(dev, order, Predicate::Odd, &src, &mut small, &mut count) {
+                Err(Error::LengthMismatch {
+                    name,
+                    expected,
+                    actual,
+                }) => assert_eq!((name, expected, actual), ("output", 40, 39)),
+                other => panic!("expected LengthMismatch(output), got {other:?}"),
+            }
+            let mut out = DeviceVec::<i32>::alloc(dev, 40).unwrap();
+            let mut no_count = DeviceVec::<u64>::alloc(dev, 0).unwrap();
+            assert!(matches!(
+                compact(dev, order, Predicate::Odd, &src, &mut out, &mut no_count),
+                Err(Error::LengthMismatch { name: "count", .. })
+            ));
+            let bad = Predicate::InRange { lo: 3, hi: 2 };
+            match compact(dev, order, bad, &src, &mut out, &mut count) {
+                Err(Error::InvalidParameter { name, allowed, .. }) => {
+                    assert_eq!(name, "lo");
+                    assert!(allowed.contains("hi"));
+                }
+                other => panic!("expected InvalidParameter(lo), got {other:?}"),
+            }
+            assert!(matches!(
+                compact_host(dev, order, bad, &input),
+                Err(Error::InvalidParameter { name: "lo", .. })
+            ));
+            let tiny = Tuning {
+                max_binding_elems: Some(MIN_BINDING_ELEMS - 1),
+                ..Tuning::default()
+            };
+            assert!(matches!(
+                compact_tuned(dev, order, Predicate::Odd, &src, &mut out, &mut count, tiny),
+                Err(Error::InvalidParameter {
+                    name: "max_binding_elems",
+                    ..
+                })
+            ));
+        }
+        // Nothing was written, and the device keeps working.
+        assert_eq!(small.to_vec(dev).unwrap(), vec![-7; 39], "{}", d.label);
+        assert_eq!(count.to_vec(dev).unwrap(), [99], "{}", d.label);
+        let (n, odd) = compact_host(dev, Order::Stable, Predicate::Odd, &input).unwrap();
+        assert_eq!(n, 20, "{}", d.label);
+        assert_eq!(odd, (0..20).map(|k| 2 * k + 1).collect::<Vec<i32>>());
+    });
+}
+
+#[test]
+fn every_backend_is_tested() {
+    assert!(!devices().is_empty());
+}

@@ -1,0 +1,268 @@
+//! Scans: every operator, kind, scope and type against the CPU reference (bit for bit, floats
+//! too), the look-back fallback, many launches, in place, and a repeated stress run.
+
+mod common;
+
+use common::{check_on_every_device, check_on_every_device_by, for_each_device, seed};
+use xwarp::reduce::ReduceOp;
+use xwarp::scan::{self, device_scan_host, ScanKind, Tuning, TILE};
+use xwarp::{DeviceVec, ElemKind, Error, Rng};
+use xwarp_lab::validate::reduce::{comparison, ReduceInput};
+use xwarp_lab::validate::scan::{expected, run_scan, scan_cases, ScanCase, Scope};
+use xwarp_lab::validate::{first_mismatch, poison_value};
+use xwarp_lab::with_elem;
+
+fn check<T: ReduceInput>(cases: &[ScanCase], rng: &mut Rng) {
+    for case in cases {
+        let input = T::input(case.op, case.n, rng);
+        let want = expected(case, &input);
+        let poison = poison_value(&want);
+        check_on_every_device(&case.to_string(), &want, |dev| {
+            run_scan(dev, case, &input, poison)
+        });
+    }
+}
+
+fn cases_for(elem: ElemKind) {
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let cases: Vec<ScanCase> = scan_cases(false, large)
+        .into_iter()
+        .filter(|c| c.elem == elem)
+        .collect();
+    assert!(cases
+        .iter()
+        .any(|c| matches!(c.scope, Scope::Device(t) if t.spin == 0)));
+    let mut rng = Rng::new(seed());
+    with_elem!(elem, check(&cases, &mut rng));
+}
+
+#[test]
+fn every_op_kind_and_scope_i32() {
+    cases_for(ElemKind::I32);
+}
+
+#[test]
+fn every_op_kind_and_scope_u32() {
+    cases_for(ElemKind::U32);
+}
+
+#[test]
+fn every_op_kind_and_scope_f32() {
+    cases_for(ElemKind::F32);
+}
+
+#[test]
+fn every_op_kind_and_scope_i64() {
+    cases_for(ElemKind::I64);
+}
+
+#[test]
+fn every_op_kind_and_scope_u64() {
+    cases_for(ElemKind::U64);
+}
+
+#[test]
+fn every_op_kind_and_scope_f64() {
+    cases_for(ElemKind::F64);
+}
+
+#[test]
+fn small_sums_are_exact() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let x: Vec<i32> = (1..=10).collect();
+        let incl = device_scan_host(dev, ReduceOp::Sum, ScanKind::Inclusive, &x).unwrap();
+        assert_eq!(incl, [1, 3, 6, 10, 15, 21, 28, 36, 45, 55], "{}", d.label);
+        let excl = device_scan_host(dev, ReduceOp::Sum, ScanKind::Exclusive, &x).unwrap();
+        assert_eq!(excl, [0, 1, 3, 6, 10, 15, 21, 28, 36, 45], "{}", d.label);
+        let max = device_scan_host(
+            dev,
+            ReduceOp::Max,
+            ScanKind::Inclusive,
+            &[3u64, 1, 4, 1, 5, 9, 2, 6],
+        )
+        .unwrap();
+        assert_eq!(max, [3, 3, 4, 4, 5, 9, 9, 9], "{}", d.label);
+        assert!(
+            device_scan_host::<f32>(dev, ReduceOp::Sum, ScanKind::Inclusive, &[])
+                .unwrap()
+                .is_empty()
+        );
+    });
+}
+
+#[test]
+fn in_place_equals_out_of_place() {
+    let mut rng = Rng::new(seed());
+    let data = f64::input(ReduceOp::Sum, 5 * TILE + 77, &mut rng);
+    let want = xwarp::cpu::scan::device_scan(ReduceOp::Sum, ScanKind::Exclusive, &data);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let mut v = DeviceVec::from_slice(dev, &data).unwrap();
+        scan::device_scan_in_place(dev, ReduceOp::Sum, ScanKind::Exclusive, &mut v).unwrap();
+        let got = v.to_vec(dev).unwrap();
+        assert!(first_mismatch(&want, &got).is_none(), "{}", d.label);
+    });
+}
+
+#[test]
+fn repeated_scans_of_thousands_of_tiles_never_hang_or_differ() {
+    // Thousands of workgroups per scan, repeated: the look-back and its fallback under load.
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let (n, reps) = if large {
+        ((1 << 24) + 3, 100)
+    } else {
+        (1500 * TILE + 17, 4)
+    };
+    let mut rng = Rng::new(seed());
+    let data = f32::input(ReduceOp::Sum, n, &mut rng);
+    let want = xwarp::cpu::scan::device_scan(ReduceOp::Sum, ScanKind::Inclusive, &data);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::from_slice(dev, &data).unwrap();
+        let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
+        for rep in 0..reps {
+            // Both look-back windows the plans choose from, with and without the fallback.
+            let tuning = Tuning {
+                spin: if rep % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
+                lookback_tiles: Some(1 + (rep / 2 % 2) as u32),
+                ..Tuning::default()
+            };
+            dst.fill(dev, f32::NAN).unwrap();
+            scan::device_scan_tuned(
+                dev,
+                ReduceOp::Sum,
+                ScanKind::Inclusive,
+                &src,
+                &mut dst,
+                tuning,
+            )
+            .unwrap();
+            let got = dst.to_vec(dev).unwrap();
+            if let Some(m) = first_mismatch(&want, &got) {
+                panic!("{}: repetition {rep} ({tuning:?}), n={n}: {m}", d.label);
+            }
+        }
+    });
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for op in [ReduceOp::Product, ReduceOp::And] {
+            assert!(matches!(
+                device_scan_host(dev, op, ScanKind::Inclusive, &[1u32, 2]),
+                Err(Error::InvalidParameter { name: "op", .. })
+            ));
+        }
+        let src = DeviceVec::from_slice(dev, &[1i64; 100]).unwrap();
+        let mut dst = DeviceVec::<i64>::alloc(dev, 99).unwrap();
+        dst.fill(dev, -5).unwrap();
+        assert!(matches!(
+            scan::device_scan(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut dst),
+            Err(Error::LengthMismatch {
+                name: "output",
+                expected: 100,
+                actual: 99
+            })
+        ));
+        assert!(matches!(
+            scan::warp_scan(
+                dev,
+                ReduceOp::Sum,
+                ScanKind::Inclusive,
+                &DeviceVec::<i64>::alloc(dev, 0).unwrap(),
+                &mut dst
+            ),
+            Err(Error::EmptyInput { .. })
+        ));
+        let mut ok = DeviceVec::<i64>::alloc(dev, 100).unwrap();
+        let bad = Tuning {
+            spin: 0,
+            max_launch_elems: Some(TILE + 1),
+            ..Tuning::default()
+        };
+        assert!(matches!(
+            scan::device_scan_tuned(dev, ReduceOp::Sum, ScanKind::Inclusive, &src, &mut ok, bad),
+            Err(Error::InvalidParameter {
+                name: "max_launch_elems",
+                ..
+            })
+        ));
+        assert_eq!(dst.to_vec(dev).unwrap(), vec![-5; 99]);
+        let sum = device_scan_host(dev, ReduceOp::Sum, ScanKind::Inclusive, &[1i64; 100]).unwrap();
+        assert_eq!(sum[99], 100);
+    });
+}
+
+/// Sum, min and max scans, inclusive and exclusive, at warp, block and device scope, on inputs
+/// made of subnormals and on normal inputs whose exact partial sums are subnormal
+/// ([`common::subnormal_inputs`]), at 1, 31, 33 and 4097 elements, and the device scan (whose
+/// look-back spans tiles) at 1000003 with one kind of input and one scan kind per operator, in
+/// turn (what keeps the test short): bit for bit against the CPU reference on every device
+/// that keeps subnormals. The expected results include subnormals, so a device that flushed
+/// them would fail.
+fn subnormal_inputs_and_results<T: ReduceInput>() {
+    if !common::subnormals_kept(T::KIND) {
+        return;
+    }
+    let mut rng = Rng::new(seed());
+    for (k, op) in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max]
+        .into_iter()
+        .enumerate()
+    {
+        let mut subnormal_results = 0;
+        for n in [1, 31, 33, 4097, 1_000_003] {
+            let inputs = common::subnormal_inputs::<T>(n, false, &mut rng);
+            for (i, (what, input)) in inputs.iter().enumerate() {
+                let long = n > 4097;
+                if long && i != (k + 2) % inputs.len() {
+                    continue;
+                }
+                for scope in [Scope::Warp, Scope::Block, Scope::Device(Tuning::default())] {
+                    if long && !matches!(scope, Scope::Device(_)) {
+                        continue;
+                    }
+                    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                        if long && (kind == ScanKind::Exclusive) != (k % 2 == 1) {
+                            continue;
+                        }
+                        let case = ScanCase {
+                            op,
+                            kind,
+                            scope,
+                            elem: T::KIND,
+                            n,
+                        };
+                        let want = expected(&case, input);
+                        subnormal_results +=
+                            want.iter().filter(|&&v| common::is_subnormal(v)).count();
+                        let poison = poison_value(&want);
+                        check_on_every_device_by(
+                            &format!("{case} ({what})"),
+                            &want,
+                            comparison(op),
+                            |dev| run_scan(dev, &case, input, poison),
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            subnormal_results > 0,
+            "{op} {}: no subnormal result",
+            T::KIND
+        );
+    }
+}
+
+#[test]
+fn subnormal_inputs_and_results_f32() {
+    subnormal_inputs_and_results::<f32>();
+}
+
+#[test]
+fn subnormal_inputs_and_results_f64() {
+    subnormal_inputs_and_results::<f64>();
+}

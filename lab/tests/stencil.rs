@@ -1,0 +1,316 @@
+//! The shuffle stencil: both variants, f32 and f64, at lengths around the edges, a warp and a
+//! workgroup, against the CPU reference bit for bit; every layer count per workgroup; exact
+//! integer averages; the documented order; inputs longer than one binding; bad input.
+
+mod common;
+
+use common::{check_on_every_device_by, for_each_device, seed};
+use xwarp::cpu::stencil::{moving_average as reference, StencilElement, POINTS};
+use xwarp::stencil::{moving_average, moving_average_host, StencilVariant};
+use xwarp::{DeviceVec, Error, Rng};
+use xwarp_lab::validate::stencil::{random_weights, run_stencil, SIZES};
+use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, poison_value};
+
+/// Fresh weights and input per size in `sizes`; every device and both variants on the same
+/// data, each against the reference and against each other. A failure names the layers per
+/// workgroup the case took (`stencil::rows`).
+fn every_variant_at<T: StencilElement>(sizes: &[usize]) {
+    let mut rng = Rng::new(seed());
+    for &n in sizes {
+        let weights = random_weights::<T>(&mut rng);
+        let input: Vec<T> = rng.vec(n);
+        let want = reference(weights, &input);
+        let poison = poison_value(&want);
+        let mut outputs = Vec::new();
+        for_each_device(|d| {
+            for variant in StencilVariant::ALL {
+                let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
+                let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
+                let got = run_stencil(&*d.dev, variant, weights, &input, poison)
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                if let Some(m) = first_mismatch(&want, &got) {
+                    panic!("{case}: {m}");
+                }
+                outputs.push(got);
+            }
+        });
+        for w in outputs.windows(2) {
+            assert!(
+                first_mismatch(&w[0], &w[1]).is_none(),
+                "n={n}: devices or variants differ"
+            );
+        }
+    }
+}
+
+/// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
+/// 2^24), so that every layer count each backend takes is checked.
+const LAYER_EDGES: [usize; 4] = [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1];
+
+#[test]
+fn every_variant_and_size_f32() {
+    every_variant_at::<f32>(&SIZES);
+}
+
+#[test]
+fn every_variant_and_size_f64() {
+    every_variant_at::<f64>(&SIZES);
+}
+
+#[test]
+fn every_layer_count_f32() {
+    every_variant_at::<f32>(&LAYER_EDGES);
+}
+
+#[test]
+fn every_layer_count_f64() {
+    every_variant_at::<f64>(&LAYER_EDGES);
+}
+
+/// Weights that are powers of two summing to 1 (1/8, 1/4, 1/4, 1/4, 1/8) average integers
+/// exactly: a ramp stays a ramp, and random integers give (a + 2b + 2c + 2d + e) / 8. All
+/// ones give the plain moving sum.
+#[test]
+fn integer_averages_are_exact() {
+    let mut rng = Rng::new(seed());
+    let n = 10_007;
+    let smooth = [0.125, 0.25, 0.25, 0.25, 0.125];
+    let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let ints: Vec<i64> = (0..n)
+        .map(|_| rng.below(1 << 16) as i64 - (1 << 15))
+        .collect();
+    let ints_f64: Vec<f64> = ints.iter().map(|&v| v as f64).collect();
+    let at_edge = |i: usize| i < 2 || i + 2 >= n;
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for variant in StencilVariant::ALL {
+            let y = moving_average_host(dev, variant, smooth, &ramp).unwrap();
+            for (i, &v) in y.iter().enumerate() {
+                let want = if at_edge(i) { 0.0 } else { i as f32 };
+                assert_eq!(v, want, "{} {variant}: ramp y[{i}]", d.label);
+            }
+            let y = moving_average_host(dev, variant, smooth.map(f64::from), &ints_f64).unwrap();
+            let sum = moving_average_host(dev, variant, [1.0; 5], &ints_f64).unwrap();
+            for i in 0..n {
+                if at_edge(i) {
+                    assert_eq!(
+                        (y[i], sum[i]),
+                        (0.0, 0.0),
+                        "{} {variant}: edge {i}",
+                        d.label
+                    );
+                    continue;
+                }
+                let x = &ints[i - 2..=i + 2];
+                let weighted = x[0] + 2 * x[1] + 2 * x[2] + 2 * x[3] + x[4];
+                assert_eq!(y[i], weighted as f64 / 8.0, "{} {variant}: y[{i}]", d.label);
+                assert_eq!(
+                    sum[i],
+                    x.iter().sum::<i64>() as f64,
+                    "{} {variant}: sum[{i}]",
+                    d.label
+                );
+            }
+        }
+    });
+}
+
+/// Independent of the kernels' code: the documented order written out, which an FMA or
+/// another association would break on random data of mixed magnitudes.
+#[test]
+fn float_order_is_the_documented_one() {
+    let mut rng = Rng::new(seed());
+    let n = 4099;
+    let x: Vec<f32> = rng.vec(n);
+    let w: [f32; 5] = std::array::from_fn(|_| rng.next_f64_mixed() as f32);
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 2 || i + 2 >= n {
+                return 0.0;
+            }
+            let a = w[0] * x[i - 2];
+            let b = a + w[1] * x[i - 1];
+            let c = b + w[2] * x[i];
+            let d = c + w[3] * x[i + 1];
+            d + w[4] * x[i + 2]
+        })
+        .collect();
+    // The same data with FMA contraction gives other bits somewhere: the check has teeth.
+    let fused: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 2 || i + 2 >= n {
+                return 0.0;
+            }
+            let b = w[1].mul_add(x[i - 1], w[0] * x[i - 2]);
+            let c = w[2].mul_add(x[i], b);
+            let d = w[3].mul_add(x[i + 1], c);
+            w[4].mul_add(x[i + 2], d)
+        })
+        .collect();
+    assert!(first_mismatch(&want, &fused).is_some());
+    for_each_device(|d| {
+        for variant in StencilVariant::ALL {
+            let got = moving_average_host(&*d.dev, variant, w, &x).unwrap();
+            if let Some(m) = first_mismatch(&want, &got) {
+                panic!("{} {variant}: {m}", d.label);
+            }
+        }
+    });
+}
+
+/// An input longer than one binding runs in chunks whose halos overlap; the outputs at the
+/// chunk boundaries must see the neighbouring chunk. Needs a device whose binding range is
+/// small (llvmpipe: 128 MiB); skipped elsewhere.
+#[test]
+fn inputs_longer_than_one_binding() {
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let per_binding = dev.info().max_binding_bytes / 8;
+        if per_binding > 1 << 25 {
+            eprintln!(
+                "{}: binding range of {per_binding} f64 elements; chunking not tested",
+                d.label
+            );
+            return;
+        }
+        let n = per_binding as usize + 1003;
+        let weights = random_weights::<f64>(&mut rng);
+        let input: Vec<f64> = rng.vec(n);
+        let want = reference(weights, &input);
+        let poison = poison_value(&want);
+        for variant in StencilVariant::ALL {
+            let got = run_stencil(dev, variant, weights, &input, poison).unwrap();
+            if let Some(m) = first_mismatch(&want, &got) {
+                panic!("{} {variant} n={n}: {m}", d.label);
+            }
+        }
+    });
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let w = [1.0f32; 5];
+        for variant in StencilVariant::ALL {
+            assert!(matches!(
+                moving_average_host::<f32>(dev, variant, w, &[]),
+                Err(Error::EmptyInput { name: "input" })
+            ));
+            let empty = DeviceVec::<f32>::alloc(dev, 0).unwrap();
+            let mut empty_out = DeviceVec::<f32>::alloc(dev, 0).unwrap();
+            assert!(matches!(
+                moving_average(dev, variant, w, &empty, &mut empty_out),
+                Err(Error::EmptyInput { name: "input" })
+            ));
+            let src = DeviceVec::from_slice(dev, &[1.0f32; 100]).unwrap();
+            let mut short = DeviceVec::<f32>::alloc(dev, 99).unwrap();
+            short.fill(dev, 7.0).unwrap();
+            assert!(matches!(
+                moving_average(dev, variant, w, &src, &mut short),
+                Err(Error::LengthMismatch {
+                    name: "output",
+                    expected: 100,
+                    actual: 99
+                })
+            ));
+            // Nothing was launched.
+            assert_eq!(short.to_vec(dev).unwrap(), [7.0; 99], "{}", d.label);
+            // Still working.
+            let y = moving_average_host(dev, variant, w, &[1.0f32; 100]).unwrap();
+            assert_eq!(&y[..3], &[0.0, 0.0, 5.0], "{}", d.label);
+            assert_eq!(&y[97..], &[5.0, 0.0, 0.0], "{}", d.label);
+        }
+        assert_eq!(
+            "shared".parse::<StencilVariant>().unwrap(),
+            StencilVariant::SharedMemory
+        );
+        assert!(matches!(
+            "smem".parse::<StencilVariant>(),
+            Err(Error::InvalidParameter {
+                name: "variant",
+                ..
+            })
+        ));
+    });
+}
+
+/// Both variants on subnormal inputs with weights near ±1, on normal inputs and weights like
+/// 1e-20 (`f64`: 1e-160) whose every product is subnormal, and on subnormals among small,
+/// large and near-±1 normals for both ([`common::subnormal_inputs`]), at 1, 31, 33, 4097 and
+/// 1000003 elements: bit for bit against the CPU reference on every device that keeps
+/// subnormals (where large products overflow and meet, NaN matches any NaN). The expected
+/// outputs include subnormals, so a device that flushed them would fail.
+fn subnormal_inputs_and_results<T: StencilElement>() {
+    if !common::subnormals_kept(T::KIND) {
+        return;
+    }
+    let mut rng = Rng::new(seed());
+    let mut subnormal_results = 0;
+    for n in [1, 31, 33, 4097, 1_000_003] {
+        let near_one = |rng: &mut Rng| {
+            let m = 0.5 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64 * 1.5;
+            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m })
+        };
+        let small = |rng: &mut Rng| {
+            let tiny = if T::KIND == xwarp::ElemKind::F32 {
+                1e-20
+            } else {
+                1e-160
+            };
+            let m = 1.0 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
+            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m } * tiny)
+        };
+        let subnormals = common::subnormal_inputs::<T>(n, false, &mut rng)
+            .swap_remove(0)
+            .1;
+        let mixed = common::subnormal_inputs::<T>(n, true, &mut rng)
+            .swap_remove(1)
+            .1;
+        let sets: [(&str, [T; POINTS], Vec<T>); 3] = [
+            (
+                "subnormal inputs, weights near ±1",
+                std::array::from_fn(|_| near_one(&mut rng)),
+                subnormals,
+            ),
+            (
+                "normal inputs and weights whose products are subnormal",
+                std::array::from_fn(|_| small(&mut rng)),
+                (0..n).map(|_| small(&mut rng)).collect(),
+            ),
+            (
+                "subnormals, small and large normals among values near ±1",
+                std::array::from_fn(|_| xwarp_lab::validate::tiny_value(&mut rng, true)),
+                mixed,
+            ),
+        ];
+        for (what, weights, input) in &sets {
+            let want = reference(*weights, input);
+            subnormal_results += want.iter().filter(|&&v| common::is_subnormal(v)).count();
+            let poison = poison_value(&want);
+            for variant in StencilVariant::ALL {
+                check_on_every_device_by(
+                    &format!(
+                        "stencil {variant} {} n={n} ({what}, weights {weights:?})",
+                        T::KIND
+                    ),
+                    &want,
+                    first_mismatch_nan_as_class,
+                    |dev| run_stencil(dev, variant, *weights, input, poison),
+                );
+            }
+        }
+    }
+    assert!(subnormal_results > 0, "{}: no subnormal result", T::KIND);
+}
+
+#[test]
+fn subnormal_inputs_and_results_f32() {
+    subnormal_inputs_and_results::<f32>();
+}
+
+#[test]
+fn subnormal_inputs_and_results_f64() {
+    subnormal_inputs_and_results::<f64>();
+}
