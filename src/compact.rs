@@ -120,20 +120,6 @@ enum Step {
 /// that chunks use in turn, each on a 128-byte line of its own (`C_*` in the kernels).
 const COUNTER_WORDS: usize = 5 * 32;
 
-/// The compaction kernel on `info`'s device. The unordered step keeps a chunk's count and its
-/// tiles done in one 64-bit word, one atomic per tile, where the device has 64-bit buffer
-/// atomics (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are
-/// a second, acquire-release atomic. Measured on an H200 (NOTES.md, version 9): without that
-/// second atomic the unordered compaction of 2^28 `i32` took 443 µs on Vulkan instead of 531,
-/// and 417 µs on CUDA instead of 479. Same results either way.
-fn kernel_name(info: &DeviceInfo) -> &'static str {
-    if info.backend == BackendKind::Vulkan && info.int64_atomics {
-        "compact_c64"
-    } else {
-        "compact"
-    }
-}
-
 /// Compacts the elements of `input` that pass `pred` into the first `count` elements of
 /// `output`, and writes `count` into `count[0]`, all on the device. `output` must hold at
 /// least `input.len()` elements and `count` at least one; elements of `output` past `count`
@@ -445,7 +431,7 @@ impl Launcher<'_> {
         }
         self.dev.launch(&Launch {
             kernel: Kernel {
-                name: kernel_name(self.info),
+                name: crate::tuning::compact_kernel(self.info),
                 elem: self.elem,
                 consts: &consts,
             },

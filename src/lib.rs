@@ -52,6 +52,7 @@ pub mod sort;
 pub mod spec;
 pub mod stencil;
 pub mod throughput;
+mod tuning;
 pub mod vote;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;

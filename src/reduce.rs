@@ -60,8 +60,7 @@
 //!   differ wherever a subnormal input or intermediate occurs.
 
 use crate::device::{
-    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
-    COUNTER_BYTES,
+    Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures, COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::kernels::ReduceParams;
@@ -271,14 +270,9 @@ pub const AUTO_ONE_LAUNCH_TILES: usize = 2 * TILE;
 /// (both keep the documented order, so the bits are the same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Launches {
-    /// [`Launches::OneLaunch`] on CUDA devices for at most [`AUTO_ONE_LAUNCH_TILES`] tiles (2^25
-    /// elements), [`Launches::PerLevel`] above and elsewhere. Measured on an H200
-    /// (NOTES.md, version 5): one launch is 5–26% faster on CUDA between 2^16 and 2^22
-    /// elements and 4–12% slower on Vulkan between 2^16 and 2^24. Above one tile of totals
-    /// (each tile of totals reduced by its own last workgroup), on CUDA (version 9): on an
-    /// H100 one launch was 1–5% faster at 2^25–2^26 and about 1% at 2^28; on an H200 0–3%
-    /// slower at 2^25 and 9–23% slower at 2^26–2^28. On Vulkan it was up to 14% slower at 2^22
-    /// to 2^23 and equal from 2^27 (H100, version 8).
+    /// Chosen by the device and the length, as measured: one launch on CUDA for at most
+    /// [`AUTO_ONE_LAUNCH_TILES`] tiles (2^25 elements), one launch per level above and on
+    /// Vulkan (the measurements are beside the choice, in the crate's tuning module).
     #[default]
     Auto,
     /// One launch per level: the tiles, then their totals, until one value remains.
@@ -295,13 +289,18 @@ impl Launches {
     /// Whether `dev` takes one launch for `tiles` tiles where the input allows it.
     fn one_launch(self, dev: &dyn Device, tiles: usize) -> bool {
         match self {
-            Launches::Auto => {
-                dev.info().backend == BackendKind::Cuda && tiles <= AUTO_ONE_LAUNCH_TILES
-            }
+            Launches::Auto => crate::tuning::reduce_one_launch(dev.info(), tiles),
             Launches::PerLevel => false,
             Launches::OneLaunch => true,
         }
     }
+}
+
+/// Device-reduce knobs that change speed, never results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// How the levels spread over launches.
+    pub launches: Launches,
 }
 
 /// Reduces all of `input` on the device into `output[index]`; the identity when `input` is
@@ -314,18 +313,19 @@ pub fn device_reduce<T: Reduce>(
     output: &mut DeviceVec<T>,
     index: usize,
 ) -> Result<()> {
-    device_reduce_with(dev, op, input, output, index, Launches::Auto)
+    device_reduce_tuned(dev, op, input, output, index, Tuning::default())
 }
 
-/// [`device_reduce`] with an explicit choice of [`Launches`].
-pub fn device_reduce_with<T: Reduce>(
+/// [`device_reduce`] with explicit [`Tuning`] (the same results).
+pub fn device_reduce_tuned<T: Reduce>(
     dev: &dyn Device,
     op: ReduceOp,
     input: &DeviceVec<T>,
     output: &mut DeviceVec<T>,
     index: usize,
-    launches: Launches,
+    tuning: Tuning,
 ) -> Result<()> {
+    let launches = tuning.launches;
     require::<T>(dev, op)?;
     if index >= output.len() {
         return Err(Error::invalid(

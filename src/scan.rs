@@ -53,8 +53,7 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{BackendKind, Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
-use crate::element::ElemKind;
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::kernels::{ScanDeviceParams, ScanParams};
 use crate::plan;
@@ -62,46 +61,12 @@ use crate::reduce::ReduceOp;
 pub use crate::spec::scan::{ScanKind, BLOCK, ITEMS, TILE};
 
 /// Tiles each thread of the look-back reads at once by default (a window of `BLOCK *
-/// LOOKBACK_TILES` predecessors; not part of the order). See [`lookback_tiles`].
+/// LOOKBACK_TILES` predecessors; not part of the order). The default depends on the device and the length.
 pub const LOOKBACK_TILES: u32 = 1;
 /// The most look-back tiles per thread [`Tuning::lookback_tiles`] accepts.
 pub const MAX_LOOKBACK_TILES: u32 = 4;
 /// Scans of at most this many tiles look back over 2 tiles per thread on Vulkan.
 pub const WIDE_WINDOW_MAX_TILES: usize = 2048;
-
-/// Look-back tiles per thread for a scan of `tiles` tiles; not part of the order. Measured on an
-/// H200 (NOTES.md, versions 4 and 6): a window of 512 tiles (2 per thread) made the Vulkan scan
-/// 1.1-2.4x faster from 1.5 x 2^20 to 2^23 elements (where a window of 256 needs a second one)
-/// and 0.90x as fast from 2^24 on, and CUDA no faster anywhere (0.87x at 2^28).
-pub fn lookback_tiles(backend: BackendKind, tiles: usize) -> u32 {
-    if backend == BackendKind::Vulkan && tiles <= WIDE_WINDOW_MAX_TILES {
-        2
-    } else {
-        LOOKBACK_TILES
-    }
-}
-
-/// Whether a device-scan tile keeps each thread's partial folds in shared memory through the
-/// look-back (computing them again at the end, the same bits) rather than in registers; not
-/// part of the order. Measured on an H200 (NOTES.md, version 4): fewer registers made CUDA's
-/// 32-bit integer scans slower (0.90 to 0.73 of CUB at 2^28) and its float scans and the
-/// Vulkan scans faster (0.79 to 0.86, 0.47 to 0.55).
-pub fn partials_in_shared(backend: BackendKind, elem: ElemKind) -> bool {
-    !(backend == BackendKind::Cuda && matches!(elem, ElemKind::I32 | ElemKind::U32))
-}
-
-/// The device-scan kernel for `elem` on `info`'s device. On Vulkan, 32-bit types keep a tile's
-/// flag and value in one 64-bit word where the device has 64-bit buffer atomics
-/// (`scan_device_s64`), else in two 32-bit words (`scan_device`); the CUDA twin always keeps one
-/// 64-bit word. Measured on an H100 (NOTES.md, version 8): the one-word state made the Vulkan
-/// scan 24–32% faster at 2^28. Same results either way.
-fn device_kernel(info: &DeviceInfo, elem: ElemKind) -> &'static str {
-    if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
-        "scan_device_s64"
-    } else {
-        "scan_device"
-    }
-}
 
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
@@ -117,7 +82,7 @@ pub struct Tuning {
     /// `None`: the device's binding limit. Small values force many launches.
     pub max_launch_elems: Option<usize>,
     /// Tiles each thread of the look-back reads at once, 1 to [`MAX_LOOKBACK_TILES`]; `None`:
-    /// [`lookback_tiles`] chooses by backend and length.
+    /// the device and the length choose.
     pub lookback_tiles: Option<u32>,
 }
 
@@ -261,7 +226,7 @@ pub fn device_scan_tuned<T: Reduce>(
     }
     let tiles = n_total.div_ceil(TILE);
     let window = match tuning.lookback_tiles {
-        None => lookback_tiles(dev.info().backend, tiles),
+        None => crate::tuning::scan_lookback_tiles(dev.info(), tiles),
         Some(k) if (1..=MAX_LOOKBACK_TILES).contains(&k) => k,
         Some(k) => {
             return Err(Error::invalid(
@@ -286,11 +251,11 @@ pub fn device_scan_tuned<T: Reduce>(
     // Only the CUDA twin reads PARTIALS_IN_SHARED (src/kernels/table.rs): the GLSL kernels
     // always keep the partials in shared memory and declare no such constant.
     if dev.info().backend == BackendKind::Cuda {
-        let partials = partials_in_shared(BackendKind::Cuda, T::KIND);
+        let partials = crate::tuning::scan_partials_in_shared(T::KIND);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
     }
     let kernel = Kernel {
-        name: device_kernel(dev.info(), T::KIND),
+        name: crate::tuning::scan_kernel(dev.info(), T::KIND),
         elem: T::KIND,
         consts: &consts,
     };

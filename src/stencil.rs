@@ -40,7 +40,7 @@
 //! ```
 
 pub use crate::cpu::stencil::{StencilElement, HALO, POINTS};
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::kernels::StencilParams;
 use crate::plan;
@@ -50,38 +50,29 @@ use std::str::FromStr;
 /// Threads per workgroup of the stencil kernels (the shared-memory tile; `cuda/stencil.cu`
 /// sizes its tile with the same number).
 pub const BLOCK: u32 = 256;
-/// Layers of [`BLOCK`] outputs each workgroup computes on long inputs (see [`rows`]), every
+/// Layers of [`BLOCK`] outputs each workgroup computes on long inputs (chosen by the device and the length), every
 /// load issued before the first average (memory-level parallelism; the results do not depend
 /// on it).
 pub const ROWS: u32 = 8;
-/// Layers per workgroup on short inputs (see [`rows`]): more, smaller workgroups on a small
+/// Layers per workgroup on short inputs (chosen by the device and the length): more, smaller workgroups on a small
 /// input.
 pub const FEW_ROWS: u32 = 4;
-/// Layers per workgroup of the CUDA shuffle stencil on the longest inputs (see [`rows`]).
+/// Layers per workgroup of the CUDA shuffle stencil on the longest inputs (chosen by the device and the length).
 pub const MANY_ROWS: u32 = 16;
 
-/// Layers per workgroup for an input of `n` elements of `variant` on `backend`:
-///
-/// - Vulkan: [`FEW_ROWS`] below 2^24 elements, [`ROWS`] from there.
-/// - CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there; the shuffle variant takes
-///   [`MANY_ROWS`] from 2^24.
-///
-/// Measured on an H100 and an H200 (NOTES.md, versions 8 and 9), `f32`:
-/// - 4 layers instead of 8 were 1–9% faster from 2^20 to 2^23 elements on the H100 on both
-///   backends; on the H200 1–6% faster on Vulkan there, but 2–5% slower on CUDA at 2^22–2^23.
-///   From 2^24 they were as fast or slower; 2 layers were slower from 2^21.
-/// - 16 layers instead of 8 made the CUDA shuffle stencil 1% (H100) and 3–5% (H200) faster
-///   from 2^24 to 2^28, and 3–4% slower at 2^22 (H100). The CUDA shared-memory stencil was
-///   up to 5% slower with 16 at 2^22–2^25 on the H100, and the Vulkan stencils were 1–9%
-///   slower at 2^24–2^26 on both GPUs.
-pub fn rows(backend: BackendKind, variant: StencilVariant, n: usize) -> u32 {
-    match backend {
-        BackendKind::Vulkan if n < 1 << 24 => FEW_ROWS,
-        BackendKind::Vulkan => ROWS,
-        BackendKind::Cuda if n < 1 << 22 => FEW_ROWS,
-        BackendKind::Cuda if n >= 1 << 24 && variant == StencilVariant::Shuffle => MANY_ROWS,
-        BackendKind::Cuda => ROWS,
-    }
+/// Layers per workgroup the stencil takes for `n` elements of `variant` on `info`'s device,
+/// unless [`Tuning::rows`] says otherwise: [`FEW_ROWS`], [`ROWS`] or [`MANY_ROWS`], chosen by
+/// backend and length as measured (the choice and its measurements are in the crate's tuning
+/// module). Results do not depend on it.
+pub fn rows(info: &DeviceInfo, variant: StencilVariant, n: usize) -> u32 {
+    crate::tuning::stencil_rows(info, variant, n)
+}
+
+/// Stencil knobs that change speed, never results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// Layers per workgroup: [`FEW_ROWS`], [`ROWS`] or [`MANY_ROWS`]; `None`: [`rows`].
+    pub rows: Option<u32>,
 }
 
 /// The two forms of the stencil.
@@ -145,8 +136,31 @@ pub fn moving_average<T: StencilElement>(
     input: &DeviceVec<T>,
     output: &mut DeviceVec<T>,
 ) -> Result<()> {
+    moving_average_tuned(dev, variant, weights, input, output, Tuning::default())
+}
+
+/// [`moving_average`] with explicit [`Tuning`] (the same results).
+pub fn moving_average_tuned<T: StencilElement>(
+    dev: &dyn Device,
+    variant: StencilVariant,
+    weights: [T; POINTS],
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+    tuning: Tuning,
+) -> Result<()> {
     validate(input.len(), output.len())?;
     let info = dev.info();
+    let rows = match tuning.rows {
+        None => rows(info, variant, input.len()),
+        Some(r) if [FEW_ROWS, ROWS, MANY_ROWS].contains(&r) => r,
+        Some(r) => {
+            return Err(Error::invalid(
+                "tuning.rows",
+                r,
+                format!("{FEW_ROWS}, {ROWS} or {MANY_ROWS}"),
+            ))
+        }
+    };
     plan::require(
         info,
         T::KIND,
@@ -154,7 +168,6 @@ pub fn moving_average<T: StencilElement>(
     )?;
     let size = T::KIND.size();
     let align = (info.binding_alignment / size as u64).max(1) as usize;
-    let rows = rows(info.backend, variant, input.len());
     let consts = [("SMEM", variant.code()), ("ROWS", rows)];
     let kernel = Kernel {
         name: "stencil",

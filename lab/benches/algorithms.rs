@@ -7,6 +7,9 @@
 //! each case once as a smoke test. `XWARP_BENCH_SIZES` (comma-separated lengths) replaces the
 //! default sizes. For the full comparison with the roofline and CUB, use `xwarp bench`.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use xwarp::device::DeviceType;

@@ -759,7 +759,7 @@ fn wrapping_errors_are_typed() {
     let data = app.buffer(1024, full_usage());
     let storage_only = app.buffer(1024, vk::BufferUsageFlags::STORAGE_BUFFER);
     let transfer_only = app.buffer(1024, vk::BufferUsageFlags::TRANSFER_SRC);
-    // SAFETY (every wrap below): the buffers are this device's, of the stated size and usage,
+    // SAFETY: every wrap below: the buffers are this device's, of the stated size and usage,
     // alive until the end of the test, and no GPU work is pending on them at that point.
     unsafe {
         match xw.wrap_buffer(data.external(), align / 2 + 2, 64) {
@@ -1042,6 +1042,7 @@ fn cuda_application_context_and_memory() {
         // below before they are read or freed, and nothing else uses them meanwhile.
         let src = unsafe { dev.wrap_slice::<f32, _>(&mut view) }.unwrap();
         let mut out_view = out.slice_mut(pad..2 * pad);
+        // SAFETY: as for `src` above.
         let mut total = unsafe { dev.wrap_slice::<f32, _>(&mut out_view) }.unwrap();
         device_reduce(&dev, ReduceOp::Sum, &src, &mut total, 1).unwrap();
         let mut scanned = DeviceVec::<f32>::alloc(&dev, n).unwrap();

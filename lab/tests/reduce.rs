@@ -6,8 +6,8 @@ mod common;
 use common::{check_on_every_device, check_on_every_device_by, for_each_device, seed};
 use xwarp::cpu::reduce::Reduce;
 use xwarp::reduce::{
-    device_reduce, device_reduce_host, device_reduce_with, warp_reduce_host, Launches, ReduceOp,
-    WarpForm,
+    device_reduce, device_reduce_host, device_reduce_tuned, warp_reduce_host, Launches, ReduceOp,
+    Tuning, WarpForm,
 };
 use xwarp::{DeviceVec, ElemKind, Error, Rng};
 use xwarp_lab::validate::poison_value;
@@ -306,7 +306,8 @@ fn both_launch_plans_agree_around_4096_tiles() {
             for launches in plans {
                 let guard = [1.5f32, poison_value(&[want]), -2.5];
                 let mut out = DeviceVec::from_slice(dev, &guard).unwrap();
-                device_reduce_with(dev, ReduceOp::Sum, &src, &mut out, 1, launches).unwrap();
+                device_reduce_tuned(dev, ReduceOp::Sum, &src, &mut out, 1, Tuning { launches })
+                    .unwrap();
                 let got = out.to_vec(dev).unwrap();
                 let at = format!("{}: n = {n}, {launches:?}", d.label);
                 assert_eq!(got[1].to_bits(), want.to_bits(), "{at}");
@@ -331,7 +332,7 @@ fn every_plan<T: ReduceInput>(elem: ElemKind, rng: &mut Rng) {
                 check_on_every_device(&label, &[want], |dev| {
                     let src = DeviceVec::from_slice(dev, &input)?;
                     let mut out = DeviceVec::from_slice(dev, &[poison])?;
-                    device_reduce_with(dev, op, &src, &mut out, 0, launches)?;
+                    device_reduce_tuned(dev, op, &src, &mut out, 0, Tuning { launches })?;
                     out.to_vec(dev)
                 });
             }

@@ -24,7 +24,7 @@ fn every_variant_at<T: StencilElement>(sizes: &[usize]) {
         let mut outputs = Vec::new();
         for_each_device(|d| {
             for variant in StencilVariant::ALL {
-                let rows = xwarp::stencil::rows(d.dev.info().backend, variant, n);
+                let rows = xwarp::stencil::rows(d.dev.info(), variant, n);
                 let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
                 let got = run_stencil(&*d.dev, variant, weights, &input, poison)
                     .unwrap_or_else(|e| panic!("{case}: {e}"));

@@ -434,7 +434,7 @@ mod tests {
             }
         }
         for elem in ElemKind::ALL {
-            let partials = crate::scan::partials_in_shared(crate::BackendKind::Cuda, elem);
+            let partials = crate::tuning::scan_partials_in_shared(elem);
             holds("scan_device", "PARTIALS_IN_SHARED", u32::from(partials));
             holds(
                 "compact",

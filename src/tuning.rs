@@ -1,0 +1,97 @@
+//! Every choice the library makes for speed alone, in one place: which kernel variant, how
+//! many launches, how wide a look-back window, how many layers per workgroup. Each is chosen
+//! from the device's facts and the input's length, and each stands beside the measurement
+//! that justified it (`NOTES.md` has the runs). None of them changes a result: every variant
+//! keeps the documented order, so the bits are the same whichever is taken. The families'
+//! `Tuning` structs (`reduce::Tuning`, `scan::Tuning`, `compact::Tuning`, `stencil::Tuning`,
+//! `sort::Tuning`) override these where a caller or a test wants another choice.
+
+use crate::device::{BackendKind, DeviceInfo};
+use crate::element::ElemKind;
+use crate::stencil::{StencilVariant, FEW_ROWS, MANY_ROWS, ROWS};
+
+/// Reduce: whether the device reduce of `tiles` tiles takes one launch (the last workgroup of
+/// each tile of totals reducing it) rather than one launch per level.
+///
+/// One launch on CUDA up to two tiles of totals (2^25 elements), per level above and on Vulkan.
+/// H200 (NOTES.md, version 5): one launch was 5–26% faster on CUDA from 2^16 to 2^22 elements
+/// and 4–12% slower on Vulkan from 2^16 to 2^24. Above one tile of totals, on CUDA (version
+/// 9): on an H100 one launch was 1–5% faster at 2^25–2^26 and about 1% at 2^28; on an H200
+/// 0–3% slower at 2^25 and 9–23% slower at 2^26–2^28. On Vulkan it was up to 14% slower at
+/// 2^22–2^23 and equal from 2^27 (H100, version 8).
+pub(crate) fn reduce_one_launch(info: &DeviceInfo, tiles: usize) -> bool {
+    info.backend == BackendKind::Cuda && tiles <= crate::reduce::AUTO_ONE_LAUNCH_TILES
+}
+
+/// Scan: the device-scan kernel for `elem`. On Vulkan, 32-bit types keep a tile's flag and
+/// value in one 64-bit word where the device has 64-bit buffer atomics (`scan_device_s64`),
+/// else in two 32-bit words (`scan_device`); the CUDA twin always keeps one 64-bit word.
+///
+/// H100 (NOTES.md, version 8): the one-word state made the Vulkan scan 24–32% faster at 2^28.
+pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind) -> &'static str {
+    if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
+        "scan_device_s64"
+    } else {
+        "scan_device"
+    }
+}
+
+/// Scan: look-back tiles per thread for a scan of `tiles` tiles: 2 on Vulkan up to
+/// [`crate::scan::WIDE_WINDOW_MAX_TILES`] tiles, else 1.
+///
+/// H200 (NOTES.md, versions 4 and 6): a window of 512 tiles (2 per thread) made the Vulkan scan
+/// 1.1–2.4× faster from 1.5 × 2^20 to 2^23 elements (where a window of 256 needs a second one)
+/// and 0.90× as fast from 2^24 on, and CUDA no faster anywhere (0.87× at 2^28).
+pub(crate) fn scan_lookback_tiles(info: &DeviceInfo, tiles: usize) -> u32 {
+    if info.backend == BackendKind::Vulkan && tiles <= crate::scan::WIDE_WINDOW_MAX_TILES {
+        2
+    } else {
+        crate::scan::LOOKBACK_TILES
+    }
+}
+
+/// Scan (CUDA twin only): whether a device-scan tile keeps each thread's partial folds in
+/// shared memory through the look-back (computing them again at the end) rather than in
+/// registers. The GLSL kernels always do.
+///
+/// H200 (NOTES.md, version 4): fewer registers made CUDA's 32-bit integer scans slower (0.90 to
+/// 0.73 of CUB at 2^28) and its float scans faster (0.79 to 0.86).
+pub(crate) fn scan_partials_in_shared(elem: ElemKind) -> bool {
+    !matches!(elem, ElemKind::I32 | ElemKind::U32)
+}
+
+/// Compaction: the kernel. The unordered step keeps a chunk's count and its tiles done in one
+/// 64-bit word, one atomic per tile, where the device has 64-bit buffer atomics
+/// (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are a
+/// second, acquire-release atomic.
+///
+/// H200 (NOTES.md, version 9): without that second atomic the unordered compaction of 2^28
+/// `i32` took 443 µs on Vulkan instead of 531, and 417 µs on CUDA instead of 479.
+pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
+    if info.backend == BackendKind::Vulkan && info.int64_atomics {
+        "compact_c64"
+    } else {
+        "compact"
+    }
+}
+
+/// Stencil: layers per workgroup for `n` elements. Vulkan: [`FEW_ROWS`] below 2^24 elements,
+/// [`ROWS`] from there. CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there, and the shuffle
+/// variant [`MANY_ROWS`] from 2^24.
+///
+/// H100 and H200 (NOTES.md, versions 8 and 9), `f32`: 4 layers instead of 8 were 1–9% faster
+/// from 2^20 to 2^23 elements on the H100 on both backends; on the H200 1–6% faster on Vulkan
+/// there, but 2–5% slower on CUDA at 2^22–2^23. From 2^24 they were as fast or slower; 2 layers
+/// were slower from 2^21. 16 layers instead of 8 made the CUDA shuffle stencil 1% (H100) and
+/// 3–5% (H200) faster from 2^24 to 2^28, and 3–4% slower at 2^22 (H100). The CUDA
+/// shared-memory stencil was up to 5% slower with 16 at 2^22–2^25 on the H100, and the Vulkan
+/// stencils were 1–9% slower at 2^24–2^26 on both GPUs.
+pub(crate) fn stencil_rows(info: &DeviceInfo, variant: StencilVariant, n: usize) -> u32 {
+    match info.backend {
+        BackendKind::Vulkan if n < 1 << 24 => FEW_ROWS,
+        BackendKind::Vulkan => ROWS,
+        BackendKind::Cuda if n < 1 << 22 => FEW_ROWS,
+        BackendKind::Cuda if n >= 1 << 24 && variant == StencilVariant::Shuffle => MANY_ROWS,
+        BackendKind::Cuda => ROWS,
+    }
+}
