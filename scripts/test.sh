@@ -24,3 +24,9 @@ done
 echo "== llvmpipe with LP_NATIVE_VECTOR_WIDTH=1024 (claims subgroup size 32, runs 16): must be refused"
 LP_NATIVE_VECTOR_WIDTH=1024 XWARP_EXPECT_REFUSAL=1 cargo test --locked --test selftest
 cargo test --locked --doc
+# The library with one backend each (and none): each builds and passes its own tests.
+for features in vulkan cuda; do
+    echo "== the library with only the $features backend"
+    cargo test --locked -p xwarp --no-default-features --features "$features"
+done
+cargo build --locked -p xwarp --no-default-features

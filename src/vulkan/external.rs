@@ -269,8 +269,14 @@ impl VulkanDevice {
     /// xwarp creates on the device only its own command pool, fence, query pool, descriptor
     /// pools, layouts, shader modules, pipelines and an allocator for its own memory (which
     /// holds, from the start, the small buffer of [`Device::counters`], zeroed by a fill that
-    /// goes out with xwarp's first submit), and destroys only those. Dropping the returned device waits for xwarp's own submitted work
-    /// (its fence), never for the device or queue as a whole.
+    /// goes out with xwarp's first submit), and destroys only those. Dropping the returned
+    /// device waits for xwarp's own submitted work (its fence), never for the device or queue
+    /// as a whole.
+    ///
+    /// Before it returns, it runs the self-test every xwarp device runs at open (one small
+    /// submit on `queue`, waited for; skipped when this process already tested the same
+    /// device and driver): a device whose subgroups are not what its driver claims is refused
+    /// with [`Error::SelfTestFailed`](crate::Error::SelfTestFailed).
     ///
     /// # Safety
     /// - Every handle in `ext` is valid: `device` was created from `physical_device` of
