@@ -3,7 +3,7 @@
 use crate::{open_devices, BenchArgs};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use xwarp::backend::{BackendChoice, DeviceSelector};
 use xwarp::{Device, ElemKind, Error, Result};
 use xwarp_lab::bench::{self, cub, Algo, Config};
@@ -251,8 +251,10 @@ fn parse_sizes(s: &str) -> Result<Vec<usize>> {
     }
 }
 
-/// A progress bar on stderr when it is a terminal; otherwise a line every tenth of the run.
+/// A progress bar on stderr when it is a terminal; otherwise a line every tenth of the run, so
+/// that a log shows how far a run got.
 struct ProgressBar {
+    bar: indicatif::ProgressBar,
     tty: bool,
     last_tenth: usize,
     started: Instant,
@@ -260,35 +262,41 @@ struct ProgressBar {
 
 impl ProgressBar {
     fn new() -> Self {
+        let tty = std::io::stderr().is_terminal();
+        let bar = if tty {
+            indicatif::ProgressBar::new(0)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        if tty {
+            // Redraws the spinner and the elapsed time while one long case is timed.
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
         ProgressBar {
-            tty: std::io::stderr().is_terminal(),
+            bar,
+            tty,
             last_tenth: 0,
             started: Instant::now(),
         }
     }
 
     fn show(&mut self, p: &bench::Progress) {
-        let mut err = std::io::stderr().lock();
-        let total = p.total.max(1);
         if self.tty {
-            let filled = p.done * 30 / total;
-            let _ = write!(
-                err,
-                "\r\x1b[2K[{}{}] {}/{} {:.0}s {}",
-                "#".repeat(filled),
-                ".".repeat(30 - filled),
-                p.done,
-                p.total,
-                self.started.elapsed().as_secs_f64(),
-                p.what
-            );
-            let _ = err.flush();
+            self.bar.set_length(p.total as u64);
+            self.bar.set_position(p.done as u64);
+            self.bar.set_message(p.what.clone());
         } else {
-            let tenth = p.done * 10 / total;
+            let tenth = p.done * 10 / p.total.max(1);
             if tenth > self.last_tenth || p.done == 0 {
                 self.last_tenth = tenth;
-                let _ = writeln!(
-                    err,
+                eprintln!(
                     "bench: {}/{} after {:.0}s: {}",
                     p.done,
                     p.total,
@@ -300,9 +308,10 @@ impl ProgressBar {
     }
 
     fn finish(&self) {
+        self.bar.finish_and_clear();
         if self.tty {
             eprintln!(
-                "\r\x1b[2Kbench: done in {:.1}s",
+                "bench: done in {:.1}s",
                 self.started.elapsed().as_secs_f64()
             );
         }

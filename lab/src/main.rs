@@ -1,8 +1,10 @@
 //! `xwarp`: list devices, validate every kernel on every backend, benchmark them.
 
 mod cli_bench;
+mod cli_validate;
 
 use clap::{Parser, Subcommand};
+use comfy_table::{presets, ContentArrangement, Table};
 use std::process::ExitCode;
 use xwarp::backend::{self, BackendChoice, DeviceSelector, Options};
 use xwarp::{BackendKind, Device};
@@ -47,6 +49,10 @@ enum Command {
         /// scan, stencil, roofline, throughput.
         #[arg(long = "family")]
         families: Vec<String>,
+        /// Print every case as it completes (by default: progress, a summary per family and
+        /// the failed cases).
+        #[arg(long)]
+        verbose: bool,
     },
     /// Times every algorithm on every available backend (GPU timers), beside the memory
     /// roofline and, where nvcc is present, CUB; every case is checked against the CPU first.
@@ -142,6 +148,7 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
             seed,
             large,
             families,
+            verbose,
         } => {
             xwarp_lab::validate::check_families(&families)?;
             validate(
@@ -149,7 +156,7 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
                 selector,
                 cli.validation,
                 (quick, large),
-                &families,
+                (&families, verbose),
                 seed,
             )
         }
@@ -158,21 +165,40 @@ fn run(cli: Cli) -> xwarp::Result<ExitCode> {
 }
 
 fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: bool) {
+    // Facts down the side, a column per device: with a device per backend, as on an NVIDIA
+    // machine, what differs between them reads across one row.
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    if let Some((_, columns)) = console::Term::stdout().size_checked() {
+        table.set_width(columns);
+    }
+    let mut header = vec!["device".to_string()];
+    let mut rows: Vec<(&str, Vec<String>)> = INFO_ROWS.iter().map(|r| (*r, Vec::new())).collect();
     for (kind, devices) in backend::list_all() {
         match devices {
             Ok(list) => {
                 println!("{kind}: {} device(s)", list.len());
                 for d in list {
-                    println!("  {d}");
-                    println!(
-                        "      {}; max binding {} bytes, shared memory {} bytes",
-                        d.driver, d.max_binding_bytes, d.shared_memory_bytes
-                    );
-                    print_opened(kind, d.index, validation);
+                    header.push(format!("{}:{}", d.backend, d.index));
+                    let facts = device_facts(&d, open_facts(kind, d.index, validation));
+                    for ((_, column), fact) in rows.iter_mut().zip(facts) {
+                        column.push(fact);
+                    }
                 }
             }
             Err(e) => println!("{kind}: unavailable: {e}"),
         }
+    }
+    if header.len() > 1 {
+        table.set_header(header);
+        for (name, facts) in rows {
+            let mut row = vec![name.to_string()];
+            row.extend(facts);
+            table.add_row(row);
+        }
+        println!("{table}");
     }
     let opts = Options {
         backend: choice,
@@ -185,10 +211,83 @@ fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: boo
     }
 }
 
-/// Opens device `index` of `kind` and prints what only an open device knows: the self-test's
-/// verdict (Vulkan) and how its kernels treat subnormals.
-fn print_opened(kind: BackendKind, index: usize, validation: bool) {
-    let opened: xwarp::Result<(xwarp::DeviceInfo, Option<String>)> = match kind {
+/// The rows of `xwarp info`'s table, in the order of [`device_facts`].
+const INFO_ROWS: [&str; 12] = [
+    "name",
+    "vendor, type",
+    "driver",
+    "subgroup size",
+    "subgroup ops",
+    "max binding",
+    "shared memory",
+    "opened",
+    "self-test",
+    "float controls",
+    "subnormals f32",
+    "subnormals f64",
+];
+
+/// What only an open device knows: the self-test's verdict and float controls (Vulkan), and
+/// how its kernels treat subnormals.
+struct OpenFacts {
+    self_test: Option<String>,
+    float_controls: Option<String>,
+    subnormals: [String; 2],
+}
+
+/// A device's column of `xwarp info`: the listed facts, then those of `opened`.
+fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [String; 12] {
+    let (status, self_test, float_controls, [f32_, f64_]) = match opened {
+        Ok(o) => (
+            "yes".to_string(),
+            o.self_test,
+            o.float_controls,
+            o.subnormals,
+        ),
+        Err(e) => (
+            format!("REFUSED: {e}"),
+            None,
+            None,
+            ["-".to_string(), "-".to_string()],
+        ),
+    };
+    let none = || "-".to_string();
+    [
+        d.name.clone(),
+        format!("{}, {:?}", d.vendor(), d.device_type),
+        d.driver.clone(),
+        format!(
+            "{} (range {}..={}{})",
+            d.subgroup_size,
+            d.min_subgroup_size,
+            d.max_subgroup_size,
+            if d.subgroup_size_pinned {
+                ", pinned"
+            } else {
+                ""
+            }
+        ),
+        // `|` without spaces gives the table no place to wrap.
+        d.subgroup_features.to_string().replace('|', " | "),
+        format!("{} bytes", d.max_binding_bytes),
+        format!("{} bytes", d.shared_memory_bytes),
+        status,
+        self_test.unwrap_or_else(none),
+        float_controls.unwrap_or_else(none),
+        f32_,
+        f64_,
+    ]
+}
+
+/// Opens device `index` of `kind` for what only an open device knows.
+fn open_facts(kind: BackendKind, index: usize, validation: bool) -> xwarp::Result<OpenFacts> {
+    let subnormals = |info: &xwarp::DeviceInfo| {
+        [
+            info.subnormals_f32.to_string(),
+            info.subnormals_f64.to_string(),
+        ]
+    };
+    match kind {
         BackendKind::Vulkan => xwarp::vulkan::VulkanDevice::new(&xwarp::vulkan::VulkanOptions {
             device: Some(DeviceSelector::Index(index)),
             validation,
@@ -197,33 +296,27 @@ fn print_opened(kind: BackendKind, index: usize, validation: bool) {
             let t = d.self_test();
             let fc = d.float_controls();
             let blocks: Vec<String> = t.blocks.iter().map(u32::to_string).collect();
-            let line = format!(
-                "self-test: passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})\n      \
-                 float controls: shaderDenormPreserveFloat32 {}, shaderDenormPreserveFloat64 {}, \
-                 denormBehaviorIndependence {}",
-                t.subgroup_size,
-                blocks.join(" and "),
-                t.took.as_secs_f64() * 1e3,
-                if t.cached { ", cached" } else { "" },
-                fc.denorm_preserve_f32,
-                fc.denorm_preserve_f64,
-                fc.independence
-            );
-            (d.info().clone(), Some(line))
-        }),
-        BackendKind::Cuda => xwarp::cuda::CudaDevice::new(index).map(|d| (d.info().clone(), None)),
-    };
-    match opened {
-        Ok((info, line)) => {
-            if let Some(line) = line {
-                println!("      {line}");
+            OpenFacts {
+                self_test: Some(format!(
+                    "passed (subgroups of {} lanes at workgroups of {}; {:.1} ms{})",
+                    t.subgroup_size,
+                    blocks.join(" and "),
+                    t.took.as_secs_f64() * 1e3,
+                    if t.cached { ", cached" } else { "" },
+                )),
+                float_controls: Some(format!(
+                    "shaderDenormPreserveFloat32 {}, shaderDenormPreserveFloat64 {}, \
+                     denormBehaviorIndependence {}",
+                    fc.denorm_preserve_f32, fc.denorm_preserve_f64, fc.independence
+                )),
+                subnormals: subnormals(d.info()),
             }
-            println!(
-                "      subnormals: f32 {}; f64 {}",
-                info.subnormals_f32, info.subnormals_f64
-            );
-        }
-        Err(e) => println!("      REFUSED: {e}"),
+        }),
+        BackendKind::Cuda => xwarp::cuda::CudaDevice::new(index).map(|d| OpenFacts {
+            self_test: None,
+            float_controls: None,
+            subnormals: subnormals(d.info()),
+        }),
     }
 }
 
@@ -231,8 +324,8 @@ fn validate(
     choice: Option<BackendChoice>,
     selector: Option<DeviceSelector>,
     validation: bool,
-    (quick, large): (bool, bool),
-    families: &[String],
+    sizes: (bool, bool),
+    (families, verbose): (&[String], bool),
     seed: Option<u64>,
 ) -> xwarp::Result<ExitCode> {
     let devices = open_devices(choice, selector, validation);
@@ -248,14 +341,12 @@ fn validate(
     for note in xwarp_lab::validate::subnormal_notes(&refs) {
         println!("{note}");
     }
-    let names: Vec<&str> = if families.is_empty() {
-        xwarp_lab::validate::FAMILIES.to_vec()
-    } else {
-        families.iter().map(String::as_str).collect()
-    };
-    let tally = xwarp_lab::validate::run_families(&refs, &names, quick, large, seed, &mut |r| {
-        println!("{r}")
-    });
+    // In the order they run, each once: the progress counts them.
+    let names: Vec<&str> = xwarp_lab::validate::FAMILIES
+        .into_iter()
+        .filter(|f| families.is_empty() || families.iter().any(|n| n == f))
+        .collect();
+    let tally = cli_validate::run(&refs, &names, sizes, seed, verbose);
     let mut failed = tally.failed;
     for (label, dev) in &refs {
         let messages = dev.diagnostics();

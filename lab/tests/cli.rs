@@ -1,5 +1,6 @@
 //! The `xwarp` binary: `bench --quick` on the default Vulkan device prints its tables, reports
-//! every missing backend and CUB with a reason, checks every case, and writes JSON and plots.
+//! every missing backend and CUB with a reason, checks every case, and writes JSON and plots;
+//! `validate` sums up per family (every case with `--verbose`); `info` tabulates the devices.
 
 use std::process::Command;
 
@@ -14,6 +15,178 @@ fn xwarp(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The cells of each row of the tables in `text` (the lines between `│` borders).
+fn table_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| {
+            l.trim_matches('│')
+                .split('┆')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// `N passed, N failed` of the last line of `stdout`.
+fn closing_counts(stdout: &str) -> (usize, usize) {
+    let last = stdout.lines().last().unwrap_or_default();
+    let counts: Vec<usize> = last
+        .strip_suffix(" failed")
+        .and_then(|l| l.split_once(" passed, "))
+        .map(|(p, f)| vec![p.parse().unwrap(), f.parse().unwrap()])
+        .unwrap_or_else(|| panic!("the last line is not `N passed, N failed`: {stdout}"));
+    (counts[0], counts[1])
+}
+
+#[test]
+fn validate_sums_up_per_family() {
+    let (ok, stdout, stderr) = xwarp(&[
+        "--backend",
+        "vulkan",
+        "validate",
+        "--quick",
+        "--seed",
+        "7",
+        "--family",
+        "stencil",
+        "--family",
+        "shfl",
+    ]);
+    assert!(ok, "validate failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("\nseed 7\n"), "{stdout}");
+    // No line per case without --verbose.
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.starts_with("ok ") || l.starts_with("FAIL")),
+        "{stdout}"
+    );
+    let rows = table_rows(&stdout);
+    assert_eq!(
+        rows[0],
+        [
+            "family",
+            "cases",
+            "passed",
+            "failed",
+            "devices compared",
+            "time"
+        ],
+        "{stdout}"
+    );
+    // The families in the order they run, whatever the order asked for, then their totals.
+    let names: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(names, ["shfl", "stencil", "all"], "{stdout}");
+    let mut sum = 0;
+    for r in &rows[1..3] {
+        let cases: usize = r[1].parse().unwrap();
+        assert!(cases > 0, "{stdout}");
+        assert_eq!(r[2], r[1], "every case passed: {stdout}");
+        assert_eq!(r[3], "0", "{stdout}");
+        assert_eq!(r[4], "vulkan vs cpu", "{stdout}");
+        assert!(r[5].ends_with(" s"), "{stdout}");
+        sum += cases;
+    }
+    assert_eq!(rows[3][1], sum.to_string(), "{stdout}");
+    assert_eq!(closing_counts(&stdout), (sum, 0));
+    // stderr is not a terminal here: a progress line per family instead of the bar.
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("validate: "))
+        .collect();
+    assert_eq!(progress.len(), 2, "{stderr}");
+    assert!(
+        progress[0].starts_with(&format!(
+            "validate: 1/2 shfl: {} cases, 0 failed, ",
+            rows[1][1]
+        )),
+        "{stderr}"
+    );
+    assert!(
+        progress[1].starts_with("validate: 2/2 stencil: ")
+            && progress[1].ends_with(&format!("({sum} cases so far)")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn validate_verbose_prints_every_case() {
+    let (ok, stdout, stderr) = xwarp(&[
+        "--backend",
+        "vulkan",
+        "validate",
+        "--quick",
+        "--family",
+        "stencil",
+        "--verbose",
+    ]);
+    assert!(ok, "validate failed:\n{stdout}\n{stderr}");
+    let cases: Vec<&str> = stdout.lines().filter(|l| l.starts_with("ok   ")).collect();
+    let (passed, failed) = closing_counts(&stdout);
+    assert_eq!((cases.len(), failed), (passed, 0), "{stdout}");
+    assert!(
+        cases
+            .iter()
+            .all(|c| c.contains("stencil") && c.ends_with(": vulkan=cpu")),
+        "{stdout}"
+    );
+    // The summary follows the cases, with a single family and so no totals row.
+    let rows = table_rows(&stdout);
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(
+        rows[1][..4],
+        ["stencil", &passed.to_string(), &passed.to_string(), "0"]
+    );
+}
+
+#[test]
+fn info_tabulates_each_device() {
+    let (ok, stdout, stderr) = xwarp(&["info"]);
+    assert!(ok, "info failed:\n{stdout}\n{stderr}");
+    let rows = table_rows(&stdout);
+    assert_eq!(rows[0][0], "device", "{stdout}");
+    assert!(rows[0][1..].iter().any(|d| d == "vulkan:0"), "{stdout}");
+    let facts: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        facts,
+        [
+            "name",
+            "vendor, type",
+            "driver",
+            "subgroup size",
+            "subgroup ops",
+            "max binding",
+            "shared memory",
+            "opened",
+            "self-test",
+            "float controls",
+            "subnormals f32",
+            "subnormals f64",
+        ],
+        "{stdout}"
+    );
+    let column = rows[0].iter().position(|d| d == "vulkan:0").unwrap();
+    let fact = |name: &str| &rows[1..].iter().find(|r| r[0] == name).unwrap()[column];
+    assert_eq!(fact("opened"), "yes", "{stdout}");
+    assert!(
+        fact("self-test").starts_with("passed (subgroups of "),
+        "{stdout}"
+    );
+    assert!(fact("max binding").ends_with(" bytes"), "{stdout}");
+    // Each backend is counted or says why it is unavailable, and the choice is named.
+    for kind in ["vulkan", "cuda"] {
+        assert!(
+            stdout.contains(&format!("\n{kind}: ")) || stdout.starts_with(&format!("{kind}: ")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("Auto selects: [vulkan:0]") || stdout.contains("Auto selects: [cuda:0]"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -50,6 +223,24 @@ fn bench_quick_prints_tables_and_reasons() {
         "0 failed the check",
     ] {
         assert!(stdout.contains(want), "missing `{want}` in:\n{stdout}");
+    }
+    // Under its title, each table has a row per size, the figures of every backend measured.
+    let after = stdout.split("\nreduce_sum i32\n").nth(1).unwrap();
+    let table = after.split("\n\n").next().unwrap();
+    let rows = table_rows(table);
+    assert_eq!(
+        rows[0][..6],
+        ["n", "vulkan µs", "GB/s", "roof", "host µs", "×CUB"],
+        "{table}"
+    );
+    let sizes: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(sizes, ["2^0", "33", "4097"], "{table}");
+    for r in &rows[1..] {
+        assert_eq!(r.len(), rows[0].len(), "{table}");
+        let us: f64 = r[1].parse().unwrap();
+        let gbs: f64 = r[2].parse().unwrap();
+        // A few bytes in tens of µs on a CPU device round to 0.00 GB/s.
+        assert!(us > 0.0 && gbs >= 0.0 && r[3].ends_with('%'), "{table}");
     }
     // CUB's absence always comes with its reason; CUDA's where this machine has none.
     assert!(stdout.contains("cub: unavailable: "), "{stdout}");

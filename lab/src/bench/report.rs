@@ -1,6 +1,7 @@
 //! The benchmark's outputs for people (tables, a Markdown summary) and machines (JSON).
 
 use super::{Algo, Config, Record, Report};
+use comfy_table::{presets, CellAlignment, Table};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serializer};
 use std::fmt::Write as _;
@@ -140,6 +141,18 @@ fn groups(report: &Report) -> Vec<(Algo, String)> {
     out
 }
 
+/// A terminal table with `header`: the first `left` columns (names) aligned left, the
+/// figures right.
+fn table(header: Vec<String>, left: usize) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_header(header);
+    for c in t.column_iter_mut().skip(left) {
+        c.set_cell_alignment(CellAlignment::Right);
+    }
+    t
+}
+
 /// The main table: per algorithm and type, a row per size with each backend's median GPU
 /// time, GB/s, fraction of its roofline, host wall time per call and ratio to CUB, then
 /// CUB's own figures and the Vulkan/CUDA time ratio.
@@ -151,49 +164,39 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
         let cub = algo
             .cub_name()
             .filter(|_| backends.iter().any(|b| b == "cub"));
-        let mut head = format!("{:>8}", "n");
+        let mut head = vec!["n".to_string()];
         for b in &ours {
-            write!(
-                head,
-                " | {b:>8} µs {:>8} {:>5} {:>8} {:>6}",
-                "GB/s", "roof", "host µs", "×CUB"
-            )
-            .ok();
+            head.extend([
+                format!("{b} µs"),
+                "GB/s".into(),
+                "roof".into(),
+                "host µs".into(),
+                "×CUB".into(),
+            ]);
         }
         if cub.is_some() {
-            write!(head, " | {:>8} µs {:>8} {:>8}", "CUB", "GB/s", "host µs").ok();
+            head.extend(["CUB µs".into(), "GB/s".into(), "host µs".into()]);
         }
         if both {
-            write!(head, " | {:>7}", "vk/cuda").ok();
+            head.push("vk/cuda".into());
         }
-        writeln!(out, "\n{algo} {elem}")?;
-        writeln!(out, "{head}")?;
+        let mut t = table(head, 0);
         for &n in &report.config.sizes {
-            let mut line = format!("{:>8}", size_name(n));
+            let mut row = vec![size_name(n)];
             let mut any = false;
             for b in &ours {
                 match find(report, b, &algo.name(), &elem, n) {
                     Some(r) => {
                         any = true;
-                        write!(
-                            line,
-                            " | {:>11} {:>8} {:>5} {:>8} {:>6}",
+                        row.extend([
                             us(r.gpu.median),
                             gbs(r.gbs),
                             opt(r.roof_fraction, |f| format!("{:.0}%", f * 100.0)),
                             us(r.host.median),
                             opt(r.vs_cub, |v| format!("{v:.2}")),
-                        )
-                        .ok();
+                        ]);
                     }
-                    None => {
-                        write!(
-                            line,
-                            " | {:>11} {:>8} {:>5} {:>8} {:>6}",
-                            "-", "-", "-", "-", "-"
-                        )
-                        .ok();
-                    }
+                    None => row.extend(["-"; 5].map(String::from)),
                 }
             }
             if let Some(c) = cub {
@@ -204,36 +207,33 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
                             .iter()
                             .find_map(|b| find(report, b, &algo.name(), &elem, n))
                             .map_or(r.bytes, |o| o.bytes);
-                        write!(
-                            line,
-                            " | {:>11} {:>8} {:>8}",
+                        row.extend([
                             us(r.gpu.median),
                             gbs(bytes as f64 / r.gpu.median / 1e9),
-                            us(r.host.median)
-                        )
-                        .ok();
+                            us(r.host.median),
+                        ]);
                     }
-                    None => {
-                        write!(line, " | {:>11} {:>8} {:>8}", "-", "-", "-").ok();
-                    }
+                    None => row.extend(["-"; 3].map(String::from)),
                 }
             }
             if both {
                 let vk = find(report, "vulkan", &algo.name(), &elem, n);
                 let cu = find(report, "cuda", &algo.name(), &elem, n);
                 let ratio = vk.zip(cu).map(|(v, c)| v.gpu.median / c.gpu.median);
-                write!(line, " | {:>7}", opt(ratio, |r| format!("{r:.2}"))).ok();
+                row.push(opt(ratio, |r| format!("{r:.2}")));
             }
             if any {
-                writeln!(out, "{line}")?;
+                t.add_row(row);
             }
         }
+        writeln!(out, "\n{algo} {elem}")?;
+        writeln!(out, "{t}")?;
     }
     Ok(())
 }
 
-/// The ladder table: one row per rung, one column pair (time, speedup over
-/// `reduceNeighbored`) per backend, then the shared-memory over shuffle reduce ratio.
+/// The ladder table: one row per rung, one column triple (time, speedup over
+/// `reduceNeighbored`, GB/s) per backend, then the shared-memory over shuffle reduce ratio.
 pub fn print_ladder(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     if report.ladder.is_empty() {
         return Ok(());
@@ -251,11 +251,11 @@ pub fn print_ladder(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
         size_name(first.n),
         first.block
     )?;
-    let mut head = format!("{:<28}", "kernel");
+    let mut head = vec!["kernel".to_string()];
     for l in &labels {
-        write!(head, " | {l:>8} µs {:>7} {:>7}", "speedup", "GB/s").ok();
+        head.extend([format!("{l} µs"), "speedup".into(), "GB/s".into()]);
     }
-    writeln!(out, "{head}")?;
+    let mut t = table(head, 1);
     let mut kernels: Vec<&str> = Vec::new();
     for r in &report.ladder {
         if !kernels.contains(&r.kernel.as_str()) {
@@ -263,26 +263,20 @@ pub fn print_ladder(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
         }
     }
     for k in &kernels {
-        let mut line = format!("{k:<28}");
+        let mut row = vec![k.to_string()];
         for l in &labels {
             match report
                 .ladder
                 .iter()
                 .find(|r| r.backend == *l && r.kernel == *k)
             {
-                Some(r) => write!(
-                    line,
-                    " | {:>11} {:>6.2}x {:>7}",
-                    us(r.gpu.median),
-                    r.speedup,
-                    gbs(r.gbs)
-                ),
-                None => write!(line, " | {:>11} {:>7} {:>7}", "-", "-", "-"),
+                Some(r) => row.extend([us(r.gpu.median), format!("{:.2}x", r.speedup), gbs(r.gbs)]),
+                None => row.extend(["-"; 3].map(String::from)),
             }
-            .ok();
         }
-        writeln!(out, "{line}")?;
+        t.add_row(row);
     }
+    writeln!(out, "{t}")?;
     for l in &labels {
         let t = |k: &str| {
             report
@@ -320,15 +314,13 @@ pub fn print_chains(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
             labels.push(&r.backend);
         }
     }
-    let mut head = format!("{:<10}", "op");
-    for l in &labels {
-        write!(head, " | {l:>8} Gop/s").ok();
-    }
+    let mut head = vec!["op".to_string()];
+    head.extend(labels.iter().map(|l| format!("{l} Gop/s")));
     let both = labels.contains(&"vulkan") && labels.contains(&"cuda");
     if both {
-        write!(head, " | vk/cuda").ok();
+        head.push("vk/cuda".into());
     }
-    writeln!(out, "{head}")?;
+    let mut t = table(head, 1);
     let mut ops: Vec<&str> = Vec::new();
     for r in &report.chains {
         if !ops.contains(&r.op.as_str()) {
@@ -343,22 +335,17 @@ pub fn print_chains(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
                 .find(|r| r.backend == l && r.op == op)
                 .map(|r| r.ops_per_s)
         };
-        let mut line = format!("{op:<10}");
+        let mut row = vec![op.to_string()];
         for l in &labels {
-            write!(
-                line,
-                " | {:>14}",
-                opt(rate(l), |r| format!("{:.1}", r / 1e9))
-            )
-            .ok();
+            row.push(opt(rate(l), |r| format!("{:.1}", r / 1e9)));
         }
         if both {
             let ratio = rate("vulkan").zip(rate("cuda")).map(|(v, c)| v / c);
-            write!(line, " | {:>7}", opt(ratio, |r| format!("{r:.2}"))).ok();
+            row.push(opt(ratio, |r| format!("{r:.2}")));
         }
-        writeln!(out, "{line}")?;
+        t.add_row(row);
     }
-    Ok(())
+    writeln!(out, "{t}")
 }
 
 /// Writes the report as JSON.

@@ -471,9 +471,31 @@ pub fn run_families(
     seed: u64,
     report: &mut dyn FnMut(&CaseReport),
 ) -> Tally {
+    run_families_observed(devices, families, quick, large, seed, &mut |_| {}, report)
+}
+
+/// [`run_families`], calling `start` with a family's name before its first case: every case
+/// `report` gets until the next call belongs to that family. Cases are not known before they
+/// run (which ones run depends on what each device accepts), so this is how a caller shows
+/// progress and sums up per family. The cases and their inputs are those of [`run_families`].
+pub fn run_families_observed(
+    devices: &[(String, &dyn Device)],
+    families: &[&str],
+    quick: bool,
+    large: bool,
+    seed: u64,
+    start: &mut dyn FnMut(&str),
+    report: &mut dyn FnMut(&CaseReport),
+) -> Tally {
     let mut rng = Rng::new(seed);
     let mut tally = Tally::default();
-    let on = |name: &str| families.contains(&name);
+    let mut on = |name: &str| {
+        let on = families.contains(&name);
+        if on {
+            start(name);
+        }
+        on
+    };
     if on("shfl") {
         shfl::run(devices, quick, &mut rng, &mut tally, report);
     }
