@@ -25,6 +25,6 @@ if ! command -v cargo >/dev/null; then
     [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null; then
-    echo "setup: no Rust toolchain found: install Rust 1.82 or newer (https://rustup.rs)" >&2
+    echo "setup: no Rust toolchain found: install Rust 1.88 or newer (https://rustup.rs)" >&2
     exit 1
 fi
