@@ -441,8 +441,8 @@ pub(crate) fn check_launch(
 ) -> Result<()> {
     let sg = limits.subgroup.max(1);
     if launch.block == 0
-        || launch.block % 32 != 0
-        || launch.block % sg != 0
+        || !launch.block.is_multiple_of(32)
+        || !launch.block.is_multiple_of(sg)
         || launch.block > limits.max_block
     {
         // The smallest block both multiples allow.

@@ -60,7 +60,10 @@ pub fn check_block<T: LadderElem>(
         LadderKernel::Shfl => (block as u64 + block as u64 / 32) * T::KIND.size() as u64,
         _ => 0,
     };
-    if !BLOCKS.contains(&block) || block % sg != 0 || shared > info.shared_memory_bytes as u64 {
+    if !BLOCKS.contains(&block)
+        || !block.is_multiple_of(sg)
+        || shared > info.shared_memory_bytes as u64
+    {
         return Err(Error::invalid(
             "block",
             block,

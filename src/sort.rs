@@ -691,7 +691,7 @@ impl<K: Element> Sorter<K> {
         // ones before it alternating so that each reads what the previous one wrote.
         let key_dst = |j: usize| -> Option<&RawBuffer> {
             match keys_out {
-                Some(out) if (passes - j) % 2 == 0 => Some(out),
+                Some(out) if (passes - j).is_multiple_of(2) => Some(out),
                 Some(_) => keys_a,
                 None if j == passes => None,
                 None if j % 2 == 1 => keys_a,
@@ -703,7 +703,7 @@ impl<K: Element> Sorter<K> {
                 Values::None => return None,
                 Values::Pairs { output, .. } | Values::Indices { output, .. } => output,
             };
-            if (passes - j) % 2 == 0 {
+            if (passes - j).is_multiple_of(2) {
                 Some(out)
             } else {
                 value_tmp

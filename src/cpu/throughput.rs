@@ -41,7 +41,7 @@ pub fn link(op: ChainOp, v: &[u32], c: &[u32], out: &mut [u32]) {
 pub fn chain(op: ChainOp, iters: u32, seed: u32, subgroup_size: u32, n: usize) -> Vec<u32> {
     let s = subgroup_size as usize;
     assert!(
-        s >= 2 && s % 2 == 0,
+        s >= 2 && s.is_multiple_of(2),
         "subgroup_size {s}: allowed even sizes from 2"
     );
     let mut out = Vec::with_capacity(n);

@@ -70,7 +70,7 @@ impl CudaDevice {
         if bytes == 0 {
             return Err(Error::invalid("bytes", 0, "1 or more"));
         }
-        if ptr % BINDING_ALIGNMENT != 0 {
+        if !ptr.is_multiple_of(BINDING_ALIGNMENT) {
             return Err(Error::invalid(
                 "ptr",
                 format!("{ptr:#x}"),

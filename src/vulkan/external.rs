@@ -439,7 +439,7 @@ impl VulkanDevice {
                 })
             }
         }
-        if offset % self.info.binding_alignment != 0 {
+        if !offset.is_multiple_of(self.info.binding_alignment) {
             return Err(Error::invalid(
                 "offset",
                 offset,

@@ -211,7 +211,7 @@ fn judge(info: &DeviceInfo, block: u32, words: &[u32]) -> std::result::Result<()
         counts.iter().min().unwrap_or(&0),
         counts.iter().max().unwrap_or(&0),
     );
-    if size == 0 || block % size != 0 {
+    if size == 0 || !block.is_multiple_of(size) {
         return Err(format!(
             "a workgroup of {block} is no whole number of subgroups ({summary})"
         ));

@@ -57,7 +57,7 @@ pub(crate) fn float_widths(words: &[u32]) -> Vec<u32> {
 fn literal(s: &str) -> Vec<u32> {
     let mut bytes = s.as_bytes().to_vec();
     bytes.push(0);
-    while bytes.len() % 4 != 0 {
+    while !bytes.len().is_multiple_of(4) {
         bytes.push(0);
     }
     bytes
