@@ -46,7 +46,7 @@ enum Command {
         #[arg(long)]
         large: bool,
         /// Only these algorithm families (repeatable): shfl, vote, compact, reduce, ladder,
-        /// scan, stencil, roofline, throughput.
+        /// scan, stencil, roofline, throughput, sort.
         #[arg(long = "family")]
         families: Vec<String>,
         /// Print every case as it completes (by default: progress, a summary per family and
@@ -65,10 +65,11 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub(crate) quick: bool,
     /// Algorithms or families (repeatable, comma-separated): roofline, reduce, scan, compact,
-    /// stencil, shfl, vote, ladder, chain, or names such as reduce_sum (default: all).
+    /// stencil, shfl, vote, sort, ladder, chain, or names such as reduce_sum (default: all).
     #[arg(long = "algo", value_delimiter = ',')]
     pub(crate) algos: Vec<String>,
-    /// Element types (comma-separated: i32,u32,f32,i64,u64,f64 or all; default i32,f32).
+    /// Element types, the sort's key types too (comma-separated: i32,u32,f32,i64,u64,f64 or all;
+    /// default i32,u32,f32).
     #[arg(long, value_delimiter = ',')]
     pub(crate) types: Vec<String>,
     /// Sizes: comma-separated lengths, 2^k, 2^k+c, or a range of powers 2^a..2^b

@@ -201,7 +201,7 @@ fn bench_quick_prints_tables_and_reasons() {
         "bench",
         "--quick",
         "--algo",
-        "roofline,reduce_sum,scan_exclusive,compact,stencil_shuffle,ladder,chain",
+        "roofline,reduce_sum,scan_exclusive,compact,stencil_shuffle,sort,ladder,chain",
         "--sizes",
         "1,33,2^12+1",
         "--ladder-n",
@@ -217,6 +217,7 @@ fn bench_quick_prints_tables_and_reasons() {
         "scan_exclusive f32",
         "compact_unordered i32",
         "stencil_shuffle f32",
+        "sort_pairs u32",
         "ladder: block sums of 4099 random i32",
         "reduceShfl",
         "subgroup-op throughput",
@@ -247,9 +248,9 @@ fn bench_quick_prints_tables_and_reasons() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let records = report["records"].as_array().unwrap();
-    // 3 sizes x (copy, read, reduce_sum, scan_exclusive, 2 compactions) x (i32, f32), plus the
-    // f32 stencil at 3 sizes.
-    assert_eq!(records.len(), 3 * 6 * 2 + 3, "{report}");
+    // 3 sizes x (copy, read, reduce_sum, scan_exclusive, 2 compactions, 2 sorts) x (i32, u32,
+    // f32), plus the f32 stencil at 3 sizes.
+    assert_eq!(records.len(), 3 * 8 * 3 + 3, "{report}");
     for r in records {
         let g = &r["gpu"];
         let (min, med, max) = (
@@ -261,11 +262,17 @@ fn bench_quick_prints_tables_and_reasons() {
         assert!(r["host"]["median"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["gbs"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["roof_fraction"].as_f64().unwrap() > 0.0, "{r}");
+        let sort = r["algo"].as_str().unwrap().starts_with("sort_");
+        assert_eq!(
+            r["keys_per_s"].as_f64().is_some_and(|k| k > 0.0),
+            sort,
+            "{r}"
+        );
     }
     assert_eq!(report["ladder"].as_array().unwrap().len(), 11);
     assert_eq!(report["chains"].as_array().unwrap().len(), 5);
     let plots = std::fs::read_dir(&svg).unwrap().count();
-    assert_eq!(plots, 6 * 2 + 1, "one plot per algorithm and type");
+    assert_eq!(plots, 8 * 3 + 1, "one plot per algorithm and type");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -275,7 +282,7 @@ fn bench_refuses_bad_options_with_the_parameter_named() {
         (&["bench", "--sizes", "0"][..], "`sizes`"),
         (&["bench", "--sizes", "2^9..2^3"][..], "`sizes`"),
         (&["bench", "--types", "i16"][..], "`types`"),
-        (&["bench", "--algo", "sort"][..], "`algo`"),
+        (&["bench", "--algo", "mergesort"][..], "`algo`"),
         (&["bench", "--reps", "0"][..], "`reps`"),
     ] {
         let (ok, stdout, stderr) = xwarp(args);

@@ -1,5 +1,6 @@
 //! Property tests: every algorithm family, with arbitrary variants (operators, widths, lane
-//! arguments, predicates, scopes, rungs, block sizes, tunings), lengths from 1 to about 50,000
+//! arguments, predicates, scopes, rungs, block sizes, tunings, key types, sort orders and bit
+//! ranges), lengths from 1 (0 for the sort) to about 50,000
 //! (often at the edges 2^k - 1, 2^k, 2^k + 1 and multiples of the warp) and values (edge values
 //! included), on every test device, against the CPU reference, bit for bit.
 //!
@@ -23,6 +24,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::fmt;
+use std::ops::Range;
 use std::sync::OnceLock;
 use xwarp::compact::{self, Order, Tuning as CompactTuning, MIN_BINDING_ELEMS};
 use xwarp::cpu;
@@ -33,14 +35,16 @@ use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{ReduceOp, WarpForm};
 use xwarp::scan::{self, ScanKind, Tuning as ScanTuning, DEFAULT_SPIN, TILE};
 use xwarp::shfl::{ShflOp, SEGM};
+use xwarp::sort::{SortIndex, SortOrder, Sorter, Tuning as SortTuning};
 use xwarp::stencil::StencilVariant;
 use xwarp::vote::{Predicate, PredicateElement};
-use xwarp::{Device, Element, HardValues, Rng};
+use xwarp::{Device, DeviceVec, Element, HardValues, Rng};
 use xwarp_lab::validate::compact::{comparable, expected_output, run_compact};
 use xwarp_lab::validate::ladder::{run_ladder, LadderCase};
 use xwarp_lab::validate::reduce::{comparison, run_reduce, ReduceCase, Scope as ReduceScope};
 use xwarp_lab::validate::scan::{run_scan, ScanCase, Scope as ScanScope};
 use xwarp_lab::validate::shfl::{run_shfl, ShflCase};
+use xwarp_lab::validate::sort::pair_value;
 use xwarp_lab::validate::stencil::run_stencil;
 use xwarp_lab::validate::vote::run_vote;
 use xwarp_lab::validate::{
@@ -688,6 +692,199 @@ fn stencil_prop<T: Arb + StencilElement>() {
             let got = run_stencil(dev, variant, weights, &input, poison_value(&want))
                 .map_err(|e| format!("{what}: {e}"))?;
             compared(&what, &want, &got, first_mismatch_nan_as_class)
+        },
+    );
+}
+
+/// What a sort case runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SortRun {
+    Keys,
+    /// Pairs with `u32` values.
+    Pairs32,
+    /// Pairs with `u64` values.
+    Pairs64,
+    /// Argsort with `u32` indices.
+    Argsort32,
+    /// Argsort with `u64` indices.
+    Argsort64,
+}
+
+/// The keys of a sort case, of one of the key types.
+#[derive(Clone, Debug)]
+enum SortKeys {
+    I32(Data<i32>),
+    U32(Data<u32>),
+    F32(Data<f32>),
+    I64(Data<i64>),
+    U64(Data<u64>),
+    F64(Data<f64>),
+}
+
+/// Keys of `T` (any bit patterns with the edge values often, hard values with NaN payloads,
+/// ±0 and ±∞ for floats, or a few distinct ones: long runs of equal digits), of 0 to
+/// [`MAX_LEN`], and a bit range: every bit often, else any range within the key.
+fn sort_keys_of<T: Arb>() -> BoxedStrategy<(Data<T>, Range<u32>)> {
+    let width = T::KIND.size() as u32 * 8;
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 0));
+    let keys = prop_oneof![data(T::bits(), 0), data(hard(HardValues::ALL), 0), few,];
+    let bits = prop_oneof![
+        2 => Just(0..width),
+        1 => (0..width).prop_flat_map(move |b| (b + 1..=width).prop_map(move |e| b..e)),
+        1 => select(vec![0..1, width - 1..width, 8..16]),
+    ];
+    (keys, bits).boxed()
+}
+
+/// One sort case on `dev` into poisoned outputs, compared bit for bit with the CPU twin.
+fn sort_check<K: Element>(
+    dev: &dyn Device,
+    run: SortRun,
+    order: SortOrder,
+    bits: Range<u32>,
+    spin: u32,
+    keys: &[K],
+) -> Result<(), String> {
+    let what = format!(
+        "{run:?} {} {order} bits {}..{} spin {spin} n={}",
+        K::KIND,
+        bits.start,
+        bits.end,
+        keys.len()
+    );
+    let fail = |e: xwarp::Error| format!("{what}: {e}");
+    let keys_in = DeviceVec::from_slice(dev, keys).map_err(fail)?;
+    let mut sorter = Sorter::<K>::with_tuning(SortTuning {
+        spin,
+        ..SortTuning::default()
+    });
+    match run {
+        SortRun::Keys => {
+            let want = cpu::sort::sort_keys(keys, order, bits.clone());
+            let mut out = DeviceVec::<K>::alloc(dev, keys.len()).map_err(fail)?;
+            out.fill(dev, poison_value(&want)).map_err(fail)?;
+            sorter
+                .sort_keys(dev, &keys_in, &mut out, order, bits)
+                .map_err(fail)?;
+            exact(&what, &want, &out.to_vec(dev).map_err(fail)?)
+        }
+        SortRun::Pairs32 => {
+            pairs_check::<K, u32>(dev, &what, &mut sorter, order, bits, keys, &keys_in)
+        }
+        SortRun::Pairs64 => {
+            pairs_check::<K, u64>(dev, &what, &mut sorter, order, bits, keys, &keys_in)
+        }
+        SortRun::Argsort32 => {
+            argsort_check::<K, u32>(dev, &what, &mut sorter, order, bits, keys, &keys_in)
+        }
+        SortRun::Argsort64 => {
+            argsort_check::<K, u64>(dev, &what, &mut sorter, order, bits, keys, &keys_in)
+        }
+    }
+}
+
+/// [`sort_check`] of pairs with values of `V`, each made from its key's input index.
+#[allow(clippy::too_many_arguments)]
+fn pairs_check<K: Element, V: Element>(
+    dev: &dyn Device,
+    what: &str,
+    sorter: &mut Sorter<K>,
+    order: SortOrder,
+    bits: Range<u32>,
+    keys: &[K],
+    keys_in: &DeviceVec<K>,
+) -> Result<(), String> {
+    let fail = |e: xwarp::Error| format!("{what}: {e}");
+    let values: Vec<V> = (0..keys.len()).map(pair_value).collect();
+    let (want_keys, want_values) = cpu::sort::sort_pairs(keys, &values, order, bits.clone());
+    let values_in = DeviceVec::from_slice(dev, &values).map_err(fail)?;
+    let mut keys_out = DeviceVec::<K>::alloc(dev, keys.len()).map_err(fail)?;
+    let mut values_out = DeviceVec::<V>::alloc(dev, keys.len()).map_err(fail)?;
+    keys_out.fill(dev, poison_value(&want_keys)).map_err(fail)?;
+    values_out
+        .fill(dev, poison_value(&want_values))
+        .map_err(fail)?;
+    sorter
+        .sort_pairs(
+            dev,
+            keys_in,
+            &mut keys_out,
+            &values_in,
+            &mut values_out,
+            order,
+            bits,
+        )
+        .map_err(fail)?;
+    exact(
+        format!("{what} keys"),
+        &want_keys,
+        &keys_out.to_vec(dev).map_err(fail)?,
+    )?;
+    exact(
+        format!("{what} values"),
+        &want_values,
+        &values_out.to_vec(dev).map_err(fail)?,
+    )
+}
+
+/// [`sort_check`] of the argsort with indices of `I`.
+#[allow(clippy::too_many_arguments)]
+fn argsort_check<K: Element, I: SortIndex + TryFrom<usize>>(
+    dev: &dyn Device,
+    what: &str,
+    sorter: &mut Sorter<K>,
+    order: SortOrder,
+    bits: Range<u32>,
+    keys: &[K],
+    keys_in: &DeviceVec<K>,
+) -> Result<(), String> {
+    let fail = |e: xwarp::Error| format!("{what}: {e}");
+    let want: Vec<I> = cpu::sort::argsort(keys, order, bits.clone())
+        .into_iter()
+        .map(|i| I::try_from(i).map_err(|_| format!("{what}: index {i} does not fit")))
+        .collect::<Result<_, _>>()?;
+    let mut out = DeviceVec::<I>::alloc(dev, keys.len()).map_err(fail)?;
+    out.fill(dev, poison_value(&want)).map_err(fail)?;
+    sorter
+        .argsort(dev, keys_in, &mut out, order, bits)
+        .map_err(fail)?;
+    exact(what, &want, &out.to_vec(dev).map_err(fail)?)
+}
+
+/// The sort: a random key type, operation, order, bit range, look-back spin (0 forces every
+/// tile that finds a predecessor unpublished to count it itself) and keys.
+#[test]
+fn sort() {
+    let keys = prop_oneof![
+        sort_keys_of::<i32>().prop_map(|(k, b)| (SortKeys::I32(k), b)),
+        sort_keys_of::<u32>().prop_map(|(k, b)| (SortKeys::U32(k), b)),
+        sort_keys_of::<f32>().prop_map(|(k, b)| (SortKeys::F32(k), b)),
+        sort_keys_of::<i64>().prop_map(|(k, b)| (SortKeys::I64(k), b)),
+        sort_keys_of::<u64>().prop_map(|(k, b)| (SortKeys::U64(k), b)),
+        sort_keys_of::<f64>().prop_map(|(k, b)| (SortKeys::F64(k), b)),
+    ];
+    let strategy = (
+        select(vec![
+            SortRun::Keys,
+            SortRun::Pairs32,
+            SortRun::Pairs64,
+            SortRun::Argsort32,
+            SortRun::Argsort64,
+        ]),
+        select(vec![SortOrder::Ascending, SortOrder::Descending]),
+        select(vec![xwarp::sort::DEFAULT_SPIN, 0]),
+        keys,
+    );
+    property(
+        "sort",
+        strategy,
+        |dev, (run, order, spin, (keys, bits))| match keys {
+            SortKeys::I32(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
+            SortKeys::U32(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
+            SortKeys::F32(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
+            SortKeys::I64(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
+            SortKeys::U64(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
+            SortKeys::F64(Data(k)) => sort_check(dev, run, order, bits, spin, &k),
         },
     );
 }

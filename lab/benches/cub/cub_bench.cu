@@ -1,5 +1,5 @@
-// cub_bench: times NVIDIA CUB's device-wide reduce, scan and select on random inputs. It is the
-// baseline that `xwarp bench` measures in the same run and prints its own times against
+// cub_bench: times NVIDIA CUB's device-wide reduce, scan, select and radix sort on random
+// inputs. It is the baseline that `xwarp bench` measures in the same run and prints its own times against
 // (`src/bench/cub.rs` embeds this file, builds it with nvcc and parses what it prints).
 //
 // Build:
@@ -8,8 +8,8 @@
 // Usage (every option is optional; `--name value` and `--name=value` both work):
 //   cub_bench [--sizes 1024,1048576,...]      element counts              (default 2^10,2^16,2^20,2^24,2^28)
 //             [--types i32,u32,f32,i64,u64,f64]                           (default: all six)
-//             [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,select_if]
-//                                                                         (default: all six)
+//             [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,select_if,
+//                      sort_keys,sort_pairs]                              (default: all eight)
 //             [--reps 21]                     timed repetitions per case  (default 21)
 //             [--scrub-bytes 268435456]       L2 scrub buffer, 0 = none   (default 256 MiB)
 //             [--seed 12345]                  input generator seed        (default 12345)
@@ -30,17 +30,26 @@
 //   select_if                              cub::DeviceSelect::If with `v > threshold`, where the
 //                                          threshold is 0 for signed integers and floats, 2^31
 //                                          for u32 and 2^63 for u64 (about half the values pass)
+//   sort_keys                              cub::DeviceRadixSort::SortKeys, ascending, every bit,
+//                                          not in place (the inputs are the keys)
+//   sort_pairs                             cub::DeviceRadixSort::SortPairs, the same keys with the
+//                                          uint32 values 0, 1, ..., n - 1 (xwarp's pair values)
+// The sorts get a 32-bit item count, so that CUB sorts with 32-bit offsets, its fastest path
+// (a 64-bit count makes CUB use 64-bit offsets); xwarp's sort takes at most 2^30 - 1 keys, and a
+// larger size prints a `skip` line for the sorts.
 //
 // Per case: temporary storage is sized and allocated once; one call is checked against a host
 // computation (integer sums and scans exact with wrap-around, min/max and selection exact —
 // CUB's selection is stable — float sums and scans within a rounding tolerance, since CUB's
-// association order is its own); two untimed warm-up calls follow. Then:
+// association order is its own; sorts bit for bit against a host sort by CUB's key order, made
+// once per type and size: its keys, and for pairs its values, which CUB's stable sort must give
+// exactly); two untimed warm-up calls follow. Then:
 //   GPU time:  --reps calls, each between two cudaEvents; before each, outside the events, a
 //              cudaMemsetAsync over --scrub-bytes evicts the L2 cache.
 //   host wall: --reps more calls, each timed with std::chrono::steady_clock around the CUB call
 //              and what makes its result usable on the host: a cudaMemcpy of the one result
 //              element (reduce), of the selected count (select), or cudaStreamSynchronize
-//              (scan). The same scrub, followed by a device synchronisation, precedes each.
+//              (scan, sort). The same scrub, followed by a device synchronisation, precedes each.
 //
 // Output on stdout, one line each, machine-readable:
 //   # device <name> cc <major>.<minor>
@@ -51,6 +60,7 @@
 // A failed check also prints its details on stderr. Any other error prints `error <text>` on
 // stderr and exits with status 1.
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -68,6 +78,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -258,10 +269,20 @@ std::vector<T> make_input(uint64_t seed, size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Command line
 
-enum class Algo { ReduceSum, ReduceMin, ReduceMax, ScanInclusive, ScanExclusive, SelectIf };
+enum class Algo {
+  ReduceSum,
+  ReduceMin,
+  ReduceMax,
+  ScanInclusive,
+  ScanExclusive,
+  SelectIf,
+  SortKeys,
+  SortPairs
+};
 
 constexpr Algo kAllAlgos[] = {Algo::ReduceSum,     Algo::ReduceMin,     Algo::ReduceMax,
-                              Algo::ScanInclusive, Algo::ScanExclusive, Algo::SelectIf};
+                              Algo::ScanInclusive, Algo::ScanExclusive, Algo::SelectIf,
+                              Algo::SortKeys,      Algo::SortPairs};
 
 const char* algo_name(Algo algo) {
   switch (algo) {
@@ -271,9 +292,13 @@ const char* algo_name(Algo algo) {
     case Algo::ScanInclusive: return "scan_inclusive";
     case Algo::ScanExclusive: return "scan_exclusive";
     case Algo::SelectIf: return "select_if";
+    case Algo::SortKeys: return "sort_keys";
+    case Algo::SortPairs: return "sort_pairs";
   }
   return "?";
 }
+
+bool is_sort(Algo algo) { return algo == Algo::SortKeys || algo == Algo::SortPairs; }
 
 const char* const kAllTypes[] = {"i32", "u32", "f32", "i64", "u64", "f64"};
 
@@ -298,7 +323,7 @@ constexpr uint64_t kMaxSize = uint64_t{1} << 40;
 const char kUsage[] =
     "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
     "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
-    "select_if]\n"
+    "select_if,sort_keys,sort_pairs]\n"
     "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K]\n";
 
 /// A command-line mistake: the message goes to stderr with the usage, and the exit status is 2.
@@ -379,7 +404,7 @@ Options parse_args(int argc, char** argv) {
         if (found == std::end(kAllAlgos)) {
           throw UsageError{name + ": unknown algorithm '" + part +
                            "' (known: reduce_sum,reduce_min,reduce_max,scan_inclusive,"
-                           "scan_exclusive,select_if)"};
+                           "scan_exclusive,select_if,sort_keys,sort_pairs)"};
         }
         opt.algos.push_back(*found);
       }
@@ -532,6 +557,66 @@ std::string check_select(const std::vector<T>& in, int64_t count, const std::vec
   return "";
 }
 
+/// A key as CUB's radix sort orders it: an unsigned integer of the key's width whose order is the
+/// sort's. Unsigned integers as they are; signed integers with the sign bit flipped; floats with
+/// -0.0 taken as +0.0 (CUB sorts the two zeros as equal, in input order, and writes each key's own
+/// bits), then every bit flipped where the sign is set and only the sign bit elsewhere.
+template <typename T>
+Bits<T> radix_order(T key) {
+  constexpr Bits<T> sign = Bits<T>{1} << (8 * sizeof(T) - 1);
+  Bits<T> bits = bit_cast<Bits<T>>(key);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (bits == sign) {
+      bits = 0;
+    }
+    return (bits & sign) != 0 ? static_cast<Bits<T>>(~bits) : static_cast<Bits<T>>(bits ^ sign);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<Bits<T>>(bits ^ sign);
+  } else {
+    return bits;
+  }
+}
+
+/// What both radix sorts of one input must give: the keys in CUB's ascending order, equal keys in
+/// input order (CUB's radix sort is stable), and each sorted key's input index, which is what the
+/// pair values 0, 1, ..., n - 1 become.
+template <typename T>
+struct HostSorted {
+  std::vector<T> keys;
+  std::vector<uint32_t> indices;
+};
+
+template <typename T>
+HostSorted<T> host_sort(const std::vector<T>& in) {
+  // (order, index) pairs are all distinct, so sorting them is the stable sort by order alone,
+  // and a plain sort of pairs is far faster than std::stable_sort through the indices at 2^28.
+  std::vector<std::pair<Bits<T>, uint32_t>> order(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    order[i] = {radix_order(in[i]), static_cast<uint32_t>(i)};
+  }
+  std::sort(order.begin(), order.end());
+  HostSorted<T> sorted;
+  sorted.keys.resize(in.size());
+  sorted.indices.resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    sorted.indices[i] = order[i].second;
+    sorted.keys[i] = in[order[i].second];
+  }
+  return sorted;
+}
+
+/// Compares bit patterns element by element; reports the first difference.
+template <typename T>
+std::string check_bits(const char* what, const std::vector<T>& want, const std::vector<T>& got) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (bit_cast<Bits<T>>(got[i]) != bit_cast<Bits<T>>(want[i])) {
+      return std::string(what) + " element " + std::to_string(i) + ": " + show(got[i]) +
+             ", host " + show(want[i]);
+    }
+  }
+  return "";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Timing
 
@@ -589,6 +674,54 @@ struct CaseBuffers {
   size_t temp_bytes;
 };
 
+/// Two untimed warm-up calls of `call`, then its GPU time and host wall, and the case line.
+///   GPU time:  --reps calls, each between two events that bracket the CUB call alone; the scrub
+///              runs before the first event.
+///   host wall: --reps more calls, each followed by `finish` (what makes the result usable on the
+///              host), each after the same scrub and a device synchronisation.
+/// `ok` is the outcome of the case's check.
+template <typename Call, typename Finish>
+void time_and_print(Algo algo, const char* type, size_t n, bool ok, const Call& call,
+                    const Finish& finish, const Options& opt, Scrubber& scrub) {
+  for (int i = 0; i < 2; ++i) {
+    call();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  Event start;
+  Event stop;
+  std::vector<double> gpu_ms;
+  gpu_ms.reserve(opt.reps);
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaEventRecord(start.get(), 0));
+    call();
+    CUDA_CHECK(cudaEventRecord(stop.get(), 0));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    gpu_ms.push_back(ms);
+  }
+
+  std::vector<double> host_us;
+  host_us.reserve(opt.reps);
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    finish();
+    const auto t1 = std::chrono::steady_clock::now();
+    host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+
+  const Stats gpu = summarize(std::move(gpu_ms));
+  const Stats host = summarize(std::move(host_us));
+  std::printf("case %s %s %zu %.6f %.6f %.6f %.3f %s\n", algo_name(algo), type, n, gpu.median,
+              gpu.min, gpu.max, host.median, ok ? "ok" : "FAIL");
+  std::fflush(stdout);
+}
+
 /// One CUB call of `algo` on `n` elements at `in`; with `temp` null it only sizes the
 /// temporary storage into `temp_bytes`.
 template <typename T>
@@ -603,6 +736,9 @@ cudaError_t cub_call(Algo algo, void* temp, size_t& temp_bytes, const T* in, T* 
     case Algo::SelectIf:
       return cub::DeviceSelect::If(temp, temp_bytes, in, out, count, n,
                                    GreaterThan<T>{Elem<T>::threshold});
+    case Algo::SortKeys:
+    case Algo::SortPairs:
+      break;  // run_sort_case
   }
   return cudaErrorInvalidValue;
 }
@@ -655,38 +791,10 @@ void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_
                  problem.c_str());
   }
 
-  // Warm-up.
-  for (int i = 0; i < 2; ++i) {
-    call();
-  }
-  CUDA_CHECK(cudaDeviceSynchronize());
-
-  // GPU time: the events bracket the CUB call alone; the scrub runs before the first event.
-  Event start;
-  Event stop;
-  std::vector<double> gpu_ms;
-  gpu_ms.reserve(opt.reps);
-  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
-    scrub.run(rep);
-    CUDA_CHECK(cudaEventRecord(start.get(), 0));
-    call();
-    CUDA_CHECK(cudaEventRecord(stop.get(), 0));
-    CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    gpu_ms.push_back(ms);
-  }
-
   // Host wall: the call plus what makes its result usable on the host.
-  std::vector<double> host_us;
-  host_us.reserve(opt.reps);
   T result;
   int64_t selected = 0;
-  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
-    scrub.run(rep);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
+  auto finish = [&]() {
     if (is_reduce) {
       CUDA_CHECK(cudaMemcpy(&result, out, sizeof(T), cudaMemcpyDeviceToHost));
     } else if (algo == Algo::SelectIf) {
@@ -694,20 +802,89 @@ void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_
     } else {
       CUDA_CHECK(cudaStreamSynchronize(0));
     }
-    const auto t1 = std::chrono::steady_clock::now();
-    host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-
-  const Stats gpu = summarize(std::move(gpu_ms));
-  const Stats host = summarize(std::move(host_us));
-  std::printf("case %s %s %zu %.6f %.6f %.6f %.3f %s\n", algo_name(algo), Elem<T>::name, n,
-              gpu.median, gpu.min, gpu.max, host.median, problem.empty() ? "ok" : "FAIL");
-  std::fflush(stdout);
+  };
+  time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
 }
 
 void print_skip(Algo algo, const char* type, uint64_t n, const std::string& reason) {
   std::printf("skip %s %s %" PRIu64 " %s\n", algo_name(algo), type, n, reason.c_str());
   std::fflush(stdout);
+}
+
+/// One radix sort of `n` keys at `keys_in` (with `values_in` and `values_out` for pairs, else
+/// null): ascending over every bit, not in place. With `temp` null it only sizes the temporary
+/// storage into `temp_bytes`. The count is 32-bit: CUB then sorts with 32-bit offsets.
+template <typename T>
+cudaError_t cub_sort(Algo algo, void* temp, size_t& temp_bytes, const T* keys_in, T* keys_out,
+                     const uint32_t* values_in, uint32_t* values_out, int n) {
+  if (algo == Algo::SortPairs) {
+    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in,
+                                           values_out, n, 0, static_cast<int>(8 * sizeof(T)));
+  }
+  return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, keys_out, n, 0,
+                                        static_cast<int>(8 * sizeof(T)));
+}
+
+/// Checks, warms up and times one radix sort of the input, and prints its `case` line;
+/// `sorted` is the host sort of the input.
+template <typename T>
+void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
+                   const HostSorted<T>& sorted, const Options& opt, Scrubber& scrub) {
+  const size_t n = host_in.size();
+  const bool pairs = algo == Algo::SortPairs;
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    print_skip(algo, Elem<T>::name, n, "more keys than a 32-bit count holds");
+    return;
+  }
+  const int items = static_cast<int>(n);
+  const T* keys_in = dev_in.as<T>();
+
+  // The pair values 0, 1, ..., n - 1, uploaded outside the timed calls.
+  const DeviceBuffer values_in(pairs ? n * sizeof(uint32_t) : 0);
+  const DeviceBuffer values_out(pairs ? n * sizeof(uint32_t) : 0);
+  if (pairs) {
+    std::vector<uint32_t> values(n);
+    for (size_t i = 0; i < n; ++i) {
+      values[i] = static_cast<uint32_t>(i);
+    }
+    CUDA_CHECK(cudaMemcpy(values_in.get(), values.data(), n * sizeof(uint32_t),
+                          cudaMemcpyHostToDevice));
+  }
+  const DeviceBuffer keys_out(n * sizeof(T));
+  const uint32_t* vin = values_in.as<uint32_t>();
+  uint32_t* vout = values_out.as<uint32_t>();
+  T* kout = keys_out.as<T>();
+
+  size_t temp_bytes = 0;
+  CUDA_CHECK(cub_sort<T>(algo, nullptr, temp_bytes, keys_in, nullptr, nullptr, nullptr, items));
+  const DeviceBuffer temp(std::max<size_t>(temp_bytes, 1));
+  auto call = [&]() {
+    size_t bytes = temp_bytes;
+    CUDA_CHECK(cub_sort<T>(algo, temp.get(), bytes, keys_in, kout, vin, vout, items));
+  };
+
+  // Outputs poisoned (every byte 0xcd), then one call checked against the host sort.
+  CUDA_CHECK(cudaMemset(kout, 0xcd, n * sizeof(T)));
+  if (pairs) {
+    CUDA_CHECK(cudaMemset(vout, 0xcd, n * sizeof(uint32_t)));
+  }
+  call();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<T> got_keys(n);
+  CUDA_CHECK(cudaMemcpy(got_keys.data(), kout, n * sizeof(T), cudaMemcpyDeviceToHost));
+  std::string problem = check_bits("key", sorted.keys, got_keys);
+  if (problem.empty() && pairs) {
+    std::vector<uint32_t> got_values(n);
+    CUDA_CHECK(cudaMemcpy(got_values.data(), vout, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    problem = check_bits("value", sorted.indices, got_values);
+  }
+  if (!problem.empty()) {
+    std::fprintf(stderr, "check %s %s %zu: %s\n", algo_name(algo), Elem<T>::name, n,
+                 problem.c_str());
+  }
+
+  auto finish = [&]() { CUDA_CHECK(cudaStreamSynchronize(0)); };
+  time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
 }
 
 /// Every size and algorithm for one element type.
@@ -719,9 +896,18 @@ void run_type(const Options& opt, Scrubber& scrub) {
       const std::vector<T> host_in = make_input<T>(opt.seed, n);
       const DeviceBuffer dev_in(n * sizeof(T));
       CUDA_CHECK(cudaMemcpy(dev_in.get(), host_in.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+      // The host sort both radix sorts are checked against, made at the first of them.
+      std::optional<HostSorted<T>> sorted;
       for (const Algo algo : opt.algos) {
         try {
-          run_case<T>(algo, host_in, dev_in, opt, scrub);
+          if (is_sort(algo)) {
+            if (!sorted) {
+              sorted = host_sort(host_in);
+            }
+            run_sort_case<T>(algo, host_in, dev_in, *sorted, opt, scrub);
+          } else {
+            run_case<T>(algo, host_in, dev_in, opt, scrub);
+          }
         } catch (const OutOfMemory& oom) {
           print_skip(algo, Elem<T>::name, n64, oom.reason);
         } catch (const std::bad_alloc&) {

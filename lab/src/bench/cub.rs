@@ -1,5 +1,6 @@
-//! The CUB baseline: NVIDIA CUB's `DeviceReduce`, `DeviceScan` and `DeviceSelect::If`, timed on
-//! the same inputs as xwarp's own algorithms, so that the benchmark can print ratios.
+//! The CUB baseline: NVIDIA CUB's `DeviceReduce`, `DeviceScan`, `DeviceSelect::If` and
+//! `DeviceRadixSort`, timed on the same inputs as xwarp's own algorithms, so that the benchmark
+//! can print ratios.
 //!
 //! The timing program, `benches/cub/cub_bench.cu`, is embedded in the library ([`SOURCE`]): the
 //! CLI binary is carried to a GPU machine without the repository. [`run`] finds nvcc, builds
@@ -11,7 +12,9 @@
 //! The program's inputs are those of [`xwarp::Rng`]: for each element type and size a fresh
 //! `Rng::new(seed)` draws `n` values (`Rng::vec`). The select predicate is `v > threshold` with
 //! the threshold 0 for signed integers and floats, 2^31 for `u32` and 2^63 for `u64`: the same
-//! as [`xwarp::vote::Predicate::Greater`] with that threshold.
+//! as [`xwarp::vote::Predicate::Greater`] with that threshold. The radix sorts sort those values
+//! ascending over every bit as keys; `SortPairs` moves the `u32` values `0, 1, ..., n - 1` with
+//! them (the values of xwarp's pair sort in the benchmark).
 //!
 //! ```no_run
 //! use xwarp::bench::cub::{self, CubConfig};
@@ -93,17 +96,23 @@ pub enum CubAlgo {
     ScanExclusive,
     /// `cub::DeviceSelect::If` with `v > threshold` (see the module documentation).
     SelectIf,
+    /// `cub::DeviceRadixSort::SortKeys`, ascending, every bit, not in place.
+    SortKeys,
+    /// `cub::DeviceRadixSort::SortPairs` with `u32` values, ascending, every bit, not in place.
+    SortPairs,
 }
 
 impl CubAlgo {
     /// Every algorithm, in the program's order.
-    pub const ALL: [CubAlgo; 6] = [
+    pub const ALL: [CubAlgo; 8] = [
         CubAlgo::ReduceSum,
         CubAlgo::ReduceMin,
         CubAlgo::ReduceMax,
         CubAlgo::ScanInclusive,
         CubAlgo::ScanExclusive,
         CubAlgo::SelectIf,
+        CubAlgo::SortKeys,
+        CubAlgo::SortPairs,
     ];
 
     /// The name on the program's command line and in its output (`"reduce_sum"`, ...).
@@ -115,6 +124,8 @@ impl CubAlgo {
             CubAlgo::ScanInclusive => "scan_inclusive",
             CubAlgo::ScanExclusive => "scan_exclusive",
             CubAlgo::SelectIf => "select_if",
+            CubAlgo::SortKeys => "sort_keys",
+            CubAlgo::SortPairs => "sort_pairs",
         }
     }
 
@@ -146,10 +157,11 @@ pub struct CubCase {
     /// Slowest GPU time, seconds.
     pub max_s: f64,
     /// Median host wall time of one call until its result is usable on the host (the reduced
-    /// value or the selected count copied back, or the stream synchronised for a scan), seconds.
+    /// value or the selected count copied back, or the stream synchronised for a scan or a
+    /// sort), seconds.
     pub host_median_s: f64,
     /// Whether CUB's result matched the program's host computation (exact for integers, min,
-    /// max and selection; within a rounding tolerance for float sums and scans).
+    /// max, selection and sorts; within a rounding tolerance for float sums and scans).
     pub check_ok: bool,
 }
 
@@ -625,6 +637,25 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
         assert_eq!(
             run.skipped,
             vec!["scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, bytes)"]
+        );
+    }
+
+    #[test]
+    fn parses_sort_cases() {
+        let text = "# device G cc 9.0\n# cub 3.0.1\n# cuda 13.0\n\
+                    case sort_keys u32 1048576 0.120000 0.110000 0.130000 150.000 ok\n\
+                    case sort_pairs f64 1048576 0.300000 0.290000 0.310000 320.000 ok\n\
+                    skip sort_pairs u64 268435456 device out of memory in cudaMalloc\n";
+        let run = parse_output(text).unwrap();
+        let keys = run.find(CubAlgo::SortKeys, ElemKind::U32, 1 << 20).unwrap();
+        assert!((keys.median_s - 0.12e-3).abs() < 1e-15);
+        assert!(run
+            .find(CubAlgo::SortPairs, ElemKind::F64, 1 << 20)
+            .is_some());
+        assert_eq!(run.skipped.len(), 1);
+        assert_eq!(
+            CubAlgo::from_name("sort_pairs").map(CubAlgo::name),
+            Some("sort_pairs")
         );
     }
 

@@ -272,3 +272,10 @@ fn chain_subgroup(dev: &dyn Device) -> u32 {
         xwarp::BackendKind::Vulkan => dev.info().subgroup_size,
     }
 }
+
+/// The values of a pair sort of `n` keys: the `u32` indices `0, 1, ..., n - 1`, the values the
+/// CUB program's `SortPairs` gets too. After the sort they are the keys' input places, so a
+/// wrong or unstable move shows in them.
+pub(crate) fn pair_values(n: usize) -> Vec<u32> {
+    (0..n as u32).collect()
+}

@@ -21,6 +21,17 @@
 //! - **GB/s** of the bytes the algorithm must move ([`Algo::bytes`]), and that as a fraction of
 //!   the roofline kernel ([`xwarp::roofline`]) of the same backend at the same size: the
 //!   read-only kernel for algorithms that only read, the copy kernel for the others.
+//! - For the sort, also **keys per second** ([`Record::keys_per_s`]): `n` over the median GPU
+//!   time.
+//!
+//! The sort ([`Algo::SortKeys`], [`Algo::SortPairs`]) is timed as one full call of a
+//! [`Sorter`] made once per case, outside the timed span, whose storage every call reuses: the
+//! clearing and histogram launches and every digit pass, ascending over every bit of the key.
+//! Its keys are the random inputs every algorithm gets ([`data::random_input`]: integers of
+//! uniform random bits, floats finite of random sign and magnitude); a pair sort's values are
+//! the `u32` indices `0, 1, ..., n - 1` ([`data::pair_values`]), the values CUB's `SortPairs`
+//! gets too. The default types include `u32` because the sort's targets are stated for `u32`
+//! keys.
 
 pub mod cub;
 mod data;
@@ -37,6 +48,7 @@ use crate::validate::{first_mismatch, first_mismatch_nan_as_class, Compare};
 use data::{random_input, with_bench_elem, BenchElem, HardInputs};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::rc::Rc;
 use std::str::FromStr;
 use std::time::Instant;
 use xwarp::compact::{self, Order};
@@ -48,6 +60,7 @@ use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{self, ReduceOp};
 use xwarp::scan::{self, ScanKind};
 use xwarp::shfl::{self, ShflOp};
+use xwarp::sort::{all_bits, SortOrder, Sorter};
 use xwarp::stencil::StencilVariant;
 use xwarp::vote::{self, Predicate};
 
@@ -75,11 +88,15 @@ pub enum Algo {
     Shfl(ShflOp),
     /// [`vote::vote`] with `v > threshold`.
     Vote,
+    /// [`Sorter::sort_keys`], ascending, every bit.
+    SortKeys,
+    /// [`Sorter::sort_pairs`] with `u32` values, ascending, every bit.
+    SortPairs,
 }
 
 impl Algo {
     /// Every algorithm, in table order.
-    pub const ALL: [Algo; 16] = [
+    pub const ALL: [Algo; 18] = [
         Algo::Copy,
         Algo::Read,
         Algo::Reduce(ReduceOp::Sum),
@@ -96,6 +113,8 @@ impl Algo {
         Algo::Shfl(ShflOp::Down { delta: 1 }),
         Algo::Shfl(ShflOp::Xor { lane_mask: 16 }),
         Algo::Vote,
+        Algo::SortKeys,
+        Algo::SortPairs,
     ];
 
     /// The name in tables, JSON and plot file names.
@@ -114,11 +133,13 @@ impl Algo {
             Algo::Shfl(ShflOp::Wrap { .. }) => "shfl_wrap".into(),
             Algo::Shfl(ShflOp::Xor { .. }) => "shfl_xor".into(),
             Algo::Vote => "vote".into(),
+            Algo::SortKeys => "sort_keys".into(),
+            Algo::SortPairs => "sort_pairs".into(),
         }
     }
 
     /// The family `--algo` also accepts: `roofline`, `reduce`, `scan`, `compact`, `stencil`,
-    /// `shfl`, `vote`.
+    /// `shfl`, `vote`, `sort`.
     pub fn family(self) -> &'static str {
         match self {
             Algo::Copy | Algo::Read => "roofline",
@@ -128,7 +149,13 @@ impl Algo {
             Algo::Stencil(_) => "stencil",
             Algo::Shfl(_) => "shfl",
             Algo::Vote => "vote",
+            Algo::SortKeys | Algo::SortPairs => "sort",
         }
+    }
+
+    /// Whether this is one of the sorts (reported in keys per second too).
+    pub fn is_sort(self) -> bool {
+        matches!(self, Algo::SortKeys | Algo::SortPairs)
     }
 
     /// Whether the algorithm runs on `elem`.
@@ -149,6 +176,12 @@ impl Algo {
 
     /// The bytes that must move for `n` elements of `size` bytes, `kept` of which a compaction
     /// keeps: every input read once, every output written once.
+    ///
+    /// For the sorts: every key read once and written once, `2 * n * size`, and for pairs every
+    /// `u32` value too, `2 * n * (size + 4)`. That is the least any sort must move, not what a
+    /// radix sort moves (each digit pass reads and writes every key and value again), so the
+    /// GB/s of a sort is an effective rate: the same bytes for every backend and for CUB, whose
+    /// times it compares as their ratio does.
     pub fn bytes(self, n: usize, size: usize, kept: usize) -> u64 {
         let (n, size, kept) = (n as u64, size as u64, kept as u64);
         match self {
@@ -158,7 +191,10 @@ impl Algo {
             Algo::Vote => {
                 n * size + n * 4 + vote::warps(n as usize) as u64 * vote::RECORD_WORDS as u64 * 4
             }
-            Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) => 2 * n * size,
+            Algo::SortPairs => 2 * n * (size + 4),
+            Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) | Algo::SortKeys => {
+                2 * n * size
+            }
         }
     }
 
@@ -171,6 +207,8 @@ impl Algo {
             Algo::Scan(ScanKind::Inclusive) => Some("scan_inclusive"),
             Algo::Scan(ScanKind::Exclusive) => Some("scan_exclusive"),
             Algo::Compact(_) => Some("select_if"),
+            Algo::SortKeys => Some("sort_keys"),
+            Algo::SortPairs => Some("sort_pairs"),
             _ => None,
         }
     }
@@ -187,8 +225,8 @@ impl Algo {
                 "algo",
                 spec,
                 format!(
-                    "a family (roofline, reduce, scan, compact, stencil, shfl, vote, ladder, \
-                     chain) or one of {}",
+                    "a family (roofline, reduce, scan, compact, stencil, shfl, vote, sort, \
+                     ladder, chain) or one of {}",
                     names.join(", ")
                 ),
             ));
@@ -208,7 +246,7 @@ impl fmt::Display for Algo {
 pub struct Config {
     /// Input lengths.
     pub sizes: Vec<usize>,
-    /// Element types.
+    /// Element types (the sort's key types).
     #[serde(
         serialize_with = "report::kinds",
         deserialize_with = "report::parse_kinds"
@@ -241,12 +279,12 @@ pub struct Config {
 }
 
 impl Config {
-    /// The full run: sizes 2^10 … 2^28, 4-byte types, every algorithm, the ladder at 2^24 and
-    /// the throughput chains.
+    /// The full run: sizes 2^10 … 2^28, the types `i32`, `u32` (the type the sort's targets
+    /// name) and `f32`, every algorithm, the ladder at 2^24 and the throughput chains.
     pub fn full(seed: u64) -> Self {
         Config {
             sizes: (10..=28).map(|k| 1usize << k).collect(),
-            types: vec![ElemKind::I32, ElemKind::F32],
+            types: vec![ElemKind::I32, ElemKind::U32, ElemKind::F32],
             algos: Algo::ALL.to_vec(),
             ladder: true,
             ladder_n: 1 << 24,
@@ -260,8 +298,8 @@ impl Config {
         }
     }
 
-    /// A short run for CPU devices and smoke tests: three sizes, `i32` and `f32` (stencils
-    /// `f32`), every algorithm, a small ladder and short chains, 5 repetitions.
+    /// A short run for CPU devices and smoke tests: three sizes, `i32`, `u32` and `f32`
+    /// (stencils `f32`), every algorithm, a small ladder and short chains, 5 repetitions.
     pub fn quick(seed: u64) -> Self {
         Config {
             sizes: vec![1 << 10, 1 << 14, 1 << 18],
@@ -355,6 +393,9 @@ pub struct Record {
     pub roof_fraction: Option<f64>,
     /// CUB's median GPU time over this one's: above 1, faster than CUB.
     pub vs_cub: Option<f64>,
+    /// For the sort: keys sorted per second, `n / gpu.median`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_per_s: Option<f64>,
 }
 
 /// One rung of the ladder table on one backend.
@@ -635,8 +676,16 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
         .copied()
         .filter(|a| a.supports(T::KIND))
         .collect();
+    // The CPU sort of the input, made once for both sorts: at the largest sizes it costs more
+    // than everything else of the size.
+    let mut sorted: Option<Rc<Sorted<T>>> = None;
     for algo in algos {
-        let reference = Reference::of(algo, &input, seed);
+        let reference = if algo.is_sort() {
+            let s = sorted.get_or_insert_with(|| Rc::new(Sorted::of(&input)));
+            Reference::Sorted(Rc::clone(s))
+        } else {
+            Reference::of(algo, &input, seed)
+        };
         let hard_reference = hard.as_ref().map(|h| h.reference(algo, seed));
         for (i, upload) in uploads.iter().enumerate() {
             let (label, dev) = &ctx.devices[i];
@@ -666,6 +715,7 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
                     gbs: t.bytes as f64 / t.gpu.median / 1e9,
                     roof_fraction: None,
                     vs_cub: None,
+                    keys_per_s: algo.is_sort().then(|| n as f64 / t.gpu.median),
                 }),
                 Ok(Err(mismatch)) => ctx.report.failures.push(format!("{what}: {mismatch}")),
                 Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
@@ -682,6 +732,24 @@ enum Reference<T: BenchElem> {
     Multiset(usize, u64),
     Words(Vec<u32>),
     Stencil([T; cpu::stencil::POINTS], Vec<T>),
+    /// The sorted keys and values, shared by both sorts of one input.
+    Sorted(Rc<Sorted<T>>),
+}
+
+/// The CPU twin's ascending sort of an input over every bit, with [`data::pair_values`] as
+/// the values: the expected keys of both sorts and the expected values of the pair sort.
+struct Sorted<T> {
+    keys: Vec<T>,
+    values: Vec<u32>,
+}
+
+impl<T: Element> Sorted<T> {
+    fn of(input: &[T]) -> Self {
+        let values = data::pair_values(input.len());
+        let (keys, values) =
+            cpu::sort::sort_pairs(input, &values, SortOrder::Ascending, all_bits::<T>());
+        Sorted { keys, values }
+    }
 }
 
 impl<T: BenchElem> Reference<T> {
@@ -717,6 +785,7 @@ impl<T: BenchElem> Reference<T> {
             }),
             Algo::Shfl(op) => Reference::Elems(cpu::shfl::shfl(op, 32, 1, input)),
             Algo::Vote => Reference::Words(cpu::vote::vote(pred, input).to_words()),
+            Algo::SortKeys | Algo::SortPairs => Reference::Sorted(Rc::new(Sorted::of(input))),
         }
     }
 }
@@ -730,6 +799,7 @@ impl<T: BenchElem> Reference<T> {
                 crate::validate::poison_value(want)
             }
             Reference::Value(want) => crate::validate::poison_value(&[*want]),
+            Reference::Sorted(want) => crate::validate::poison_value(&want.keys),
             Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
         }
     }
@@ -773,6 +843,11 @@ struct Case<'a, T: BenchElem> {
     /// Vote ranks.
     ranks: DeviceVec<u32>,
     count: DeviceVec<u64>,
+    /// The sort's storage, made with the case so that no timed call allocates.
+    sorter: Option<Sorter<T>>,
+    /// The pair sort's values ([`data::pair_values`]) and their output.
+    values_in: DeviceVec<u32>,
+    values_out: DeviceVec<u32>,
 }
 
 impl<'a, T: BenchElem> Case<'a, T> {
@@ -789,6 +864,16 @@ impl<'a, T: BenchElem> Case<'a, T> {
             Algo::Vote => (1, vote::warps(n) * vote::RECORD_WORDS, n),
             _ => (n, 1, 1),
         };
+        let sorter = match algo {
+            Algo::SortKeys => Some(Sorter::new(dev, n)?),
+            Algo::SortPairs => Some(Sorter::for_pairs::<u32>(dev, n)?),
+            _ => None,
+        };
+        let values_in = if algo == Algo::SortPairs {
+            DeviceVec::from_slice(dev, &data::pair_values(n))?
+        } else {
+            DeviceVec::alloc(dev, 1)?
+        };
         let mut case = Case {
             dev,
             algo,
@@ -798,11 +883,16 @@ impl<'a, T: BenchElem> Case<'a, T> {
             words: DeviceVec::alloc(dev, words)?,
             ranks: DeviceVec::alloc(dev, ranks)?,
             count: DeviceVec::alloc(dev, 1)?,
+            sorter,
+            values_in,
+            values_out: DeviceVec::alloc(dev, if algo == Algo::SortPairs { n } else { 1 })?,
         };
         case.out.fill(dev, poison())?;
         case.words.fill(dev, 0xcdcd_cdcd)?;
         case.ranks.fill(dev, 0xcdcd_cdcd)?;
         case.count.fill(dev, u64::MAX)?;
+        // Never an index of a pair value: a value left unwritten shows.
+        case.values_out.fill(dev, 0xcdcd_cdcd)?;
         Ok(case)
     }
 
@@ -843,6 +933,25 @@ impl<'a, T: BenchElem> Case<'a, T> {
             }
             (Algo::Shfl(op), _) => shfl::shfl(dev, op, 32, src, &mut self.out)?,
             (Algo::Vote, _) => vote::vote(dev, pred, src, &mut self.words, &mut self.ranks)?,
+            (Algo::SortKeys | Algo::SortPairs, _) => {
+                let sorter = self.sorter.as_mut().ok_or_else(|| {
+                    Error::invalid("sorter", "none", "a sorter made with the case")
+                })?;
+                let (order, bits) = (SortOrder::Ascending, all_bits::<T>());
+                if self.algo == Algo::SortKeys {
+                    sorter.sort_keys(dev, src, &mut self.out, order, bits)?
+                } else {
+                    sorter.sort_pairs(
+                        dev,
+                        src,
+                        &mut self.out,
+                        &self.values_in,
+                        &mut self.values_out,
+                        order,
+                        bits,
+                    )?
+                }
+            }
         }
         if finish {
             dev.synchronize()?;
@@ -887,6 +996,17 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 compare(want, &self.out.to_vec(dev)?).map(|()| 0)
             }
             Reference::Value(want) => compare(&[*want], &self.out.to_vec(dev)?).map(|()| 0),
+            Reference::Sorted(want) => {
+                let keys =
+                    compare(&want.keys, &self.out.to_vec(dev)?).map_err(|m| format!("keys: {m}"));
+                let values = if self.algo == Algo::SortPairs {
+                    self::compare(&want.values, &self.values_out.to_vec(dev)?)
+                        .map_err(|m| format!("values: {m}"))
+                } else {
+                    Ok(())
+                };
+                keys.and(values).map(|()| 0)
+            }
             Reference::Words(want) => {
                 let mut got = self.words.to_vec(dev)?;
                 if self.algo == Algo::Vote {
@@ -1205,6 +1325,8 @@ pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::U
                     gbs: bytes as f64 / c.median_s / 1e9,
                     roof_fraction: None,
                     vs_cub: None,
+                    keys_per_s: matches!(c.algo, cub::CubAlgo::SortKeys | cub::CubAlgo::SortPairs)
+                        .then(|| c.n as f64 / c.median_s),
                 });
             }
             report
@@ -1220,4 +1342,29 @@ pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::U
         }
     }
     fill_ratios(report);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sort_family_names_its_bytes_and_cub() {
+        assert_eq!(
+            Algo::parse_list("sort").unwrap(),
+            vec![Algo::SortKeys, Algo::SortPairs]
+        );
+        assert_eq!("sort_pairs".parse::<Algo>().unwrap(), Algo::SortPairs);
+        // Keys read and written once; pairs with their u32 values too.
+        assert_eq!(Algo::SortKeys.bytes(1 << 20, 4, 0), 8 << 20);
+        assert_eq!(Algo::SortPairs.bytes(1 << 20, 4, 0), 16 << 20);
+        assert_eq!(Algo::SortPairs.bytes(1 << 20, 8, 0), 24 << 20);
+        assert!(Algo::SortKeys.supports(ElemKind::U64) && Algo::SortPairs.supports(ElemKind::F64));
+        // Every CUB counterpart is an entry point of the CUB program.
+        for a in Algo::ALL {
+            if let Some(name) = a.cub_name() {
+                assert!(cub::CubAlgo::from_name(name).is_some(), "{a}");
+            }
+        }
+    }
 }

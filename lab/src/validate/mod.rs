@@ -25,6 +25,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod scan;
 pub mod shfl;
+pub mod sort;
 pub mod stencil;
 pub mod throughput;
 pub mod vote;
@@ -449,7 +450,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 9] = [
+pub const FAMILIES: [&str; 10] = [
     "shfl",
     "vote",
     "compact",
@@ -459,6 +460,7 @@ pub const FAMILIES: [&str; 9] = [
     "stencil",
     "roofline",
     "throughput",
+    "sort",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -522,6 +524,9 @@ pub fn run_families_observed(
     }
     if on("throughput") {
         throughput::run(devices, quick, &mut rng, &mut tally, report);
+    }
+    if on("sort") {
+        sort::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }
