@@ -164,18 +164,27 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
         let cub = algo
             .cub_name()
             .filter(|_| backends.iter().any(|b| b == "cub"));
+        // A sort's rate is in keys per second; every other algorithm's in GB/s.
+        let rate_head = if algo.is_sort() { "Gkeys/s" } else { "GB/s" };
+        let rate = |r: &Record, bytes: u64| {
+            if algo.is_sort() {
+                format!("{:.2}", r.n as f64 / r.gpu.median / 1e9)
+            } else {
+                gbs(bytes as f64 / r.gpu.median / 1e9)
+            }
+        };
         let mut head = vec!["n".to_string()];
         for b in &ours {
             head.extend([
                 format!("{b} µs"),
-                "GB/s".into(),
+                rate_head.into(),
                 "roof".into(),
                 "host µs".into(),
                 "×CUB".into(),
             ]);
         }
         if cub.is_some() {
-            head.extend(["CUB µs".into(), "GB/s".into(), "host µs".into()]);
+            head.extend(["CUB µs".into(), rate_head.into(), "host µs".into()]);
         }
         if both {
             head.push("vk/cuda".into());
@@ -190,7 +199,7 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
                         any = true;
                         row.extend([
                             us(r.gpu.median),
-                            gbs(r.gbs),
+                            rate(r, r.bytes),
                             opt(r.roof_fraction, |f| format!("{:.0}%", f * 100.0)),
                             us(r.host.median),
                             opt(r.vs_cub, |v| format!("{v:.2}")),
@@ -207,11 +216,7 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
                             .iter()
                             .find_map(|b| find(report, b, &algo.name(), &elem, n))
                             .map_or(r.bytes, |o| o.bytes);
-                        row.extend([
-                            us(r.gpu.median),
-                            gbs(bytes as f64 / r.gpu.median / 1e9),
-                            us(r.host.median),
-                        ]);
+                        row.extend([us(r.gpu.median), rate(r, bytes), us(r.host.median)]);
                     }
                     None => row.extend(["-"; 3].map(String::from)),
                 }
@@ -431,7 +436,76 @@ pub fn summary_markdown(report: &Report) -> String {
             writeln!(s, "{line}").ok();
         }
     }
+    sort_markdown(report, &ours, &mut s);
     s
+}
+
+/// The summary's sort table: per sort, key type and size, each backend's keys per second and
+/// its ratio to CUB, CUB's keys per second, and the Vulkan/CUDA time ratio.
+fn sort_markdown(report: &Report, ours: &[String], s: &mut String) {
+    let sorts: Vec<(Algo, String)> = groups(report)
+        .into_iter()
+        .filter(|(a, _)| a.is_sort())
+        .collect();
+    if sorts.is_empty() {
+        return;
+    }
+    let gkeys = |r: &Record| format!("{:.2}", r.n as f64 / r.gpu.median / 1e9);
+    writeln!(
+        s,
+        "
+Sorts (ascending, every bit), G keys per second:
+"
+    )
+    .ok();
+    let mut head = "| sort | keys | n |".to_string();
+    let mut rule = "|---|---|---:|".to_string();
+    for b in ours {
+        write!(head, " {b} | {b} ×CUB |").ok();
+        rule.push_str("---:|---:|");
+    }
+    head.push_str(" CUB |");
+    rule.push_str("---:|");
+    let both = ours.iter().any(|b| b == "vulkan") && ours.iter().any(|b| b == "cuda");
+    if both {
+        head.push_str(" Vulkan/CUDA time |");
+        rule.push_str("---:|");
+    }
+    writeln!(s, "{head}\n{rule}").ok();
+    for (algo, elem) in sorts {
+        for &n in &report.config.sizes {
+            let mut line = format!("| {algo} | {elem} | {} |", size_name(n));
+            let mut any = false;
+            for b in ours {
+                match find(report, b, &algo.name(), &elem, n) {
+                    Some(r) => {
+                        any = true;
+                        write!(
+                            line,
+                            " {} | {} |",
+                            gkeys(r),
+                            opt(r.vs_cub, |v| format!("{v:.2}"))
+                        )
+                    }
+                    None => write!(line, " - | - |"),
+                }
+                .ok();
+            }
+            let cub = algo
+                .cub_name()
+                .and_then(|c| find(report, "cub", c, &elem, n));
+            write!(line, " {} |", cub.map_or("-".into(), gkeys)).ok();
+            if both {
+                let vk = find(report, "vulkan", &algo.name(), &elem, n);
+                let cu = find(report, "cuda", &algo.name(), &elem, n);
+                let ratio = vk.zip(cu).map(|(v, c)| v.gpu.median / c.gpu.median);
+                write!(line, " {} |", opt(ratio, |r| format!("{r:.2}"))).ok();
+            }
+            if any {
+                writeln!(s, "{line}").ok();
+            }
+        }
+    }
 }
 
 /// The compiler's statistics of every kernel variant each of `devices` (label, device) has
@@ -608,7 +682,7 @@ mod tests {
         cfg.chain = false;
         cfg.sizes = vec![1024];
         let text = kernel_stats_text(&cfg, &devices);
-        let want = "for xwarp bench (reduce_sum; types i32, f32; sizes 1024)";
+        let want = "for xwarp bench (reduce_sum; types i32, u32, f32; sizes 1024)";
         assert!(text.contains(want), "{text}");
         let sections: Vec<&str> = text.split("\n== ").skip(1).collect();
         assert_eq!(sections.len(), 3, "{text}");
