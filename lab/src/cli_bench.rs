@@ -58,14 +58,29 @@ pub(crate) fn bench(
     };
     match &cub_run {
         Ok(r) => println!(
-            "cub: CUB {} (CUDA {}) on {}",
-            r.cub_version, r.cuda_version, r.device
+            "cub: CUB {} (CUDA {}) on {}, {} cases in {:.1} s",
+            r.cub_version,
+            r.cuda_version,
+            r.device,
+            r.cases.len(),
+            started.elapsed().as_secs_f64()
         ),
         Err(e) => println!("cub: unavailable: {e}"),
     }
     let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
     let mut progress = ProgressBar::new();
-    let mut report = bench::run(&refs, &cfg, &mut |p| progress.show(p))?;
+    // The JSON so far after each type and size: a run stopped early (a time limit, say) keeps
+    // what it measured; the finished run overwrites it.
+    let mut checkpoint = |partial: &bench::Report| {
+        if let Some(path) = &args.json {
+            let mut r = partial.clone();
+            bench::add_cub(&mut r, cub_run.clone());
+            if let Err(e) = bench::write_json(&r, path) {
+                eprintln!("bench: cannot write {}: {e}", path.display());
+            }
+        }
+    };
+    let mut report = bench::run(&refs, &cfg, &mut |p| progress.show(p), &mut checkpoint)?;
     progress.finish();
     if let Some(path) = &args.kernel_stats {
         std::fs::write(path, bench::kernel_stats_text(&cfg, &refs)).map_err(|e| {

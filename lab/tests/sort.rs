@@ -207,14 +207,17 @@ impl Case {
 }
 
 /// A case's result: each output's name and its elements' bits, with the elements formatted.
-type Outputs = Vec<(&'static str, Vec<u64>, Vec<String>)>;
+/// Named outputs as bit patterns, each with how to show one of its elements.
+type Outputs = Vec<(&'static str, Vec<u64>, fn(u64) -> String)>;
 
-fn output<T: Element>(name: &'static str, v: &[T]) -> (&'static str, Vec<u64>, Vec<String>) {
-    (
-        name,
-        v.iter().map(|x| x.to_bits64()).collect(),
-        v.iter().map(|x| format!("{x:?}")).collect(),
-    )
+fn output<T: Element>(name: &'static str, v: &[T]) -> (&'static str, Vec<u64>, fn(u64) -> String) {
+    (name, v.iter().map(|x| x.to_bits64()).collect(), show::<T>)
+}
+
+/// An element of `T` from its bits, as `{:?}` shows it (made only for a difference found:
+/// strings for 2^28 elements cost minutes).
+fn show<T: Element>(bits: u64) -> String {
+    format!("{:?}", from_bits::<T>(bits))
 }
 
 /// The first difference between two results, in words.
@@ -231,9 +234,9 @@ fn first_difference(want: &Outputs, got: &Outputs) -> Option<String> {
             let wrong = (0..w.len()).filter(|&i| w[i] != g[i]).count();
             return Some(format!(
                 "{name}[{i}]: expected {} ({:#x}), got {} ({:#x}); {wrong} of {} wrong",
-                wf[i],
+                wf(w[i]),
                 w[i],
-                gf[i],
+                gf(g[i]),
                 g[i],
                 w.len()
             ));

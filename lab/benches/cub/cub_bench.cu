@@ -1,9 +1,10 @@
 // cub_bench: times NVIDIA CUB's device-wide reduce, scan, select and radix sort on random
-// inputs. It is the baseline that `xwarp bench` measures in the same run and prints its own times against
-// (`src/bench/cub.rs` embeds this file, builds it with nvcc and parses what it prints).
+// inputs. It is the baseline that `xwarp bench` measures in the same run and prints its own
+// times against (`lab/src/bench/cub.rs` embeds this file, builds it with nvcc and parses what it
+// prints).
 //
 // Build:
-//   nvcc -O3 -std=c++17 -arch=native -o cub_bench cub_bench.cu
+//   nvcc -O3 -std=c++17 -lpthread -arch=native -o cub_bench cub_bench.cu
 //
 // Usage (every option is optional; `--name value` and `--name=value` both work):
 //   cub_bench [--sizes 1024,1048576,...]      element counts              (default 2^10,2^16,2^20,2^24,2^28)
@@ -80,6 +81,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -586,6 +588,42 @@ struct HostSorted {
   std::vector<uint32_t> indices;
 };
 
+/// Sorts `v` on every core: runs sorted by threads, then merged pairwise, a round at a time
+/// (one core's std::sort of 2^28 pairs takes half a minute).
+template <typename P>
+void parallel_sort(std::vector<P>& v) {
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t least = size_t{1} << 16;
+  if (v.size() <= least || threads == 1) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  const size_t run = std::max(least, (v.size() + threads - 1) / threads);
+  std::vector<std::thread> pool;
+  for (size_t lo = 0; lo < v.size(); lo += run) {
+    const size_t hi = std::min(v.size(), lo + run);
+    pool.emplace_back([&v, lo, hi] { std::sort(v.begin() + lo, v.begin() + hi); });
+  }
+  for (auto& t : pool) t.join();
+  std::vector<P> buf(v.size());
+  std::vector<P>* src = &v;
+  std::vector<P>* dst = &buf;
+  for (size_t width = run; width < v.size(); width *= 2) {
+    pool.clear();
+    for (size_t lo = 0; lo < v.size(); lo += 2 * width) {
+      const size_t mid = std::min(v.size(), lo + width);
+      const size_t hi = std::min(v.size(), lo + 2 * width);
+      pool.emplace_back([src, dst, lo, mid, hi] {
+        std::merge(src->begin() + lo, src->begin() + mid, src->begin() + mid, src->begin() + hi,
+                   dst->begin() + lo);
+      });
+    }
+    for (auto& t : pool) t.join();
+    std::swap(src, dst);
+  }
+  if (src != &v) v.swap(*src);
+}
+
 template <typename T>
 HostSorted<T> host_sort(const std::vector<T>& in) {
   // (order, index) pairs are all distinct, so sorting them is the stable sort by order alone,
@@ -594,7 +632,7 @@ HostSorted<T> host_sort(const std::vector<T>& in) {
   for (size_t i = 0; i < in.size(); ++i) {
     order[i] = {radix_order(in[i]), static_cast<uint32_t>(i)};
   }
-  std::sort(order.begin(), order.end());
+  parallel_sort(order);
   HostSorted<T> sorted;
   sorted.keys.resize(in.size());
   sorted.indices.resize(in.size());

@@ -39,7 +39,7 @@ use xwarp::element::ElemKind;
 pub const SOURCE: &str = include_str!("../../benches/cub/cub_bench.cu");
 
 /// The options nvcc builds the program with; `-arch=native` is dropped if nvcc refuses it.
-const NVCC_FLAGS: [&str; 2] = ["-O3", "-std=c++17"];
+const NVCC_FLAGS: [&str; 3] = ["-O3", "-std=c++17", "-lpthread"];
 
 /// What nvcc warns when `-arch=native` finds no GPU and it builds for its default architecture.
 const NVCC_NO_GPU: &str = "Cannot find valid GPU";

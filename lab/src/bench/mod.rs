@@ -498,11 +498,14 @@ pub struct Progress {
     pub what: String,
 }
 
-/// Runs `cfg` on `devices` (label, device), calling `progress` before each case.
+/// Runs `cfg` on `devices` (label, device), calling `progress` before each case and
+/// `checkpoint` with the report so far after each type and size, the ladder and the chains (a
+/// run cut short keeps what it measured).
 pub fn run(
     devices: &[(String, &dyn Device)],
     cfg: &Config,
     progress: &mut dyn FnMut(&Progress),
+    checkpoint: &mut dyn FnMut(&Report),
 ) -> Result<Report> {
     cfg.check()?;
     let mut report = Report {
@@ -554,10 +557,12 @@ pub fn run(
     for &kind in &cfg.types {
         for &n in &cfg.sizes {
             with_bench_elem!(kind, main_cases_of(&mut ctx, n));
+            checkpoint(ctx.report);
         }
     }
     if cfg.ladder {
         ladder_table(&mut ctx);
+        checkpoint(ctx.report);
     }
     if cfg.chain {
         data::chains(&mut ctx);

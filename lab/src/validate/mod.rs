@@ -11,7 +11,6 @@
 //! ([`xwarp::DeviceInfo::keeps_subnormals`]) its results are documented to differ there, so the
 //! hard inputs of that type leave subnormals out on every device ([`subnormal_notes`] says so).
 
-use std::collections::HashSet;
 use std::fmt;
 use xwarp::device::Device;
 use xwarp::element::{ElemKind, Element, HardValues, Rng};
@@ -298,7 +297,6 @@ pub fn tiny_value<T: Element>(rng: &mut Rng, products: bool) -> T {
 /// A value that occurs nowhere in `values`, to fill outputs with before a run. Never a NaN, so
 /// that an unwritten output is caught where NaN results match any NaN too.
 pub fn poison_value<T: Element>(values: &[T]) -> T {
-    let present: HashSet<u64> = values.iter().map(|v| v.to_bits64()).collect();
     let mut bits = 0xcdcd_cdcd_cdcd_cdcdu64;
     loop {
         let candidate: T = if T::KIND.size() == 4 {
@@ -306,7 +304,10 @@ pub fn poison_value<T: Element>(values: &[T]) -> T {
         } else {
             bytemuck::cast_slice::<u64, T>(&[bits])[0]
         };
-        if !present.contains(&candidate.to_bits64()) && !is_nan(candidate) {
+        // One pass over the values per candidate (almost always the first one): a set of
+        // 2^28 values costs far more to build than the pass.
+        let c = candidate.to_bits64();
+        if !is_nan(candidate) && !values.iter().any(|v| v.to_bits64() == c) {
             return candidate;
         }
         bits = bits.wrapping_add(0x0101_0101_0101_0101);
