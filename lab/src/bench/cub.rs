@@ -17,7 +17,7 @@
 //! them (the values of xwarp's pair sort in the benchmark).
 //!
 //! ```no_run
-//! use xwarp::bench::cub::{self, CubConfig};
+//! use xwarp_lab::bench::cub::{self, CubConfig};
 //!
 //! match cub::run(&CubConfig::default()) {
 //!     Ok(run) => {
