@@ -276,7 +276,7 @@ impl VulkanDevice {
     /// Before it returns, it runs the self-test every xwarp device runs at open (one small
     /// submit on `queue`, waited for; skipped when this process already tested the same
     /// device and driver): a device whose subgroups are not what its driver claims is refused
-    /// with [`Error::SelfTestFailed`](crate::Error::SelfTestFailed).
+    /// with [`Error::SelfTestFailed`].
     ///
     /// # Safety
     /// - Every handle in `ext` is valid: `device` was created from `physical_device` of
