@@ -159,6 +159,32 @@ fn buffers_round_trip_at_awkward_lengths() {
     });
 }
 
+/// A 2 GiB buffer written, copied on the device and read back (`XWARP_LARGE=1`): one copy
+/// region of 2 GiB crashed llvmpipe's queue thread (a signed 32-bit width in the driver).
+#[test]
+fn two_gib_transfers_round_trip() {
+    if std::env::var("XWARP_LARGE").map_or(true, |v| v.is_empty() || v == "0") {
+        eprintln!("XWARP_LARGE=1 runs the 2 GiB round trip");
+        return;
+    }
+    let mut rng = Rng::new(common::seed());
+    let n = 1usize << 28; // u64: 2^31 bytes
+    let data: Vec<u64> = rng.vec(n);
+    for_each_device(|d| {
+        let v = DeviceVec::from_slice(&*d.dev, &data).unwrap();
+        let mut w = DeviceVec::<u64>::alloc(&*d.dev, n).unwrap();
+        w.fill(&*d.dev, 0xcdcd_cdcd_cdcd_cdcd).unwrap();
+        d.dev.copy(v.raw(), 0, w.raw(), 0, (n * 8) as u64).unwrap();
+        let got = w.to_vec(&*d.dev).unwrap();
+        if let Some(i) = (0..n).find(|&i| got[i] != data[i]) {
+            panic!(
+                "{}: element {i} of {n}: {:#x}, expected {:#x}",
+                d.label, got[i], data[i]
+            );
+        }
+    });
+}
+
 #[test]
 fn buffer_of_another_device_is_refused() {
     let a = open_vulkan();

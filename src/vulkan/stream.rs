@@ -13,6 +13,25 @@ use std::time::Duration;
 
 /// How long a submit may run before the backend gives up with `VK_TIMEOUT` instead of hanging.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+
+/// Largest region of one buffer copy. Mesa's gallium drivers (llvmpipe) keep a copy's width in
+/// a signed 32-bit field: a region of 2 GiB or more overflowed it and crashed the driver's
+/// queue thread (Mesa 22.3.6 and 25.0.7 alike). Smaller regions cost nothing elsewhere.
+const MAX_COPY_REGION: u64 = 1 << 30;
+
+/// The regions of one copy of `bytes` from `src` to `dst` (byte offsets in their buffers), none
+/// larger than [`MAX_COPY_REGION`].
+fn copy_regions(src: u64, dst: u64, bytes: u64) -> Vec<vk::BufferCopy> {
+    (0..bytes)
+        .step_by(MAX_COPY_REGION as usize)
+        .map(|at| {
+            vk::BufferCopy::default()
+                .src_offset(src + at)
+                .dst_offset(dst + at)
+                .size(MAX_COPY_REGION.min(bytes - at))
+        })
+        .collect()
+}
 /// How long a submit's waiter polls its fence before it blocks in `vkWaitForFences`. A blocked
 /// waiter is woken by the driver some time after the fence signals; polling sees it at once,
 /// which is most of a short call's host time (NOTES.md, version 7). Longer work blocks after
@@ -250,15 +269,13 @@ impl VulkanDevice {
         staging.with_mapped(|m| m[..src.len()].copy_from_slice(src))?;
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
-        let region = vk::BufferCopy::default()
-            .dst_offset(target.base + offset)
-            .size(src.len() as u64);
+        let regions = copy_regions(0, target.base + offset, src.len() as u64);
         // SAFETY: both buffers are alive until the submit finishes (kept in the stream) and
-        // the region lies inside both.
+        // the regions lie inside both.
         unsafe {
             self.core
                 .device
-                .cmd_copy_buffer(s.cmd, staging.buffer, target.buffer, &[region])
+                .cmd_copy_buffer(s.cmd, staging.buffer, target.buffer, &regions)
         };
         s.keep.push(dst.keep_alive());
         s.staging.push(staging);
@@ -289,15 +306,12 @@ impl VulkanDevice {
         }
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
-        let region = vk::BufferCopy::default()
-            .src_offset(from.base + src_offset)
-            .dst_offset(to.base + dst_offset)
-            .size(bytes);
+        let regions = copy_regions(from.base + src_offset, to.base + dst_offset, bytes);
         // SAFETY: both buffers are kept alive until the submit finishes; ranges checked above.
         unsafe {
             self.core
                 .device
-                .cmd_copy_buffer(s.cmd, from.buffer, to.buffer, &[region])
+                .cmd_copy_buffer(s.cmd, from.buffer, to.buffer, &regions)
         };
         s.keep.push(src.keep_alive());
         s.keep.push(dst.keep_alive());
@@ -322,16 +336,14 @@ impl VulkanDevice {
         )?;
         let mut s = lock(&self.stream);
         self.begin(&mut s)?;
-        let region = vk::BufferCopy::default()
-            .src_offset(source.base + offset)
-            .size(dst.len() as u64);
+        let regions = copy_regions(source.base + offset, 0, dst.len() as u64);
         let to_host = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ);
-        // SAFETY: both buffers are alive until the wait below; the region lies inside both.
+        // SAFETY: both buffers are alive until the wait below; the regions lie inside both.
         unsafe {
             let d = &self.core.device;
-            d.cmd_copy_buffer(s.cmd, source.buffer, staging.buffer, &[region]);
+            d.cmd_copy_buffer(s.cmd, source.buffer, staging.buffer, &regions);
             d.cmd_pipeline_barrier(
                 s.cmd,
                 vk::PipelineStageFlags::TRANSFER,
@@ -405,5 +417,30 @@ impl VulkanDevice {
         Ok(Duration::from_nanos(
             (ticks as f64 * self.timestamp_period) as u64,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_regions_cover_the_range_in_pieces_below_2_gib() {
+        assert!(copy_regions(0, 0, 0).is_empty());
+        let one = copy_regions(8, 16, 100);
+        assert_eq!(
+            (one.len(), one[0].src_offset, one[0].dst_offset, one[0].size),
+            (1, 8, 16, 100)
+        );
+        let bytes = (1u64 << 31) + 12;
+        let r = copy_regions(4, 64, bytes);
+        assert_eq!(r.len(), 3);
+        let mut at = 0;
+        for c in &r {
+            assert!(c.size < 1 << 31, "{c:?}");
+            assert_eq!((c.src_offset, c.dst_offset), (4 + at, 64 + at));
+            at += c.size;
+        }
+        assert_eq!(at, bytes);
     }
 }
