@@ -12,10 +12,40 @@
 //! - `sync`: then waiting for it (Vulkan submits and waits on a fence, CUDA synchronises);
 //! - `read`: then reading the value back (a copy and a wait of its own);
 //! - `gpu`: the reduce on the GPU's timer.
+//!
+//! Then, per operation of a sequence of 10 (reduce, inclusive scan, stable compaction, in
+//! turn, on the same input), the host time of three forms: `sync` (each operation waited
+//! for: `Device::synchronize`), `async` (all ten queued, one `Device::submit` and one
+//! `Device::wait`), `replay` (recorded once by `Device::record`, each time one
+//! `Device::replay` and one wait). Every form's results are checked against the host's.
 
 use std::time::Instant;
+use xwarp::compact::{compact, Order};
 use xwarp::reduce::{device_reduce, ReduceOp};
-use xwarp::DeviceVec;
+use xwarp::scan::{device_scan, ScanKind};
+use xwarp::vote::Predicate;
+use xwarp::{Device, DeviceVec};
+
+/// Ten operations on `input`: reduces into `sum`, scans into `scan`, compacts into `kept`.
+fn ten(
+    dev: &dyn Device,
+    input: &DeviceVec<i32>,
+    sum: &mut DeviceVec<i32>,
+    scan: &mut DeviceVec<i32>,
+    kept: &mut DeviceVec<i32>,
+    count: &mut DeviceVec<u64>,
+    each: &mut dyn FnMut() -> xwarp::Result<()>,
+) -> xwarp::Result<()> {
+    for k in 0..10 {
+        match k % 3 {
+            0 => device_reduce(dev, ReduceOp::Sum, input, sum, 0)?,
+            1 => device_scan(dev, ReduceOp::Sum, ScanKind::Inclusive, input, scan)?,
+            _ => compact(dev, Order::Stable, Predicate::Odd, input, kept, count)?,
+        }
+        each()?;
+    }
+    Ok(())
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -50,6 +80,7 @@ fn main() -> xwarp::Result<()> {
         "{:<48} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "device", "call", "enqueue", "sync", "read", "gpu"
     );
+    let mut sequences = Vec::new();
     for dev in &devices {
         let dev = &**dev;
         let input = DeviceVec::from_slice(dev, &data)?;
@@ -94,6 +125,106 @@ fn main() -> xwarp::Result<()> {
             us(read),
             us(gpu)
         );
+
+        // The sequence of ten, in three forms.
+        let mut sum = DeviceVec::<i32>::alloc(dev, 1)?;
+        let mut scan = DeviceVec::<i32>::alloc(dev, n)?;
+        let mut kept = DeviceVec::<i32>::alloc(dev, n)?;
+        let mut count = DeviceVec::<u64>::alloc(dev, 1)?;
+        let want_scan = xwarp::cpu::scan::device_scan(ReduceOp::Sum, ScanKind::Inclusive, &data);
+        let want_kept = xwarp::cpu::compact::stable(Predicate::Odd, &data);
+        let verify = |sum: &DeviceVec<i32>,
+                      scan: &DeviceVec<i32>,
+                      kept: &DeviceVec<i32>,
+                      count: &DeviceVec<u64>|
+         -> xwarp::Result<()> {
+            check(sum.to_vec(dev)?);
+            assert_eq!(scan.to_vec(dev)?, want_scan, "{}: wrong scan", dev.info());
+            let c = count.to_vec(dev)?[0] as usize;
+            assert_eq!(
+                kept.to_vec(dev)?[..c],
+                want_kept[..],
+                "{}: wrong compaction",
+                dev.info()
+            );
+            Ok(())
+        };
+        // Outputs poisoned before each form runs, outside its timing.
+        let poison = |sum: &mut DeviceVec<i32>,
+                      scan: &mut DeviceVec<i32>,
+                      kept: &mut DeviceVec<i32>,
+                      count: &mut DeviceVec<u64>|
+         -> xwarp::Result<()> {
+            sum.fill(dev, i32::MIN)?;
+            scan.fill(dev, i32::MIN)?;
+            kept.fill(dev, i32::MIN)?;
+            count.fill(dev, u64::MAX)?;
+            dev.synchronize()
+        };
+        let rec = dev.record(&mut || {
+            ten(
+                dev,
+                &input,
+                &mut sum,
+                &mut scan,
+                &mut kept,
+                &mut count,
+                &mut || Ok(()),
+            )
+        })?;
+        let (mut sync, mut queued, mut replayed) = (vec![], vec![], vec![]);
+        let reps = calls.div_ceil(10).max(20);
+        for _ in 0..reps {
+            poison(&mut sum, &mut scan, &mut kept, &mut count)?;
+            let t = Instant::now();
+            ten(
+                dev,
+                &input,
+                &mut sum,
+                &mut scan,
+                &mut kept,
+                &mut count,
+                &mut || dev.synchronize(),
+            )?;
+            sync.push(t.elapsed().as_secs_f64() / 10.0);
+            verify(&sum, &scan, &kept, &count)?;
+
+            let t = Instant::now();
+            ten(
+                dev,
+                &input,
+                &mut sum,
+                &mut scan,
+                &mut kept,
+                &mut count,
+                &mut || Ok(()),
+            )?;
+            let ticket = dev.submit()?;
+            dev.wait(ticket)?;
+            queued.push(t.elapsed().as_secs_f64() / 10.0);
+            verify(&sum, &scan, &kept, &count)?;
+
+            poison(&mut sum, &mut scan, &mut kept, &mut count)?;
+            let t = Instant::now();
+            let ticket = dev.replay(&rec)?;
+            dev.wait(ticket)?;
+            replayed.push(t.elapsed().as_secs_f64() / 10.0);
+            verify(&sum, &scan, &kept, &count)?;
+        }
+        sequences.push((
+            format!("{} {}", dev.info().backend, dev.info().name),
+            us(sync),
+            us(queued),
+            us(replayed),
+        ));
+    }
+    println!("\nper operation of a sequence of 10 (reduce, scan, compaction), medians in µs");
+    println!(
+        "{:<48} {:>8} {:>8} {:>8}",
+        "device", "sync", "async", "replay"
+    );
+    for (name, sync, queued, replayed) in sequences {
+        println!("{name:<48} {sync:>8.1} {queued:>8.1} {replayed:>8.1}");
     }
     Ok(())
 }

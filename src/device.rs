@@ -292,6 +292,102 @@ impl DeviceId {
     }
 }
 
+/// A point in a device's queue of work: [`Device::submit`] and [`Device::replay`] return one,
+/// [`Device::wait`] waits for it and [`Device::is_done`] asks whether it has passed. A ticket
+/// stands for its submission and every one before it on the same device (work runs in
+/// submission order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    device: DeviceId,
+    seq: u64,
+}
+
+impl Ticket {
+    /// The ticket of submission `seq` (counted from 1; 0 is "nothing submitted yet") on `device`.
+    pub(crate) fn new(device: DeviceId, seq: u64) -> Self {
+        Ticket { device, seq }
+    }
+
+    /// The submission's number on its device, counted from 1 (0: before the first).
+    pub fn seq(self) -> u64 {
+        self.seq
+    }
+
+    /// The device the ticket belongs to.
+    pub fn device(self) -> DeviceId {
+        self.device
+    }
+
+    /// `self.seq`, once checked to belong to `device` and to have been issued (`issued` is the
+    /// device's latest ticket number).
+    pub(crate) fn check(self, device: DeviceId, issued: u64) -> Result<u64> {
+        if self.device != device || self.seq > issued {
+            return Err(Error::invalid(
+                "ticket",
+                format!("{} of {:?}", self.seq, self.device),
+                format!("a ticket this device issued (0..={issued} of {device:?})"),
+            ));
+        }
+        Ok(self.seq)
+    }
+}
+
+/// A sequence of operations recorded once by [`Device::record`] on fixed buffers and replayed
+/// by [`Device::replay`] (Vulkan: a reusable command buffer; CUDA: a CUDA Graph). It keeps
+/// every buffer it uses alive; sizes, buffers and parameters are those of the recording, the
+/// buffers' contents are read afresh at each replay.
+pub struct Recording {
+    device: DeviceId,
+    operations: usize,
+    inner: Box<dyn Any + Send + Sync>,
+}
+
+impl Recording {
+    /// Wraps a backend's recorded sequence of `operations` commands made on `device`.
+    pub(crate) fn new(
+        device: DeviceId,
+        operations: usize,
+        inner: Box<dyn Any + Send + Sync>,
+    ) -> Self {
+        Recording {
+            device,
+            operations,
+            inner,
+        }
+    }
+
+    /// Commands (launches, copies, fills) the sequence holds.
+    pub fn operations(&self) -> usize {
+        self.operations
+    }
+
+    /// The device it was recorded on, the only one that replays it.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
+    /// The backend's recording, once checked to belong to `device`.
+    pub(crate) fn inner<B: Any>(&self, device: DeviceId) -> Result<&B> {
+        match self.inner.downcast_ref::<B>() {
+            Some(b) if self.device == device => Ok(b),
+            _ => Err(Error::invalid(
+                "recording",
+                format!("a recording of {:?}", self.device),
+                format!("a recording made on this device ({device:?})"),
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for Recording {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recording")
+            .field("device", &self.device)
+            .field("operations", &self.operations)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Untyped device memory: either made by a backend's [`Device::alloc`] and freed when the last
 /// clone drops (after any queued work that uses it), or a byte range of an application's own
 /// buffer that the backend borrows (`VulkanDevice::wrap_buffer`, `CudaDevice::wrap_device_ptr`)
@@ -409,6 +505,10 @@ pub struct Launch<'a> {
     /// The parameter block (push constants / a by-value struct), at most [`MAX_PARAMS`] bytes.
     pub params: &'a [u8],
 }
+
+/// Most submissions ([`Device::submit`], [`Device::replay`]) a device keeps running at once;
+/// one beyond waits for the oldest to finish first.
+pub const MAX_IN_FLIGHT: usize = 16;
 
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
@@ -534,8 +634,63 @@ pub trait Device: Send + Sync {
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()>;
     /// Queues a kernel launch.
     fn launch(&self, launch: &Launch<'_>) -> Result<()>;
-    /// Waits until all queued work has finished.
+    /// Waits until all queued work has finished. [`Error::Recording`] inside a recording.
     fn synchronize(&self) -> Result<()>;
+    /// Hands all queued work to the GPU and returns at once, with the ticket of that work:
+    /// the host goes on while the GPU runs it; [`Self::wait`] or a read waits for it. With
+    /// nothing queued it returns the latest ticket. Up to [`MAX_IN_FLIGHT`] submissions run
+    /// at once; a submit beyond that first waits for the oldest. [`Error::Recording`] inside a
+    /// recording.
+    ///
+    /// The default, for a device that runs work as it is queued: synchronises, and returns
+    /// ticket 0, always done.
+    fn submit(&self) -> Result<Ticket> {
+        self.synchronize()?;
+        Ok(Ticket::new(self.id(), 0))
+    }
+    /// Waits until the work of `ticket` (and all submitted before it) has finished. Work
+    /// queued after that submit is not waited for (nor submitted).
+    ///
+    /// Errors: [`Error::InvalidParameter`] for a ticket of another device; the backend's
+    /// error when the work failed.
+    fn wait(&self, ticket: Ticket) -> Result<()> {
+        ticket.check(self.id(), 0).map(|_| ())
+    }
+    /// Whether the work of `ticket` has finished, without waiting.
+    fn is_done(&self, ticket: Ticket) -> Result<bool> {
+        ticket.check(self.id(), 0).map(|_| true)
+    }
+    /// Records the work `work` queues on this device into a [`Recording`] instead of running
+    /// it: launches, device copies and the algorithms built on them, on buffers allocated
+    /// before the recording starts (the temporaries an algorithm makes inside are the
+    /// recording's own). Work queued before is submitted first. A recording holds only the
+    /// calling thread's work: other threads' calls on the device wait until it ends.
+    ///
+    /// Inside `work`, calls that need the host to wait or to hand over data fail with
+    /// [`Error::Recording`] (and so fail the recording): [`Self::read`], [`Self::write`],
+    /// [`Self::synchronize`], [`Self::submit`], [`Self::wait`], [`Self::time`],
+    /// [`Self::record`] and [`Self::replay`]. A buffer allocated inside `work` that outlives
+    /// it is [`Error::Recording`] on CUDA (its memory belongs to the graph); allocate such
+    /// buffers before recording.
+    ///
+    /// The default, for a device that cannot record: [`Error::Recording`].
+    fn record(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
+        let _ = work;
+        Err(Error::Recording {
+            call: "Device::record",
+            device: self.info().name.clone(),
+            reason: "this device does not record sequences".into(),
+        })
+    }
+    /// Submits a recording made on this device (after the work queued before it, which goes
+    /// out first) and returns its ticket without waiting. The recording reads its buffers'
+    /// contents as they are when it runs: write new data between replays.
+    ///
+    /// Errors: [`Error::InvalidParameter`] for a recording of another device,
+    /// [`Error::Recording`] inside a recording.
+    fn replay(&self, recording: &Recording) -> Result<Ticket> {
+        recording.inner::<()>(self.id()).map(|_| Ticket::new(self.id(), 0))
+    }
     /// A buffer of [`COUNTER_BYTES`] bytes (32-bit words), allocated and zeroed when the device
     /// opens, for kernels that count their finished workgroups within one launch. The contract:
     /// every word is zero whenever none of this device's launches runs, so a kernel that uses a

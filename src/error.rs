@@ -117,6 +117,17 @@ pub enum Error {
         /// What xwarp was about to do with the buffer.
         operation: &'static str,
     },
+    /// A call that a recorded sequence cannot hold ([`crate::Device::record`]), or a
+    /// recording used where it does not belong.
+    #[error("`{call}` on `{device}`: {reason}")]
+    Recording {
+        /// The call, e.g. `Device::read`.
+        call: &'static str,
+        /// The device's name.
+        device: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// A device memory allocation failed.
     #[error("allocation of {bytes} bytes failed on `{device}`: {reason}")]
     OutOfMemory {

@@ -62,6 +62,8 @@ pub mod vote;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
 
-pub use device::{BackendKind, Device, DeviceInfo, DeviceVec, KernelStats, Subnormals};
+pub use device::{
+    BackendKind, Device, DeviceInfo, DeviceVec, KernelStats, Recording, Subnormals, Ticket,
+};
 pub use element::{ElemKind, Element, HardValues, Rng};
 pub use error::{Error, Result};

@@ -70,6 +70,8 @@ impl CudaDevice {
             block_dim: (l.block, 1, 1),
             shared_mem_bytes: 0,
         };
+        let bound: Vec<&crate::device::RawBuffer> = l.bindings.iter().map(|b| b.buffer).collect();
+        let _turn = self.keep_for_capture(&bound);
         let mut args = self.stream.launch_builder(&loaded.func);
         for p in &pointers {
             args.arg(p);

@@ -19,26 +19,50 @@ pub(super) struct CudaBuffer {
     /// Its context, bound to the dropping thread before the memory is freed.
     pub(super) ctx: Arc<CudaContext>,
     /// The allocation; cudarc's copies need `&mut` for writes, hence the lock.
-    pub(super) slice: Mutex<CudaSlice<u8>>,
+    pub(super) slice: std::mem::ManuallyDrop<Mutex<CudaSlice<u8>>>,
     /// Its device's count of live buffers, and the bytes this one holds.
     pub(super) live: Arc<Live>,
     pub(super) bytes: u64,
+    /// Allocated while [`Device::record`] captured the stream: the graph's own memory, freed
+    /// inside the graph when the buffer drops during the capture.
+    pub(super) in_capture: bool,
 }
 
-/// Live buffers of one [`CudaDevice`] and their bytes, for [`Device::memory_usage`].
+/// Live buffers of one [`CudaDevice`] and their bytes, for [`Device::memory_usage`], and what
+/// buffers must know of a capture ([`Device::record`]).
 #[derive(Default)]
 pub(super) struct Live {
     buffers: AtomicU64,
     bytes: AtomicU64,
+    /// Who records, and which threads are inside a call ([`super::queue::Turn`]).
+    pub(super) gate: Mutex<super::queue::Gate>,
+    /// Signalled when a recording ends or a call leaves.
+    pub(super) turn: std::sync::Condvar,
+    /// Buffers allocated during the capture and still alive.
+    pub(super) captured_alive: AtomicU64,
+    /// Buffers allocated before the capture and dropped during it (their free joined the
+    /// capture instead of running).
+    pub(super) freed_in_capture: AtomicU64,
 }
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
         self.live.buffers.fetch_sub(1, Ordering::Relaxed);
         self.live.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        // A free goes onto the stream: never into another thread's recording.
+        let turn = super::queue::Turn::take(&self.live);
+        if self.in_capture {
+            self.live.captured_alive.fetch_sub(1, Ordering::Relaxed);
+        } else if turn.recording() {
+            self.live.freed_in_capture.fetch_add(1, Ordering::Relaxed);
+        }
         // cudarc's CudaSlice frees without making its context current; the last handle may
-        // drop on a thread that never used CUDA, so bind it first (fields drop after this).
+        // drop on a thread that never used CUDA, so bind it first.
         self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: dropped once, here, while the turn is held; the field is never used after
+        // (this is its Drop).
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.slice) };
+        drop(turn);
     }
 }
 
@@ -170,6 +194,8 @@ impl CudaDevice {
 
     /// [`Device::alloc`]: device memory on the stream, uninitialised.
     pub(super) fn alloc_buffer(&self, bytes: u64) -> Result<RawBuffer> {
+        // An allocation goes onto the stream: never into another thread's recording.
+        let turn = self.take_turn();
         let oom = |reason: String| Error::OutOfMemory {
             bytes,
             device: self.label.clone(),
@@ -194,12 +220,17 @@ impl CudaDevice {
         };
         self.live.buffers.fetch_add(1, Ordering::Relaxed);
         self.live.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        let in_capture = turn.recording();
+        if in_capture {
+            self.live.captured_alive.fetch_add(1, Ordering::Relaxed);
+        }
         let buffer = CudaBuffer {
             ptr,
             ctx: self.ctx.clone(),
-            slice: Mutex::new(slice),
+            slice: std::mem::ManuallyDrop::new(Mutex::new(slice)),
             live: self.live.clone(),
             bytes: len as u64,
+            in_capture,
         };
         Ok(RawBuffer::new(
             Arc::new(buffer),
@@ -211,6 +242,7 @@ impl CudaDevice {
 
     /// [`Device::write`]: a host-to-device copy on the stream.
     pub(super) fn upload(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        let _turn = self.refuse_in_recording("Device::write")?;
         if let Some(app) = self.app_memory(dst) {
             dst.check_range(offset, src.len() as u64)?;
             if src.is_empty() {
@@ -264,6 +296,7 @@ impl CudaDevice {
         if bytes == 0 {
             return Ok(());
         }
+        let _turn = self.keep_for_capture(&[src, dst]);
         self.ctx
             .bind_to_thread()
             .map_err(cuda_err("cuCtxSetCurrent"))?;
@@ -283,6 +316,7 @@ impl CudaDevice {
 
     /// [`Device::read`]: a device-to-host copy, then the stream is synchronised.
     pub(super) fn download(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let _turn = self.refuse_in_recording("Device::read")?;
         if let Some(app) = self.app_memory(src) {
             src.check_range(offset, dst.len() as u64)?;
             if !dst.is_empty() {

@@ -50,7 +50,7 @@
 use crate::device::DeviceVec;
 use crate::device::{
     BackendKind, Device, DeviceId, DeviceInfo, KernelStats, Launch, MemoryUsage, RawBuffer,
-    COUNTER_BYTES,
+    Recording, Ticket, COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
@@ -64,6 +64,7 @@ mod launch;
 mod memory;
 mod nvrtc;
 mod probe;
+mod queue;
 
 pub use probe::{available, list_devices};
 
@@ -113,6 +114,8 @@ pub struct CudaDevice {
     driver_version: c_int,
     kernels: Mutex<HashMap<KernelKey, Cached>>,
     live: Arc<Live>,
+    /// The tickets of [`Device::submit`].
+    tickets: Mutex<queue::Tickets>,
     /// [`Device::counters`]: set once the device is constructed.
     counters: Option<RawBuffer>,
 }
@@ -173,6 +176,7 @@ impl CudaDevice {
             driver_version,
             kernels: Mutex::new(HashMap::new()),
             live: Arc::default(),
+            tickets: Mutex::default(),
             counters: None,
         }
         .with_counters()
@@ -210,6 +214,7 @@ impl CudaDevice {
             driver_version,
             kernels: Mutex::new(HashMap::new()),
             live: Arc::default(),
+            tickets: Mutex::default(),
             counters: None,
         }
         .with_counters()
@@ -271,9 +276,32 @@ impl Device for CudaDevice {
     }
 
     fn synchronize(&self) -> Result<()> {
+        let _turn = self.refuse_in_recording("Device::synchronize")?;
         self.stream
             .synchronize()
-            .map_err(cuda_err("cuStreamSynchronize"))
+            .map_err(cuda_err("cuStreamSynchronize"))?;
+        self.all_done();
+        Ok(())
+    }
+
+    fn submit(&self) -> Result<Ticket> {
+        self.submit_work()
+    }
+
+    fn wait(&self, ticket: Ticket) -> Result<()> {
+        self.wait_ticket(ticket)
+    }
+
+    fn is_done(&self, ticket: Ticket) -> Result<bool> {
+        self.ticket_done(ticket)
+    }
+
+    fn record(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
+        self.record_work(work)
+    }
+
+    fn replay(&self, recording: &Recording) -> Result<Ticket> {
+        self.replay_recording(recording)
     }
 
     fn counters(&self) -> Option<&RawBuffer> {
@@ -299,6 +327,7 @@ impl Device for CudaDevice {
                 ),
             });
         }
+        let _turn = self.refuse_in_recording("Device::time")?;
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = self
             .stream

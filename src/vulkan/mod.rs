@@ -96,8 +96,8 @@
 #[cfg(doc)]
 use crate::device::DeviceVec;
 use crate::device::{
-    Device, DeviceId, DeviceInfo, KernelStats, Launch, MemoryUsage, RawBuffer, Subnormals,
-    COUNTER_BYTES,
+    Device, DeviceId, DeviceInfo, KernelStats, Launch, MemoryUsage, RawBuffer, Recording,
+    Subnormals, Ticket, COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use ash::vk;
@@ -152,6 +152,8 @@ pub struct VulkanDevice {
     /// Held for the whole of [`Device::time`]: timers share the two queries of `query_pool`.
     timer: Mutex<()>,
     stream: Mutex<Stream>,
+    /// Signalled when a recording ends ([`Device::record`]), for the threads waiting for it.
+    stream_turn: std::sync::Condvar,
     layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
@@ -183,44 +185,24 @@ impl VulkanDevice {
         queue_lock: Option<Arc<Mutex<()>>>,
     ) -> Result<Self> {
         let d = &core.device;
-        // From here on, objects are owned by `Self` or by `core`, whose Drop destroys them.
-        // SAFETY: valid create infos on a live device; each object is destroyed in Drop.
-        let (pool, fence, query_pool) = unsafe {
-            let pool = d
-                .create_command_pool(
-                    &vk::CommandPoolCreateInfo::default()
-                        .queue_family_index(family.0)
-                        .flags(vk::CommandPoolCreateFlags::TRANSIENT),
-                    None,
-                )
-                .map_err(Error::vk("vkCreateCommandPool"))?;
-            let fence = d
-                .create_fence(&vk::FenceCreateInfo::default(), None)
-                .map_err(Error::vk("vkCreateFence"));
-            let fence = match fence {
-                Ok(f) => f,
-                Err(e) => {
-                    d.destroy_command_pool(pool, None);
-                    return Err(e);
-                }
-            };
-            let qp = d
-                .create_query_pool(
-                    &vk::QueryPoolCreateInfo::default()
-                        .query_type(vk::QueryType::TIMESTAMP)
-                        .query_count(2),
-                    None,
-                )
-                .map_err(Error::vk("vkCreateQueryPool"));
-            let qp = match qp {
-                Ok(q) => q,
-                Err(e) => {
-                    d.destroy_fence(fence, None);
-                    d.destroy_command_pool(pool, None);
-                    return Err(e);
-                }
-            };
-            (pool, fence, qp)
+        let frame = stream::new_frame(d, family.0)?;
+        // SAFETY: a valid create info on a live device; destroyed in Drop (or here on failure).
+        let qp = unsafe {
+            d.create_query_pool(
+                &vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(2),
+                None,
+            )
+        };
+        let query_pool = match qp {
+            Ok(q) => q,
+            Err(e) => {
+                let mut frame = frame;
+                // SAFETY: the frame was never used.
+                unsafe { stream::destroy_frame(d, &mut frame) };
+                return Err(Error::vk("vkCreateQueryPool")(e));
+            }
         };
         let mut info = p.info.clone();
         if !p.size_control {
@@ -243,17 +225,8 @@ impl VulkanDevice {
             },
             query_pool,
             timer: Mutex::new(()),
-            stream: Mutex::new(Stream {
-                pool,
-                cmd: vk::CommandBuffer::null(),
-                fence,
-                recording: false,
-                commands: 0,
-                keep: Vec::new(),
-                staging: Vec::new(),
-                desc_pools: Vec::new(),
-                desc_pool_current: 0,
-            }),
+            stream: Mutex::new(Stream::new(frame)),
+            stream_turn: std::sync::Condvar::new(),
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
@@ -269,15 +242,6 @@ impl VulkanDevice {
             denorms: p.denorms,
             self_test: None,
         };
-        // Allocated once `this` exists, so that its Drop cleans up if this fails.
-        let alloc = vk::CommandBufferAllocateInfo::default()
-            .command_pool(pool)
-            .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(1);
-        // SAFETY: the pool is alive and owned by this device.
-        let cmds = unsafe { this.core.device.allocate_command_buffers(&alloc) }
-            .map_err(Error::vk("vkAllocateCommandBuffers"))?;
-        lock(&this.stream).cmd = cmds[0];
         // Zeroed by a recorded fill, which goes out with the first submit: opening submits
         // nothing and stages nothing.
         let counters = this.alloc(COUNTER_BYTES)?;
@@ -380,8 +344,29 @@ impl Device for VulkanDevice {
     }
 
     fn synchronize(&self) -> Result<()> {
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::synchronize")?;
         self.flush(&mut s)
+    }
+
+    fn submit(&self) -> Result<Ticket> {
+        self.submit_work()
+    }
+
+    fn wait(&self, ticket: Ticket) -> Result<()> {
+        self.wait_ticket(ticket)
+    }
+
+    fn is_done(&self, ticket: Ticket) -> Result<bool> {
+        self.ticket_done(ticket)
+    }
+
+    fn record(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
+        self.record_work(work)
+    }
+
+    fn replay(&self, recording: &Recording) -> Result<Ticket> {
+        self.replay_recording(recording)
     }
 
     fn counters(&self) -> Option<&RawBuffer> {
@@ -408,7 +393,7 @@ impl Device for VulkanDevice {
 impl Drop for VulkanDevice {
     fn drop(&mut self) {
         let mut s = lock(&self.stream);
-        let _ = self.flush(&mut s);
+        self.destroy_stream(&mut s);
         let _guard = lifecycle();
         let d = &self.core.device;
         // SAFETY: xwarp's work has finished (the flush above waited on its fence; an owned
@@ -429,12 +414,7 @@ impl Drop for VulkanDevice {
                 d.destroy_pipeline_layout(l.pipeline, None);
                 d.destroy_descriptor_set_layout(l.set, None);
             }
-            for p in s.desc_pools.drain(..) {
-                d.destroy_descriptor_pool(p, None);
-            }
             d.destroy_query_pool(self.query_pool, None);
-            d.destroy_fence(s.fence, None);
-            d.destroy_command_pool(s.pool, None);
         }
     }
 }

@@ -250,7 +250,7 @@ impl VulkanDevice {
             .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
         let (pipeline, layout, set_layout) = self.pipeline(launch)?;
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
         let set = self.descriptor_set(&mut s, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
             .bindings

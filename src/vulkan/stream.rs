@@ -1,13 +1,15 @@
-//! The command stream: recording into one command buffer with a barrier between commands,
-//! submitting and waiting, the transfers, and GPU timing.
+//! The command stream: recording into command buffers (frames) with a barrier between
+//! commands, submitting without waiting (tickets) and waiting, recorded sequences and their
+//! replays, the transfers, and GPU timing.
 
 use super::instance::lock;
 use super::memory::VkBuffer;
 use super::VulkanDevice;
-use crate::device::{Device, DeviceType, RawBuffer};
+use crate::device::{Device, DeviceType, RawBuffer, Recording, Ticket, MAX_IN_FLIGHT};
 use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,17 +41,150 @@ fn copy_regions(src: u64, dst: u64, bytes: u64) -> Vec<vk::BufferCopy> {
 /// the work on the host's cores, so its waiter blocks at once rather than take one from it.
 const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 
-/// The command buffer being recorded and what it keeps alive.
-pub(super) struct Stream {
+/// One command buffer with what its submit needs: its own pool (reset as a whole once the
+/// submit has finished), fence, descriptor pools, and what it keeps alive.
+pub(super) struct Frame {
     pub(super) pool: vk::CommandPool,
     pub(super) cmd: vk::CommandBuffer,
     pub(super) fence: vk::Fence,
+    /// Whether `cmd` has begun recording.
     pub(super) recording: bool,
+    /// Commands recorded since it began.
     pub(super) commands: u32,
     pub(super) keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
     pub(super) staging: Vec<VkBuffer>,
     pub(super) desc_pools: Vec<vk::DescriptorPool>,
     pub(super) desc_pool_current: usize,
+    /// Recorded for [`Device::record`]: begun for simultaneous use, replayed many times.
+    pub(super) reusable: bool,
+}
+
+/// A submitted frame and its ticket number.
+pub(super) struct Pending {
+    ticket: u64,
+    frame: Frame,
+}
+
+/// The device's command stream: the frame being recorded, the frames submitted and not yet
+/// seen finished (oldest first), spare frames, and the ticket numbers.
+pub(super) struct Stream {
+    frame: Frame,
+    in_flight: VecDeque<Pending>,
+    spare: Vec<Frame>,
+    /// The latest ticket number handed out (0: none yet).
+    issued: u64,
+    /// Every ticket up to this one has finished.
+    done: u64,
+    /// The thread whose [`Device::record`] records into `frame`: other threads' calls wait
+    /// until it ends.
+    capture_owner: Option<std::thread::ThreadId>,
+}
+
+impl std::ops::Deref for Stream {
+    type Target = Frame;
+    fn deref(&self) -> &Frame {
+        &self.frame
+    }
+}
+
+impl std::ops::DerefMut for Stream {
+    fn deref_mut(&mut self) -> &mut Frame {
+        &mut self.frame
+    }
+}
+
+impl Stream {
+    /// A stream recording into `frame`.
+    pub(super) fn new(frame: Frame) -> Self {
+        Stream {
+            frame,
+            in_flight: VecDeque::new(),
+            spare: Vec::new(),
+            issued: 0,
+            done: 0,
+            capture_owner: None,
+        }
+    }
+}
+
+/// A sequence recorded by [`Device::record`]: its frame, destroyed with it.
+pub(super) struct VkRecording {
+    core: Arc<super::memory::Core>,
+    frame: Frame,
+}
+
+impl Drop for VkRecording {
+    fn drop(&mut self) {
+        // SAFETY: no replay of this recording runs: each replay's pending entry keeps the
+        // recording alive until its fence was seen signalled. The objects are this frame's own.
+        unsafe { destroy_frame(&self.core.device, &mut self.frame) };
+    }
+}
+
+/// Destroys a frame's objects (its command buffer goes with its pool).
+///
+/// # Safety
+/// The frame's command buffer is not pending on the device, and its objects are destroyed once.
+pub(super) unsafe fn destroy_frame(d: &ash::Device, f: &mut Frame) {
+    // SAFETY: by the caller's promise.
+    unsafe {
+        for p in f.desc_pools.drain(..) {
+            d.destroy_descriptor_pool(p, None);
+        }
+        d.destroy_fence(f.fence, None);
+        d.destroy_command_pool(f.pool, None);
+    }
+    f.keep.clear();
+    f.staging.clear();
+}
+
+/// A new frame on `d` for queue family `family`: a command pool with one command buffer, and an
+/// unsignalled fence.
+pub(super) fn new_frame(d: &ash::Device, family: u32) -> Result<Frame> {
+    // SAFETY: valid create infos on a live device; on failure what was made is destroyed,
+    // otherwise the frame owns every object (destroyed by `destroy_frame`).
+    unsafe {
+        let pool = d
+            .create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(family)
+                    .flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                None,
+            )
+            .map_err(Error::vk("vkCreateCommandPool"))?;
+        let cmd = d.allocate_command_buffers(
+            &vk::CommandBufferAllocateInfo::default()
+                .command_pool(pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1),
+        );
+        let cmd = match cmd {
+            Ok(c) => c[0],
+            Err(e) => {
+                d.destroy_command_pool(pool, None);
+                return Err(Error::vk("vkAllocateCommandBuffers")(e));
+            }
+        };
+        let fence = match d.create_fence(&vk::FenceCreateInfo::default(), None) {
+            Ok(f) => f,
+            Err(e) => {
+                d.destroy_command_pool(pool, None);
+                return Err(Error::vk("vkCreateFence")(e));
+            }
+        };
+        Ok(Frame {
+            pool,
+            cmd,
+            fence,
+            recording: false,
+            commands: 0,
+            keep: Vec::new(),
+            staging: Vec::new(),
+            desc_pools: Vec::new(),
+            desc_pool_current: 0,
+            reusable: false,
+        })
+    }
 }
 
 impl VulkanDevice {
@@ -58,11 +193,73 @@ impl VulkanDevice {
         self.queue_family
     }
 
+    /// The stream, once no other thread records into it ([`Device::record`]): a recording
+    /// holds only its own thread's work, and other threads' calls wait for it to end.
+    pub(super) fn stream_lock(&self) -> std::sync::MutexGuard<'_, Stream> {
+        let me = std::thread::current().id();
+        let mut s = lock(&self.stream);
+        while s.capture_owner.is_some_and(|owner| owner != me) {
+            s = self
+                .stream_turn
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        s
+    }
+
+    /// A new frame on this device.
+    fn new_frame(&self) -> Result<Frame> {
+        new_frame(&self.core.device, self.queue_family)
+    }
+
+    /// A spare frame, or a new one.
+    fn spare_frame(&self, s: &mut Stream) -> Result<Frame> {
+        match s.spare.pop() {
+            Some(f) => Ok(f),
+            None => self.new_frame(),
+        }
+    }
+
+    /// Makes a frame whose work finished (or never went out) ready for reuse: resets its pools
+    /// and fence, releases what it kept alive.
+    fn recycle(&self, f: &mut Frame) {
+        let d = &self.core.device;
+        // SAFETY: the frame's submit finished or never happened: its command buffer and
+        // descriptor sets are not in use, and its fence is not pending.
+        unsafe {
+            let _ = d.reset_command_pool(f.pool, vk::CommandPoolResetFlags::empty());
+            for &p in &f.desc_pools {
+                let _ = d.reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty());
+            }
+            let _ = d.reset_fences(&[f.fence]);
+        }
+        f.desc_pool_current = 0;
+        f.recording = false;
+        f.commands = 0;
+        f.reusable = false;
+        f.keep.clear();
+        f.staging.clear();
+    }
+
+    /// [`Error::Recording`] for `call` while a recording is open.
+    pub(super) fn refuse_in_recording(&self, s: &Stream, call: &'static str) -> Result<()> {
+        if s.capture_owner.is_some() {
+            return Err(Error::Recording {
+                call,
+                device: self.info.name.clone(),
+                reason: "a recording (Device::record) is open; it can hold launches and device \
+                         copies only: call this before or after recording"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Records zeroing all of `buffer`, one of this device's own (submitted with the next work
     /// that is waited for).
     pub(super) fn record_zero(&self, buffer: &RawBuffer) -> Result<()> {
         let target = self.target(buffer)?;
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
         self.begin(&mut s)?;
         // SAFETY: recording command buffer of this device; the buffer is one of its own
         // (created with TRANSFER_DST), the range is all of it (a multiple of 4 bytes from its
@@ -80,20 +277,25 @@ impl VulkanDevice {
     pub(super) fn begin(&self, s: &mut Stream) -> Result<()> {
         let d = &self.core.device;
         if !s.recording {
-            // SAFETY: the command buffer is not in use: every submit waits for its fence.
+            let flags = if s.reusable {
+                vk::CommandBufferUsageFlags::SIMULTANEOUS_USE
+            } else {
+                vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT
+            };
+            // SAFETY: the command buffer is not in use: frames are recorded only once their
+            // earlier submit has finished (recycled) or when new.
             unsafe {
-                d.begin_command_buffer(
-                    s.cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                )
+                d.begin_command_buffer(s.cmd, &vk::CommandBufferBeginInfo::default().flags(flags))
             }
             .map_err(Error::vk("vkBeginCommandBuffer"))?;
             s.recording = true;
             s.commands = 0;
-            if self.external {
-                // The application's earlier work on this queue (submission order) may have
-                // written the buffers xwarp is about to use, or still read ones it writes.
+            // Earlier work on this queue may still run (submitted without a wait: xwarp's own,
+            // a replay's, or the application's) and may have written the buffers this work
+            // uses, or still read ones it writes: a dependency on everything before it in
+            // submission order. A recording may be replayed behind anything, so it always
+            // starts with one.
+            if self.external || s.reusable || !s.in_flight.is_empty() {
                 let barrier = vk::MemoryBarrier::default()
                     .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
                     .dst_access_mask(
@@ -143,16 +345,12 @@ impl VulkanDevice {
         Ok(())
     }
 
-    /// Submits what was recorded and waits for it; releases what it kept alive.
-    pub(super) fn flush(&self, s: &mut Stream) -> Result<()> {
-        if !s.recording {
-            return Ok(());
-        }
+    /// Ends the recording of `f`: on an application's device, first a barrier that makes what
+    /// it wrote visible to the application's later work and host reads.
+    fn end_frame(&self, f: &mut Frame) -> Result<()> {
         let d = &self.core.device;
-        s.recording = false;
+        f.recording = false;
         if self.external {
-            // The application's later work on this queue, and its host reads after this call
-            // returns, see what xwarp wrote.
             let barrier = vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
@@ -163,7 +361,7 @@ impl VulkanDevice {
             // SAFETY: recording command buffer of this device.
             unsafe {
                 d.cmd_pipeline_barrier(
-                    s.cmd,
+                    f.cmd,
                     vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
                     vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
                     vk::DependencyFlags::empty(),
@@ -173,39 +371,118 @@ impl VulkanDevice {
                 )
             };
         }
-        // SAFETY: the command buffer was recorded on this device; the fence is unsignalled
-        // (reset after each wait) and the queue is externally synchronised by its mutex (and
-        // by the application's lock, or its promise not to use the queue meanwhile).
-        let result = unsafe {
-            d.end_command_buffer(s.cmd)
-                .map_err(Error::vk("vkEndCommandBuffer"))
-                .and_then(|_| {
-                    let cmds = [s.cmd];
-                    let submit = vk::SubmitInfo::default().command_buffers(&cmds);
-                    let queue = lock(&self.queue);
-                    let _app = self.queue_lock.as_deref().map(lock);
-                    d.queue_submit(*queue, &[submit], s.fence)
-                        .map_err(Error::vk("vkQueueSubmit"))
-                })
-                .and_then(|_| {
-                    let waited = self.wait(s.fence);
-                    let reset = d
-                        .reset_fences(&[s.fence])
-                        .map_err(Error::vk("vkResetFences"));
-                    waited.and(reset)
-                })
-        };
+        // SAFETY: the command buffer is recording (begun by `begin`).
+        unsafe { d.end_command_buffer(f.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))
+    }
+
+    /// Submits `cmd` with `fence` on the queue.
+    fn queue_submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<()> {
+        let cmds = [cmd];
+        let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+        let queue = lock(&self.queue);
+        let _app = self.queue_lock.as_deref().map(lock);
+        // SAFETY: the command buffer was recorded on this device and is executable; the fence
+        // is unsignalled and not pending; the queue is externally synchronised by its mutex
+        // (and by the application's lock, or its promise not to use the queue meanwhile).
+        unsafe { self.core.device.queue_submit(*queue, &[submit], fence) }
+            .map_err(Error::vk("vkQueueSubmit"))
+    }
+
+    /// Makes room for one more submission: with [`MAX_IN_FLIGHT`] running, waits for the
+    /// oldest.
+    fn make_room(&self, s: &mut Stream) -> Result<()> {
+        self.retire(s, false)?;
+        if s.in_flight.len() >= MAX_IN_FLIGHT {
+            let oldest = s.in_flight.front().map_or(0, |p| p.ticket);
+            self.wait_for(s, oldest)?;
+        }
+        Ok(())
+    }
+
+    /// Submits the frame being recorded, without waiting, and returns the latest ticket (the
+    /// frame's, or the one before when nothing was recorded).
+    pub(super) fn submit_frame(&self, s: &mut Stream) -> Result<u64> {
+        if !s.recording {
+            return Ok(s.issued);
+        }
+        self.make_room(s)?;
+        let next = self.spare_frame(s)?;
+        let mut frame = std::mem::replace(&mut s.frame, next);
+        let sent = self
+            .end_frame(&mut frame)
+            .and_then(|_| self.queue_submit(frame.cmd, frame.fence));
+        if let Err(e) = sent {
+            // Nothing of the frame went out: its kept objects are released unused.
+            self.recycle(&mut frame);
+            s.spare.push(frame);
+            return Err(e);
+        }
+        s.issued += 1;
+        s.in_flight.push_back(Pending {
+            ticket: s.issued,
+            frame,
+        });
+        Ok(s.issued)
+    }
+
+    /// Retires the submitted frames seen finished, oldest first, up to and including ticket
+    /// `upto` when `block` (waiting for each), else only those already finished.
+    fn retire_upto(&self, s: &mut Stream, upto: u64, block: bool) -> Result<()> {
+        while let Some(front) = s.in_flight.front() {
+            if front.ticket > upto {
+                break;
+            }
+            let fence = front.frame.fence;
+            if block {
+                if let Err(e) = self.wait(fence) {
+                    self.settle_after_failed_wait(s, &e);
+                    return Err(e);
+                }
+            } else {
+                // SAFETY: the fence belongs to this device and was submitted.
+                match unsafe { self.core.device.get_fence_status(fence) } {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => return Err(Error::vk("vkGetFenceStatus")(e)),
+                }
+            }
+            let Some(mut p) = s.in_flight.pop_front() else {
+                break;
+            };
+            s.done = p.ticket;
+            self.recycle(&mut p.frame);
+            s.spare.push(p.frame);
+        }
+        Ok(())
+    }
+
+    /// Retires what finished: everything submitted when `block`, else what already finished.
+    fn retire(&self, s: &mut Stream, block: bool) -> Result<()> {
+        self.retire_upto(s, u64::MAX, block)
+    }
+
+    /// Waits until ticket `t` has finished.
+    pub(super) fn wait_for(&self, s: &mut Stream, t: u64) -> Result<()> {
+        if t <= s.done {
+            return Ok(());
+        }
+        self.retire_upto(s, t, true)
+    }
+
+    /// After a wait failed (a timeout, a lost device): the GPU may still use what the pending
+    /// submits reference, so wait for the queue rather than free memory under it, then retire
+    /// them all. On an application's device only the queue is waited on: vkDeviceWaitIdle
+    /// would need all of its queues externally synchronised.
+    fn settle_after_failed_wait(&self, s: &mut Stream, e: &Error) {
+        let d = &self.core.device;
         if matches!(
-            result,
-            Err(Error::Vulkan {
+            e,
+            Error::Vulkan {
                 result: vk::Result::TIMEOUT,
                 ..
-            })
+            }
         ) {
-            // The GPU still uses what this submit references: wait for it rather than free
-            // memory under it. On an application's device only the queue is waited on:
-            // vkDeviceWaitIdle would need all of its queues externally synchronised.
-            // SAFETY: waiting is always allowed; the queue is synchronised as for the submit.
+            // SAFETY: waiting is always allowed; the queue is synchronised as for a submit.
             unsafe {
                 if self.external {
                     let queue = lock(&self.queue);
@@ -214,20 +491,130 @@ impl VulkanDevice {
                 } else {
                     let _ = d.device_wait_idle();
                 }
-                let _ = d.reset_fences(&[s.fence]);
             }
         }
-        // SAFETY: the submit finished (or never started): the pools' objects are unused.
+        while let Some(mut p) = s.in_flight.pop_front() {
+            s.done = p.ticket;
+            self.recycle(&mut p.frame);
+            s.spare.push(p.frame);
+        }
+    }
+
+    /// Submits what was recorded and waits for everything submitted; releases what it kept
+    /// alive.
+    pub(super) fn flush(&self, s: &mut Stream) -> Result<()> {
+        let t = self.submit_frame(s)?;
+        self.wait_for(s, t)
+    }
+
+    /// [`Device::submit`].
+    pub(super) fn submit_work(&self) -> Result<Ticket> {
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::submit")?;
+        let t = self.submit_frame(&mut s)?;
+        Ok(Ticket::new(self.id, t))
+    }
+
+    /// [`Device::wait`].
+    pub(super) fn wait_ticket(&self, ticket: Ticket) -> Result<()> {
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::wait")?;
+        let t = ticket.check(self.id, s.issued)?;
+        self.wait_for(&mut s, t)
+    }
+
+    /// [`Device::is_done`].
+    pub(super) fn ticket_done(&self, ticket: Ticket) -> Result<bool> {
+        let mut s = self.stream_lock();
+        let t = ticket.check(self.id, s.issued)?;
+        self.retire(&mut s, false)?;
+        Ok(t <= s.done)
+    }
+
+    /// [`Device::record`]: `work` records into a frame of its own, which becomes the recording.
+    pub(super) fn record_work(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
+        {
+            let mut s = self.stream_lock();
+            self.refuse_in_recording(&s, "Device::record")?;
+            // Work queued before goes out first, in order.
+            self.submit_frame(&mut s)?;
+            let mut capture = self.spare_frame(&mut s)?;
+            capture.reusable = true;
+            let idle = std::mem::replace(&mut s.frame, capture);
+            s.spare.push(idle);
+            s.capture_owner = Some(std::thread::current().id());
+        }
+        let worked = work();
+        let mut s = self.stream_lock();
+        s.capture_owner = None;
+        self.stream_turn.notify_all();
+        let next = self.spare_frame(&mut s)?;
+        let mut capture = std::mem::replace(&mut s.frame, next);
+        let ended = worked.and_then(|_| {
+            if !capture.recording {
+                // An empty recording is still one that replays (as nothing).
+                std::mem::swap(&mut s.frame, &mut capture);
+                let begun = self.begin(&mut s);
+                std::mem::swap(&mut s.frame, &mut capture);
+                begun?;
+                capture.commands = 0;
+            }
+            self.end_frame(&mut capture)
+        });
+        if let Err(e) = ended {
+            if capture.recording {
+                // SAFETY: the command buffer is recording; ending it lets the pool reset it.
+                let _ = unsafe { self.core.device.end_command_buffer(capture.cmd) };
+            }
+            self.recycle(&mut capture);
+            s.spare.push(capture);
+            return Err(e);
+        }
+        let operations = capture.commands as usize;
+        let rec = Arc::new(VkRecording {
+            core: self.core.clone(),
+            frame: capture,
+        });
+        Ok(Recording::new(self.id, operations, Box::new(rec)))
+    }
+
+    /// [`Device::replay`].
+    pub(super) fn replay_recording(&self, recording: &Recording) -> Result<Ticket> {
+        let rec = recording.inner::<Arc<VkRecording>>(self.id)?;
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::replay")?;
+        self.submit_frame(&mut s)?;
+        self.make_room(&mut s)?;
+        // A frame of its own carries the fence and keeps the recording alive while it runs.
+        let mut frame = self.spare_frame(&mut s)?;
+        if let Err(e) = self.queue_submit(rec.frame.cmd, frame.fence) {
+            s.spare.push(frame);
+            return Err(e);
+        }
+        frame.keep.push(rec.clone());
+        s.issued += 1;
+        let ticket = s.issued;
+        s.in_flight.push_back(Pending { ticket, frame });
+        Ok(Ticket::new(self.id, ticket))
+    }
+
+    /// Waits for every submit and destroys every frame (the device is dropping).
+    pub(super) fn destroy_stream(&self, s: &mut Stream) {
+        let _ = self.flush(s);
+        let d = &self.core.device;
+        let mut frames: Vec<Frame> = s.spare.drain(..).collect();
+        frames.extend(s.in_flight.drain(..).map(|p| p.frame));
+        // SAFETY: the flush above waited for every submit (or settled after a failed wait);
+        // each frame is destroyed once.
         unsafe {
-            let _ = d.reset_command_pool(s.pool, vk::CommandPoolResetFlags::empty());
-            for &p in &s.desc_pools {
-                let _ = d.reset_descriptor_pool(p, vk::DescriptorPoolResetFlags::empty());
+            if s.frame.recording {
+                let _ = d.end_command_buffer(s.frame.cmd);
+            }
+            destroy_frame(d, &mut s.frame);
+            for mut f in frames {
+                destroy_frame(d, &mut f);
             }
         }
-        s.desc_pool_current = 0;
-        s.keep.clear();
-        s.staging.clear();
-        result
     }
 
     /// Waits for `fence`: polls it for up to [`SPIN_WAIT`] (not on a CPU device), then blocks.
@@ -267,7 +654,8 @@ impl VulkanDevice {
             "xwarp upload",
         )?;
         staging.with_mapped(|m| m[..src.len()].copy_from_slice(src))?;
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::write")?;
         self.begin(&mut s)?;
         let regions = copy_regions(0, target.base + offset, src.len() as u64);
         // SAFETY: both buffers are alive until the submit finishes (kept in the stream) and
@@ -304,7 +692,7 @@ impl VulkanDevice {
         if bytes == 0 {
             return Ok(());
         }
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
         self.begin(&mut s)?;
         let regions = copy_regions(from.base + src_offset, to.base + dst_offset, bytes);
         // SAFETY: both buffers are kept alive until the submit finishes; ranges checked above.
@@ -334,7 +722,8 @@ impl VulkanDevice {
             MemoryLocation::GpuToCpu,
             "xwarp download",
         )?;
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::read")?;
         self.begin(&mut s)?;
         let regions = copy_regions(source.base + offset, 0, dst.len() as u64);
         let to_host = vk::MemoryBarrier::default()
@@ -372,7 +761,8 @@ impl VulkanDevice {
         // and its read of them. Work other threads queue meanwhile counts in this time.
         let _timer = lock(&self.timer);
         {
-            let mut s = lock(&self.stream);
+            let mut s = self.stream_lock();
+            self.refuse_in_recording(&s, "Device::time")?;
             self.flush(&mut s)?;
             self.begin(&mut s)?;
             // SAFETY: recording command buffer; the query pool holds 2 queries.
@@ -388,7 +778,7 @@ impl VulkanDevice {
             }
         }
         let worked = work();
-        let mut s = lock(&self.stream);
+        let mut s = self.stream_lock();
         self.begin(&mut s)?;
         // SAFETY: recording command buffer; query 1 was reset above.
         unsafe {
