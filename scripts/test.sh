@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, then runs the whole test suite on llvmpipe at subgroup sizes 8, 4 and 16
-# (LP_NATIVE_VECTOR_WIDTH 256, 128, 512), with the Vulkan validation layer on: any validation
-# message fails a test. Size 16 needs AVX-512 and is skipped, with a message, without it. Then
-# at LP_NATIVE_VECTOR_WIDTH=1024 the device's self-test must refuse it.
+# Sets up, then runs the whole test suite and the wgpu example on llvmpipe at subgroup sizes 8,
+# 4 and 16 (LP_NATIVE_VECTOR_WIDTH 256, 128, 512), with the Vulkan validation layer on: any
+# validation message fails a test. Size 16 needs AVX-512 and is skipped, with a message, without
+# it. Then at LP_NATIVE_VECTOR_WIDTH=1024 the device's self-test must refuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,6 +18,9 @@ fi
 for w in "${widths[@]}"; do
     echo "== llvmpipe with LP_NATIVE_VECTOR_WIDTH=$w (subgroup size $((w / 32)))"
     LP_NATIVE_VECTOR_WIDTH=$w cargo test --locked --all-targets
+    # xwarp inside a wgpu application (the `wgpu` feature, which the lab's tests turn on, so
+    # this reuses the build above).
+    LP_NATIVE_VECTOR_WIDTH=$w cargo run --locked --quiet --example wgpu_sort
 done
 # Above 512 bits llvmpipe claims subgroups of 32, 64 or 128 lanes but runs 16: the device must
 # be refused at open with a typed error, never run.

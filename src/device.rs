@@ -689,7 +689,9 @@ pub trait Device: Send + Sync {
     /// Errors: [`Error::InvalidParameter`] for a recording of another device,
     /// [`Error::Recording`] inside a recording.
     fn replay(&self, recording: &Recording) -> Result<Ticket> {
-        recording.inner::<()>(self.id()).map(|_| Ticket::new(self.id(), 0))
+        recording
+            .inner::<()>(self.id())
+            .map(|_| Ticket::new(self.id(), 0))
     }
     /// A buffer of [`COUNTER_BYTES`] bytes (32-bit words), allocated and zeroed when the device
     /// opens, for kernels that count their finished workgroups within one launch. The contract:

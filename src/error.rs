@@ -147,6 +147,15 @@ pub enum Error {
         /// Its result code.
         result: ash::vk::Result,
     },
+    /// A wgpu call xwarp made on an application's wgpu device failed (`vulkan::wgpu`).
+    #[cfg(feature = "wgpu")]
+    #[error("wgpu call `{call}` failed: {reason}")]
+    Wgpu {
+        /// The wgpu call, as wgpu names it.
+        call: &'static str,
+        /// wgpu's words.
+        reason: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA call `{call}` failed: {reason}")]
     Cuda {

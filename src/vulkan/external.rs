@@ -11,6 +11,7 @@ use crate::device::{DeviceVec, RawBuffer, SubgroupFeatures};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use ash::vk;
+use std::any::Any;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -144,6 +145,9 @@ struct AppBuffer {
     /// Where the range starts in `buffer`.
     base: u64,
     usage: vk::BufferUsageFlags,
+    /// What keeps the application's buffer alive while the range is in use, where the
+    /// application hands that over (a clone of a wgpu buffer).
+    _keep: Option<Box<dyn Any + Send + Sync>>,
 }
 
 /// What a command needs of a [`RawBuffer`]: the handle, where the RawBuffer's byte 0 lies in
@@ -291,6 +295,19 @@ impl VulkanDevice {
     /// - The application does not destroy, reset or otherwise touch the objects xwarp
     ///   creates on the device.
     pub unsafe fn from_external(ext: ExternalVulkan) -> Result<Self> {
+        // SAFETY: the caller upholds this function's contract.
+        unsafe { Self::open_external(ext, None) }
+    }
+
+    /// [`Self::from_external`], keeping `keep` alive until every object xwarp made on the
+    /// device (its own, buffers included) is gone.
+    ///
+    /// # Safety
+    /// As for [`Self::from_external`].
+    pub(super) unsafe fn open_external(
+        ext: ExternalVulkan,
+        keep: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Result<Self> {
         let _guard = lifecycle();
         let inst = Arc::new(Instance {
             entry: ext.entry,
@@ -299,6 +316,7 @@ impl VulkanDevice {
             messages: Box::new(Mutex::new(Vec::new())),
             owned: false,
             sync_validation: false,
+            _keep: keep,
         });
         let pd = ext.physical_device;
         let (mut p, req) = external_plan(&inst.instance, ext.api_version, pd)?;
@@ -419,6 +437,22 @@ impl VulkanDevice {
         offset: u64,
         bytes: u64,
     ) -> Result<RawBuffer> {
+        // SAFETY: the caller upholds this function's contract.
+        unsafe { self.wrap_app_buffer(buffer, offset, bytes, None) }
+    }
+
+    /// [`Self::wrap_buffer`], keeping `keep` alive as long as the returned buffer (and the work
+    /// using it).
+    ///
+    /// # Safety
+    /// As for [`Self::wrap_buffer`].
+    pub(super) unsafe fn wrap_app_buffer(
+        &self,
+        buffer: ExternalBuffer,
+        offset: u64,
+        bytes: u64,
+        keep: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Result<RawBuffer> {
         if buffer.buffer == vk::Buffer::null() {
             return Err(Error::invalid(
                 "buffer",
@@ -463,6 +497,7 @@ impl VulkanDevice {
                 buffer: buffer.buffer,
                 base: offset,
                 usage: buffer.usage,
+                _keep: keep,
             }),
             bytes,
             self.id,

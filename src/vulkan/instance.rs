@@ -69,6 +69,10 @@ pub(super) struct Instance {
     pub(super) owned: bool,
     /// Whether the layer runs synchronization validation too.
     pub(super) sync_validation: bool,
+    /// What keeps an application's instance and device alive while xwarp uses them, where the
+    /// application hands that to xwarp (a wgpu device: `vulkan::wgpu`); dropped after every
+    /// object xwarp made on the device, as the last holder of the instance lets go.
+    pub(super) _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Instance {
@@ -161,6 +165,7 @@ impl Instance {
             messages: Box::new(Mutex::new(Vec::new())),
             owned: true,
             sync_validation,
+            _keep: None,
         };
         if validation {
             let loader = ash::ext::debug_utils::Instance::new(&this.entry, &this.instance);

@@ -38,6 +38,9 @@
 //! [`VulkanDevice::wrap_vec`] make byte ranges of the application's own `vk::Buffer`s usable
 //! wherever a [`DeviceVec`] is, with no copy and no ownership taken.
 //! `examples/app_vulkan_device.rs` shows the whole sequence.
+//! An application whose device is wgpu's goes through `xwarp::vulkan::wgpu` (Cargo feature
+//! `wgpu`), which creates or checks the wgpu device, wraps wgpu buffers and keeps wgpu's
+//! submissions and xwarp's in order.
 //!
 //! **Ownership.** On the application's device xwarp creates only its own command pool and
 //! command buffer, a fence, a timestamp query pool, descriptor pools and layouts, shader
@@ -113,6 +116,8 @@ mod probe;
 mod selftest;
 mod spirv;
 mod stream;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use external::{ExternalBuffer, ExternalVulkan, VulkanFeatures, VulkanRequirements};
 pub use probe::{list_devices, VulkanOptions};
@@ -285,6 +290,12 @@ impl VulkanDevice {
         };
         self.self_test = Some(report);
         Ok(())
+    }
+
+    /// Whether work is recorded that the next synchronize, read or time would submit.
+    #[cfg(feature = "wgpu")]
+    fn has_recorded_work(&self) -> bool {
+        lock(&self.stream).recording
     }
 
     /// What the driver offers for keeping subnormals (`VkPhysicalDeviceFloatControlsProperties`),
