@@ -107,6 +107,13 @@ fn validation_layer_installed() -> bool {
         .any(|l| l.layer_name_as_c_str() == Ok(c"VK_LAYER_KHRONOS_validation"))
 }
 
+/// The tests of this binary one at a time: the capture is one list for the process, and one
+/// test makes a validation error on purpose.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Fails on any message wgpu-hal logged so far (validation layer included).
 fn assert_no_messages(test: &str) {
     let messages = std::mem::take(&mut *MESSAGES.lock().unwrap());
@@ -297,6 +304,7 @@ const GUARD_BYTE: u8 = 0x5a;
 /// the CPU bit for bit, and the bytes around the scan's range must be untouched.
 #[test]
 fn sort_scan_reduce_on_wgpu_buffers_match_the_cpu() {
+    let _serial = serial();
     let (gpu, xw) = open();
     let device = &gpu.device;
     let mut rng = Rng::new(common::seed());
@@ -446,6 +454,7 @@ fn sort_scan_reduce_on_wgpu_buffers_match_the_cpu() {
 /// and both xwarp and wgpu still work afterwards.
 #[test]
 fn misuse_is_a_typed_error_and_both_still_work() {
+    let _serial = serial();
     let (gpu, xw) = open();
     let device = &gpu.device;
     let app = app();
@@ -704,6 +713,7 @@ fn misuse_is_a_typed_error_and_both_still_work() {
 /// wgpu goes on working on the same buffers afterwards.
 #[test]
 fn wgpu_works_on_after_xwarp_is_dropped() {
+    let _serial = serial();
     let (gpu, xw) = open();
     let device = &gpu.device;
     let input: Vec<u32> = Rng::new(common::seed()).vec(4097);
@@ -773,6 +783,7 @@ fn wgpu_works_on_after_xwarp_is_dropped() {
 /// passes through `WgpuXwarp::submit_wgpu`, which takes xwarp's lock around the queue.
 #[test]
 fn threads_share_the_queue_through_submit() {
+    let _serial = serial();
     let (gpu, xw) = open();
     let xw = Arc::new(xw);
     let device = gpu.device.clone();
@@ -836,4 +847,64 @@ fn threads_share_the_queue_through_submit() {
     }
     wgpu_side.join().unwrap();
     assert_no_messages("threads");
+}
+
+/// The capture that fails these tests: a message sent through `VK_EXT_debug_utils` reaches it
+/// (so wgpu-hal's messenger, `log` and the capture are hooked up), and, with the validation
+/// layer installed, so does a real validation error made on purpose.
+#[test]
+fn validation_messages_reach_the_capture() {
+    let _serial = serial();
+    let (gpu, _xw) = open();
+    assert_no_messages("before the probes");
+    // SAFETY: the hal device is only read for its instance and device handles, used below
+    // while `gpu` (which owns them) lives.
+    let hal = unsafe { gpu.device.as_hal::<wgpu::hal::api::Vulkan>() }
+        .expect("a device of wgpu's Vulkan backend");
+    let shared = hal.shared_instance();
+    let debug_utils = ash::ext::debug_utils::Instance::new(shared.entry(), shared.raw_instance());
+    let text = c"xwarp capture probe: a message sent on purpose";
+    let data = ash::vk::DebugUtilsMessengerCallbackDataEXT::default()
+        .message_id_name(c"xwarp-capture-probe")
+        .message(text);
+    // SAFETY: the instance has VK_EXT_debug_utils (wgpu-hal enables it for
+    // InstanceFlags::DEBUG, and the messenger the message goes to is wgpu-hal's); `data`
+    // outlives the call.
+    unsafe {
+        debug_utils.submit_debug_utils_message(
+            ash::vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+            ash::vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION,
+            &data,
+        )
+    };
+    let got = std::mem::take(&mut *MESSAGES.lock().unwrap());
+    assert!(
+        got.iter().any(|m| m.contains("xwarp-capture-probe")),
+        "the message sent through VK_EXT_debug_utils did not reach the capture: {got:?}"
+    );
+    if !validation_layer_installed() {
+        eprintln!("validation layer not installed: the real-error probe is skipped");
+        return;
+    }
+    // A buffer shared concurrently by one queue family: VUID-VkBufferCreateInfo-sharingMode-00914
+    // (concurrent sharing needs more than one family). Drivers ignore the family list, and the
+    // buffer is destroyed at once.
+    let families = [hal.queue_family_index()];
+    let info = ash::vk::BufferCreateInfo::default()
+        .size(256)
+        .usage(ash::vk::BufferUsageFlags::STORAGE_BUFFER)
+        .sharing_mode(ash::vk::SharingMode::CONCURRENT)
+        .queue_family_indices(&families);
+    let raw = hal.raw_device();
+    // SAFETY: a buffer no memory is bound to, never used, destroyed before the device.
+    unsafe {
+        if let Ok(buffer) = raw.create_buffer(&info, None) {
+            raw.destroy_buffer(buffer, None);
+        }
+    }
+    let got = std::mem::take(&mut *MESSAGES.lock().unwrap());
+    assert!(
+        got.iter().any(|m| m.contains("00914")),
+        "the validation layer's error did not reach the capture: {got:?}"
+    );
 }
