@@ -71,6 +71,20 @@ pub fn chunks(chunk: usize, len: usize) -> impl Iterator<Item = (usize, usize)> 
         .map(move |start| (start, chunk.min(len - start)))
 }
 
+/// One buffer for a call's temporaries instead of one each (one allocation, one free): the
+/// byte offset of each of `sizes` in it, each a multiple of the device's binding alignment (and
+/// of 8 bytes), and the buffer's length.
+pub fn regions<const K: usize>(info: &DeviceInfo, sizes: [u64; K]) -> ([u64; K], u64) {
+    let align = info.binding_alignment.max(8);
+    let mut offsets = [0; K];
+    let mut end = 0u64;
+    for (offset, size) in offsets.iter_mut().zip(sizes) {
+        *offset = end.div_ceil(align) * align;
+        end = *offset + size.max(1);
+    }
+    (offsets, end)
+}
+
 /// Where to bind an output whose first written element is `first`: binding offsets must be
 /// multiples of the device's alignment, so the binding starts at the aligned element at or
 /// below `first` and the kernel gets the rest as an index. Returns `(base, index)`.

@@ -53,7 +53,7 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::kernels::{ScanDeviceParams, ScanParams};
 use crate::plan;
@@ -237,11 +237,26 @@ pub fn device_scan_tuned<T: Reduce>(
         }
     };
     let launches = n_total.div_ceil(chunk);
-    let counters = DeviceVec::<u32>::alloc(dev, launches)?;
-    // Two words of tile state per tile: 32-bit types keep flag and value in them together.
-    let flags = DeviceVec::<u32>::alloc(dev, 2 * tiles)?;
-    let aggregates = DeviceVec::<T>::alloc(dev, tiles)?;
-    let inclusives = DeviceVec::<T>::alloc(dev, tiles)?;
+    // The call's temporaries in one buffer: a counter per launch; two words of tile state per
+    // tile (32-bit types keep flag and value in them together); each tile's aggregate and
+    // inclusive prefix.
+    let size = T::KIND.size() as u64;
+    let ([at_counters, at_flags, at_aggregates, at_inclusives], bytes) = plan::regions(
+        dev.info(),
+        [
+            4 * launches as u64,
+            8 * tiles as u64,
+            size * tiles as u64,
+            size * tiles as u64,
+        ],
+    );
+    let state = dev.alloc(bytes)?;
+    let part = |offset: u64, bytes: u64| Binding {
+        buffer: &state,
+        offset,
+        bytes,
+    };
+    let counters = part(at_counters, 4 * launches as u64);
     let mut consts = vec![
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
@@ -277,10 +292,10 @@ pub fn device_scan_tuned<T: Reduce>(
         bindings: &[
             input.binding(0, first),
             output.binding(0, first),
-            counters.binding(0, launches),
-            flags.binding(0, 2 * tiles),
-            aggregates.binding(0, tiles),
-            inclusives.binding(0, tiles),
+            counters,
+            part(at_flags, 8 * tiles as u64),
+            part(at_aggregates, size * tiles as u64),
+            part(at_inclusives, size * tiles as u64),
         ],
         params: bytemuck::bytes_of(&clear),
     })?;
@@ -304,10 +319,10 @@ pub fn device_scan_tuned<T: Reduce>(
             bindings: &[
                 input.binding(start, n),
                 output.binding(start, n),
-                counters.binding(0, launches),
-                flags.binding(0, 2 * (tile0 + launch_tiles)),
-                aggregates.binding(0, tile0 + launch_tiles),
-                inclusives.binding(0, tile0 + launch_tiles),
+                counters,
+                part(at_flags, 8 * (tile0 + launch_tiles) as u64),
+                part(at_aggregates, size * (tile0 + launch_tiles) as u64),
+                part(at_inclusives, size * (tile0 + launch_tiles) as u64),
             ],
             params: bytemuck::bytes_of(&params),
         })?;

@@ -54,6 +54,7 @@ pub(crate) fn bench(
             reps: cfg.reps,
             scrub_bytes: cfg.scrub_bytes,
             seed: cfg.seed,
+            forms_max: cfg.forms_max,
         })
     };
     match &cub_run {
@@ -107,6 +108,7 @@ fn output(report: &bench::Report, args: &BenchArgs, started: Instant) -> Result<
         writeln!(out, "unavailable: {u}").map_err(io)?;
     }
     bench::print_table(report, &mut out).map_err(io)?;
+    bench::print_forms(report, &mut out).map_err(io)?;
     bench::print_ladder(report, &mut out).map_err(io)?;
     bench::print_chains(report, &mut out).map_err(io)?;
     for s in &report.skipped {

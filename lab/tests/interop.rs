@@ -1081,6 +1081,46 @@ fn cuda_application_context_and_memory() {
         .iter()
         .chain(&back[pad + n..])
         .all(|v| v.to_bits() == poison.to_bits()));
+    // A recording on the application's stream (captured into a CUDA Graph): nothing runs
+    // until it is replayed, and each replay reduces what the input holds then.
+    let src = DeviceVec::from_slice(&dev, &input).unwrap();
+    let mut sum = DeviceVec::<f32>::alloc(&dev, 1).unwrap();
+    sum.fill(&dev, poison).unwrap();
+    let rec = dev
+        .record(&mut || device_reduce(&dev, ReduceOp::Sum, &src, &mut sum, 0))
+        .unwrap();
+    assert_eq!(sum.to_vec(&dev).unwrap()[0].to_bits(), poison.to_bits());
+    let t = dev.replay(&rec).unwrap();
+    dev.wait(t).unwrap();
+    assert_eq!(sum.to_vec(&dev).unwrap()[0].to_bits(), want.to_bits());
+    let doubled: Vec<f32> = input.iter().map(|v| v * 2.0).collect();
+    dev.write(src.raw(), 0, bytemuck::cast_slice(&doubled))
+        .unwrap();
+    let t = dev.replay(&rec).unwrap();
+    dev.wait(t).unwrap();
+    assert_eq!(
+        sum.to_vec(&dev).unwrap()[0].to_bits(),
+        xwarp::cpu::reduce::device_reduce(ReduceOp::Sum, &doubled).to_bits()
+    );
+    drop((rec, src, sum));
+    // The context's legacy default stream cannot be captured: a typed error, and the device
+    // goes on.
+    let legacy = CudaDevice::from_external(ctx.clone(), ctx.default_stream()).unwrap();
+    match legacy.record(&mut || Ok(())) {
+        Err(Error::Recording { call, .. }) => assert_eq!(call, "Device::record"),
+        other => panic!(
+            "recording on the legacy default stream: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let one = DeviceVec::from_slice(&legacy, &input[..33]).unwrap();
+    let mut total = DeviceVec::<f32>::alloc(&legacy, 1).unwrap();
+    device_reduce(&legacy, ReduceOp::Sum, &one, &mut total, 0).unwrap();
+    assert_eq!(
+        total.to_vec(&legacy).unwrap()[0].to_bits(),
+        xwarp::cpu::reduce::device_reduce(ReduceOp::Sum, &input[..33]).to_bits()
+    );
+    drop((one, total, legacy));
     drop(dev);
     // The application's stream still works.
     let again = stream.clone_htod(&[1u32, 2, 3]).unwrap();

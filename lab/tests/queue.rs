@@ -15,6 +15,14 @@ use xwarp::vote::Predicate;
 use xwarp::{cpu, Device, DeviceVec, ElemKind, Element, Error, Rng};
 use xwarp_lab::validate::{first_mismatch, poison_value};
 
+/// The tests of this binary one at a time: they share each device, and some count what the
+/// device's queue holds (a submit with nothing queued since returns the same ticket).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 const SIZES: [usize; 6] = [1, 31, 33, 4097, 65537, 1_000_003];
 
 #[track_caller]
@@ -145,6 +153,7 @@ fn inputs_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
 
 #[test]
 fn submitted_work_runs_while_the_host_goes_on_and_matches_the_cpu() {
+    let _serial = serial();
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -174,6 +183,7 @@ fn submitted_work_runs_while_the_host_goes_on_and_matches_the_cpu() {
 
 #[test]
 fn more_submits_than_run_at_once_finish_in_order() {
+    let _serial = serial();
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -222,6 +232,7 @@ fn more_submits_than_run_at_once_finish_in_order() {
 
 #[test]
 fn a_recording_replays_with_new_data_like_the_synchronous_calls() {
+    let _serial = serial();
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -285,6 +296,7 @@ fn a_recording_replays_with_new_data_like_the_synchronous_calls() {
 
 #[test]
 fn an_empty_recording_replays_as_nothing() {
+    let _serial = serial();
     for_each_device(|d| {
         let dev = &*d.dev;
         let rec = dev.record(&mut || Ok(())).unwrap();
@@ -306,6 +318,7 @@ fn refused<T: std::fmt::Debug>(label: &str, call: &str, r: xwarp::Result<T>) {
 
 #[test]
 fn calls_a_recording_cannot_hold_are_typed_errors_and_the_device_goes_on() {
+    let _serial = serial();
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -373,6 +386,7 @@ fn calls_a_recording_cannot_hold_are_typed_errors_and_the_device_goes_on() {
 
 #[test]
 fn tickets_and_recordings_of_another_device_are_refused() {
+    let _serial = serial();
     let other = common::open_vulkan();
     let foreign_ticket = {
         let buf = DeviceVec::<u32>::from_slice(&*other, &[1, 2, 3]).unwrap();
@@ -403,6 +417,7 @@ fn tickets_and_recordings_of_another_device_are_refused() {
 
 #[test]
 fn other_threads_calls_wait_for_a_recording_and_stay_out_of_it() {
+    let _serial = serial();
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -417,8 +432,13 @@ fn other_threads_calls_wait_for_a_recording_and_stay_out_of_it() {
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (their_in, their_out) = (&their_in, &mut their_out);
         let rec = std::thread::scope(|scope| {
+            // Owned by the scope's closure: if the recording fails, the sender drops and the
+            // other thread's wait ends instead of hanging the test.
+            let started_tx = started_tx;
             let other = scope.spawn(move || {
-                started_rx.recv().unwrap();
+                started_rx
+                    .recv_timeout(std::time::Duration::from_secs(60))
+                    .expect("the recording started");
                 // Waits for the recording to end, then runs at once: not part of it.
                 device_scan(dev, ReduceOp::Sum, ScanKind::Inclusive, their_in, their_out).unwrap();
                 their_out.to_vec(dev).unwrap()

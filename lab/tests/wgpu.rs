@@ -111,7 +111,9 @@ fn validation_layer_installed() -> bool {
 /// test makes a validation error on purpose.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Fails on any message wgpu-hal logged so far (validation layer included).

@@ -28,6 +28,42 @@ pub(super) struct CudaBuffer {
     pub(super) in_capture: bool,
 }
 
+/// A stream xwarp created for a device, destroyed when the last holder of the device's [`Live`]
+/// (the device and each of its buffers, whose frees go on the stream) drops.
+pub(super) struct OwnedStream {
+    pub(super) raw: sys::CUstream,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a CUDA stream handle may be used from any thread of the process; it is destroyed once,
+// in Drop, with its context bound.
+unsafe impl Send for OwnedStream {}
+// SAFETY: as above; the handle itself is never written after creation.
+unsafe impl Sync for OwnedStream {}
+
+impl OwnedStream {
+    /// A blocking stream (`CU_STREAM_DEFAULT`: ordered with the legacy default stream) of `ctx`.
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        let raw = cu::stream::create(cu::stream::StreamKind::Default)
+            .map_err(cuda_err("cuStreamCreate"))?;
+        Ok(OwnedStream {
+            raw,
+            ctx: ctx.clone(),
+        })
+    }
+}
+
+impl Drop for OwnedStream {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: created in `new`, destroyed once; work still queued on it finishes first (the
+        // driver releases the stream once it is idle).
+        self.ctx
+            .record_err(unsafe { cu::stream::destroy(self.raw) });
+    }
+}
+
 /// Live buffers of one [`CudaDevice`] and their bytes, for [`Device::memory_usage`], and what
 /// buffers must know of a capture ([`Device::record`]).
 #[derive(Default)]
@@ -43,6 +79,22 @@ pub(super) struct Live {
     /// Buffers allocated before the capture and dropped during it (their free joined the
     /// capture instead of running).
     pub(super) freed_in_capture: AtomicU64,
+    /// Operations put on the stream so far (launches, copies, uploads, graph launches): a
+    /// submit with none since the last ticket returns that ticket again.
+    pub(super) queued: AtomicU64,
+    /// The device's stream when xwarp created it; last field, so dropped after the rest. Only
+    /// held: its Drop destroys the stream.
+    _stream: Option<OwnedStream>,
+}
+
+impl Live {
+    /// For a device on a stream xwarp created.
+    pub(super) fn with_stream(stream: OwnedStream) -> Self {
+        Live {
+            _stream: Some(stream),
+            ..Live::default()
+        }
+    }
 }
 
 impl Drop for CudaBuffer {
@@ -243,6 +295,7 @@ impl CudaDevice {
     /// [`Device::write`]: a host-to-device copy on the stream.
     pub(super) fn upload(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
         let _turn = self.refuse_in_recording("Device::write")?;
+        self.live.queued.fetch_add(1, Ordering::Relaxed);
         if let Some(app) = self.app_memory(dst) {
             dst.check_range(offset, src.len() as u64)?;
             if src.is_empty() {

@@ -16,8 +16,12 @@
 //! panicking as `cudarc` would.
 //!
 //! A [`CudaDevice`] holds one context (the device's primary context) and issues all work on
-//! that context's default stream, so every upload, launch and download is ordered after the
-//! ones before it without cross-stream events.
+//! one stream of its own, so every upload, launch and download is ordered after the ones before
+//! it without cross-stream events. The stream is created blocking (`CU_STREAM_DEFAULT`): like
+//! the context's default stream, it is ordered with work on the legacy default stream, which
+//! is all an application that uses `CudaContext::default_stream` needs. It is a stream of its
+//! own because the legacy default stream cannot be captured into a CUDA Graph
+//! ([`Device::record`]).
 //!
 //! # Using an application's CUDA context and memory
 //!
@@ -43,6 +47,11 @@
 //!   slice's pending reads and writes that cudarc tracks (when the context tracks events).
 //! - xwarp records no events the application must wait on; dropping the [`CudaDevice`]
 //!   synchronizes the stream, so the kernels it loaded are unloaded only when idle.
+//! - [`Device::record`] captures the stream into a CUDA Graph: the legacy default stream
+//!   cannot be captured, so on it recording is an [`Error::Recording`]; open xwarp on a stream
+//!   the application created (`CudaContext::new_stream`) to record. While a recording is
+//!   open, no work may go on the legacy default stream of the context (CUDA would end the
+//!   capture with an error).
 //! - Wrapped memory must stay allocated until the work that uses it has finished: see the
 //!   safety contract of [`CudaDevice::wrap_device_ptr`].
 
@@ -165,7 +174,11 @@ impl CudaDevice {
             capability,
             driver_version,
         } = probe(ordinal, ctx.cu_device())?;
-        let stream = ctx.default_stream();
+        let own = memory::OwnedStream::new(&ctx)?;
+        // SAFETY: `own.raw` is a stream of `ctx`, destroyed by `own` only when the last holder
+        // of `live` (the device and its buffers, whose frees go on the stream) drops; xwarp
+        // orders everything it puts on the stream itself.
+        let stream = unsafe { ctx.wrap_borrowed_stream(own.raw) };
         CudaDevice {
             id: DeviceId::fresh(),
             label: format!("cuda:{ordinal} {}", info.name),
@@ -175,7 +188,7 @@ impl CudaDevice {
             arch: pick_arch(capability),
             driver_version,
             kernels: Mutex::new(HashMap::new()),
-            live: Arc::default(),
+            live: Arc::new(memory::Live::with_stream(own)),
             tickets: Mutex::default(),
             counters: None,
         }

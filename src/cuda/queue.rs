@@ -19,6 +19,9 @@ use std::thread::ThreadId;
 pub(super) struct Tickets {
     /// The latest ticket number handed out (0: none yet).
     issued: u64,
+    /// [`Live::queued`] when it was handed out: a submit with nothing queued since returns it
+    /// again.
+    queued_at: u64,
     /// Every ticket up to this one has finished.
     done: u64,
     pending: VecDeque<(u64, CudaEvent)>,
@@ -131,6 +134,7 @@ impl CudaDevice {
     /// during it belong to the graph).
     pub(super) fn keep_for_capture(&self, buffers: &[&RawBuffer]) -> Turn<'_> {
         let turn = Turn::take(&self.live);
+        self.live.queued.fetch_add(1, Ordering::Relaxed);
         if turn.recording() {
             let mut g = lock(&self.live.gate);
             if let Some(c) = g.capture.as_mut() {
@@ -153,6 +157,10 @@ impl CudaDevice {
         let _turn = self.refuse_in_recording("Device::submit")?;
         let mut t = lock(&self.tickets);
         self.retire(&mut t, false)?;
+        let queued = self.live.queued.load(Ordering::Relaxed);
+        if queued == t.queued_at {
+            return Ok(Ticket::new(self.id, t.issued));
+        }
         if t.pending.len() >= MAX_IN_FLIGHT {
             let oldest = t.pending.front().map_or(0, |p| p.0);
             self.wait_for(&mut t, oldest)?;
@@ -162,6 +170,7 @@ impl CudaDevice {
             .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .map_err(cuda_err("cuEventRecord"))?;
         t.issued += 1;
+        t.queued_at = queued;
         let ticket = t.issued;
         t.pending.push_back((ticket, event));
         Ok(Ticket::new(self.id, ticket))
@@ -232,6 +241,19 @@ impl CudaDevice {
     /// (relaxed mode: other threads' CUDA calls are not restricted).
     pub(super) fn record_work(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
         let me = std::thread::current().id();
+        // The legacy default stream (a null handle, or CU_STREAM_LEGACY) cannot be captured.
+        let raw = self.stream.cu_stream() as usize;
+        if raw == 0 || raw == 1 {
+            return Err(Error::Recording {
+                call: "Device::record",
+                device: self.label.clone(),
+                reason: "xwarp runs on the context's legacy default stream (from_external with \
+                         CudaContext::default_stream), which CUDA cannot capture into a graph: \
+                         open xwarp on a stream of the application's own \
+                         (CudaContext::new_stream) to record"
+                    .into(),
+            });
+        }
         {
             let mut g = lock(&self.live.gate);
             if g.owner == Some(me) {
@@ -314,6 +336,7 @@ impl CudaDevice {
         let turn = self.refuse_in_recording("Device::replay")?;
         if let Some(g) = lock(&rec.graph).as_ref() {
             g.launch().map_err(cuda_err("cuGraphLaunch"))?;
+            self.live.queued.fetch_add(1, Ordering::Relaxed);
         }
         drop(turn);
         // The graph's kept buffers stay alive while it runs: dropping the recording frees

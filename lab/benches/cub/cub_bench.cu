@@ -16,6 +16,8 @@
 //             [--seed 12345]                  input generator seed        (default 12345)
 //             [--dump-inputs K]               print the first K inputs of each type and exit
 //                                             (needs no GPU: a cross-check of the generator)
+//             [--forms-max N]                 the largest size that also gets a `forms` line
+//                                             (default 65536; 0: none)
 //   An unknown option or value prints a message on stderr and exits with status 2.
 //
 // Inputs: for each (type, n) a fresh SplitMix64 generator seeded with --seed draws n values with
@@ -51,6 +53,12 @@
 //              and what makes its result usable on the host: a cudaMemcpy of the one result
 //              element (reduce), of the selected count (select), or cudaStreamSynchronize
 //              (scan, sort). The same scrub, followed by a device synchronisation, precedes each.
+//   forms (reduce, scan and select at n <= --forms-max): the host wall per call of a sequence of
+//              10 calls on the same buffers, two ways, --reps times each, from an idle GPU after
+//              the scrub: queued (the 10 calls back to back on the legacy default stream, then
+//              what makes the last result usable on the host) and graph (the 10 calls captured
+//              once into a CUDA Graph on a stream of their own, then each repetition one
+//              cudaGraphLaunch and the same finish). The graph's result is checked once.
 //
 // Output on stdout, one line each, machine-readable:
 //   # device <name> cc <major>.<minor>
@@ -58,6 +66,7 @@
 //   # cuda <major>.<minor>                    (cudaRuntimeGetVersion)
 //   case <algo> <type> <n> <median_ms> <min_ms> <max_ms> <host_median_us> <ok|FAIL>
 //   skip <algo> <type> <n> <reason>           (not enough host or device memory for the case)
+//   forms <algo> <type> <n> <queued_us> <graph_us> <ok|FAIL>   (medians per call; after its case)
 // A failed check also prints its details on stderr. Any other error prints `error <text>` on
 // stderr and exits with status 1.
 
@@ -313,10 +322,11 @@ struct Options {
   uint64_t scrub_bytes = uint64_t{1} << 28;
   uint64_t seed = 12345;
   uint64_t dump_inputs = 0;  // 0: time as usual
+  uint64_t forms_max = 65536;
 };
 
-const char* const kOptions[] = {"--sizes",       "--types", "--algos",      "--reps",
-                                "--scrub-bytes", "--seed",  "--dump-inputs"};
+const char* const kOptions[] = {"--sizes", "--types",       "--algos",    "--reps", "--scrub-bytes",
+                                "--seed",  "--dump-inputs", "--forms-max"};
 
 /// The largest size accepted: far beyond any GPU's memory, small enough that no byte count
 /// overflows.
@@ -326,7 +336,7 @@ const char kUsage[] =
     "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
     "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
     "select_if,sort_keys,sort_pairs]\n"
-    "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K]\n";
+    "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K] [--forms-max N]\n";
 
 /// A command-line mistake: the message goes to stderr with the usage, and the exit status is 2.
 struct UsageError {
@@ -421,6 +431,8 @@ Options parse_args(int argc, char** argv) {
       opt.seed = parse_u64(name, value);
     } else if (name == "--dump-inputs") {
       opt.dump_inputs = parse_u64(name, value);
+    } else if (name == "--forms-max") {
+      opt.forms_max = parse_u64(name, value);
     } else {
       throw UsageError{"unknown option '" + name + "'"};
     }
@@ -764,16 +776,18 @@ void time_and_print(Algo algo, const char* type, size_t n, bool ok, const Call& 
 /// temporary storage into `temp_bytes`.
 template <typename T>
 cudaError_t cub_call(Algo algo, void* temp, size_t& temp_bytes, const T* in, T* out,
-                     int64_t* count, int64_t n) {
+                     int64_t* count, int64_t n, cudaStream_t stream = 0) {
   switch (algo) {
-    case Algo::ReduceSum: return cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n);
-    case Algo::ReduceMin: return cub::DeviceReduce::Min(temp, temp_bytes, in, out, n);
-    case Algo::ReduceMax: return cub::DeviceReduce::Max(temp, temp_bytes, in, out, n);
-    case Algo::ScanInclusive: return cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, n);
-    case Algo::ScanExclusive: return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n);
+    case Algo::ReduceSum: return cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n, stream);
+    case Algo::ReduceMin: return cub::DeviceReduce::Min(temp, temp_bytes, in, out, n, stream);
+    case Algo::ReduceMax: return cub::DeviceReduce::Max(temp, temp_bytes, in, out, n, stream);
+    case Algo::ScanInclusive:
+      return cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, n, stream);
+    case Algo::ScanExclusive:
+      return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n, stream);
     case Algo::SelectIf:
       return cub::DeviceSelect::If(temp, temp_bytes, in, out, count, n,
-                                   GreaterThan<T>{Elem<T>::threshold});
+                                   GreaterThan<T>{Elem<T>::threshold}, stream);
     case Algo::SortKeys:
     case Algo::SortPairs:
       break;  // run_sort_case
@@ -781,29 +795,14 @@ cudaError_t cub_call(Algo algo, void* temp, size_t& temp_bytes, const T* in, T* 
   return cudaErrorInvalidValue;
 }
 
-/// Checks, warms up and times one case, and prints its `case` line.
+/// One finished call's result (at `out`, and `count` for select) checked against the host: ""
+/// when right, else what differs.
 template <typename T>
-void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
-              const Options& opt, Scrubber& scrub) {
+std::string check_case(Algo algo, const std::vector<T>& host_in, const T* out,
+                       const int64_t* count) {
   const size_t n = host_in.size();
-  const int64_t items = static_cast<int64_t>(n);
   const bool is_reduce =
       algo == Algo::ReduceSum || algo == Algo::ReduceMin || algo == Algo::ReduceMax;
-  const T* in = dev_in.as<T>();
-
-  size_t temp_bytes = 0;
-  CUDA_CHECK(cub_call<T>(algo, nullptr, temp_bytes, in, nullptr, nullptr, items));
-  CaseBuffers<T> buf(is_reduce ? 1 : n, temp_bytes);
-  T* out = buf.out.template as<T>();
-  int64_t* count = buf.count.template as<int64_t>();
-  auto call = [&]() {
-    size_t bytes = buf.temp_bytes;
-    CUDA_CHECK(cub_call<T>(algo, buf.temp.get(), bytes, in, out, count, items));
-  };
-
-  // Check one call against the host.
-  call();
-  CUDA_CHECK(cudaDeviceSynchronize());
   std::string problem;
   if (is_reduce) {
     T got;
@@ -824,6 +823,98 @@ void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_
     CUDA_CHECK(cudaMemcpy(got.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
     problem = check_scan(algo, host_in, got);
   }
+  return problem;
+}
+
+/// The `forms` line of a case: the host wall per call of 10 calls queued back to back, and of
+/// the same 10 captured once into a CUDA Graph and launched, each followed by `finish`; the
+/// graph's result is checked once against the host (outputs poisoned first).
+template <typename T, typename CallOn, typename Finish>
+void time_forms(Algo algo, const std::vector<T>& host_in, T* out, int64_t* count,
+                const CallOn& call_on, const Finish& finish, const Options& opt,
+                Scrubber& scrub) {
+  constexpr int kCalls = 10;
+  const size_t n = host_in.size();
+  std::vector<double> queued_us;
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < kCalls; ++k) {
+      call_on(0);
+    }
+    finish();
+    const auto t1 = std::chrono::steady_clock::now();
+    queued_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kCalls);
+  }
+  // A blocking stream: the legacy default stream (where `finish` copies or synchronises) waits
+  // for its work.
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int k = 0; k < kCalls; ++k) {
+    call_on(stream);
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const size_t out_elems =
+      algo == Algo::ReduceSum || algo == Algo::ReduceMin || algo == Algo::ReduceMax ? 1 : n;
+  CUDA_CHECK(cudaMemset(out, 0xcd, out_elems * sizeof(T)));
+  CUDA_CHECK(cudaMemset(count, 0xcd, sizeof(int64_t)));
+  CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const std::string problem = check_case(algo, host_in, out, count);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "check %s %s %zu (graph): %s\n", algo_name(algo), Elem<T>::name, n,
+                 problem.c_str());
+  }
+  std::vector<double> graph_us;
+  for (uint64_t rep = 0; rep < opt.reps; ++rep) {
+    scrub.run(rep);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    finish();
+    const auto t1 = std::chrono::steady_clock::now();
+    graph_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kCalls);
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  const Stats queued = summarize(std::move(queued_us));
+  const Stats replayed = summarize(std::move(graph_us));
+  std::printf("forms %s %s %zu %.3f %.3f %s\n", algo_name(algo), Elem<T>::name, n, queued.median,
+              replayed.median, problem.empty() ? "ok" : "FAIL");
+  std::fflush(stdout);
+}
+
+/// Checks, warms up and times one case, and prints its `case` line.
+template <typename T>
+void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
+              const Options& opt, Scrubber& scrub) {
+  const size_t n = host_in.size();
+  const int64_t items = static_cast<int64_t>(n);
+  const bool is_reduce =
+      algo == Algo::ReduceSum || algo == Algo::ReduceMin || algo == Algo::ReduceMax;
+  const T* in = dev_in.as<T>();
+
+  size_t temp_bytes = 0;
+  CUDA_CHECK(cub_call<T>(algo, nullptr, temp_bytes, in, nullptr, nullptr, items));
+  CaseBuffers<T> buf(is_reduce ? 1 : n, temp_bytes);
+  T* out = buf.out.template as<T>();
+  int64_t* count = buf.count.template as<int64_t>();
+  auto call_on = [&](cudaStream_t stream) {
+    size_t bytes = buf.temp_bytes;
+    CUDA_CHECK(cub_call<T>(algo, buf.temp.get(), bytes, in, out, count, items, stream));
+  };
+  auto call = [&]() { call_on(0); };
+
+  // Check one call against the host.
+  call();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::string problem = check_case(algo, host_in, out, count);
   if (!problem.empty()) {
     std::fprintf(stderr, "check %s %s %zu: %s\n", algo_name(algo), Elem<T>::name, n,
                  problem.c_str());
@@ -842,6 +933,9 @@ void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_
     }
   };
   time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
+  if (n <= opt.forms_max) {
+    time_forms<T>(algo, host_in, out, count, call_on, finish, opt, scrub);
+  }
 }
 
 void print_skip(Algo algo, const char* type, uint64_t n, const std::string& reason) {

@@ -64,6 +64,9 @@ pub struct CubConfig {
     pub scrub_bytes: u64,
     /// Seed of the input generator ([`xwarp::Rng::new`]).
     pub seed: u64,
+    /// The largest size whose reduce, scan and select cases also time the queued and graph
+    /// forms ([`CubForms`]); 0: none.
+    pub forms_max: usize,
 }
 
 impl Default for CubConfig {
@@ -77,6 +80,7 @@ impl Default for CubConfig {
             reps: 21,
             scrub_bytes: 1 << 28,
             seed: 12345,
+            forms_max: FORMS_MAX,
         }
     }
 }
@@ -165,6 +169,29 @@ pub struct CubCase {
     pub check_ok: bool,
 }
 
+/// The largest size whose cases time the queued and replayed forms by default (in `xwarp
+/// bench` too): the small problems, where the fixed cost of a call decides.
+pub const FORMS_MAX: usize = 1 << 16;
+
+/// The host wall per call of a sequence of 10 calls of one case, in CUB's two forms beside
+/// the synchronous call of [`CubCase::host_median_s`]: queued back to back on the stream with
+/// one wait at the end, and captured once into a CUDA Graph that each repetition launches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CubForms {
+    /// The algorithm.
+    pub algo: CubAlgo,
+    /// The element type.
+    pub elem: ElemKind,
+    /// The element count.
+    pub n: usize,
+    /// Median host wall per call, queued, seconds.
+    pub queued_s: f64,
+    /// Median host wall per call, graph launched, seconds.
+    pub graph_s: f64,
+    /// Whether the graph's result matched the host's.
+    pub check_ok: bool,
+}
+
 /// Everything one run of the program reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CubRun {
@@ -180,6 +207,8 @@ pub struct CubRun {
     pub cases: Vec<CubCase>,
     /// Cases that did not fit in memory: `"<algo> <type> <n> <reason>"` each.
     pub skipped: Vec<String>,
+    /// The queued and graph forms of the small cases.
+    pub forms: Vec<CubForms>,
 }
 
 impl CubRun {
@@ -229,13 +258,16 @@ pub enum ParseError {
 /// Parses the program's stdout: the header lines `# device <name> cc <major>.<minor>`,
 /// `# cub <version>` and `# cuda <version>`, then one line per case,
 /// `case <algo> <type> <n> <median_ms> <min_ms> <max_ms> <host_median_us> <ok|FAIL>`, or
-/// `skip <algo> <type> <n> <reason>`. Blank lines and other `#` lines are ignored.
+/// `skip <algo> <type> <n> <reason>`, or
+/// `forms <algo> <type> <n> <queued_us> <graph_us> <ok|FAIL>`. Blank lines and other `#`
+/// lines are ignored.
 pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
     let mut device: Option<(String, String)> = None;
     let mut cub_version: Option<String> = None;
     let mut cuda_version: Option<String> = None;
     let mut cases = Vec::new();
     let mut skipped = Vec::new();
+    let mut forms = Vec::new();
 
     for (index, raw) in stdout.lines().enumerate() {
         let line = raw.trim();
@@ -313,6 +345,30 @@ pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
                     check_ok,
                 });
             }
+            "forms" => {
+                if fields.len() != 7 {
+                    return Err(fail("a forms line has 7 fields"));
+                }
+                let (algo, elem, n) = parse_key(&fields[1..4]).map_err(|r| fail(&r))?;
+                let us = |text: &str, what: &str| -> Result<f64, ParseError> {
+                    match text.parse::<f64>() {
+                        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * 1e-6),
+                        _ => Err(fail(&format!("{what} is not a non-negative number"))),
+                    }
+                };
+                forms.push(CubForms {
+                    algo,
+                    elem,
+                    n,
+                    queued_s: us(fields[4], "queued_us")?,
+                    graph_s: us(fields[5], "graph_us")?,
+                    check_ok: match fields[6] {
+                        "ok" => true,
+                        "FAIL" => false,
+                        _ => return Err(fail("the check is `ok` or `FAIL`")),
+                    },
+                });
+            }
             "skip" => {
                 if fields.len() < 4 {
                     return Err(fail("a skip line has an algorithm, a type and a size"));
@@ -332,6 +388,7 @@ pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
         cuda_version: cuda_version.ok_or(ParseError::MissingHeader("cuda"))?,
         cases,
         skipped,
+        forms,
     })
 }
 
@@ -543,6 +600,8 @@ fn program_args(cfg: &CubConfig) -> Vec<String> {
         cfg.scrub_bytes.to_string(),
         "--seed".to_string(),
         cfg.seed.to_string(),
+        "--forms-max".to_string(),
+        cfg.forms_max.to_string(),
     ]);
     args
 }
@@ -607,6 +666,7 @@ mod tests {
 # cuda 13.0
 case reduce_sum i32 1024 0.004096 0.003072 0.010240 12.345 ok
 case select_if f64 1048576 0.051200 0.050176 0.061440 80.500 FAIL
+forms reduce_sum i32 1024 3.250 1.125 ok
 
 skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, bytes)
 ";
@@ -638,6 +698,15 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
             run.skipped,
             vec!["scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, bytes)"]
         );
+        assert_eq!(run.forms.len(), 1);
+        let f = &run.forms[0];
+        assert_eq!(
+            (f.algo, f.elem, f.n),
+            (CubAlgo::ReduceSum, ElemKind::I32, 1024)
+        );
+        assert!((f.queued_s - 3.25e-6).abs() < 1e-15);
+        assert!((f.graph_s - 1.125e-6).abs() < 1e-15);
+        assert!(f.check_ok);
     }
 
     #[test]

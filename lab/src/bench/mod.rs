@@ -18,6 +18,13 @@
 //! - **Host wall time per call**: from the call to its result on the host (the result's bytes
 //!   for a reduction, the count for a compaction, a synchronize for the rest) with the GPU idle
 //!   at the start: what a caller with small inputs feels.
+//! - **Forms** (reduce, scan and compaction at `n` ≤ [`Config::forms_max`]): the host wall per
+//!   call of a sequence of [`FORM_CALLS`] calls on the same buffers, from an idle GPU, queued
+//!   (the calls, one [`Device::submit`], one [`Device::wait`], then the result to the host) and
+//!   replayed (recorded once with [`Device::record`]; each time one [`Device::replay`], one
+//!   wait and the result), beside the synchronous call above. The replayed result is checked
+//!   against the reference once, its output poisoned first. CUB's queued and CUDA Graph forms
+//!   are timed the same way.
 //! - **GB/s** of the bytes the algorithm must move ([`Algo::bytes`]), and that as a fraction of
 //!   the roofline kernel ([`xwarp::roofline`]) of the same backend at the same size: the
 //!   read-only kernel for algorithms that only read, the copy kernel for the others.
@@ -39,8 +46,8 @@ mod report;
 mod svg;
 
 pub use report::{
-    kernel_stats_text, print_chains, print_ladder, print_table, read_json, summary_markdown,
-    write_json,
+    kernel_stats_text, print_chains, print_forms, print_ladder, print_table, read_json,
+    summary_markdown, write_json,
 };
 pub use svg::write_plots;
 
@@ -276,6 +283,27 @@ pub struct Config {
     pub scrub_bytes: u64,
     /// Seed of the random inputs.
     pub seed: u64,
+    /// The largest size whose reduce, scan and compaction cases time the queued and replayed
+    /// forms too ([`Record::forms`]); 0: none.
+    #[serde(default = "default_forms_max")]
+    pub forms_max: usize,
+}
+
+fn default_forms_max() -> usize {
+    cub::FORMS_MAX
+}
+
+/// Calls per sequence in the queued and replayed forms.
+pub const FORM_CALLS: usize = 10;
+
+/// The host wall per call of a sequence of [`FORM_CALLS`] calls, queued and replayed (for CUB:
+/// queued and launched as a CUDA Graph).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forms {
+    /// Queued: the calls, one submit and one wait, then the result to the host.
+    pub queued: Stats,
+    /// Replayed: one replay of the recorded calls and one wait, then the result to the host.
+    pub replay: Stats,
 }
 
 impl Config {
@@ -295,6 +323,7 @@ impl Config {
             warmup: 2,
             scrub_bytes: 256 << 20,
             seed,
+            forms_max: cub::FORMS_MAX,
         }
     }
 
@@ -396,6 +425,9 @@ pub struct Record {
     /// For the sort: keys sorted per second, `n / gpu.median`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys_per_s: Option<f64>,
+    /// The queued and replayed forms, for the small cases that time them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forms: Option<Forms>,
 }
 
 /// One rung of the ladder table on one backend.
@@ -661,6 +693,7 @@ struct Timed {
     gpu: Stats,
     host: Stats,
     bytes: u64,
+    forms: Option<Forms>,
 }
 
 fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
@@ -721,6 +754,7 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
                     roof_fraction: None,
                     vs_cub: None,
                     keys_per_s: algo.is_sort().then(|| n as f64 / t.gpu.median),
+                    forms: t.forms,
                 }),
                 Ok(Err(mismatch)) => ctx.report.failures.push(format!("{what}: {mismatch}")),
                 Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
@@ -964,6 +998,24 @@ impl<'a, T: BenchElem> Case<'a, T> {
         Ok(())
     }
 
+    /// Brings the result of the calls so far to the host, as `call(true)` does after its call:
+    /// the value of a reduction, the count of a compaction; the rest are waited for.
+    fn fetch(&mut self) -> Result<()> {
+        match self.algo {
+            Algo::Reduce(_) => {
+                let mut one = [T::zeroed()];
+                self.dev
+                    .read(self.out.raw(), 0, bytemuck::cast_slice_mut(&mut one))
+            }
+            Algo::Compact(_) => {
+                let mut one = [0u64];
+                self.dev
+                    .read(self.count.raw(), 0, bytemuck::cast_slice_mut(&mut one))
+            }
+            _ => self.dev.synchronize(),
+        }
+    }
+
     /// Compares the outputs of the last call with the reference; `Ok` holds the number of
     /// kept elements for a compaction.
     fn check(&self) -> Result<std::result::Result<usize, String>> {
@@ -1071,10 +1123,78 @@ fn case<T: BenchElem>(
         Err(m) => return Ok(Err(m)),
     };
     let (gpu, host) = measure(dev, scrub, cfg, &mut |finish| c.call(finish))?;
+    let forms = if src.len() <= cfg.forms_max
+        && matches!(algo, Algo::Reduce(_) | Algo::Scan(_) | Algo::Compact(_))
+    {
+        match measure_forms(dev, scrub, cfg, &mut c, reference)? {
+            Ok(f) => Some(f),
+            Err(m) => return Ok(Err(m)),
+        }
+    } else {
+        None
+    };
     Ok(Ok(Timed {
         gpu,
         host,
         bytes: algo.bytes(src.len(), T::KIND.size(), kept),
+        forms,
+    }))
+}
+
+/// The queued and replayed forms of a checked case ([`Forms`]); `Ok(Err(_))` when the
+/// replayed result differs from the reference.
+fn measure_forms<T: BenchElem>(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    c: &mut Case<'_, T>,
+    reference: &Reference<T>,
+) -> Result<std::result::Result<Forms, String>> {
+    let per_call = |t: Instant| t.elapsed().as_secs_f64() / FORM_CALLS as f64;
+    let mut queued = Vec::with_capacity(cfg.reps);
+    for _ in 0..cfg.reps {
+        if let Some(s) = scrub {
+            s.run(dev)?;
+        }
+        dev.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..FORM_CALLS {
+            c.call(false)?;
+        }
+        let ticket = dev.submit()?;
+        dev.wait(ticket)?;
+        c.fetch()?;
+        queued.push(per_call(t));
+    }
+    let recording = dev.record(&mut || {
+        for _ in 0..FORM_CALLS {
+            c.call(false)?;
+        }
+        Ok(())
+    })?;
+    // The replay computes: its outputs poisoned first, its result checked.
+    c.out.fill(dev, reference.poison())?;
+    c.count.fill(dev, u64::MAX)?;
+    let ticket = dev.replay(&recording)?;
+    dev.wait(ticket)?;
+    if let Err(m) = c.check()? {
+        return Ok(Err(format!("replayed: {m}")));
+    }
+    let mut replay = Vec::with_capacity(cfg.reps);
+    for _ in 0..cfg.reps {
+        if let Some(s) = scrub {
+            s.run(dev)?;
+        }
+        dev.synchronize()?;
+        let t = Instant::now();
+        let ticket = dev.replay(&recording)?;
+        dev.wait(ticket)?;
+        c.fetch()?;
+        replay.push(per_call(t));
+    }
+    Ok(Ok(Forms {
+        queued: Stats::of(&queued),
+        replay: Stats::of(&replay),
     }))
 }
 
@@ -1332,7 +1452,30 @@ pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::U
                     vs_cub: None,
                     keys_per_s: matches!(c.algo, cub::CubAlgo::SortKeys | cub::CubAlgo::SortPairs)
                         .then(|| c.n as f64 / c.median_s),
+                    forms: run
+                        .forms
+                        .iter()
+                        .find(|f| f.algo == c.algo && f.elem == c.elem && f.n == c.n)
+                        .map(|f| {
+                            let one = |s: f64| Stats {
+                                median: s,
+                                min: s,
+                                max: s,
+                            };
+                            Forms {
+                                queued: one(f.queued_s),
+                                replay: one(f.graph_s),
+                            }
+                        }),
                 });
+            }
+            for f in run.forms.iter().filter(|f| !f.check_ok) {
+                report.failures.push(format!(
+                    "cub {} {} n={}: the CUDA Graph's result differed from the host's",
+                    f.algo.name(),
+                    f.elem,
+                    f.n
+                ));
             }
             report
                 .skipped

@@ -237,6 +237,81 @@ pub fn print_table(report: &Report, out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
+/// The small-problem rows: per algorithm, type and size that timed the forms, the host wall
+/// per call of each backend (CUB last) synchronous, queued and replayed (CUB: CUDA Graph), then
+/// CUDA's synchronous call over CUB's and Vulkan's over CUDA's. The header and the rows.
+fn forms_rows(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let backends = backends(report);
+    let mut head = vec!["algorithm".to_string(), "type".into(), "n".into()];
+    for b in &backends {
+        let replay = if b == "cub" { "graph" } else { "replay" };
+        head.extend([
+            format!("{b} sync"),
+            format!("{b} queued"),
+            format!("{b} {replay}"),
+        ]);
+    }
+    head.extend(["cuda/CUB sync".into(), "vulkan/cuda sync".into()]);
+    let mut rows = Vec::new();
+    for (algo, elem) in groups(report) {
+        for &n in &report.config.sizes {
+            let ours = find(report, "cuda", &algo.name(), &elem, n)
+                .or_else(|| find(report, "vulkan", &algo.name(), &elem, n));
+            if ours.and_then(|r| r.forms).is_none() {
+                continue;
+            }
+            let mut row = vec![algo.name(), elem.clone(), size_name(n)];
+            let record = |b: &str| {
+                let name = if b == "cub" {
+                    algo.cub_name().unwrap_or("").to_string()
+                } else {
+                    algo.name()
+                };
+                find(report, b, &name, &elem, n)
+            };
+            for b in &backends {
+                match record(b) {
+                    Some(r) => row.extend([
+                        us(r.host.median),
+                        opt(r.forms.map(|f| f.queued.median), us),
+                        opt(r.forms.map(|f| f.replay.median), us),
+                    ]),
+                    None => row.extend(["-"; 3].map(String::from)),
+                }
+            }
+            let sync = |b: &str| record(b).map(|r| r.host.median);
+            let ratio = |a: Option<f64>, b: Option<f64>| {
+                opt(a.zip(b).map(|(a, b)| a / b), |r| format!("{r:.2}"))
+            };
+            row.push(ratio(sync("cuda"), sync("cub")));
+            row.push(ratio(sync("vulkan"), sync("cuda")));
+            rows.push(row);
+        }
+    }
+    (!rows.is_empty()).then_some((head, rows))
+}
+
+/// The small-problem table ([`forms_rows`]), in microseconds of host wall per call; nothing
+/// when no case timed the forms.
+pub fn print_forms(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some((head, rows)) = forms_rows(report) else {
+        return Ok(());
+    };
+    let mut t = table(head, 3);
+    for row in rows {
+        t.add_row(row);
+    }
+    writeln!(
+        out,
+        "
+small problems: host µs per call (sync: one call and its result; queued: {} calls, one \
+         submit and wait; replay: {} recorded calls replayed; CUB: the same, graph = CUDA Graph)",
+        super::FORM_CALLS,
+        super::FORM_CALLS
+    )?;
+    writeln!(out, "{t}")
+}
+
 /// The ladder table: one row per rung, one column triple (time, speedup over
 /// `reduceNeighbored`, GB/s) per backend, then the shared-memory over shuffle reduce ratio.
 pub fn print_ladder(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
@@ -437,6 +512,27 @@ pub fn summary_markdown(report: &Report) -> String {
         }
     }
     sort_markdown(report, &ours, &mut s);
+    if let Some((head, rows)) = forms_rows(report) {
+        writeln!(
+            s,
+            "\nSmall problems, host wall per call in µs (medians): `sync` is one call and its \
+             result on the host from an idle GPU; `queued` {0} calls, one submit and one wait, \
+             then the result; `replay` {0} calls recorded once, then one replay and one wait, \
+             then the result; CUB's `graph` is its {0} calls captured in a CUDA Graph.\n",
+            super::FORM_CALLS
+        )
+        .ok();
+        writeln!(s, "| {} |", head.join(" | ")).ok();
+        let rule: Vec<&str> = head
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i < 3 { "---" } else { "---:" })
+            .collect();
+        writeln!(s, "|{}|", rule.join("|")).ok();
+        for row in rows {
+            writeln!(s, "| {} |", row.join(" | ")).ok();
+        }
+    }
     s
 }
 
