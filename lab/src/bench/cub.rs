@@ -833,11 +833,12 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
             reps: 7,
             scrub_bytes: 0,
             seed: 99,
+            forms_max: 4096,
         };
         assert_eq!(
             program_args(&cfg).join(" "),
             "--sizes 1024,1048576 --types f32,u64 --algos scan_exclusive,select_if \
-             --reps 7 --scrub-bytes 0 --seed 99"
+             --reps 7 --scrub-bytes 0 --seed 99 --forms-max 4096"
         );
         let defaults = CubConfig {
             sizes: vec![],
@@ -847,7 +848,7 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
         };
         assert_eq!(
             program_args(&defaults).join(" "),
-            "--reps 21 --scrub-bytes 268435456 --seed 12345"
+            "--reps 21 --scrub-bytes 268435456 --seed 12345 --forms-max 65536"
         );
     }
 
