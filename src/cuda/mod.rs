@@ -106,7 +106,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One CUDA device: a context (the device's primary context), its default stream, and the
+/// One CUDA device: a context (the device's primary context), a stream of its own, and the
 /// kernels compiled for it so far.
 ///
 /// All work goes to that one stream, so it runs in issue order. Buffers keep the context alive
