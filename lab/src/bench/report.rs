@@ -291,8 +291,9 @@ fn forms_rows(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
     (!rows.is_empty()).then_some((head, rows))
 }
 
-/// The small-problem table ([`forms_rows`]), in microseconds of host wall per call; nothing
-/// when no case timed the forms.
+/// The small-problem table: per algorithm, type and size that timed the forms, each backend's
+/// (CUB last) host wall per call synchronous, queued and replayed (CUB: CUDA Graph), in
+/// microseconds; nothing when no case timed the forms.
 pub fn print_forms(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let Some((head, rows)) = forms_rows(report) else {
         return Ok(());
