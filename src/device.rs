@@ -712,6 +712,33 @@ pub trait Device: Send + Sync {
     /// once (Vulkan takes their turns one after another); work that other threads queue
     /// meanwhile may count in the time.
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration>;
+    /// Runs `work` as [`Self::time`] does and returns, beside the span's total, the GPU time
+    /// of each command `work` queued, in order ([`LaunchTimes`]): kernel launches, device
+    /// copies, fills and writes. A command's time runs from the end of the command before it
+    /// (the start of the span for the first) to its own end, so the times add up to the total
+    /// and a wait between commands counts in the later one. Vulkan writes a timestamp after
+    /// each command (at most [`MAX_TIMED_COMMANDS`] in one span), CUDA records an event.
+    ///
+    /// The default, for a device that cannot time its commands: [`Self::time`] and no
+    /// commands.
+    fn time_launches(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<LaunchTimes> {
+        Ok(LaunchTimes {
+            total: self.time(work)?,
+            commands: Vec::new(),
+        })
+    }
+    /// Fills `bytes` bytes of `dst` from byte `offset` with copies of the 32-bit `word`, on the
+    /// device, ordered after earlier work (a queued command like a launch: allowed inside a
+    /// recording). `offset` and `bytes` must be multiples of 4 ([`Error::InvalidParameter`]
+    /// otherwise) and lie inside `dst` ([`Error::OutOfBounds`]).
+    ///
+    /// The default, for a device without a fill command: a [`Self::write`] of the words
+    /// (refused inside a recording, as writes are).
+    fn fill_words(&self, dst: &RawBuffer, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        check_fill(dst, offset, bytes)?;
+        let words = vec![word; (bytes / 4) as usize];
+        self.write(dst, offset, bytemuck::cast_slice(&words))
+    }
     /// Device memory this device holds now, for leak checks; `None` where the backend does not
     /// count it.
     fn memory_usage(&self) -> Option<MemoryUsage> {
@@ -727,6 +754,41 @@ pub trait Device: Send + Sync {
     fn kernel_stats(&self) -> Vec<KernelStats> {
         Vec::new()
     }
+}
+
+/// Most commands one [`Device::time_launches`] span may time on Vulkan (its query pool holds
+/// a timestamp per command and two for the span).
+pub const MAX_TIMED_COMMANDS: usize = 254;
+
+/// What [`Device::time_launches`] measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaunchTimes {
+    /// GPU time of the whole span, as [`Device::time`] measures it.
+    pub total: Duration,
+    /// Each command of the span in order: the kernel's name for a launch, `copy`, `fill` or
+    /// `write` for the others; empty where the device cannot time commands.
+    pub commands: Vec<CommandTime>,
+}
+
+/// One command's share of a [`LaunchTimes`] span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandTime {
+    /// The kernel's name ([`Kernel::name`]), or `copy`, `fill`, `write`.
+    pub name: String,
+    /// GPU time from the end of the previous command (or the span's start) to its end.
+    pub gpu: Duration,
+}
+
+/// Checks the range of a [`Device::fill_words`].
+pub(crate) fn check_fill(dst: &RawBuffer, offset: u64, bytes: u64) -> Result<()> {
+    if !offset.is_multiple_of(4) || !bytes.is_multiple_of(4) {
+        return Err(Error::invalid(
+            "fill range",
+            format!("offset {offset}, {bytes} bytes"),
+            "an offset and a length that are multiples of 4 bytes",
+        ));
+    }
+    dst.check_range(offset, bytes)
 }
 
 /// What [`Device::kernel_stats`] reports for one compiled kernel variant.
@@ -833,12 +895,26 @@ impl<T: Element> DeviceVec<T> {
         Ok(v)
     }
 
-    /// Fills every element with `value` (used to poison outputs before a run).
+    /// Fills every element with `value` (used to poison outputs before a run), ordered after
+    /// earlier work. A value whose bytes repeat every 4 bytes (any 32-bit value; a 64-bit one
+    /// whose halves are equal) is filled on the device ([`Device::fill_words`]), any other by a
+    /// write of `len` copies from the host.
     pub fn fill(&mut self, dev: &dyn Device, value: T) -> Result<()> {
-        if self.len > 0 {
-            dev.write(&self.raw, 0, bytemuck::cast_slice(&vec![value; self.len]))?;
+        if self.len == 0 {
+            return Ok(());
         }
-        Ok(())
+        let bytes: &[u8] = bytemuck::bytes_of(&value);
+        let word = u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        if bytes.chunks(4).all(|c| c == &bytes[..4]) {
+            dev.fill_words(
+                &self.raw,
+                0,
+                (self.len * std::mem::size_of::<T>()) as u64,
+                word,
+            )
+        } else {
+            dev.write(&self.raw, 0, bytemuck::cast_slice(&vec![value; self.len]))
+        }
     }
 
     /// Copies the contents back to the host, waiting for queued work.

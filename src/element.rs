@@ -243,6 +243,26 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// Skips `draws` calls of [`Rng::next_u64`] at once: SplitMix64's state moves by a
+    /// constant per draw, so a generator can start anywhere in its sequence. [`Element::random`]
+    /// takes one draw per integer and three per float ([`Rng::draws_per_value`]), so the value
+    /// at index `i` of [`Rng::vec`] is the first value of a generator that skipped
+    /// `i * draws_per_value` draws: long inputs can be drawn in parallel pieces.
+    pub fn skip(&mut self, draws: u64) {
+        self.0 = self
+            .0
+            .wrapping_add(draws.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    }
+
+    /// How many draws [`Element::random`] takes for one value of `kind`: 1 for integers, 3 for
+    /// floats ([`Rng::next_f64_mixed`]).
+    pub fn draws_per_value(kind: ElemKind) -> u64 {
+        match kind {
+            ElemKind::F32 | ElemKind::F64 => 3,
+            _ => 1,
+        }
+    }
+
     /// Uniform in `0..bound` (`bound` > 0).
     pub fn below(&mut self, bound: u64) -> u64 {
         ((self.next_u64() as u128 * bound as u128) >> 64) as u64
@@ -373,6 +393,33 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn skipped_values_equal_the_sequence<T: Element>() {
+        let whole: Vec<T> = Rng::new(99).vec(1000);
+        for start in [0usize, 1, 2, 517, 999] {
+            let mut rng = Rng::new(99);
+            rng.skip(start as u64 * Rng::draws_per_value(T::KIND));
+            let piece: Vec<T> = rng.vec(1000 - start);
+            assert!(
+                piece
+                    .iter()
+                    .zip(&whole[start..])
+                    .all(|(a, b)| a.to_bits64() == b.to_bits64()),
+                "{} from {start}",
+                T::KIND
+            );
+        }
+    }
+
+    #[test]
+    fn a_skipped_generator_continues_the_sequence() {
+        skipped_values_equal_the_sequence::<i32>();
+        skipped_values_equal_the_sequence::<u32>();
+        skipped_values_equal_the_sequence::<f32>();
+        skipped_values_equal_the_sequence::<i64>();
+        skipped_values_equal_the_sequence::<u64>();
+        skipped_values_equal_the_sequence::<f64>();
+    }
 
     /// Counts of what `f` draws from 100,000 hard values of each float format.
     fn census<T: Element>(hard: HardValues, f: impl Fn(u64) -> [bool; 6]) -> [usize; 6] {

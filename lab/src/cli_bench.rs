@@ -2,11 +2,23 @@
 
 use crate::{open_devices, BenchArgs};
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use xwarp::backend::{BackendChoice, DeviceSelector};
 use xwarp::{Device, ElemKind, Error, Result};
 use xwarp_lab::bench::{self, cub, Algo, Config};
+
+/// Reads a report `--load`, `--resume` or `--compare` names.
+fn read_report(option: &'static str, path: &Path) -> Result<bench::Report> {
+    bench::read_json(path).map_err(|e| {
+        Error::invalid(
+            option,
+            format!("{}: {e}", path.display()),
+            "a report written by --json",
+        )
+    })
+}
 
 pub(crate) fn bench(
     choice: Option<BackendChoice>,
@@ -15,28 +27,41 @@ pub(crate) fn bench(
     args: BenchArgs,
 ) -> Result<ExitCode> {
     let started = Instant::now();
-    if let Some(path) = &args.load {
-        let report = bench::read_json(path).map_err(|e| {
-            Error::invalid(
-                "load",
-                format!("{}: {e}", path.display()),
-                "a report written by --json",
-            )
-        })?;
-        return output(&report, &args, started);
+    let old = args
+        .compare
+        .as_deref()
+        .map(|p| read_report("compare", p))
+        .transpose()?;
+    if !args.load.is_empty() {
+        let reports = args
+            .load
+            .iter()
+            .map(|p| read_report("load", p))
+            .collect::<Result<Vec<_>>>()?;
+        let report = bench::merge(reports).expect("--load names at least one file");
+        return output(&report, &args, old.as_ref());
     }
     let cfg = config(&args)?;
+    let resumed = args
+        .resume
+        .as_deref()
+        .map(|p| read_report("resume", p))
+        .transpose()?;
+    let wall_before = resumed.as_ref().map_or(0.0, |r| r.wall_s);
+    let json = args.json.clone().or_else(|| args.resume.clone());
     let devices = open_devices(choice, selector, validation);
     if devices.is_empty() {
         eprintln!("error: no backend is available");
         return Ok(ExitCode::FAILURE);
     }
     println!("seed {}", cfg.seed);
-    // CUB first, while our devices are idle: its process has the GPU to itself.
+    // CUB first, while our devices are idle: its process has the GPU to itself. A resumed run
+    // times only the types and sizes the report has no CUB case of.
     let cub_algos: Vec<cub::CubAlgo> = cub::CubAlgo::ALL
         .into_iter()
         .filter(|c| cfg.algos.iter().any(|a| a.cub_name() == Some(c.name())))
         .collect();
+    let cub_started = Instant::now();
     let cub_run = if args.no_cub {
         Err(cub::Unavailable {
             reason: "--no-cub".into(),
@@ -47,16 +72,9 @@ pub(crate) fn bench(
         })
     } else {
         eprintln!("bench: building and running the CUB baseline ...");
-        cub::run(&cub::CubConfig {
-            sizes: cfg.sizes.clone(),
-            types: cfg.types.clone(),
-            algos: cub_algos,
-            reps: cfg.reps,
-            scrub_bytes: cfg.scrub_bytes,
-            seed: cfg.seed,
-            forms_max: cfg.forms_max,
-        })
+        run_cub(&cfg, cub_algos, resumed.as_ref())
     };
+    let cub_s = cub_started.elapsed().as_secs_f64();
     match &cub_run {
         Ok(r) => println!(
             "cub: CUB {} (CUDA {}) on {}, {} cases in {:.1} s",
@@ -64,24 +82,32 @@ pub(crate) fn bench(
             r.cuda_version,
             r.device,
             r.cases.len(),
-            started.elapsed().as_secs_f64()
+            cub_s
         ),
         Err(e) => println!("cub: unavailable: {e}"),
     }
     let refs: Vec<(String, &dyn Device)> = devices.iter().map(|(l, d)| (l.clone(), &**d)).collect();
     let mut progress = ProgressBar::new();
     // The JSON so far after each type and size: a run stopped early (a time limit, say) keeps
-    // what it measured; the finished run overwrites it.
+    // what it measured (and --resume continues it); the finished run overwrites it.
     let mut checkpoint = |partial: &bench::Report| {
-        if let Some(path) = &args.json {
+        if let Some(path) = &json {
             let mut r = partial.clone();
             bench::add_cub(&mut r, cub_run.clone());
+            *r.phases.entry("cub".into()).or_default() += cub_s;
+            r.wall_s += cub_s;
             if let Err(e) = bench::write_json(&r, path) {
                 eprintln!("bench: cannot write {}: {e}", path.display());
             }
         }
     };
-    let mut report = bench::run(&refs, &cfg, &mut |p| progress.show(p), &mut checkpoint)?;
+    let mut report = bench::run(
+        &refs,
+        &cfg,
+        resumed,
+        &mut |p| progress.show(p),
+        &mut checkpoint,
+    )?;
     progress.finish();
     if let Some(path) = &args.kernel_stats {
         std::fs::write(path, bench::kernel_stats_text(&cfg, &refs)).map_err(|e| {
@@ -94,23 +120,96 @@ pub(crate) fn bench(
         println!("kernel stats: {}", path.display());
     }
     for (kind, reason) in unavailable_backends(&refs) {
-        report.unavailable.push(format!("{kind}: {reason}"));
+        let line = format!("{kind}: {reason}");
+        if !report.unavailable.contains(&line) {
+            report.unavailable.push(line);
+        }
     }
     bench::add_cub(&mut report, cub_run);
-    output(&report, &args, started)
+    *report.phases.entry("cub".into()).or_default() += cub_s;
+    // The whole process's wall time (devices opened, CUB, the run), plus a resumed run's.
+    report.wall_s = wall_before + started.elapsed().as_secs_f64();
+    let args = BenchArgs { json, ..args };
+    output(&report, &args, old.as_ref())
+}
+
+/// CUB's cases of `cfg`; with `resumed`, only the (type, size) pairs that report has no CUB
+/// case of, one program run per type.
+fn run_cub(
+    cfg: &Config,
+    algos: Vec<cub::CubAlgo>,
+    resumed: Option<&bench::Report>,
+) -> std::result::Result<cub::CubRun, cub::Unavailable> {
+    let base = cub::CubConfig {
+        sizes: cfg.sizes.clone(),
+        types: cfg.types.clone(),
+        algos,
+        reps: cfg.reps,
+        scrub_bytes: cfg.scrub_bytes,
+        seed: cfg.seed,
+        forms_max: cfg.forms_max,
+        launches: cfg.launches,
+    };
+    let Some(prev) = resumed else {
+        return cub::run(&base);
+    };
+    let mut merged: Option<cub::CubRun> = None;
+    for &t in &cfg.types {
+        let sizes: Vec<usize> = cfg
+            .sizes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                !prev
+                    .records
+                    .iter()
+                    .any(|r| r.backend == "cub" && r.elem == t.name() && r.n == n)
+            })
+            .collect();
+        if sizes.is_empty() {
+            continue;
+        }
+        let run = cub::run(&cub::CubConfig {
+            sizes,
+            types: vec![t],
+            ..base.clone()
+        })?;
+        merged = Some(match merged {
+            None => run,
+            Some(mut m) => {
+                m.cases.extend(run.cases);
+                m.forms.extend(run.forms);
+                m.launches.extend(run.launches);
+                m.skipped.extend(run.skipped);
+                m
+            }
+        });
+    }
+    merged.ok_or_else(|| cub::Unavailable {
+        reason: "the resumed report holds every CUB case of this run".into(),
+    })
 }
 
 /// Prints the report's tables and writes the files `args` asks for; fails when a case failed.
-fn output(report: &bench::Report, args: &BenchArgs, started: Instant) -> Result<ExitCode> {
+fn output(
+    report: &bench::Report,
+    args: &BenchArgs,
+    old: Option<&bench::Report>,
+) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let io = |e: std::io::Error| Error::invalid("output", e, "a writable stdout and paths");
     for u in &report.unavailable {
         writeln!(out, "unavailable: {u}").map_err(io)?;
     }
+    bench::print_flags(report, &mut out).map_err(io)?;
     bench::print_table(report, &mut out).map_err(io)?;
+    bench::print_launches(report, &mut out).map_err(io)?;
     bench::print_forms(report, &mut out).map_err(io)?;
     bench::print_ladder(report, &mut out).map_err(io)?;
     bench::print_chains(report, &mut out).map_err(io)?;
+    if let Some(old) = old {
+        bench::print_compare(&bench::compare_reports(report, old), &mut out).map_err(io)?;
+    }
     for s in &report.skipped {
         writeln!(out, "skipped: {s}").map_err(io)?;
     }
@@ -129,15 +228,22 @@ fn output(report: &bench::Report, args: &BenchArgs, started: Instant) -> Result<
         std::fs::write(path, bench::summary_markdown(report)).map_err(io)?;
         writeln!(out, "markdown: {}", path.display()).map_err(io)?;
     }
+    let phases: Vec<String> = report
+        .phases
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1} s"))
+        .collect();
+    writeln!(out, "phases: {}", phases.join(", ")).map_err(io)?;
     writeln!(
         out,
-        "{} cases timed, {} skipped, {} failed the check, in {:.1} s",
+        "{} cases timed, {} skipped, {} failed the check, {} flagged; wall time {:.1} s",
         report.records.iter().filter(|r| r.backend != "cub").count()
             + report.ladder.len()
             + report.chains.len(),
         report.skipped.len(),
         report.failures.len(),
-        started.elapsed().as_secs_f64()
+        report.flags.len(),
+        report.wall_s
     )
     .map_err(io)?;
     Ok(if report.failures.is_empty() {
@@ -222,6 +328,12 @@ fn config(args: &BenchArgs) -> Result<Config> {
     }
     if let Some(m) = args.scrub_mib {
         cfg.scrub_bytes = m << 20;
+    }
+    if args.launches {
+        cfg.launches = true;
+    }
+    if args.no_launches {
+        cfg.launches = false;
     }
     cfg.check()?;
     Ok(cfg)

@@ -100,10 +100,28 @@ pub(crate) struct BenchArgs {
     /// Write SVG plots (GB/s against n, a plot per algorithm and type) into this directory.
     #[arg(long)]
     pub(crate) svg: Option<std::path::PathBuf>,
-    /// Do not measure: load the report a run wrote with --json and print it (and write --svg
-    /// and --markdown from it).
+    /// Do not measure: load the reports runs wrote with --json (several: merged into one,
+    /// a case measured twice taking the later file's figures) and print them (and write
+    /// --json, --svg and --markdown from them).
+    #[arg(long, num_args = 1.., value_delimiter = ',', conflicts_with = "resume")]
+    pub(crate) load: Vec<std::path::PathBuf>,
+    /// Continue the run this report (--json) holds: its cases (and CUB's) are kept and not
+    /// run again; the rest of this configuration is run and added. Writes the whole report to
+    /// --json (default: this file).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) resume: Option<std::path::PathBuf>,
+    /// After the run (or --load), print for every case of both reports the new time over the
+    /// time in this report, marking changes beyond both runs' spread.
+    #[arg(long, value_name = "OLD.json")]
+    pub(crate) compare: Option<std::path::PathBuf>,
+    /// Time each command of calls that queue several (the sort's clearing, histogram and
+    /// digit passes; scans' clearing and scan ...) besides the whole call (default in full
+    /// runs, not in --quick).
+    #[arg(long, conflicts_with = "no_launches")]
+    pub(crate) launches: bool,
+    /// Do not time each command of a call.
     #[arg(long)]
-    pub(crate) load: Option<std::path::PathBuf>,
+    pub(crate) no_launches: bool,
     /// Write a Markdown summary here.
     #[arg(long)]
     pub(crate) markdown: Option<std::path::PathBuf>,

@@ -356,3 +356,142 @@ fn kernel_stats_name_a_launched_kernel_where_the_device_reports_them() {
         );
     });
 }
+
+/// GPU time is GPU time: host work between the commands of a timed span (here a sleep far
+/// longer than the commands) does not count. On Vulkan nothing of the span runs before its
+/// end is recorded; on CUDA the span waits behind a gate the host opens once all of it is
+/// queued.
+#[test]
+fn host_work_inside_a_timed_span_is_not_gpu_time() {
+    let mut rng = Rng::new(common::seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let data: Vec<u32> = rng.vec(1 << 16);
+        let src = DeviceVec::from_slice(dev, &data).unwrap();
+        let mut dst = DeviceVec::<u32>::alloc(dev, data.len()).unwrap();
+        let op = ShflOp::Xor { lane_mask: 1 };
+        let sleep = std::time::Duration::from_millis(300);
+        let t = dev
+            .time(&mut || {
+                xwarp::shfl::shfl(dev, op, 32, &src, &mut dst)?;
+                std::thread::sleep(sleep);
+                xwarp::shfl::shfl(dev, op, 32, &src, &mut dst)
+            })
+            .unwrap();
+        assert!(
+            t < sleep / 2,
+            "{}: {t:?} with a {sleep:?} sleep inside",
+            d.label
+        );
+        // A wait inside the span (a read) still works: it opens the gate first.
+        let t = dev
+            .time(&mut || {
+                xwarp::shfl::shfl(dev, op, 32, &src, &mut dst)?;
+                dst.to_vec(dev).map(|_| ())
+            })
+            .unwrap();
+        assert!(t.as_secs() < 60, "{}: {t:?}", d.label);
+        assert_eq!(dst.to_vec(dev).unwrap()[0], data[1], "{}", d.label);
+    });
+}
+
+/// `time_launches`: each command of the span by name, in order, with times that add up to at
+/// most the span's total.
+#[test]
+fn time_launches_names_each_command_in_order() {
+    let mut rng = Rng::new(common::seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let data: Vec<u32> = rng.vec(100_003);
+        let src = DeviceVec::from_slice(dev, &data).unwrap();
+        let mut dst = DeviceVec::<u32>::alloc(dev, data.len()).unwrap();
+        let back = DeviceVec::<u32>::alloc(dev, data.len()).unwrap();
+        let times = dev
+            .time_launches(&mut || {
+                dst.fill(dev, 7)?;
+                xwarp::shfl::shfl(dev, ShflOp::Up { delta: 1 }, 32, &src, &mut dst)?;
+                dev.copy(dst.raw(), 0, back.raw(), 0, 400_012)
+            })
+            .unwrap();
+        // Work other tests queue on the shared device meanwhile may be timed too: this span's
+        // commands appear in order among them.
+        let names: Vec<&str> = times.commands.iter().map(|c| c.name.as_str()).collect();
+        let mut want = ["fill", "shfl", "copy"].into_iter().peekable();
+        for n in &names {
+            if want.peek() == Some(n) {
+                want.next();
+            }
+        }
+        assert!(want.peek().is_none(), "{}: {names:?}", d.label);
+        let sum: std::time::Duration = times.commands.iter().map(|c| c.gpu).sum();
+        assert!(
+            sum <= times.total + std::time::Duration::from_micros(50),
+            "{}: commands {sum:?}, span {:?}",
+            d.label,
+            times.total
+        );
+        let want = xwarp::cpu::shfl::shfl(ShflOp::Up { delta: 1 }, 32, 1, &data);
+        assert_eq!(back.to_vec(dev).unwrap(), want, "{}", d.label);
+        // A sort: the clearing and histogram launches, then a digit pass per byte.
+        let mut sorter = xwarp::sort::Sorter::<u32>::new(dev, data.len()).unwrap();
+        let times = dev
+            .time_launches(&mut || {
+                sorter.sort_keys(
+                    dev,
+                    &src,
+                    &mut dst,
+                    xwarp::sort::SortOrder::Ascending,
+                    0..32,
+                )
+            })
+            .unwrap();
+        let passes = times
+            .commands
+            .iter()
+            .filter(|c| c.name == "sort_onesweep")
+            .count();
+        assert_eq!(passes, 4, "{}: {:?}", d.label, times.commands);
+        let mut sorted = data.clone();
+        sorted.sort_unstable();
+        assert_eq!(dst.to_vec(dev).unwrap(), sorted, "{}", d.label);
+    });
+}
+
+/// `fill_words` and `DeviceVec::fill`: the range filled, the rest untouched, misaligned and
+/// out-of-range fills refused with typed errors; 64-bit values with equal or unequal halves.
+#[test]
+fn fills_write_their_range_and_refuse_bad_ones() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let mut v = DeviceVec::from_slice(dev, &[1u32; 33]).unwrap();
+        dev.fill_words(v.raw(), 8, 20, 0xdead_beef).unwrap();
+        let got = v.to_vec(dev).unwrap();
+        for (i, w) in got.iter().enumerate() {
+            let want = if (2..7).contains(&i) { 0xdead_beef } else { 1 };
+            assert_eq!(*w, want, "{}: word {i}", d.label);
+        }
+        for (offset, bytes) in [(2u64, 8u64), (4, 6)] {
+            let e = dev.fill_words(v.raw(), offset, bytes, 0).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidParameter { .. }),
+                "{}: {e}",
+                d.label
+            );
+        }
+        let e = dev.fill_words(v.raw(), 128, 8, 0).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds { .. }), "{}: {e}", d.label);
+        assert_eq!(
+            v.to_vec(dev).unwrap(),
+            got,
+            "{}: a refused fill wrote",
+            d.label
+        );
+        v.fill(dev, 0x1234_5678).unwrap();
+        assert_eq!(v.to_vec(dev).unwrap(), vec![0x1234_5678; 33], "{}", d.label);
+        let mut w = DeviceVec::<u64>::alloc(dev, 17).unwrap();
+        for value in [0xcdcd_cdcd_cdcd_cdcd_u64, 0x0123_4567_89ab_cdef, u64::MAX] {
+            w.fill(dev, value).unwrap();
+            assert_eq!(w.to_vec(dev).unwrap(), vec![value; 17], "{}", d.label);
+        }
+    });
+}

@@ -88,7 +88,7 @@ impl CudaDevice {
         // stream first when the device lacks memory pools), i.e. after this launch completes;
         // wrapped application memory stays allocated by the contract of `wrap_device_ptr`.
         unsafe { args.launch(cfg) }.map_err(cuda_err("cuLaunchKernel"))?;
-        Ok(())
+        self.mark(l.kernel.name)
     }
 }
 

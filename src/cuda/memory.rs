@@ -330,7 +330,9 @@ impl CudaDevice {
         // Pageable host memory: the driver has staged `src` when this returns.
         self.stream
             .memcpy_htod(src, &mut view)
-            .map_err(cuda_err("cuMemcpyHtoDAsync"))
+            .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+        drop(slice);
+        self.mark("write")
     }
 
     /// [`Device::copy`]: a device-to-device copy on the stream.
@@ -364,7 +366,8 @@ impl CudaDevice {
                 self.stream.cu_stream(),
             )
         }
-        .map_err(cuda_err("cuMemcpyDtoDAsync"))
+        .map_err(cuda_err("cuMemcpyDtoDAsync"))?;
+        self.mark("copy")
     }
 
     /// [`Device::read`]: a device-to-host copy, then the stream is synchronised.

@@ -58,11 +58,11 @@
 #[cfg(doc)]
 use crate::device::DeviceVec;
 use crate::device::{
-    BackendKind, Device, DeviceId, DeviceInfo, KernelStats, Launch, MemoryUsage, RawBuffer,
-    Recording, Ticket, COUNTER_BYTES,
+    BackendKind, Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage,
+    RawBuffer, Recording, Ticket, COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::fmt;
@@ -74,6 +74,7 @@ mod memory;
 mod nvrtc;
 mod probe;
 mod queue;
+mod timing;
 
 pub use probe::{available, list_devices};
 
@@ -127,6 +128,8 @@ pub struct CudaDevice {
     tickets: Mutex<queue::Tickets>,
     /// [`Device::counters`]: set once the device is constructed.
     counters: Option<RawBuffer>,
+    /// The gate of timed spans and the events of [`Device::time_launches`].
+    timing: Mutex<timing::Timing>,
 }
 
 impl fmt::Debug for CudaDevice {
@@ -143,6 +146,7 @@ impl Drop for CudaDevice {
         // The kernel modules unload when `kernels` drops: let queued launches finish first.
         // An error here means the context is already broken; the next user of the stream (or
         // the application's own check of its context) meets it.
+        self.open_gate();
         let _ = self.stream.synchronize();
     }
 }
@@ -191,6 +195,7 @@ impl CudaDevice {
             live: Arc::new(memory::Live::with_stream(own)),
             tickets: Mutex::default(),
             counters: None,
+            timing: Mutex::default(),
         }
         .with_counters()
     }
@@ -229,12 +234,17 @@ impl CudaDevice {
             live: Arc::default(),
             tickets: Mutex::default(),
             counters: None,
+            timing: Mutex::default(),
         }
         .with_counters()
     }
 
-    /// Allocates and zeroes the buffer of [`Device::counters`].
+    /// Allocates and zeroes the buffer of [`Device::counters`], and makes the timing gate
+    /// where the driver can time (12.8 or newer).
     fn with_counters(mut self) -> Result<Self> {
+        if self.driver_version >= DRIVER_WITH_ELAPSED_V2 {
+            lock(&self.timing).word = timing::GateWord::new(&self.ctx);
+        }
         let counters = self.alloc(COUNTER_BYTES)?;
         self.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
         self.counters = Some(counters);
@@ -330,34 +340,14 @@ impl Device for CudaDevice {
     }
 
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
-        if self.driver_version < DRIVER_WITH_ELAPSED_V2 {
-            return Err(Error::Cuda {
-                call: "cuEventElapsedTime_v2",
-                reason: format!(
-                    "GPU timing needs a CUDA 12.8 or newer driver; this one is CUDA {}.{}",
-                    self.driver_version / 1000,
-                    self.driver_version % 1000 / 10
-                ),
-            });
-        }
-        let _turn = self.refuse_in_recording("Device::time")?;
-        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self
-            .stream
-            .record_event(timing)
-            .map_err(cuda_err("cuEventRecord"))?;
-        work()?;
-        let end = self
-            .stream
-            .record_event(timing)
-            .map_err(cuda_err("cuEventRecord"))?;
-        end.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(cuda_err("cuEventElapsedTime"))?;
-        Duration::try_from_secs_f64(f64::from(ms) / 1e3).map_err(|e| Error::Cuda {
-            call: "cuEventElapsedTime",
-            reason: format!("elapsed time {ms} ms: {e}"),
-        })
+        Ok(self.timed(work, false)?.total)
+    }
+
+    fn time_launches(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<LaunchTimes> {
+        self.timed(work, true)
+    }
+
+    fn fill_words(&self, dst: &RawBuffer, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        self.fill_on_device(dst, offset, bytes, word)
     }
 }

@@ -106,7 +106,10 @@ unsafe impl Sync for CudaRecording {}
 impl CudaDevice {
     /// This thread's turn at the stream for a call a recording cannot hold:
     /// [`Error::Recording`] when this thread records.
+    /// Every such call may make the host wait for the stream: it opens the timing gate first
+    /// ([`super::timing`]).
     pub(super) fn refuse_in_recording(&self, call: &'static str) -> Result<Turn<'_>> {
+        self.open_gate();
         let turn = Turn::take(&self.live);
         if turn.recording() {
             return Err(self.recording_open(call));
@@ -240,6 +243,7 @@ impl CudaDevice {
     /// [`crate::Device::record`]: captures the stream into a CUDA Graph while `work` runs
     /// (relaxed mode: other threads' CUDA calls are not restricted).
     pub(super) fn record_work(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Recording> {
+        self.open_gate();
         let me = std::thread::current().id();
         // The legacy default stream (a null handle, or CU_STREAM_LEGACY) cannot be captured.
         let raw = self.stream.cu_stream() as usize;

@@ -99,8 +99,8 @@
 #[cfg(doc)]
 use crate::device::DeviceVec;
 use crate::device::{
-    Device, DeviceId, DeviceInfo, KernelStats, Launch, MemoryUsage, RawBuffer, Recording,
-    Subnormals, Ticket, COUNTER_BYTES,
+    Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage, RawBuffer,
+    Recording, Subnormals, Ticket, COUNTER_BYTES,
 };
 use crate::error::{Error, Result};
 use ash::vk;
@@ -154,7 +154,7 @@ pub struct VulkanDevice {
     timestamp_period: f64,
     timestamp_mask: u64,
     query_pool: vk::QueryPool,
-    /// Held for the whole of [`Device::time`]: timers share the two queries of `query_pool`.
+    /// Held for the whole of [`Device::time`]: timers share the queries of `query_pool`.
     timer: Mutex<()>,
     stream: Mutex<Stream>,
     /// Signalled when a recording ends ([`Device::record`]), for the threads waiting for it.
@@ -196,7 +196,7 @@ impl VulkanDevice {
             d.create_query_pool(
                 &vk::QueryPoolCreateInfo::default()
                     .query_type(vk::QueryType::TIMESTAMP)
-                    .query_count(2),
+                    .query_count(2 + crate::device::MAX_TIMED_COMMANDS as u32),
                 None,
             )
         };
@@ -398,6 +398,14 @@ impl Device for VulkanDevice {
 
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         self.time_work(work)
+    }
+
+    fn time_launches(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<LaunchTimes> {
+        self.time_commands(work)
+    }
+
+    fn fill_words(&self, dst: &RawBuffer, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        self.record_fill(dst, offset, bytes, word)
     }
 }
 

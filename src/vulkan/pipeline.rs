@@ -297,6 +297,7 @@ impl VulkanDevice {
         for b in launch.bindings {
             s.keep.push(b.buffer.keep_alive());
         }
+        self.stamp(&mut s, launch.kernel.name);
         Ok(())
     }
 

@@ -5,7 +5,10 @@
 use super::instance::lock;
 use super::memory::VkBuffer;
 use super::VulkanDevice;
-use crate::device::{Device, DeviceType, RawBuffer, Recording, Ticket, MAX_IN_FLIGHT};
+use crate::device::{
+    CommandTime, Device, DeviceType, LaunchTimes, RawBuffer, Recording, Ticket, MAX_IN_FLIGHT,
+    MAX_TIMED_COMMANDS,
+};
 use crate::error::{Error, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
@@ -78,6 +81,9 @@ pub(super) struct Stream {
     /// The thread whose [`Device::record`] records into `frame`: other threads' calls wait
     /// until it ends.
     capture_owner: Option<std::thread::ThreadId>,
+    /// While [`Device::time_launches`] runs: the names of the commands timed so far, each
+    /// followed by a timestamp (query `2 + index`).
+    stamps: Option<Vec<String>>,
 }
 
 impl std::ops::Deref for Stream {
@@ -103,6 +109,7 @@ impl Stream {
             issued: 0,
             done: 0,
             capture_owner: None,
+            stamps: None,
         }
     }
 }
@@ -270,7 +277,67 @@ impl VulkanDevice {
                 .cmd_fill_buffer(s.cmd, target.buffer, target.base, buffer.bytes(), 0)
         };
         s.keep.push(buffer.keep_alive());
+        self.stamp(&mut s, "fill");
         Ok(())
+    }
+
+    /// [`Device::fill_words`]: records a fill of the range with `word`.
+    pub(super) fn record_fill(
+        &self,
+        dst: &RawBuffer,
+        offset: u64,
+        bytes: u64,
+        word: u32,
+    ) -> Result<()> {
+        crate::device::check_fill(dst, offset, bytes)?;
+        let target = self.target(dst)?.require(
+            vk::BufferUsageFlags::TRANSFER_DST,
+            "fill it on the device (Device::fill_words, DeviceVec::fill)",
+        )?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut s = self.stream_lock();
+        self.begin(&mut s)?;
+        // SAFETY: recording command buffer of this device; the buffer allows transfers into
+        // it, the range lies inside it and is a multiple of 4 bytes from a multiple of 4
+        // (checked above; buffers start 4-byte aligned), and the stream keeps the buffer alive
+        // until the submit finishes.
+        unsafe {
+            self.core.device.cmd_fill_buffer(
+                s.cmd,
+                target.buffer,
+                target.base + offset,
+                bytes,
+                word,
+            )
+        };
+        s.keep.push(dst.keep_alive());
+        self.stamp(&mut s, "fill");
+        Ok(())
+    }
+
+    /// While [`Device::time_launches`] runs, writes a timestamp after the command just
+    /// recorded and names it; otherwise nothing. Commands past [`MAX_TIMED_COMMANDS`] are
+    /// counted (the span then fails) but get no timestamp.
+    pub(super) fn stamp(&self, s: &mut Stream, name: &str) {
+        let Some(names) = s.stamps.as_mut() else {
+            return;
+        };
+        let index = names.len();
+        names.push(name.to_string());
+        if index < MAX_TIMED_COMMANDS {
+            // SAFETY: recording command buffer of this device; query 2 + index lies inside the
+            // pool (2 + MAX_TIMED_COMMANDS queries), reset at the start of the span.
+            unsafe {
+                self.core.device.cmd_write_timestamp(
+                    s.cmd,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    self.query_pool,
+                    2 + index as u32,
+                )
+            };
+        }
     }
 
     /// Starts recording if needed, and separates the next command from earlier ones.
@@ -667,6 +734,7 @@ impl VulkanDevice {
         };
         s.keep.push(dst.keep_alive());
         s.staging.push(staging);
+        self.stamp(&mut s, "write");
         Ok(())
     }
 
@@ -703,6 +771,7 @@ impl VulkanDevice {
         };
         s.keep.push(src.keep_alive());
         s.keep.push(dst.keep_alive());
+        self.stamp(&mut s, "copy");
         Ok(())
     }
 
@@ -751,6 +820,21 @@ impl VulkanDevice {
 
     /// [`Device::time`]: timestamps around `work`, one timer at a time.
     pub(super) fn time_work(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
+        Ok(self.timed(work, false)?.total)
+    }
+
+    /// [`Device::time_launches`]: [`Self::time_work`] with a timestamp after each command.
+    pub(super) fn time_commands(
+        &self,
+        work: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<LaunchTimes> {
+        self.timed(work, true)
+    }
+
+    /// Timestamps around `work` (queries 0 and 1) and, with `each`, after each of its commands
+    /// (queries 2, 3, ...). Nothing host-side lies between the timestamps: the commands run
+    /// only when the frame is submitted, after `work` returns (unless `work` itself waits).
+    fn timed(&self, work: &mut dyn FnMut() -> Result<()>, each: bool) -> Result<LaunchTimes> {
         if self.timestamp_mask == 0 {
             return Err(Error::MissingFeature {
                 device: self.info.name.clone(),
@@ -760,15 +844,20 @@ impl VulkanDevice {
         // One timer at a time: another's reset must not land between this one's timestamps
         // and its read of them. Work other threads queue meanwhile counts in this time.
         let _timer = lock(&self.timer);
+        let queries = if each {
+            2 + MAX_TIMED_COMMANDS as u32
+        } else {
+            2
+        };
         {
             let mut s = self.stream_lock();
             self.refuse_in_recording(&s, "Device::time")?;
             self.flush(&mut s)?;
             self.begin(&mut s)?;
-            // SAFETY: recording command buffer; the query pool holds 2 queries.
+            // SAFETY: recording command buffer; the query pool holds `queries` queries.
             unsafe {
                 let d = &self.core.device;
-                d.cmd_reset_query_pool(s.cmd, self.query_pool, 0, 2);
+                d.cmd_reset_query_pool(s.cmd, self.query_pool, 0, queries);
                 d.cmd_write_timestamp(
                     s.cmd,
                     vk::PipelineStageFlags::TOP_OF_PIPE,
@@ -776,9 +865,13 @@ impl VulkanDevice {
                     0,
                 );
             }
+            if each {
+                s.stamps = Some(Vec::new());
+            }
         }
         let worked = work();
         let mut s = self.stream_lock();
+        let names = s.stamps.take().unwrap_or_default();
         self.begin(&mut s)?;
         // SAFETY: recording command buffer; query 1 was reset above.
         unsafe {
@@ -790,9 +883,17 @@ impl VulkanDevice {
             )
         };
         self.flush(&mut s)?;
+        drop(s);
         worked?;
-        let mut stamps = [0u64; 2];
-        // SAFETY: both queries were written by the finished submit.
+        if names.len() > MAX_TIMED_COMMANDS {
+            return Err(Error::invalid(
+                "work",
+                format!("{} commands", names.len()),
+                format!("at most {MAX_TIMED_COMMANDS} commands in one Device::time_launches"),
+            ));
+        }
+        let mut stamps = vec![0u64; 2 + names.len()];
+        // SAFETY: queries 0 .. 2 + names.len() were all written by the finished submit.
         unsafe {
             self.core.device.get_query_pool_results(
                 self.query_pool,
@@ -802,11 +903,25 @@ impl VulkanDevice {
             )
         }
         .map_err(Error::vk("vkGetQueryPoolResults"))?;
-        let ticks = (stamps[1] & self.timestamp_mask).wrapping_sub(stamps[0] & self.timestamp_mask)
-            & self.timestamp_mask;
-        Ok(Duration::from_nanos(
-            (ticks as f64 * self.timestamp_period) as u64,
-        ))
+        let span = |from: u64, to: u64| {
+            let ticks = (to & self.timestamp_mask).wrapping_sub(from & self.timestamp_mask)
+                & self.timestamp_mask;
+            Duration::from_nanos((ticks as f64 * self.timestamp_period) as u64)
+        };
+        let mut before = stamps[0];
+        let commands = names
+            .into_iter()
+            .zip(&stamps[2..])
+            .map(|(name, &at)| {
+                let gpu = span(before, at);
+                before = at;
+                CommandTime { name, gpu }
+            })
+            .collect();
+        Ok(LaunchTimes {
+            total: span(stamps[0], stamps[1]),
+            commands,
+        })
     }
 }
 

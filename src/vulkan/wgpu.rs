@@ -111,8 +111,8 @@
 use super::instance::lock;
 use super::{ExternalBuffer, ExternalVulkan, VulkanDevice, VulkanFeatures};
 use crate::device::{
-    Device, DeviceId, DeviceInfo, DeviceVec, KernelStats, Launch, MemoryUsage, RawBuffer,
-    Recording, Ticket,
+    Device, DeviceId, DeviceInfo, DeviceVec, KernelStats, Launch, LaunchTimes, MemoryUsage,
+    RawBuffer, Recording, Ticket,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -1022,6 +1022,17 @@ impl Device for WgpuXwarp {
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         self.submit_wgpu_writes();
         self.xw.time(work)
+    }
+
+    fn time_launches(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<LaunchTimes> {
+        self.submit_wgpu_writes();
+        self.xw.time_launches(work)
+    }
+
+    fn fill_words(&self, dst: &RawBuffer, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        self.xw
+            .fill_words(dst, offset, bytes, word)
+            .map_err(Self::wgpu_names)
     }
 
     fn memory_usage(&self) -> Option<MemoryUsage> {

@@ -5,6 +5,8 @@
 //
 // Build:
 //   nvcc -O3 -std=c++17 -lpthread -arch=native -o cub_bench cub_bench.cu
+// The host half alone (inputs, checks and their self-test; no CUDA), for machines without nvcc:
+//   g++ -O2 -std=c++17 -pthread -DCUB_BENCH_HOST_ONLY -x c++ -o cub_checks cub_bench.cu
 //
 // Usage (every option is optional; `--name value` and `--name=value` both work):
 //   cub_bench [--sizes 1024,1048576,...]      element counts              (default 2^10,2^16,2^20,2^24,2^28)
@@ -18,6 +20,10 @@
 //                                             (needs no GPU: a cross-check of the generator)
 //             [--forms-max N]                 the largest size that also gets a `forms` line
 //                                             (default 65536; 0: none)
+//             [--launches]                    also time each kernel of each case (`launches`)
+//             [--self-test-checks]            only prove that the sort checks catch a swapped,
+//                                             lost, duplicated or unstable element, and exit
+//                                             (needs no GPU)
 //   An unknown option or value prints a message on stderr and exits with status 2.
 //
 // Inputs: for each (type, n) a fresh SplitMix64 generator seeded with --seed draws n values with
@@ -41,18 +47,23 @@
 // (a 64-bit count makes CUB use 64-bit offsets); xwarp's sort takes at most 2^30 - 1 keys, and a
 // larger size prints a `skip` line for the sorts.
 //
-// Per case: temporary storage is sized and allocated once; one call is checked against a host
-// computation (integer sums and scans exact with wrap-around, min/max and selection exact —
-// CUB's selection is stable — float sums and scans within a rounding tolerance, since CUB's
-// association order is its own; sorts bit for bit against a host sort by CUB's key order, made
-// once per type and size: its keys, and for pairs its values, which CUB's stable sort must give
-// exactly); two untimed warm-up calls follow. Then:
+// Per case: temporary storage is sized and allocated once; one call is checked against the host
+// on every core, in one pass over the data (integer sums and scans exact with wrap-around,
+// min/max and selection exact — CUB's selection is stable — float sums and scans within a
+// rounding tolerance, since CUB's association order is its own; sorts without a host sort, by
+// the properties that define them: keys in CUB's order and the same multiset of bit patterns as
+// the input (a fingerprint), pairs exactly — the values a permutation of the input indices, each
+// key the input's key at its value, equal keys in increasing index); two untimed warm-up calls
+// follow. Then:
 //   GPU time:  --reps calls, each between two cudaEvents; before each, outside the events, a
 //              cudaMemsetAsync over --scrub-bytes evicts the L2 cache.
 //   host wall: --reps more calls, each timed with std::chrono::steady_clock around the CUB call
 //              and what makes its result usable on the host: a cudaMemcpy of the one result
 //              element (reduce), of the selected count (select), or cudaStreamSynchronize
 //              (scan, sort). The same scrub, followed by a device synchronisation, precedes each.
+//   launches (with --launches): the call captured into a CUDA Graph with an event node after each
+//              of its nodes, launched min(--reps, 7) times; the median GPU time of each node from
+//              the end of the one before (kernels by name, memsets, copies).
 //   forms (reduce, scan and select at n <= --forms-max): the host wall per call of a sequence of
 //              10 calls on the same buffers, two ways, --reps times each, from an idle GPU after
 //              the scrub: queued (the 10 calls back to back on the legacy default stream, then
@@ -67,17 +78,23 @@
 //   case <algo> <type> <n> <median_ms> <min_ms> <max_ms> <host_median_us> <ok|FAIL>
 //   skip <algo> <type> <n> <reason>           (not enough host or device memory for the case)
 //   forms <algo> <type> <n> <queued_us> <graph_us> <ok|FAIL>   (medians per call; after its case)
+//   launches <algo> <type> <n> <name>:<us> ...  (after its case)
+//   # checks self-test ok                     (the sort checks proved at start; else an error)
 // A failed check also prints its details on stderr. Any other error prints `error <text>` on
 // stderr and exits with status 1.
 
+#ifndef CUB_BENCH_HOST_ONLY
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <cub/version.cuh>
 #include <cuda_runtime.h>
+#include <cxxabi.h>
+#endif
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -86,6 +103,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <new>
 #include <optional>
@@ -110,6 +128,7 @@ struct Fatal {
   std::string reason;
 };
 
+#ifndef CUB_BENCH_HOST_ONLY
 /// Turns a CUDA status into an exception; `what` names the call that failed.
 void cuda_check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) {
@@ -168,6 +187,8 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
+#endif  // CUB_BENCH_HOST_ONLY
+
 // ---------------------------------------------------------------------------------------------
 // Inputs: SplitMix64 and the per-type recipe of xwarp's `Rng`
 
@@ -183,6 +204,9 @@ class SplitMix64 {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
+
+  /// Skips `draws` values of the sequence at once (the state moves by a constant per draw).
+  void skip(uint64_t draws) { state_ += draws * 0x9e3779b97f4a7c15ull; }
 
   /// Uniform in 0..bound: the high 64 bits of the 128-bit product.
   uint64_t below(uint64_t bound) {
@@ -266,14 +290,24 @@ struct Elem<double> {
 template <typename T>
 using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 
-/// `n` values of T from a fresh generator seeded with `seed` (xwarp: `Rng::new(seed).vec(n)`).
+/// Generator draws per value: 3 for floats (mantissa, exponent, sign), 1 for integers.
+template <typename T>
+constexpr uint64_t kDraws = std::is_floating_point_v<T> ? 3 : 1;
+
+size_t parallel_pieces_forward(size_t n, const std::function<void(size_t, size_t, size_t)>& f);
+
+/// `n` values of T from a fresh generator seeded with `seed` (xwarp: `Rng::new(seed).vec(n)`),
+/// drawn on every core: each piece starts where the sequence reaches it.
 template <typename T>
 std::vector<T> make_input(uint64_t seed, size_t n) {
-  SplitMix64 rng(seed);
   std::vector<T> values(n);
-  for (T& v : values) {
-    v = Elem<T>::random(rng);
-  }
+  parallel_pieces_forward(n, [&](size_t lo, size_t hi, size_t) {
+    SplitMix64 rng(seed);
+    rng.skip(lo * kDraws<T>);
+    for (size_t i = lo; i < hi; ++i) {
+      values[i] = Elem<T>::random(rng);
+    }
+  });
   return values;
 }
 
@@ -323,6 +357,8 @@ struct Options {
   uint64_t seed = 12345;
   uint64_t dump_inputs = 0;  // 0: time as usual
   uint64_t forms_max = 65536;
+  bool launches = false;
+  bool self_test_checks = false;
 };
 
 const char* const kOptions[] = {"--sizes", "--types",       "--algos",    "--reps", "--scrub-bytes",
@@ -336,7 +372,8 @@ const char kUsage[] =
     "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
     "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
     "select_if,sort_keys,sort_pairs]\n"
-    "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K] [--forms-max N]\n";
+    "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K] [--forms-max N]\n"
+    "                 [--launches] [--self-test-checks]\n";
 
 /// A command-line mistake: the message goes to stderr with the usage, and the exit status is 2.
 struct UsageError {
@@ -382,6 +419,12 @@ Options parse_args(int argc, char** argv) {
     } else if (name == "--help" || name == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
+    } else if (name == "--launches") {
+      opt.launches = true;
+      continue;
+    } else if (name == "--self-test-checks") {
+      opt.self_test_checks = true;
+      continue;
     } else if (std::find(std::begin(kOptions), std::end(kOptions), name) == std::end(kOptions)) {
       throw UsageError{"unknown option '" + name + "'"};
     } else if (i + 1 < argc) {
@@ -441,7 +484,50 @@ Options parse_args(int argc, char** argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Checks against the host
+// Work on every core
+
+/// Runs `f(lo, hi)` over `0..n` cut into at most one piece per core (pieces of at least 2^16),
+/// each on its own thread, and returns the number of pieces; piece `p` is
+/// `p * step .. min(n, (p + 1) * step)` with `step = piece_step(n)`.
+size_t piece_count(size_t n) {
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t least = size_t{1} << 16;
+  return std::max<size_t>(1, std::min(threads, (n + least - 1) / least));
+}
+
+size_t piece_step(size_t n) {
+  const size_t pieces = piece_count(n);
+  return std::max<size_t>(1, (n + pieces - 1) / pieces);
+}
+
+template <typename F>
+size_t parallel_pieces(size_t n, const F& f) {
+  const size_t pieces = piece_count(n);
+  const size_t step = piece_step(n);
+  if (pieces == 1) {
+    f(size_t{0}, n, size_t{0});
+    return 1;
+  }
+  std::vector<std::thread> pool;
+  for (size_t p = 0; p < pieces; ++p) {
+    const size_t lo = std::min(n, p * step);
+    const size_t hi = std::min(n, lo + step);
+    pool.emplace_back([&f, lo, hi, p] { f(lo, hi, p); });
+  }
+  for (auto& t : pool) t.join();
+  return pieces;
+}
+
+/// The first problem any piece found (the one of the lowest piece), or "".
+std::string first_problem(const std::vector<std::string>& problems) {
+  for (const std::string& p : problems) {
+    if (!p.empty()) return p;
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks against the host (every core, O(n); no host sort)
 
 /// A value in a form that prints exactly.
 template <typename T>
@@ -470,17 +556,46 @@ bool float_close(T got, long double want, long double sum_abs, size_t n) {
   return std::fabs(static_cast<long double>(got) - want) <= eps * depth * sum_abs;
 }
 
+/// Per piece of the input: the sum (long double for floats, wrapping bits for integers) and the
+/// sum of magnitudes.
+template <typename T>
+struct PieceSums {
+  long double sum = 0.0L;
+  long double sum_abs = 0.0L;
+  Bits<T> bits = 0;
+};
+
+template <typename T>
+std::vector<PieceSums<T>> piece_sums(const std::vector<T>& in) {
+  std::vector<PieceSums<T>> sums(piece_count(in.size()));
+  parallel_pieces(in.size(), [&](size_t lo, size_t hi, size_t p) {
+    PieceSums<T> s;
+    for (size_t i = lo; i < hi; ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        s.sum += in[i];
+        s.sum_abs += std::fabs(static_cast<long double>(in[i]));
+      } else {
+        s.bits += static_cast<Bits<T>>(in[i]);
+      }
+    }
+    sums[p] = s;
+  });
+  return sums;
+}
+
 /// Checks one reduction result; an empty string means ok, else what is wrong.
 template <typename T>
 std::string check_reduce(Algo algo, const std::vector<T>& in, T got) {
   if (algo == Algo::ReduceSum) {
+    long double sum = 0.0L;
+    long double sum_abs = 0.0L;
+    Bits<T> bits = 0;
+    for (const PieceSums<T>& s : piece_sums(in)) {
+      sum += s.sum;
+      sum_abs += s.sum_abs;
+      bits += s.bits;
+    }
     if constexpr (std::is_floating_point_v<T>) {
-      long double sum = 0.0L;
-      long double sum_abs = 0.0L;
-      for (T v : in) {
-        sum += v;
-        sum_abs += std::fabs(static_cast<long double>(v));
-      }
       if (!float_close(got, sum, sum_abs, in.size())) {
         char text[128];
         std::snprintf(text, sizeof text, "sum %.17g, host %.17Lg (sum of |x| %.6Lg)",
@@ -489,86 +604,105 @@ std::string check_reduce(Algo algo, const std::vector<T>& in, T got) {
       }
       return "";
     } else {
-      Bits<T> sum = 0;
-      for (T v : in) {
-        sum += static_cast<Bits<T>>(v);
-      }
-      const T want = bit_cast<T>(sum);
+      const T want = bit_cast<T>(bits);
       return got == want ? "" : "sum " + show(got) + ", host " + show(want);
     }
   }
-  T want = in[0];
-  for (T v : in) {
+  std::vector<T> best(piece_count(in.size()), in[0]);
+  parallel_pieces(in.size(), [&](size_t lo, size_t hi, size_t p) {
+    T b = in[lo];
+    for (size_t i = lo; i < hi; ++i) {
+      b = algo == Algo::ReduceMin ? std::min(b, in[i]) : std::max(b, in[i]);
+    }
+    best[p] = b;
+  });
+  T want = best[0];
+  for (T v : best) {
     want = algo == Algo::ReduceMin ? std::min(want, v) : std::max(want, v);
   }
   return got == want ? "" : std::string(algo_name(algo)) + " " + show(got) + ", host " + show(want);
 }
 
-/// Checks a scan output element by element; reports the first mismatch.
+/// Checks a scan output element by element (each piece from the prefix of the pieces before
+/// it); reports the first mismatch.
 template <typename T>
 std::string check_scan(Algo algo, const std::vector<T>& in, const std::vector<T>& out) {
   const bool inclusive = algo == Algo::ScanInclusive;
-  if constexpr (std::is_floating_point_v<T>) {
-    long double prefix = 0.0L;
-    long double prefix_abs = 0.0L;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (inclusive) {
-        prefix += in[i];
-        prefix_abs += std::fabs(static_cast<long double>(in[i]));
-      }
-      // The exclusive output at 0 is T{} exactly; the bound is 0 there and demands it.
-      if (!float_close(out[i], prefix, prefix_abs, i + 1)) {
-        char text[160];
-        std::snprintf(text, sizeof text, "element %zu: %.17g, host %.17Lg", i,
-                      static_cast<double>(out[i]), prefix);
-        return text;
-      }
-      if (!inclusive) {
-        prefix += in[i];
-        prefix_abs += std::fabs(static_cast<long double>(in[i]));
-      }
-    }
-  } else {
-    Bits<T> prefix = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (inclusive) {
-        prefix += static_cast<Bits<T>>(in[i]);
-      }
-      if (out[i] != bit_cast<T>(prefix)) {
-        return "element " + std::to_string(i) + ": " + show(out[i]) + ", host " +
-               show(bit_cast<T>(prefix));
-      }
-      if (!inclusive) {
-        prefix += static_cast<Bits<T>>(in[i]);
-      }
-    }
+  const std::vector<PieceSums<T>> sums = piece_sums(in);
+  std::vector<PieceSums<T>> before(sums.size());
+  for (size_t p = 1; p < sums.size(); ++p) {
+    before[p].sum = before[p - 1].sum + sums[p - 1].sum;
+    before[p].sum_abs = before[p - 1].sum_abs + sums[p - 1].sum_abs;
+    before[p].bits = before[p - 1].bits + sums[p - 1].bits;
   }
-  return "";
+  std::vector<std::string> problems(sums.size());
+  parallel_pieces(in.size(), [&](size_t lo, size_t hi, size_t p) {
+    PieceSums<T> prefix = before[p];
+    for (size_t i = lo; i < hi; ++i) {
+      if (inclusive) {
+        prefix.sum += in[i];
+        prefix.sum_abs += std::fabs(static_cast<long double>(in[i]));
+        prefix.bits += static_cast<Bits<T>>(in[i]);
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        // The exclusive output at 0 is T{} exactly; the bound is 0 there and demands it.
+        if (!float_close(out[i], prefix.sum, prefix.sum_abs, i + 1)) {
+          char text[160];
+          std::snprintf(text, sizeof text, "element %zu: %.17g, host %.17Lg", i,
+                        static_cast<double>(out[i]), prefix.sum);
+          problems[p] = text;
+          return;
+        }
+      } else if (out[i] != bit_cast<T>(prefix.bits)) {
+        problems[p] = "element " + std::to_string(i) + ": " + show(out[i]) + ", host " +
+                      show(bit_cast<T>(prefix.bits));
+        return;
+      }
+      if (!inclusive) {
+        prefix.sum += in[i];
+        prefix.sum_abs += std::fabs(static_cast<long double>(in[i]));
+        prefix.bits += static_cast<Bits<T>>(in[i]);
+      }
+    }
+  });
+  return first_problem(problems);
 }
 
 /// Checks a selection: the count, then the selected values in input order (CUB's select is
-/// stable).
+/// stable), each piece from the count of the pieces before it.
 template <typename T>
 std::string check_select(const std::vector<T>& in, int64_t count, const std::vector<T>& out) {
   const T threshold = Elem<T>::threshold;
+  std::vector<int64_t> kept(piece_count(in.size()), 0);
+  parallel_pieces(in.size(), [&](size_t lo, size_t hi, size_t p) {
+    int64_t k = 0;
+    for (size_t i = lo; i < hi; ++i) k += in[i] > threshold ? 1 : 0;
+    kept[p] = k;
+  });
   int64_t want = 0;
-  for (T v : in) {
-    want += v > threshold ? 1 : 0;
+  std::vector<int64_t> first(kept.size(), 0);
+  for (size_t p = 0; p < kept.size(); ++p) {
+    first[p] = want;
+    want += kept[p];
   }
   if (count != want) {
     return "count " + std::to_string(count) + ", host " + std::to_string(want);
   }
-  size_t k = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] > threshold) {
-      if (out[k] != in[i]) {
-        return "selected element " + std::to_string(k) + " (input " + std::to_string(i) +
-               "): " + show(out[k]) + ", host " + show(in[i]);
+  std::vector<std::string> problems(kept.size());
+  parallel_pieces(in.size(), [&](size_t lo, size_t hi, size_t p) {
+    size_t k = static_cast<size_t>(first[p]);
+    for (size_t i = lo; i < hi; ++i) {
+      if (in[i] > threshold) {
+        if (out[k] != in[i]) {
+          problems[p] = "selected element " + std::to_string(k) + " (input " + std::to_string(i) +
+                        "): " + show(out[k]) + ", host " + show(in[i]);
+          return;
+        }
+        ++k;
       }
-      ++k;
     }
-  }
-  return "";
+  });
+  return first_problem(problems);
 }
 
 /// A key as CUB's radix sort orders it: an unsigned integer of the key's width whose order is the
@@ -591,81 +725,258 @@ Bits<T> radix_order(T key) {
   }
 }
 
-/// What both radix sorts of one input must give: the keys in CUB's ascending order, equal keys in
-/// input order (CUB's radix sort is stable), and each sorted key's input index, which is what the
-/// pair values 0, 1, ..., n - 1 become.
-template <typename T>
-struct HostSorted {
-  std::vector<T> keys;
-  std::vector<uint32_t> indices;
+/// A multiset fingerprint of keys' bit patterns: two sums of a keyed 64-bit mix, and a product
+/// of (point - key) modulo the prime 2^61 - 1. Two different multisets of n keys agree on the
+/// product at no more than n of the 2^61 - 1 points.
+struct Fingerprint {
+  uint64_t sum0 = 0;
+  uint64_t sum1 = 0;
+  uint64_t product = 1;
+  size_t len = 0;
+  bool operator==(const Fingerprint& o) const {
+    return sum0 == o.sum0 && sum1 == o.sum1 && product == o.product && len == o.len;
+  }
 };
 
-/// Sorts `v` on every core: runs sorted by threads, then merged pairwise, a round at a time
-/// (one core's std::sort of 2^28 pairs takes half a minute).
-template <typename P>
-void parallel_sort(std::vector<P>& v) {
-  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
-  const size_t least = size_t{1} << 16;
-  if (v.size() <= least || threads == 1) {
-    std::sort(v.begin(), v.end());
-    return;
-  }
-  const size_t run = std::max(least, (v.size() + threads - 1) / threads);
-  std::vector<std::thread> pool;
-  for (size_t lo = 0; lo < v.size(); lo += run) {
-    const size_t hi = std::min(v.size(), lo + run);
-    pool.emplace_back([&v, lo, hi] { std::sort(v.begin() + lo, v.begin() + hi); });
-  }
-  for (auto& t : pool) t.join();
-  std::vector<P> buf(v.size());
-  std::vector<P>* src = &v;
-  std::vector<P>* dst = &buf;
-  for (size_t width = run; width < v.size(); width *= 2) {
-    pool.clear();
-    for (size_t lo = 0; lo < v.size(); lo += 2 * width) {
-      const size_t mid = std::min(v.size(), lo + width);
-      const size_t hi = std::min(v.size(), lo + 2 * width);
-      pool.emplace_back([src, dst, lo, mid, hi] {
-        std::merge(src->begin() + lo, src->begin() + mid, src->begin() + mid, src->begin() + hi,
-                   dst->begin() + lo);
-      });
-    }
-    for (auto& t : pool) t.join();
-    std::swap(src, dst);
-  }
-  if (src != &v) v.swap(*src);
+constexpr uint64_t kP61 = (uint64_t{1} << 61) - 1;
+
+uint64_t mul61(uint64_t a, uint64_t b) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  uint64_t r = (static_cast<uint64_t>(p) & kP61) + static_cast<uint64_t>(p >> 61);
+  return r >= kP61 ? r - kP61 : r;
 }
 
-template <typename T>
-HostSorted<T> host_sort(const std::vector<T>& in) {
-  // (order, index) pairs are all distinct, so sorting them is the stable sort by order alone,
-  // and a plain sort of pairs is far faster than std::stable_sort through the indices at 2^28.
-  std::vector<std::pair<Bits<T>, uint32_t>> order(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    order[i] = {radix_order(in[i]), static_cast<uint32_t>(i)};
-  }
-  parallel_sort(order);
-  HostSorted<T> sorted;
-  sorted.keys.resize(in.size());
-  sorted.indices.resize(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    sorted.indices[i] = order[i].second;
-    sorted.keys[i] = in[order[i].second];
-  }
-  return sorted;
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
-/// Compares bit patterns element by element; reports the first difference.
+struct FingerprintKey {
+  uint64_t k0, k1, point;
+  explicit FingerprintKey(uint64_t seed) {
+    SplitMix64 rng(seed ^ 0xf16e597a1cull);
+    k0 = rng.next_u64();
+    k1 = rng.next_u64();
+    point = rng.next_u64() % kP61;
+  }
+};
+
 template <typename T>
-std::string check_bits(const char* what, const std::vector<T>& want, const std::vector<T>& got) {
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (bit_cast<Bits<T>>(got[i]) != bit_cast<Bits<T>>(want[i])) {
-      return std::string(what) + " element " + std::to_string(i) + ": " + show(got[i]) +
-             ", host " + show(want[i]);
+Fingerprint fingerprint(const T* v, size_t n, const FingerprintKey& key) {
+  std::vector<Fingerprint> parts(piece_count(n));
+  parallel_pieces(n, [&](size_t lo, size_t hi, size_t p) {
+    Fingerprint f;
+    f.len = hi - lo;
+    for (size_t i = lo; i < hi; ++i) {
+      const uint64_t bits = static_cast<uint64_t>(bit_cast<Bits<T>>(v[i]));
+      f.sum0 += mix64(bits ^ key.k0);
+      f.sum1 += mix64(mix64(bits) + key.k1);
+      const uint64_t x = ((bits & kP61) + (bits >> 61)) % kP61;
+      f.product = mul61(f.product, (key.point + kP61 - x) % kP61);
     }
+    parts[p] = f;
+  });
+  Fingerprint all;
+  for (const Fingerprint& f : parts) {
+    all.sum0 += f.sum0;
+    all.sum1 += f.sum1;
+    all.product = mul61(all.product, f.product);
+    all.len += f.len;
+  }
+  return all;
+}
+
+/// The first index i with !ok(i) in 0..n (and how many), on every core.
+template <typename F>
+std::pair<size_t, size_t> first_failing(size_t n, const F& ok) {
+  std::vector<size_t> first(piece_count(n), SIZE_MAX);
+  std::vector<size_t> count(first.size(), 0);
+  parallel_pieces(n, [&](size_t lo, size_t hi, size_t p) {
+    for (size_t i = lo; i < hi; ++i) {
+      if (!ok(i)) {
+        if (first[p] == SIZE_MAX) first[p] = i;
+        ++count[p];
+      }
+    }
+  });
+  size_t f = SIZE_MAX, c = 0;
+  for (size_t p = 0; p < first.size(); ++p) {
+    if (f == SIZE_MAX) f = first[p];
+    c += count[p];
+  }
+  return {f, c};
+}
+
+/// Checks sorted keys without sorting: in CUB's ascending order, and the same multiset of bit
+/// patterns as the input (`want` is the input's fingerprint under `key`).
+template <typename T>
+std::string check_sorted_keys(const Fingerprint& want, const FingerprintKey& key,
+                              const std::vector<T>& got) {
+  if (got.size() != want.len) {
+    return std::to_string(got.size()) + " keys, expected " + std::to_string(want.len);
+  }
+  const size_t n = got.size();
+  const auto bad = first_failing(n == 0 ? 0 : n - 1, [&](size_t i) {
+    return radix_order(got[i]) <= radix_order(got[i + 1]);
+  });
+  if (bad.first != SIZE_MAX) {
+    const size_t i = bad.first;
+    return "keys out of order: element " + std::to_string(i) + " is " + show(got[i]) +
+           ", element " + std::to_string(i + 1) + " is " + show(got[i + 1]) + " (" +
+           std::to_string(bad.second) + " such places)";
+  }
+  if (!(fingerprint(got.data(), n, key) == want)) {
+    return "the sorted keys are not the input's keys (another multiset: a key lost, duplicated "
+           "or altered)";
   }
   return "";
 }
+
+/// Checks a stable sort of pairs whose values were the input indices 0..n-1, exactly: the values
+/// a permutation (a bitmap), each key the input's key at its value, and every pair after the one
+/// before in the order (radix order, input index): sorted and stable. Only the stable sort has
+/// all three properties.
+template <typename T>
+std::string check_sorted_pairs(const std::vector<T>& in, const std::vector<T>& keys,
+                               const std::vector<uint32_t>& values) {
+  const size_t n = in.size();
+  if (keys.size() != n || values.size() != n) {
+    return std::to_string(keys.size()) + " keys and " + std::to_string(values.size()) +
+           " values, expected " + std::to_string(n) + " of each";
+  }
+  std::vector<std::atomic<uint64_t>> seen((n + 63) / 64);
+  for (auto& w : seen) w.store(0, std::memory_order_relaxed);
+  auto bad = first_failing(n, [&](size_t i) {
+    const size_t v = values[i];
+    if (v >= n) return false;
+    const uint64_t bit = uint64_t{1} << (v % 64);
+    return (seen[v / 64].fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+  });
+  if (bad.first != SIZE_MAX) {
+    const size_t i = bad.first;
+    if (values[i] >= n) {
+      return "value " + std::to_string(i) + " is " + std::to_string(values[i]) +
+             ", not an input index";
+    }
+    return "value " + std::to_string(values[i]) + " appears twice (again at " +
+           std::to_string(i) + "): an element duplicated and another lost";
+  }
+  bad = first_failing(n, [&](size_t i) {
+    return bit_cast<Bits<T>>(keys[i]) == bit_cast<Bits<T>>(in[values[i]]);
+  });
+  if (bad.first != SIZE_MAX) {
+    const size_t i = bad.first;
+    return "key " + std::to_string(i) + " is " + show(keys[i]) + " but its value " +
+           std::to_string(values[i]) + " is the index of " + show(in[values[i]]);
+  }
+  bad = first_failing(n == 0 ? 0 : n - 1, [&](size_t i) {
+    const Bits<T> a = radix_order(keys[i]), b = radix_order(keys[i + 1]);
+    return a < b || (a == b && values[i] < values[i + 1]);
+  });
+  if (bad.first != SIZE_MAX) {
+    const size_t i = bad.first;
+    const bool equal = radix_order(keys[i]) == radix_order(keys[i + 1]);
+    return std::string(equal ? "equal keys out of input order (unstable)" : "keys out of order") +
+           ": element " + std::to_string(i) + " is " + show(keys[i]) + " from input index " +
+           std::to_string(values[i]) + ", element " + std::to_string(i + 1) + " is " +
+           show(keys[i + 1]) + " from " + std::to_string(values[i + 1]);
+  }
+  return "";
+}
+
+/// The checks of the sorts must catch each kind of wrong answer: a swapped pair, a lost element,
+/// a duplicated element and an unstable run. Returns "" when every mutation of a correct stable
+/// sort of 100003 keys with many repeats is caught and the sort itself passes.
+std::string self_test_checks() {
+  const size_t n = 100003;
+  SplitMix64 rng(77);
+  std::vector<uint32_t> in(n);
+  for (auto& k : in) k = static_cast<uint32_t>(rng.below(97));
+  std::vector<uint32_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return in[a] < in[b]; });
+  std::vector<uint32_t> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = in[idx[i]];
+  const FingerprintKey key(5);
+  const Fingerprint want = fingerprint(in.data(), n, key);
+  if (!check_sorted_keys(want, key, keys).empty()) return "the key check fails a correct sort";
+  if (!check_sorted_pairs(in, keys, idx).empty()) return "the pair check fails a correct sort";
+  size_t step = 1;
+  while (keys[step] == keys[step - 1]) ++step;  // keys[step - 1] < keys[step]
+  size_t same = 1;
+  while (keys[same] != keys[same - 1]) ++same;  // keys[same - 1] == keys[same]
+  {
+    auto k = keys;
+    auto v = idx;
+    std::swap(k[step - 1], k[step]);
+    std::swap(v[step - 1], v[step]);
+    if (check_sorted_keys(want, key, k).empty()) return "the key check missed a swapped pair";
+    if (check_sorted_pairs(in, k, v).empty()) return "the pair check missed a swapped pair";
+  }
+  {
+    auto k = keys;
+    auto v = idx;
+    k[step] = k[step - 1];  // element `step` lost, its neighbour duplicated
+    v[step] = v[step - 1];
+    if (check_sorted_keys(want, key, k).empty()) return "the key check missed a lost element";
+    if (check_sorted_pairs(in, k, v).empty()) return "the pair check missed a lost element";
+  }
+  {
+    auto k = keys;
+    auto v = idx;
+    k[step - 1] = k[step];  // element `step` duplicated, its neighbour lost
+    v[step - 1] = v[step];
+    if (check_sorted_keys(want, key, k).empty()) return "the key check missed a duplicated element";
+    if (check_sorted_pairs(in, k, v).empty()) return "the pair check missed a duplicated element";
+    auto v2 = idx;
+    v2[same] = v2[same - 1];  // among equal keys: one element twice, its twin lost
+    if (check_sorted_pairs(in, keys, v2).empty()) {
+      return "the pair check missed a duplicated element among equal keys";
+    }
+  }
+  {
+    auto v = idx;
+    std::swap(v[same - 1], v[same]);
+    if (check_sorted_pairs(in, keys, v).empty()) return "the pair check missed an unstable run";
+  }
+  return "";
+}
+
+size_t parallel_pieces_forward(size_t n, const std::function<void(size_t, size_t, size_t)>& f) {
+  return parallel_pieces(n, f);
+}
+
+/// Prints the first `count` inputs of type T as `input <type> <index> <hex bits>` lines.
+template <typename T>
+void dump_inputs(const Options& opt) {
+  const std::vector<T> values = make_input<T>(opt.seed, static_cast<size_t>(opt.dump_inputs));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint64_t bits = static_cast<uint64_t>(bit_cast<Bits<T>>(values[i]));
+    std::printf("input %s %zu %0*" PRIx64 "\n", Elem<T>::name, i,
+                static_cast<int>(2 * sizeof(T)), bits);
+  }
+}
+
+/// Calls `f` with a value-initialised T, where T is the C++ type named `type` (a known name).
+template <typename F>
+void with_type(const std::string& type, F&& f) {
+  if (type == "i32") {
+    f(int32_t{});
+  } else if (type == "u32") {
+    f(uint32_t{});
+  } else if (type == "f32") {
+    f(float{});
+  } else if (type == "i64") {
+    f(int64_t{});
+  } else if (type == "u64") {
+    f(uint64_t{});
+  } else if (type == "f64") {
+    f(double{});
+  }
+}
+
+#ifndef CUB_BENCH_HOST_ONLY
 
 // ---------------------------------------------------------------------------------------------
 // Timing
@@ -890,6 +1201,153 @@ void time_forms(Algo algo, const std::vector<T>& host_in, T* out, int64_t* count
   std::fflush(stdout);
 }
 
+/// The kernel's name without namespaces and template arguments, from its mangled name.
+std::string short_name(const char* mangled) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled != nullptr ? demangled : mangled;
+  std::free(demangled);
+  int depth = 0;
+  size_t end = name.size();
+  for (size_t i = 0; i < name.size(); ++i) {  // the end of the name at template depth 0
+    if (name[i] == '<') {
+      if (depth == 0) end = std::min(end, i);
+      ++depth;
+    } else if (name[i] == '>') {
+      --depth;
+    } else if (name[i] == '(' && depth == 0) {
+      end = std::min(end, i);
+      break;
+    }
+  }
+  name = name.substr(0, end);
+  const size_t colon = name.rfind("::");
+  if (colon != std::string::npos) name = name.substr(colon + 2);
+  return name.empty() ? "kernel" : name;
+}
+
+/// Whether a graph call failed; the graph is then left alone (no launches line).
+bool graph_ok(cudaError_t status) {
+  if (status == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+/// The `launches` line of a case: one call captured into a CUDA Graph on a stream of its own,
+/// an event record node inserted after each node of the (linear) graph and one before the first,
+/// then min(--reps, 7) launches, each after the scrub; per node the median time from the event
+/// before it to the event after it. A graph that is not one chain of nodes prints nothing.
+template <typename CallOn>
+void time_launches(Algo algo, const char* type, size_t n, const CallOn& call_on,
+                   const Options& opt, Scrubber& scrub) {
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  call_on(stream);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  std::vector<cudaGraphNode_t> chain;
+  size_t roots = 0;
+  bool ok = graph_ok(cudaGraphGetRootNodes(graph, nullptr, &roots)) && roots == 1;
+  if (ok) {
+    cudaGraphNode_t node = nullptr;
+    ok = graph_ok(cudaGraphGetRootNodes(graph, &node, &roots));
+    while (ok) {
+      chain.push_back(node);
+      size_t count = 0;
+#if CUDART_VERSION >= 13000
+      ok = graph_ok(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &count));
+#else
+      ok = graph_ok(cudaGraphNodeGetDependentNodes(node, nullptr, &count));
+#endif
+      if (!ok || count == 0) break;
+      if (count > 1) {
+        ok = false;
+        break;
+      }
+#if CUDART_VERSION >= 13000
+      ok = graph_ok(cudaGraphNodeGetDependentNodes(node, &node, nullptr, &count));
+#else
+      ok = graph_ok(cudaGraphNodeGetDependentNodes(node, &node, &count));
+#endif
+    }
+  }
+  std::vector<std::string> names;
+  for (cudaGraphNode_t node : chain) {
+    cudaGraphNodeType kind;
+    if (!(ok = ok && graph_ok(cudaGraphNodeGetType(node, &kind)))) break;
+    if (kind == cudaGraphNodeTypeKernel) {
+      cudaKernelNodeParams params{};
+      const char* mangled = nullptr;
+      ok = graph_ok(cudaGraphKernelNodeGetParams(node, &params)) &&
+           graph_ok(cudaFuncGetName(&mangled, params.func)) && mangled != nullptr;
+      names.push_back(ok ? short_name(mangled) : "kernel");
+    } else if (kind == cudaGraphNodeTypeMemset) {
+      names.push_back("memset");
+    } else if (kind == cudaGraphNodeTypeMemcpy) {
+      names.push_back("memcpy");
+    } else {
+      names.push_back("node");
+    }
+  }
+  std::vector<cudaEvent_t> events(chain.size() + 1, nullptr);
+  for (auto& e : events) {
+    ok = ok && graph_ok(cudaEventCreate(&e));
+  }
+  cudaGraphNode_t before = nullptr;
+  if (ok) {
+    ok = graph_ok(cudaGraphAddEventRecordNode(&before, graph, nullptr, 0, events[0]));
+#if CUDART_VERSION >= 13000
+    ok = ok && graph_ok(cudaGraphAddDependencies(graph, &before, &chain[0], nullptr, 1));
+#else
+    ok = ok && graph_ok(cudaGraphAddDependencies(graph, &before, &chain[0], 1));
+#endif
+  }
+  for (size_t i = 0; ok && i < chain.size(); ++i) {
+    cudaGraphNode_t after = nullptr;
+    ok = graph_ok(cudaGraphAddEventRecordNode(&after, graph, &chain[i], 1, events[i + 1]));
+    if (ok && i + 1 < chain.size()) {
+#if CUDART_VERSION >= 13000
+      ok = graph_ok(cudaGraphRemoveDependencies(graph, &chain[i], &chain[i + 1], nullptr, 1)) &&
+           graph_ok(cudaGraphAddDependencies(graph, &after, &chain[i + 1], nullptr, 1));
+#else
+      ok = graph_ok(cudaGraphRemoveDependencies(graph, &chain[i], &chain[i + 1], 1)) &&
+           graph_ok(cudaGraphAddDependencies(graph, &after, &chain[i + 1], 1));
+#endif
+    }
+  }
+  cudaGraphExec_t exec = nullptr;
+  ok = ok && graph_ok(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<std::vector<double>> us(chain.size());
+  const uint64_t reps = std::min<uint64_t>(opt.reps, 7);
+  for (uint64_t rep = 0; ok && rep < reps; ++rep) {
+    scrub.run(rep);
+    ok = graph_ok(cudaGraphLaunch(exec, stream)) && graph_ok(cudaStreamSynchronize(stream));
+    for (size_t i = 0; ok && i < chain.size(); ++i) {
+      float ms = 0;
+      ok = graph_ok(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+      us[i].push_back(ms * 1e3);
+    }
+  }
+  if (ok && !chain.empty()) {
+    std::string line = std::string("launches ") + algo_name(algo) + " " + type + " " +
+                       std::to_string(n);
+    for (size_t i = 0; i < chain.size(); ++i) {
+      char part[32];
+      std::snprintf(part, sizeof part, ":%.3f", summarize(us[i]).median);
+      line += " " + names[i] + part;
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  for (auto e : events) {
+    if (e != nullptr) (void)cudaEventDestroy(e);
+  }
+  (void)cudaGraphDestroy(graph);
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 /// Checks, warms up and times one case, and prints its `case` line.
 template <typename T>
 void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
@@ -933,6 +1391,9 @@ void run_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_
     }
   };
   time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
+  if (opt.launches) {
+    time_launches(algo, Elem<T>::name, n, call_on, opt, scrub);
+  }
   if (n <= opt.forms_max) {
     time_forms<T>(algo, host_in, out, count, call_on, finish, opt, scrub);
   }
@@ -948,20 +1409,23 @@ void print_skip(Algo algo, const char* type, uint64_t n, const std::string& reas
 /// storage into `temp_bytes`. The count is 32-bit: CUB then sorts with 32-bit offsets.
 template <typename T>
 cudaError_t cub_sort(Algo algo, void* temp, size_t& temp_bytes, const T* keys_in, T* keys_out,
-                     const uint32_t* values_in, uint32_t* values_out, int n) {
+                     const uint32_t* values_in, uint32_t* values_out, int n,
+                     cudaStream_t stream = 0) {
   if (algo == Algo::SortPairs) {
     return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in,
-                                           values_out, n, 0, static_cast<int>(8 * sizeof(T)));
+                                           values_out, n, 0, static_cast<int>(8 * sizeof(T)),
+                                           stream);
   }
   return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, keys_out, n, 0,
-                                        static_cast<int>(8 * sizeof(T)));
+                                        static_cast<int>(8 * sizeof(T)), stream);
 }
 
 /// Checks, warms up and times one radix sort of the input, and prints its `case` line;
-/// `sorted` is the host sort of the input.
+/// `fingerprint` is the input's under `key` (for the key check).
 template <typename T>
 void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer& dev_in,
-                   const HostSorted<T>& sorted, const Options& opt, Scrubber& scrub) {
+                   const Fingerprint& fingerprint, const FingerprintKey& key, const Options& opt,
+                   Scrubber& scrub) {
   const size_t n = host_in.size();
   const bool pairs = algo == Algo::SortPairs;
   if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
@@ -976,9 +1440,9 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   const DeviceBuffer values_out(pairs ? n * sizeof(uint32_t) : 0);
   if (pairs) {
     std::vector<uint32_t> values(n);
-    for (size_t i = 0; i < n; ++i) {
-      values[i] = static_cast<uint32_t>(i);
-    }
+    parallel_pieces(n, [&](size_t lo, size_t hi, size_t) {
+      for (size_t i = lo; i < hi; ++i) values[i] = static_cast<uint32_t>(i);
+    });
     CUDA_CHECK(cudaMemcpy(values_in.get(), values.data(), n * sizeof(uint32_t),
                           cudaMemcpyHostToDevice));
   }
@@ -990,12 +1454,13 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   size_t temp_bytes = 0;
   CUDA_CHECK(cub_sort<T>(algo, nullptr, temp_bytes, keys_in, nullptr, nullptr, nullptr, items));
   const DeviceBuffer temp(std::max<size_t>(temp_bytes, 1));
-  auto call = [&]() {
+  auto call_on = [&](cudaStream_t stream) {
     size_t bytes = temp_bytes;
-    CUDA_CHECK(cub_sort<T>(algo, temp.get(), bytes, keys_in, kout, vin, vout, items));
+    CUDA_CHECK(cub_sort<T>(algo, temp.get(), bytes, keys_in, kout, vin, vout, items, stream));
   };
+  auto call = [&]() { call_on(0); };
 
-  // Outputs poisoned (every byte 0xcd), then one call checked against the host sort.
+  // Outputs poisoned (every byte 0xcd), then one call checked by the sort's properties.
   CUDA_CHECK(cudaMemset(kout, 0xcd, n * sizeof(T)));
   if (pairs) {
     CUDA_CHECK(cudaMemset(vout, 0xcd, n * sizeof(uint32_t)));
@@ -1004,11 +1469,13 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<T> got_keys(n);
   CUDA_CHECK(cudaMemcpy(got_keys.data(), kout, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::string problem = check_bits("key", sorted.keys, got_keys);
-  if (problem.empty() && pairs) {
+  std::string problem;
+  if (pairs) {
     std::vector<uint32_t> got_values(n);
     CUDA_CHECK(cudaMemcpy(got_values.data(), vout, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
-    problem = check_bits("value", sorted.indices, got_values);
+    problem = check_sorted_pairs(host_in, got_keys, got_values);
+  } else {
+    problem = check_sorted_keys(fingerprint, key, got_keys);
   }
   if (!problem.empty()) {
     std::fprintf(stderr, "check %s %s %zu: %s\n", algo_name(algo), Elem<T>::name, n,
@@ -1017,6 +1484,9 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
 
   auto finish = [&]() { CUDA_CHECK(cudaStreamSynchronize(0)); };
   time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
+  if (opt.launches) {
+    time_launches(algo, Elem<T>::name, n, call_on, opt, scrub);
+  }
 }
 
 /// Every size and algorithm for one element type.
@@ -1028,15 +1498,17 @@ void run_type(const Options& opt, Scrubber& scrub) {
       const std::vector<T> host_in = make_input<T>(opt.seed, n);
       const DeviceBuffer dev_in(n * sizeof(T));
       CUDA_CHECK(cudaMemcpy(dev_in.get(), host_in.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-      // The host sort both radix sorts are checked against, made at the first of them.
-      std::optional<HostSorted<T>> sorted;
+      // The fingerprint of the input's keys the key sort is checked against, made at the
+      // first sort.
+      const FingerprintKey key(opt.seed ^ n);
+      std::optional<Fingerprint> fingerprint_of_input;
       for (const Algo algo : opt.algos) {
         try {
           if (is_sort(algo)) {
-            if (!sorted) {
-              sorted = host_sort(host_in);
+            if (!fingerprint_of_input) {
+              fingerprint_of_input = fingerprint(host_in.data(), n, key);
             }
-            run_sort_case<T>(algo, host_in, dev_in, *sorted, opt, scrub);
+            run_sort_case<T>(algo, host_in, dev_in, *fingerprint_of_input, key, opt, scrub);
           } else {
             run_case<T>(algo, host_in, dev_in, opt, scrub);
           }
@@ -1058,36 +1530,15 @@ void run_type(const Options& opt, Scrubber& scrub) {
   }
 }
 
-/// Prints the first `count` inputs of type T as `input <type> <index> <hex bits>` lines.
-template <typename T>
-void dump_inputs(const Options& opt) {
-  const std::vector<T> values = make_input<T>(opt.seed, static_cast<size_t>(opt.dump_inputs));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint64_t bits = static_cast<uint64_t>(bit_cast<Bits<T>>(values[i]));
-    std::printf("input %s %zu %0*" PRIx64 "\n", Elem<T>::name, i,
-                static_cast<int>(2 * sizeof(T)), bits);
-  }
-}
-
-/// Calls `f` with a value-initialised T, where T is the C++ type named `type` (a known name).
-template <typename F>
-void with_type(const std::string& type, F&& f) {
-  if (type == "i32") {
-    f(int32_t{});
-  } else if (type == "u32") {
-    f(uint32_t{});
-  } else if (type == "f32") {
-    f(float{});
-  } else if (type == "i64") {
-    f(int64_t{});
-  } else if (type == "u64") {
-    f(uint64_t{});
-  } else if (type == "f64") {
-    f(double{});
-  }
-}
-
 int run(const Options& opt) {
+  const std::string self_test = self_test_checks();
+  if (!self_test.empty()) {
+    throw Fatal{"the sort checks' self-test failed: " + self_test};
+  }
+  if (opt.self_test_checks) {
+    std::printf("# checks self-test ok\n");
+    return 0;
+  }
   if (opt.dump_inputs > 0) {
     for (const std::string& type : opt.types) {
       with_type(type, [&](auto tag) { dump_inputs<decltype(tag)>(opt); });
@@ -1113,6 +1564,7 @@ int run(const Options& opt) {
   std::printf("# device %s cc %d.%d\n", prop.name, prop.major, prop.minor);
   std::printf("# cub %d.%d.%d\n", CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
   std::printf("# cuda %d.%d\n", runtime / 1000, runtime % 1000 / 10);
+  std::printf("# checks self-test ok\n");
   std::fflush(stdout);
 
   Scrubber scrub(opt.scrub_bytes);
@@ -1122,8 +1574,34 @@ int run(const Options& opt) {
   return 0;
 }
 
+#endif  // CUB_BENCH_HOST_ONLY
+
 }  // namespace
 
+#ifdef CUB_BENCH_HOST_ONLY
+// Without CUDA: the generator (--dump-inputs) and the checks' self-test only.
+int main(int argc, char** argv) {
+  Options opt;
+  try {
+    opt = parse_args(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "cub_bench: %s\n%s", e.reason.c_str(), kUsage);
+    return 2;
+  }
+  const std::string problem = self_test_checks();
+  if (!problem.empty()) {
+    std::fprintf(stderr, "error the sort checks' self-test failed: %s\n", problem.c_str());
+    return 1;
+  }
+  std::printf("# checks self-test ok\n");
+  if (opt.dump_inputs > 0) {
+    for (const std::string& type : opt.types) {
+      with_type(type, [&](auto tag) { dump_inputs<decltype(tag)>(opt); });
+    }
+  }
+  return 0;
+}
+#else
 int main(int argc, char** argv) {
   Options opt;
   try {
@@ -1143,3 +1621,4 @@ int main(int argc, char** argv) {
   }
   return 1;
 }
+#endif  // CUB_BENCH_HOST_ONLY

@@ -67,6 +67,8 @@ pub struct CubConfig {
     /// The largest size whose reduce, scan and select cases also time the queued and graph
     /// forms ([`CubForms`]); 0: none.
     pub forms_max: usize,
+    /// Whether each case also times each of its kernels ([`CubLaunches`]).
+    pub launches: bool,
 }
 
 impl Default for CubConfig {
@@ -81,6 +83,7 @@ impl Default for CubConfig {
             scrub_bytes: 1 << 28,
             seed: 12345,
             forms_max: FORMS_MAX,
+            launches: false,
         }
     }
 }
@@ -209,6 +212,23 @@ pub struct CubRun {
     pub skipped: Vec<String>,
     /// The queued and graph forms of the small cases.
     pub forms: Vec<CubForms>,
+    /// Each case's kernels and memsets and their GPU times ([`CubConfig::launches`]).
+    pub launches: Vec<CubLaunches>,
+}
+
+/// The commands of one CUB call and the median GPU time of each: the call captured into a
+/// CUDA Graph with an event after every node (the kernels by their names without namespace
+/// and template arguments, `memset`, `memcpy`), from the end of the node before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CubLaunches {
+    /// The algorithm.
+    pub algo: CubAlgo,
+    /// The element type.
+    pub elem: ElemKind,
+    /// The element count.
+    pub n: usize,
+    /// `(name, seconds)` of each node in order.
+    pub commands: Vec<(String, f64)>,
 }
 
 impl CubRun {
@@ -259,8 +279,8 @@ pub enum ParseError {
 /// `# cub <version>` and `# cuda <version>`, then one line per case,
 /// `case <algo> <type> <n> <median_ms> <min_ms> <max_ms> <host_median_us> <ok|FAIL>`, or
 /// `skip <algo> <type> <n> <reason>`, or
-/// `forms <algo> <type> <n> <queued_us> <graph_us> <ok|FAIL>`. Blank lines and other `#`
-/// lines are ignored.
+/// `forms <algo> <type> <n> <queued_us> <graph_us> <ok|FAIL>`, or
+/// `launches <algo> <type> <n> <name>:<us> ...`. Blank lines and other `#` lines are ignored.
 pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
     let mut device: Option<(String, String)> = None;
     let mut cub_version: Option<String> = None;
@@ -268,6 +288,7 @@ pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
     let mut cases = Vec::new();
     let mut skipped = Vec::new();
     let mut forms = Vec::new();
+    let mut launches = Vec::new();
 
     for (index, raw) in stdout.lines().enumerate() {
         let line = raw.trim();
@@ -369,6 +390,32 @@ pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
                     },
                 });
             }
+            "launches" => {
+                if fields.len() < 5 {
+                    return Err(fail(
+                        "a launches line has an algorithm, a type, a size and commands",
+                    ));
+                }
+                let (algo, elem, n) = parse_key(&fields[1..4]).map_err(|r| fail(&r))?;
+                let commands = fields[4..]
+                    .iter()
+                    .map(|c| {
+                        let (name, us) = c.rsplit_once(':')?;
+                        let us = us
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|v| v.is_finite() && *v >= 0.0)?;
+                        (!name.is_empty()).then(|| (name.to_string(), us * 1e-6))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| fail("each command is `<name>:<microseconds>`"))?;
+                launches.push(CubLaunches {
+                    algo,
+                    elem,
+                    n,
+                    commands,
+                });
+            }
             "skip" => {
                 if fields.len() < 4 {
                     return Err(fail("a skip line has an algorithm, a type and a size"));
@@ -389,6 +436,7 @@ pub fn parse_output(stdout: &str) -> Result<CubRun, ParseError> {
         cases,
         skipped,
         forms,
+        launches,
     })
 }
 
@@ -428,11 +476,27 @@ fn parse_key(fields: &[&str]) -> Result<(CubAlgo, ElemKind, usize), String> {
     Ok((algo, elem, n))
 }
 
-/// Finds nvcc, builds the program (once per source and nvcc) and runs it with `cfg`.
+/// The environment variable naming a program already built from [`SOURCE`] (for a machine
+/// where building it would take longer than the run: `nvcc -O3 -std=c++17 -arch=sm_90 -o
+/// cub_bench cub_bench.cu`); `run` then runs it instead of building one.
+pub const PROGRAM_ENV: &str = "XWARP_CUB_PROGRAM";
+
+/// Finds nvcc, builds the program (once per source and nvcc) and runs it with `cfg`; or runs
+/// the program [`PROGRAM_ENV`] names.
 ///
 /// nvcc is `$NVCC` if set, else `nvcc` on `PATH`, else `$CUDA_HOME/bin/nvcc`, else
 /// `/usr/local/cuda/bin/nvcc`.
 pub fn run(cfg: &CubConfig) -> Result<CubRun, Unavailable> {
+    if let Some(program) = std::env::var_os(PROGRAM_ENV).filter(|p| !p.is_empty()) {
+        let program = PathBuf::from(program);
+        if !program.is_file() {
+            return Err(Unavailable::new(format!(
+                "{PROGRAM_ENV}={} is not a file",
+                program.display()
+            )));
+        }
+        return execute(&program, cfg);
+    }
     let nvcc = locate_nvcc(
         std::env::var_os("NVCC"),
         std::env::var_os("PATH"),
@@ -603,6 +667,9 @@ fn program_args(cfg: &CubConfig) -> Vec<String> {
         "--forms-max".to_string(),
         cfg.forms_max.to_string(),
     ]);
+    if cfg.launches {
+        args.push("--launches".to_string());
+    }
     args
 }
 
@@ -660,6 +727,104 @@ mod tests {
     use super::*;
     use xwarp::element::{Element, Rng};
 
+    /// The program's host half, built without CUDA by the C++ compiler (`c++`, else `g++`):
+    /// its checks catch a swapped, lost, duplicated and unstable element (its self-test, which
+    /// the full program also runs before it times anything), and its generator draws
+    /// [`Rng::vec`]'s values on every core. `None` (the test says so) where no C++ compiler is
+    /// installed.
+    fn host_half() -> Option<PathBuf> {
+        let dir = std::env::temp_dir().join(format!("xwarp-cub-host-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("cub_bench.cu");
+        std::fs::write(&src, SOURCE).unwrap();
+        let exe = dir.join("cub_checks");
+        for cxx in ["c++", "g++"] {
+            let Ok(out) = Command::new(cxx)
+                .args([
+                    "-O2",
+                    "-std=c++17",
+                    "-pthread",
+                    "-DCUB_BENCH_HOST_ONLY",
+                    "-x",
+                    "c++",
+                ])
+                .arg("-o")
+                .arg(&exe)
+                .arg(&src)
+                .output()
+            else {
+                continue;
+            };
+            assert!(
+                out.status.success(),
+                "{cxx} failed to build the host half: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return Some(exe);
+        }
+        eprintln!("no C++ compiler (c++, g++): the CUB program's host half is not tested");
+        None
+    }
+
+    #[test]
+    fn the_programs_checks_catch_every_kind_of_wrong_sort_and_its_inputs_match() {
+        let Some(exe) = host_half() else { return };
+        let out = Command::new(&exe)
+            .arg("--self-test-checks")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("# checks self-test ok"),
+            "{stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // A mutation the checks miss would make the self-test fail: prove the test can fail
+        // by the program's own words for each kind (its source names all four).
+        for kind in [
+            "swapped pair",
+            "lost element",
+            "duplicated element",
+            "unstable run",
+        ] {
+            assert!(
+                SOURCE.contains(&format!("missed a {kind}"))
+                    || SOURCE.contains(&format!("missed an {kind}")),
+                "{kind}"
+            );
+        }
+        // 300001 values of every type, drawn on every core, are Rng::vec's.
+        let n = 300_001usize;
+        let out = Command::new(&exe)
+            .args(["--dump-inputs", &n.to_string(), "--seed", "987"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        fn want<T: Element>(n: usize) -> Vec<String> {
+            let width = 2 * T::KIND.size();
+            Rng::new(987)
+                .vec::<T>(n)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| format!("input {} {i} {:0width$x}", T::KIND, v.to_bits64()))
+                .collect()
+        }
+        let mut expected = Vec::new();
+        expected.extend(want::<i32>(n));
+        expected.extend(want::<u32>(n));
+        expected.extend(want::<f32>(n));
+        expected.extend(want::<i64>(n));
+        expected.extend(want::<u64>(n));
+        expected.extend(want::<f64>(n));
+        let got: Vec<&str> = text.lines().filter(|l| l.starts_with("input ")).collect();
+        assert_eq!(got.len(), expected.len());
+        for (g, w) in got.iter().zip(&expected) {
+            assert_eq!(g, w);
+        }
+        let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+    }
+
     const SAMPLE: &str = "\
 # device NVIDIA H200 cc 9.0
 # cub 3.0.1
@@ -667,6 +832,7 @@ mod tests {
 case reduce_sum i32 1024 0.004096 0.003072 0.010240 12.345 ok
 case select_if f64 1048576 0.051200 0.050176 0.061440 80.500 FAIL
 forms reduce_sum i32 1024 3.250 1.125 ok
+launches sort_keys u32 1024 memset:1.5 DeviceRadixSortHistogramKernel:2.25 DeviceRadixSortOnesweepKernel:3
 
 skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, bytes)
 ";
@@ -698,6 +864,19 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
             run.skipped,
             vec!["scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, bytes)"]
         );
+        assert_eq!(run.launches.len(), 1);
+        let l = &run.launches[0];
+        assert_eq!(
+            (l.algo, l.elem, l.n),
+            (CubAlgo::SortKeys, ElemKind::U32, 1024)
+        );
+        assert_eq!(l.commands.len(), 3);
+        assert_eq!(l.commands[1].0, "DeviceRadixSortHistogramKernel");
+        assert!((l.commands[1].1 - 2.25e-6).abs() < 1e-15);
+        assert!(parse_output(
+            "# device X cc 9.0\n# cub 3.0.1\n# cuda 13.0\nlaunches sort_keys u32 8 a:b\n"
+        )
+        .is_err());
         assert_eq!(run.forms.len(), 1);
         let f = &run.forms[0];
         assert_eq!(
@@ -834,11 +1013,12 @@ skip scan_inclusive u64 268435456 device out of memory in cudaMalloc(&ptr_, byte
             scrub_bytes: 0,
             seed: 99,
             forms_max: 4096,
+            launches: true,
         };
         assert_eq!(
             program_args(&cfg).join(" "),
             "--sizes 1024,1048576 --types f32,u64 --algos scan_exclusive,select_if \
-             --reps 7 --scrub-bytes 0 --seed 99 --forms-max 4096"
+             --reps 7 --scrub-bytes 0 --seed 99 --forms-max 4096 --launches"
         );
         let defaults = CubConfig {
             sizes: vec![],

@@ -120,8 +120,9 @@ pub(crate) use with_bench_elem;
 
 /// `n` random values from `seed`: the values the CUB program draws for the same seed
 /// (`benches/cub/cub_bench.cu` runs the same generator), so both sides time the same data.
+/// Drawn on every core ([`super::check::random_values`]).
 pub(crate) fn random_input<T: Element>(seed: u64, n: usize) -> Vec<T> {
-    Rng::new(seed).vec(n)
+    super::check::random_values(seed, n)
 }
 
 /// The hard inputs a float case is checked on before it is timed: the timed inputs stay the
@@ -213,6 +214,11 @@ const CHECK_THREADS: usize = 4096 + 96;
 pub(super) fn chains(ctx: &mut Ctx<'_>) {
     let (iters, threads) = (ctx.cfg.chain_iters, ctx.cfg.chain_threads);
     for (i, (label, dev)) in ctx.devices.iter().enumerate() {
+        if ctx.report.chains.iter().any(|r| r.backend == *label) {
+            // In the report already (--resume).
+            ctx.p.done += OPS.len();
+            continue;
+        }
         for op in OPS {
             let what = format!("{label} chain {} x{iters}", op.name());
             ctx.step(what.clone());

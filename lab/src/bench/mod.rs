@@ -40,14 +40,18 @@
 //! gets too. The default types include `u32` because the sort's targets are stated for `u32`
 //! keys.
 
+mod check;
 pub mod cub;
 mod data;
+pub mod guard;
+mod merge;
 mod report;
 mod svg;
 
+pub use merge::{compare as compare_reports, merge, print_compare, Change};
 pub use report::{
-    kernel_stats_text, print_chains, print_forms, print_ladder, print_table, read_json,
-    summary_markdown, write_json,
+    kernel_stats_text, print_chains, print_flags, print_forms, print_ladder, print_launches,
+    print_table, read_json, summary_markdown, write_json,
 };
 pub use svg::write_plots;
 
@@ -55,8 +59,8 @@ use crate::validate::{first_mismatch, first_mismatch_nan_as_class, Compare};
 use data::{random_input, with_bench_elem, BenchElem, HardInputs};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::rc::Rc;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Instant;
 use xwarp::compact::{self, Order};
 use xwarp::cpu;
@@ -287,6 +291,10 @@ pub struct Config {
     /// forms too ([`Record::forms`]); 0: none.
     #[serde(default = "default_forms_max")]
     pub forms_max: usize,
+    /// Whether each call of several commands also reports each command's GPU time
+    /// ([`Record::launches`]).
+    #[serde(default)]
+    pub launches: bool,
 }
 
 fn default_forms_max() -> usize {
@@ -308,7 +316,8 @@ pub struct Forms {
 
 impl Config {
     /// The full run: sizes 2^10 … 2^28, the types `i32`, `u32` (the type the sort's targets
-    /// name) and `f32`, every algorithm, the ladder at 2^24 and the throughput chains.
+    /// name) and `f32`, every algorithm with its launch breakdown, the ladder at 2^24 and the
+    /// throughput chains.
     pub fn full(seed: u64) -> Self {
         Config {
             sizes: (10..=28).map(|k| 1usize << k).collect(),
@@ -324,6 +333,7 @@ impl Config {
             scrub_bytes: 256 << 20,
             seed,
             forms_max: cub::FORMS_MAX,
+            launches: true,
         }
     }
 
@@ -337,6 +347,7 @@ impl Config {
             chain_threads: 1 << 14,
             reps: 5,
             warmup: 1,
+            launches: false,
             ..Config::full(seed)
         }
     }
@@ -428,6 +439,18 @@ pub struct Record {
     /// The queued and replayed forms, for the small cases that time them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forms: Option<Forms>,
+    /// Each command of a call that queues several ([`Config::launches`]), in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launches: Option<Vec<LaunchRow>>,
+}
+
+/// One command of a call's launch breakdown ([`Device::time_launches`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRow {
+    /// The kernel's name, or `copy`, `fill`, `write`.
+    pub name: String,
+    /// GPU time from the end of the command before to its own end, over the repetitions.
+    pub gpu: Stats,
 }
 
 /// One rung of the ladder table on one backend.
@@ -517,6 +540,24 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Cases whose result differed from the CPU reference (they are not timed).
     pub failures: Vec<String>,
+    /// Wall time of the run, seconds (for a merged report: the sum of its runs').
+    #[serde(default)]
+    pub wall_s: f64,
+    /// Host seconds of the run by phase: `inputs`, `uploads`, `references`, `checks` (a
+    /// case's check runs, downloads and comparisons), `timing`, `forms`, `launches`,
+    /// `retiming` (the cliff guard's), `cub` (the CUB program, its build included).
+    #[serde(default)]
+    pub phases: std::collections::BTreeMap<String, f64>,
+    /// What the cliff guard found ([`guard`]).
+    #[serde(default)]
+    pub flags: Vec<guard::Flag>,
+}
+
+impl Report {
+    /// Adds the time since `since` to phase `name`.
+    fn phase(&mut self, name: &str, since: Instant) {
+        *self.phases.entry(name.into()).or_default() += since.elapsed().as_secs_f64();
+    }
 }
 
 /// Where a run is, for progress displays.
@@ -532,34 +573,56 @@ pub struct Progress {
 
 /// Runs `cfg` on `devices` (label, device), calling `progress` before each case and
 /// `checkpoint` with the report so far after each type and size, the ladder and the chains (a
-/// run cut short keeps what it measured).
+/// run cut short keeps what it measured). With `resume`, the cases that report holds (timed,
+/// or failed their check) are kept and not run again, and the new cases are added to it.
+/// Finally the cliff guard ([`guard`]) flags cases and re-times them.
 pub fn run(
     devices: &[(String, &dyn Device)],
     cfg: &Config,
+    resume: Option<Report>,
     progress: &mut dyn FnMut(&Progress),
     checkpoint: &mut dyn FnMut(&Report),
 ) -> Result<Report> {
     cfg.check()?;
-    let mut report = Report {
-        date: report::utc_date(),
-        config: cfg.clone(),
-        devices: devices
-            .iter()
-            .map(|(label, d)| DeviceEntry {
-                backend: label.clone(),
-                name: d.info().name.clone(),
-                driver: d.info().driver.clone(),
-                subgroup_size: d.info().subgroup_size,
-            })
-            .collect(),
-        unavailable: Vec::new(),
-        cub: CubInfo::default(),
-        records: Vec::new(),
-        ladder: Vec::new(),
-        chains: Vec::new(),
-        skipped: Vec::new(),
-        failures: Vec::new(),
+    let started = Instant::now();
+    let entries: Vec<DeviceEntry> = devices
+        .iter()
+        .map(|(label, d)| DeviceEntry {
+            backend: label.clone(),
+            name: d.info().name.clone(),
+            driver: d.info().driver.clone(),
+            subgroup_size: d.info().subgroup_size,
+        })
+        .collect();
+    let mut report = match resume {
+        Some(mut r) => {
+            for e in entries {
+                if !r.devices.iter().any(|d| d.backend == e.backend) {
+                    r.devices.push(e);
+                }
+            }
+            r.config = cfg.clone();
+            // Flags are made again over the whole report at the end.
+            r.flags.clear();
+            r
+        }
+        None => Report {
+            date: report::utc_date(),
+            config: cfg.clone(),
+            devices: entries,
+            unavailable: Vec::new(),
+            cub: CubInfo::default(),
+            records: Vec::new(),
+            ladder: Vec::new(),
+            chains: Vec::new(),
+            skipped: Vec::new(),
+            failures: Vec::new(),
+            wall_s: 0.0,
+            phases: Default::default(),
+            flags: Vec::new(),
+        },
     };
+    let wall_before = report.wall_s;
     let scrubs: Vec<Option<Scrub>> = devices
         .iter()
         .map(|(_, d)| Scrub::new(*d, cfg.scrub_bytes))
@@ -589,6 +652,7 @@ pub fn run(
     for &kind in &cfg.types {
         for &n in &cfg.sizes {
             with_bench_elem!(kind, main_cases_of(&mut ctx, n));
+            ctx.report.wall_s = wall_before + started.elapsed().as_secs_f64();
             checkpoint(ctx.report);
         }
     }
@@ -599,8 +663,84 @@ pub fn run(
     if cfg.chain {
         data::chains(&mut ctx);
     }
+    let t = Instant::now();
+    retime_flagged(&mut ctx);
+    ctx.report.phase("retiming", t);
     fill_ratios(&mut report);
+    report.wall_s = wall_before + started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The cliff guard over the report so far: flags its cases, re-times each flagged case of the
+/// run's backends (and the case its rule compares with) [`guard::RETIMES`] times, and judges.
+fn retime_flagged(ctx: &mut Ctx<'_>) {
+    let mut flags = guard::flags(ctx.report);
+    let mut wanted: Vec<guard::CaseKey> = Vec::new();
+    // A CPU device's times follow whatever else the host runs: its flags are not re-timed.
+    for f in &flags {
+        if ctx
+            .devices
+            .iter()
+            .any(|(label, d)| *label == f.backend && d.info().device_type != DeviceType::Cpu)
+        {
+            for c in guard::cases_to_retime(f) {
+                if !wanted.contains(&c) {
+                    wanted.push(c);
+                }
+            }
+        }
+    }
+    let mut retimed: guard::Retimed = Vec::new();
+    for c in wanted {
+        let (backend, algo_name, elem_name, n) = &c;
+        let Some(i) = ctx.devices.iter().position(|(l, _)| l == backend) else {
+            continue;
+        };
+        let Some(algo) = Algo::ALL.into_iter().find(|a| a.name() == *algo_name) else {
+            continue;
+        };
+        let Some(elem) = ElemKind::ALL.into_iter().find(|k| k.name() == elem_name) else {
+            continue;
+        };
+        ctx.step(format!(
+            "{backend} {algo} {elem} n={n}: re-timing (cliff guard)"
+        ));
+        let dev = ctx.devices[i].1;
+        let scrub = ctx.scrubs[i].as_ref();
+        let times: Result<Vec<Stats>> = (0..guard::RETIMES)
+            .map(|_| with_bench_elem!(elem, retime(dev, scrub, ctx.cfg, algo, *n)))
+            .collect();
+        match times {
+            Ok(t) => retimed.push((c, t)),
+            Err(e) => ctx
+                .report
+                .skipped
+                .push(format!("{backend} {algo} {elem} n={n}: re-timing: {e}")),
+        }
+    }
+    guard::judge(ctx.report, &mut flags, &retimed);
+    ctx.report.flags = flags;
+}
+
+/// The GPU time of one case again (the run's inputs, drawn anew), for the cliff guard: the
+/// case was checked when it was first timed; one untimed call, then [`measure_gpu`].
+fn retime<T: BenchElem>(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    algo: Algo,
+    n: usize,
+) -> Result<Stats> {
+    let input: Vec<T> = check::random_values(cfg.seed, n);
+    let src = DeviceVec::from_slice(dev, &input)?;
+    let reference = match algo {
+        // Only what `Case::call` reads of a reference: the stencil's weights, a sort's kind.
+        Algo::Stencil(_) => Reference::of(algo, &input, cfg.seed),
+        _ => Reference::Value(T::zeroed()),
+    };
+    let mut c = Case::new(dev, algo, &src, &reference)?;
+    c.call(true)?;
+    measure_gpu(dev, scrub, cfg, &mut |finish| c.call(finish))
 }
 
 /// The state one run threads through its cases.
@@ -618,6 +758,18 @@ impl Ctx<'_> {
         self.p.what = what;
         (self.progress)(self.p);
         self.p.done += 1;
+    }
+
+    /// Whether the report holds the case already: timed, or failed its check.
+    fn done(&self, backend: &str, algo: &str, elem: &str, n: usize) -> bool {
+        self.report
+            .records
+            .iter()
+            .any(|r| r.backend == backend && r.algo == algo && r.elem == elem && r.n == n)
+            || {
+                let what = format!("{backend} {algo} {elem} n={n}:");
+                self.report.failures.iter().any(|f| f.starts_with(&what))
+            }
     }
 }
 
@@ -694,41 +846,81 @@ struct Timed {
     host: Stats,
     bytes: u64,
     forms: Option<Forms>,
+    launches: Option<Vec<LaunchRow>>,
+    /// Host seconds by phase ([`Report::phases`]).
+    phases: Vec<(&'static str, f64)>,
 }
 
 fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
     let seed = ctx.cfg.seed;
-    let input: Vec<T> = random_input(seed, n);
-    // One device copy of the input per backend, shared by the algorithms of this size.
-    let uploads: Vec<Result<DeviceVec<T>>> = ctx
-        .devices
-        .iter()
-        .map(|(_, d)| DeviceVec::from_slice(*d, &input))
-        .collect();
-    // The hard inputs every algorithm of this size is checked on first (floats only).
-    let hard = HardInputs::<T>::new(ctx.devices, seed, n);
-    let algos: Vec<Algo> = ctx
+    let supported: Vec<Algo> = ctx
         .cfg
         .algos
         .iter()
         .copied()
         .filter(|a| a.supports(T::KIND))
         .collect();
-    // The CPU sort of the input, made once for both sorts: at the largest sizes it costs more
-    // than everything else of the size.
-    let mut sorted: Option<Rc<Sorted<T>>> = None;
-    for algo in algos {
-        let reference = if algo.is_sort() {
-            let s = sorted.get_or_insert_with(|| Rc::new(Sorted::of(&input)));
-            Reference::Sorted(Rc::clone(s))
-        } else {
-            Reference::of(algo, &input, seed)
-        };
+    // Cases already in the report (--resume) are not run again.
+    let algos: Vec<Algo> = supported
+        .iter()
+        .copied()
+        .filter(|a| {
+            ctx.devices
+                .iter()
+                .any(|(label, _)| !ctx.done(label, &a.name(), T::KIND.name(), n))
+        })
+        .collect();
+    ctx.p.done += (supported.len() - algos.len()) * ctx.devices.len();
+    if algos.is_empty() {
+        return;
+    }
+    let t = Instant::now();
+    let input: Arc<Vec<T>> = Arc::new(check::random_values(seed, n));
+    ctx.report.phase("inputs", t);
+    // One device copy of the input per backend, shared by the algorithms of this size.
+    let t = Instant::now();
+    let uploads: Vec<Result<DeviceVec<T>>> = ctx
+        .devices
+        .iter()
+        .map(|(_, d)| DeviceVec::from_slice(*d, &input))
+        .collect();
+    ctx.report.phase("uploads", t);
+    // The CPU references of every algorithm of this size, one thread each (each reference is
+    // one pass over the input; at 2^28 elements they take seconds one after another). The
+    // sorts share one: their checks need the input and its fingerprint only.
+    let t = Instant::now();
+    let sort_input = algos
+        .iter()
+        .any(|a| a.is_sort())
+        .then(|| Arc::new(SortInput::of(Arc::clone(&input), seed)));
+    let references: Vec<Reference<T>> = std::thread::scope(|s| {
+        let handles: Vec<_> = algos
+            .iter()
+            .map(|&algo| {
+                let (input, sort_input) = (&input, &sort_input);
+                s.spawn(move || match sort_input {
+                    Some(sorted) if algo.is_sort() => Reference::Sort(Arc::clone(sorted)),
+                    _ => Reference::of(algo, input, seed),
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a reference thread panicked"))
+            .collect()
+    });
+    // The hard inputs every algorithm of this size is checked on first (floats only).
+    let hard = HardInputs::<T>::new(ctx.devices, seed, n);
+    ctx.report.phase("references", t);
+    for (algo, reference) in algos.into_iter().zip(&references) {
         let hard_reference = hard.as_ref().map(|h| h.reference(algo, seed));
         for (i, upload) in uploads.iter().enumerate() {
             let (label, dev) = &ctx.devices[i];
             let what = format!("{label} {algo} {} n={n}", T::KIND);
             ctx.step(what.clone());
+            if ctx.done(label, &algo.name(), T::KIND.name(), n) {
+                continue;
+            }
             let src = match upload {
                 Ok(src) => src,
                 Err(e) => {
@@ -741,21 +933,27 @@ fn main_cases_of<T: BenchElem>(ctx: &mut Ctx<'_>, n: usize) {
                 _ => None,
             };
             let scrub = ctx.scrubs[i].as_ref();
-            match case::<T>(*dev, scrub, ctx.cfg, algo, src, &reference, hard_check) {
-                Ok(Ok(t)) => ctx.report.records.push(Record {
-                    backend: label.clone(),
-                    algo: algo.name(),
-                    elem: T::KIND.to_string(),
-                    n,
-                    bytes: t.bytes,
-                    gpu: t.gpu,
-                    host: t.host,
-                    gbs: t.bytes as f64 / t.gpu.median / 1e9,
-                    roof_fraction: None,
-                    vs_cub: None,
-                    keys_per_s: algo.is_sort().then(|| n as f64 / t.gpu.median),
-                    forms: t.forms,
-                }),
+            match case::<T>(*dev, scrub, ctx.cfg, algo, src, reference, hard_check) {
+                Ok(Ok(t)) => {
+                    for (phase, secs) in &t.phases {
+                        *ctx.report.phases.entry((*phase).into()).or_default() += secs;
+                    }
+                    ctx.report.records.push(Record {
+                        backend: label.clone(),
+                        algo: algo.name(),
+                        elem: T::KIND.to_string(),
+                        n,
+                        bytes: t.bytes,
+                        gpu: t.gpu,
+                        host: t.host,
+                        gbs: t.bytes as f64 / t.gpu.median / 1e9,
+                        roof_fraction: None,
+                        vs_cub: None,
+                        keys_per_s: algo.is_sort().then(|| n as f64 / t.gpu.median),
+                        forms: t.forms,
+                        launches: t.launches,
+                    })
+                }
                 Ok(Err(mismatch)) => ctx.report.failures.push(format!("{what}: {mismatch}")),
                 Err(e) => ctx.report.skipped.push(format!("{what}: {e}")),
             }
@@ -771,23 +969,26 @@ enum Reference<T: BenchElem> {
     Multiset(usize, u64),
     Words(Vec<u32>),
     Stencil([T; cpu::stencil::POINTS], Vec<T>),
-    /// The sorted keys and values, shared by both sorts of one input.
-    Sorted(Rc<Sorted<T>>),
+    /// The sorts: checked by their properties ([`check`]), shared by both sorts of one input.
+    Sort(Arc<SortInput<T>>),
 }
 
-/// The CPU twin's ascending sort of an input over every bit, with [`data::pair_values`] as
-/// the values: the expected keys of both sorts and the expected values of the pair sort.
-struct Sorted<T> {
-    keys: Vec<T>,
-    values: Vec<u32>,
+/// What the property checks of a sort need: the input (the pair sort's values are its
+/// indices, [`data::pair_values`]) and the fingerprint of its keys.
+struct SortInput<T> {
+    input: Arc<Vec<T>>,
+    fingerprint: check::Fingerprint,
+    key: check::FingerprintKey,
 }
 
-impl<T: Element> Sorted<T> {
-    fn of(input: &[T]) -> Self {
-        let values = data::pair_values(input.len());
-        let (keys, values) =
-            cpu::sort::sort_pairs(input, &values, SortOrder::Ascending, all_bits::<T>());
-        Sorted { keys, values }
+impl<T: Element> SortInput<T> {
+    fn of(input: Arc<Vec<T>>, seed: u64) -> Self {
+        let key = check::FingerprintKey::new(seed);
+        SortInput {
+            fingerprint: check::Fingerprint::of(&input, key),
+            input,
+            key,
+        }
     }
 }
 
@@ -824,7 +1025,9 @@ impl<T: BenchElem> Reference<T> {
             }),
             Algo::Shfl(op) => Reference::Elems(cpu::shfl::shfl(op, 32, 1, input)),
             Algo::Vote => Reference::Words(cpu::vote::vote(pred, input).to_words()),
-            Algo::SortKeys | Algo::SortPairs => Reference::Sorted(Rc::new(Sorted::of(input))),
+            Algo::SortKeys | Algo::SortPairs => {
+                Reference::Sort(Arc::new(SortInput::of(Arc::new(input.to_vec()), 0x5047)))
+            }
         }
     }
 }
@@ -838,7 +1041,7 @@ impl<T: BenchElem> Reference<T> {
                 crate::validate::poison_value(want)
             }
             Reference::Value(want) => crate::validate::poison_value(&[*want]),
-            Reference::Sorted(want) => crate::validate::poison_value(&want.keys),
+            Reference::Sort(sort) => crate::validate::poison_value(&sort.input),
             Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
         }
     }
@@ -1024,7 +1227,7 @@ impl<'a, T: BenchElem> Case<'a, T> {
 
     /// [`Case::check`], comparing elements with `compare`.
     fn check_by(&self, compare: Compare<T>) -> Result<std::result::Result<usize, String>> {
-        let compare = |want: &[T], got: &[T]| match compare(want, got) {
+        let compare = |want: &[T], got: &[T]| match check::par_compare(compare, want, got) {
             None => Ok(()),
             Some(m) => Err(m.to_string()),
         };
@@ -1053,23 +1256,26 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 compare(want, &self.out.to_vec(dev)?).map(|()| 0)
             }
             Reference::Value(want) => compare(&[*want], &self.out.to_vec(dev)?).map(|()| 0),
-            Reference::Sorted(want) => {
-                let keys =
-                    compare(&want.keys, &self.out.to_vec(dev)?).map_err(|m| format!("keys: {m}"));
-                let values = if self.algo == Algo::SortPairs {
-                    self::compare(&want.values, &self.values_out.to_vec(dev)?)
-                        .map_err(|m| format!("values: {m}"))
+            Reference::Sort(sort) => {
+                let keys = self.out.to_vec(dev)?;
+                let order = SortOrder::Ascending;
+                if self.algo == Algo::SortPairs {
+                    let values = self.values_out.to_vec(dev)?;
+                    check::check_sorted_pairs(&sort.input, &keys, &values, order)
                 } else {
-                    Ok(())
-                };
-                keys.and(values).map(|()| 0)
+                    check::check_sorted_keys(&sort.fingerprint, sort.key, &keys, order)
+                }
+                .map(|()| 0)
             }
             Reference::Words(want) => {
                 let mut got = self.words.to_vec(dev)?;
                 if self.algo == Algo::Vote {
                     got.extend(self.ranks.to_vec(dev)?);
                 }
-                self::compare(want, &got).map(|()| 0)
+                match check::par_compare(first_mismatch, want, &got) {
+                    None => Ok(0),
+                    Some(m) => Err(m.to_string()),
+                }
             }
         })
     }
@@ -1111,6 +1317,8 @@ fn case<T: BenchElem>(
     reference: &Reference<T>,
     hard: Option<(&[T], &Reference<T>)>,
 ) -> Result<std::result::Result<Timed, String>> {
+    let mut phases = Vec::new();
+    let t = Instant::now();
     if let Some((hard_input, hard_reference)) = hard {
         if let Err(m) = hard_check(dev, algo, hard_input, hard_reference)? {
             return Ok(Err(m));
@@ -1122,7 +1330,11 @@ fn case<T: BenchElem>(
         Ok(kept) => kept,
         Err(m) => return Ok(Err(m)),
     };
+    phases.push(("checks", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
     let (gpu, host) = measure(dev, scrub, cfg, &mut |finish| c.call(finish))?;
+    phases.push(("timing", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
     let forms = if src.len() <= cfg.forms_max
         && matches!(algo, Algo::Reduce(_) | Algo::Scan(_) | Algo::Compact(_))
     {
@@ -1133,11 +1345,72 @@ fn case<T: BenchElem>(
     } else {
         None
     };
+    phases.push(("forms", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    let launches = if cfg.launches {
+        measure_launches(dev, scrub, cfg, &mut |finish| c.call(finish))?
+    } else {
+        None
+    };
+    phases.push(("launches", t.elapsed().as_secs_f64()));
     Ok(Ok(Timed {
         gpu,
         host,
         bytes: algo.bytes(src.len(), T::KIND.size(), kept),
         forms,
+        launches,
+        phases,
+    }))
+}
+
+/// Repetitions of a launch breakdown ([`measure_launches`]): at most this many of
+/// [`Config::reps`].
+const LAUNCH_REPS: usize = 7;
+
+/// Each command's GPU time within a call ([`Device::time_launches`]), the median over
+/// [`LAUNCH_REPS`] repetitions after a scrub each; `None` for a call of one command, or where
+/// the device cannot time commands.
+fn measure_launches(
+    dev: &dyn Device,
+    scrub: Option<&Scrub>,
+    cfg: &Config,
+    call: &mut dyn FnMut(bool) -> Result<()>,
+) -> Result<Option<Vec<LaunchRow>>> {
+    let mut samples: Vec<Vec<xwarp::device::CommandTime>> = Vec::new();
+    for _ in 0..cfg.reps.min(LAUNCH_REPS) {
+        if let Some(s) = scrub {
+            s.run(dev)?;
+        }
+        let times = dev.time_launches(&mut || call(false))?;
+        if times.commands.len() < 2 {
+            return Ok(None);
+        }
+        if samples
+            .first()
+            .is_some_and(|f| f.len() != times.commands.len())
+        {
+            return Err(Error::invalid(
+                "launches",
+                format!("{} commands", times.commands.len()),
+                format!("as many commands in every call ({})", samples[0].len()),
+            ));
+        }
+        samples.push(times.commands);
+    }
+    Ok(samples.first().map(|first| {
+        first
+            .iter()
+            .enumerate()
+            .map(|(k, c)| LaunchRow {
+                name: c.name.clone(),
+                gpu: Stats::of(
+                    &samples
+                        .iter()
+                        .map(|s| s[k].gpu.as_secs_f64())
+                        .collect::<Vec<_>>(),
+                ),
+            })
+            .collect()
     }))
 }
 
@@ -1269,6 +1542,11 @@ fn ladder_table(ctx: &mut Ctx<'_>) {
     let n = ctx.cfg.ladder_n;
     let input: Vec<i32> = random_input(ctx.cfg.seed ^ 0x001a_dde4, n);
     for (i, (label, dev)) in ctx.devices.iter().enumerate() {
+        if ctx.report.ladder.iter().any(|r| r.backend == *label) {
+            // In the report already (--resume).
+            ctx.p.done += LadderKernel::ALL.len();
+            continue;
+        }
         let common: Vec<u32> = [512u32, 1024, 256, 128, 64]
             .into_iter()
             .filter(|&b| {
@@ -1466,6 +1744,23 @@ pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::U
                                 queued: one(f.queued_s),
                                 replay: one(f.graph_s),
                             }
+                        }),
+                    launches: run
+                        .launches
+                        .iter()
+                        .find(|l| l.algo == c.algo && l.elem == c.elem && l.n == c.n)
+                        .map(|l| {
+                            l.commands
+                                .iter()
+                                .map(|(name, s)| LaunchRow {
+                                    name: name.clone(),
+                                    gpu: Stats {
+                                        median: *s,
+                                        min: *s,
+                                        max: *s,
+                                    },
+                                })
+                                .collect()
                         }),
                 });
             }

@@ -143,7 +143,7 @@ fn groups(report: &Report) -> Vec<(Algo, String)> {
 
 /// A terminal table with `header`: the first `left` columns (names) aligned left, the
 /// figures right.
-fn table(header: Vec<String>, left: usize) -> Table {
+pub(super) fn table(header: Vec<String>, left: usize) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_header(header);
@@ -429,6 +429,129 @@ pub fn print_chains(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     writeln!(out, "{t}")
 }
 
+/// The cliff guard's flags ([`super::guard`]), one line each, reproducible ones first.
+pub fn print_flags(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    if report.flags.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "cliff guard: {} flags", report.flags.len())?;
+    for line in flag_lines(report) {
+        writeln!(out, "  {line}")?;
+    }
+    Ok(())
+}
+
+/// The flags as lines: reproducible first, then not re-timed, then transient.
+fn flag_lines(report: &Report) -> Vec<String> {
+    use super::guard::{Rule, Verdict};
+    let rank = |v: Verdict| match v {
+        Verdict::Reproducible => 0,
+        Verdict::NotRetimed => 1,
+        Verdict::Transient => 2,
+    };
+    let mut flags: Vec<&super::guard::Flag> = report.flags.iter().collect();
+    flags.sort_by_key(|f| rank(f.verdict));
+    flags
+        .iter()
+        .map(|f| {
+            let rule = match &f.rule {
+                Rule::Doubling { .. } => "slower than at 2n",
+                Rule::Twins { .. } => "scan twins differ",
+                Rule::Spread => "repetitions spread over 2x",
+            };
+            let retimes = if f.retimes.is_empty() {
+                String::new()
+            } else {
+                let t: Vec<String> = f.retimes.iter().map(|s| us(*s)).collect();
+                format!("; re-timed {} µs", t.join(", "))
+            };
+            format!(
+                "{} {} {} n={}: {rule}: {}{retimes}: {}",
+                f.backend,
+                f.algo,
+                f.elem,
+                size_name(f.n),
+                f.detail,
+                f.verdict
+            )
+        })
+        .collect()
+}
+
+/// The launch breakdown of the cases that queue several commands, at the sizes of
+/// [`launch_sizes`]: each command's median GPU time, then the whole call's and the copy kernel's
+/// at the same size and backend (the bytes one pass over the input moves).
+pub fn print_launches(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let rows = launch_rows(report);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nwhere the time goes: each command's GPU time (µs, medians), the call, and the copy \
+         kernel at the same n"
+    )?;
+    let mut t = table(
+        ["backend", "algo", "type", "n", "commands", "call", "copy"]
+            .map(String::from)
+            .to_vec(),
+        5,
+    );
+    for r in rows {
+        t.add_row(r);
+    }
+    writeln!(out, "{t}")
+}
+
+/// The sizes the launch breakdown shows: 2^16, 2^20, 2^24 and the largest of the run.
+fn launch_sizes(report: &Report) -> Vec<usize> {
+    let mut sizes: Vec<usize> = report
+        .config
+        .sizes
+        .iter()
+        .copied()
+        .filter(|&n| [1 << 16, 1 << 20, 1 << 24].contains(&n))
+        .collect();
+    if let Some(&max) = report.config.sizes.iter().max() {
+        if !sizes.contains(&max) {
+            sizes.push(max);
+        }
+    }
+    sizes
+}
+
+fn launch_rows(report: &Report) -> Vec<Vec<String>> {
+    let sizes = launch_sizes(report);
+    let mut rows = Vec::new();
+    for (algo, elem) in groups(report) {
+        for &n in &sizes {
+            for b in backends(report) {
+                let Some(r) = find(report, &b, &algo.name(), &elem, n) else {
+                    continue;
+                };
+                let Some(launches) = &r.launches else {
+                    continue;
+                };
+                let commands: Vec<String> = launches
+                    .iter()
+                    .map(|l| format!("{} {}", l.name, us(l.gpu.median)))
+                    .collect();
+                let copy = find(report, &b, "copy", &elem, n).map(|c| us(c.gpu.median));
+                rows.push(vec![
+                    b.clone(),
+                    algo.name(),
+                    elem.clone(),
+                    size_name(n),
+                    commands.join(", "),
+                    us(r.gpu.median),
+                    copy.unwrap_or_else(|| "-".into()),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
 /// Writes the report as JSON.
 pub fn write_json(report: &Report, path: &Path) -> std::io::Result<()> {
     let file = std::fs::File::create(path)?;
@@ -440,7 +563,29 @@ pub fn write_json(report: &Report, path: &Path) -> std::io::Result<()> {
 /// largest size, with the roofline fraction, the ratio to CUB and the Vulkan/CUDA ratio.
 pub fn summary_markdown(report: &Report) -> String {
     let mut s = String::new();
-    writeln!(s, "Measured on {} (UTC).\n", report.date).ok();
+    writeln!(
+        s,
+        "Measured on {} (UTC), {:.0} s of wall time; {} cases failed their check.\n",
+        report.date,
+        report.wall_s,
+        report.failures.len()
+    )
+    .ok();
+    if report.flags.is_empty() {
+        writeln!(s, "Cliff guard: no case flagged.\n").ok();
+    } else {
+        writeln!(
+            s,
+            "Cliff guard ({} flags; re-timed {} times each where the backend ran here):\n",
+            report.flags.len(),
+            super::guard::RETIMES
+        )
+        .ok();
+        for line in flag_lines(report) {
+            writeln!(s, "- {line}").ok();
+        }
+        writeln!(s).ok();
+    }
     for d in &report.devices {
         writeln!(
             s,
@@ -513,6 +658,24 @@ pub fn summary_markdown(report: &Report) -> String {
         }
     }
     sort_markdown(report, &ours, &mut s);
+    let launches = launch_rows(report);
+    if !launches.is_empty() {
+        writeln!(
+            s,
+            "\nWhere the time goes: each command of a call (µs, medians of the GPU time from the \
+             end of the command before), the whole call, and the copy kernel at the same size:\n"
+        )
+        .ok();
+        writeln!(
+            s,
+            "| backend | algorithm | type | n | commands | call | copy |"
+        )
+        .ok();
+        writeln!(s, "|---|---|---|---:|---|---:|---:|").ok();
+        for row in launches {
+            writeln!(s, "| {} |", row.join(" | ")).ok();
+        }
+    }
     if let Some((head, rows)) = forms_rows(report) {
         writeln!(
             s,
