@@ -1,5 +1,5 @@
 // The radix sort's first step; the twin of shaders/sort_histogram.comp (see there for the two
-// modes and the runs of equal digits), modelled by src/cpu/sort.rs.
+// modes and the copies of the counters), modelled by src/cpu/sort.rs. Variant constant: PARTS.
 
 #include "sort_common.cuh"
 
@@ -16,11 +16,14 @@ struct SortHistogramParams {
 
 #define PASSES_MAX (4u * KEY_WORDS)
 #define CLEAR_ITEMS 4u
-#define BATCH 4u
+#define HIST_ITEMS 8u
 
 extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned* work,
                                           SortHistogramParams p) {
-    __shared__ unsigned s_hist[PASSES_MAX * RADIX];
+    // PARTS copies of every counter: thread t counts into copy t % PARTS, so the lanes of a
+    // warp that share a digit (sorted, all-equal and low-entropy keys) mostly add to
+    // different words.
+    __shared__ unsigned s_hist[PASSES_MAX * RADIX * PARTS];
     const unsigned local = threadIdx.x;
     if (p.clear) {
         const unsigned long long first = xw_group() * blockDim.x * CLEAR_ITEMS + local;
@@ -30,51 +33,39 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
         }
         return;
     }
-    for (unsigned i = local; i < p.passes * RADIX; i += blockDim.x) s_hist[i] = 0;
+    for (unsigned i = local; i < p.passes * RADIX * PARTS; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
     const bool descending = p.descending != 0;
+    const unsigned part = local % PARTS;
     const unsigned start = (unsigned)xw_group() * p.chunk;
     const unsigned stop = min(start + p.chunk, p.n);
-    unsigned digit[PASSES_MAX];
-    unsigned run[PASSES_MAX];
+    // HIST_ITEMS loads in flight per thread before any is counted.
+    for (unsigned i = start + local; i < stop; i += HIST_ITEMS * blockDim.x) {
+        KEY m[HIST_ITEMS];
 #pragma unroll
-    for (unsigned d = 0; d < PASSES_MAX; ++d) {
-        digit[d] = 0;
-        run[d] = 0;
-    }
-    // BATCH loads in flight per thread before any is counted.
-    for (unsigned i = start + local; i < stop; i += BATCH * blockDim.x) {
-        KEY m[BATCH];
-#pragma unroll
-        for (unsigned r = 0; r < BATCH; ++r) {
+        for (unsigned r = 0; r < HIST_ITEMS; ++r) {
             const unsigned at = i + r * blockDim.x;
-            if (at < stop) m[r] = xw_sort_map(keys[at], p.key_kind, descending);
+            m[r] = at < stop ? xw_sort_map(keys[at], p.key_kind, descending) : (KEY)0;
         }
 #pragma unroll
-        for (unsigned r = 0; r < BATCH; ++r) {
-            if (i + r * blockDim.x >= stop) break;
+        for (unsigned r = 0; r < HIST_ITEMS; ++r) {
+            if (i + r * blockDim.x < stop) {
 #pragma unroll
-            for (unsigned d = 0; d < PASSES_MAX; ++d) {
-                if (d < p.passes) {
-                    const unsigned shift = p.begin + 8u * d;
-                    const unsigned v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
-                    if (v != digit[d]) {
-                        if (run[d] != 0) atomicAdd(&s_hist[d * RADIX + digit[d]], run[d]);
-                        digit[d] = v;
-                        run[d] = 0;
+                for (unsigned d = 0; d < PASSES_MAX; ++d) {
+                    if (d < p.passes) {
+                        const unsigned shift = p.begin + 8u * d;
+                        const unsigned v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                        atomicAdd(&s_hist[(d * RADIX + v) * PARTS + part], 1u);
                     }
-                    run[d] += 1;
                 }
             }
         }
     }
-#pragma unroll
-    for (unsigned d = 0; d < PASSES_MAX; ++d) {
-        if (d < p.passes && run[d] != 0) atomicAdd(&s_hist[d * RADIX + digit[d]], run[d]);
-    }
     __syncthreads();
     for (unsigned i = local; i < p.passes * RADIX; i += blockDim.x) {
-        const unsigned c = s_hist[i];
+        unsigned c = 0;
+#pragma unroll
+        for (unsigned q = 0; q < PARTS; ++q) c += s_hist[i * PARTS + q];
         if (c != 0) atomicAdd(&work[XW_SORT_HIST + i], c);
     }
 }

@@ -5,7 +5,7 @@
 // Variant constants: ITEMS, VALUE_WORDS (0 keys only; 1 or 2 words per value), HIST_SG (warps
 // per block), STAGE_WORDS (shared words for counts and staging), MATCH_ANY (1: a digit's lanes
 // from __match_any_sync; 0: from one __ballot_sync per digit bit, as the Vulkan twin),
-// BLOCK (threads per block).
+// BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none).
 
 #include "sort_common.cuh"
 
@@ -28,11 +28,14 @@ struct SortOnesweepParams {
 #define FLAG_WRITE_KEYS 2u    // store the sorted keys (argsort's last pass does not)
 
 #define TILE (BLOCK * ITEMS)
+// Where the staged values start: after the tile's keys.
+#define VALUES_AT (TILE * KEY_WORDS)
 // Digits per thread where the block is narrower than the radix.
 #define DPT ((RADIX + BLOCK - 1u) / BLOCK)
 
 struct SortShared {
-    unsigned stage[STAGE_WORDS];  // warp digit counts while ranking, then staged keys/values
+    unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
+    unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, then its values
     unsigned count[RADIX];        // the tile's count of each digit
     unsigned scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
     unsigned acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -83,32 +86,31 @@ __device__ void scan_digits(SortShared& s, unsigned which) {
     __syncthreads();
 }
 
-// The rank of digit `d` among the warp's keys of this and earlier steps, counting in the
-// warp's digit counts at hist. Every lane of the warp calls it.
-__device__ __forceinline__ unsigned rank_in_warp(unsigned d, unsigned* hist, unsigned digit_bits) {
+// The place in the tile of the key with digit `d` of this lane, in this step: where the warp's
+// next key of digit `d` goes (`offsets[d]`, the warp's running offset of the digit) plus the
+// lanes below with the same digit. The lowest lane of the digit moves the offset on by their
+// number; an atomic add, so the next step's lowest lane (maybe another lane) sees it without a
+// warp barrier. Every lane of the warp calls it.
+__device__ __forceinline__ unsigned rank_in_warp(unsigned d, unsigned* offsets) {
     unsigned match;
     if (MATCH_ANY) {
         match = __match_any_sync(XW_FULL_MASK, d);
     } else {
+        // A fixed eight ballots: a narrower last digit has zeros above, where all lanes agree.
         match = XW_FULL_MASK;
-        for (unsigned bit = 0; bit < digit_bits; ++bit) {
-            const bool set = ((d >> bit) & 1u) != 0;
-            const unsigned b = __ballot_sync(XW_FULL_MASK, set);
-            match &= set ? b : ~b;
+#pragma unroll
+        for (unsigned bit = 0; bit < 8u; ++bit) {
+            const unsigned set = (d >> bit) & 1u;
+            const unsigned b = __ballot_sync(XW_FULL_MASK, set != 0u);
+            match &= set != 0u ? b : ~b;
         }
     }
     const unsigned lane = threadIdx.x % XW_WARP;
     const unsigned below = __popc(match & ((1u << lane) - 1u));
-    const unsigned count = __popc(match);
+    const unsigned leader = __ffs(match) - 1u;
     unsigned old = 0;
-    if (below == 0) {
-        old = hist[d];
-        hist[d] = old + count;
-    }
-    old = __shfl_sync(XW_FULL_MASK, old, __ffs(match) - 1);
-    // The next step's lowest lane of a digit may be another lane: it must see this count.
-    __syncwarp();
-    return old + below;
+    if (lane == leader) old = atomicAdd(&offsets[d], __popc(match));
+    return __shfl_sync(XW_FULL_MASK, old, leader) + below;
 }
 
 // Counts the digits of tile j (not the last) from the pass's input and publishes them: as
@@ -196,7 +198,13 @@ __device__ __forceinline__ KEY staged_key(const SortShared& s, unsigned at) {
     return m;
 }
 
-extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
+#if MIN_BLOCKS > 0
+#define XW_SORT_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
+#else
+#define XW_SORT_BOUNDS __launch_bounds__(BLOCK)
+#endif
+
+extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     const KEY* __restrict__ keys_in, KEY* __restrict__ keys_out,
     const unsigned* __restrict__ vals_in, unsigned* __restrict__ vals_out, unsigned* work,
     SortOnesweepParams p) {
@@ -204,7 +212,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
     const unsigned local = threadIdx.x;
     if ((unsigned)xw_group() >= p.tiles) return;
     if (local == 0) s.tile = atomicAdd(&work[XW_SORT_COUNTERS + p.pass], 1u);
-    for (unsigned i = local; i < HIST_SG * RADIX; i += BLOCK) s.stage[i] = 0;
+    for (unsigned i = local; i < HIST_SG * RADIX; i += BLOCK) s.offsets[i] = 0;
     __syncthreads();
     const unsigned k = s.tile;
     const bool last = k + 1 == p.tiles;
@@ -213,7 +221,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
     const unsigned sg = local / XW_WARP;
     const unsigned lane = local % XW_WARP;
     const unsigned run = sg * XW_WARP * ITEMS;
-    unsigned* hist = &s.stage[sg * RADIX];
+    unsigned* offsets = &s.offsets[sg * RADIX];
     const unsigned mask = (1u << p.digit_bits) - 1u;
     const bool descending = p.descending != 0;
 
@@ -222,27 +230,19 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
     }
 
     KEY keys[ITEMS];
-    unsigned ranks[ITEMS];
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned pos = run + i * XW_WARP + lane;
         keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], p.key_kind, descending) : KEY_MAX;
     }
+    // Early counts: each warp counts its keys' digits, so the tile's counts are published
+    // before the ranking, long before any successor's look-back needs them.
 #pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-        ranks[i] = rank_in_warp(xw_digit(keys[i], p.shift, mask), hist, p.digit_bits);
-    }
+    for (unsigned i = 0; i < ITEMS; ++i) atomicAdd(&offsets[xw_digit(keys[i], p.shift, mask)], 1u);
     __syncthreads();
-
-    // Per digit: the warps' counts become exclusive prefixes; the tile's counts are published
-    // at once.
     for (unsigned b = local; b < RADIX; b += BLOCK) {
         unsigned sum = 0;
-        for (unsigned w = 0; w < HIST_SG; ++w) {
-            const unsigned c = s.stage[w * RADIX + b];
-            s.stage[w * RADIX + b] = sum;
-            sum += c;
-        }
+        for (unsigned w = 0; w < HIST_SG; ++w) sum += s.offsets[w * RADIX + b];
         s.count[b] = sum;
         s.scan[0][b] = sum;
         if (k == 0) {
@@ -261,55 +261,66 @@ extern "C" __global__ __launch_bounds__(BLOCK) void sort_onesweep(
         }
     }
     scan_digits(s, 0);
-
-#pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned d = xw_digit(keys[i], p.shift, mask);
-        ranks[i] += s.scan[0][d] + hist[d];
+    // Per digit, each warp's first place in the tile: the digit's start, then the warps before.
+    for (unsigned b = local; b < RADIX; b += BLOCK) {
+        unsigned at = s.scan[0][b];
+        for (unsigned w = 0; w < HIST_SG; ++w) {
+            const unsigned c = s.offsets[w * RADIX + b];
+            s.offsets[w * RADIX + b] = at;
+            at += c;
+        }
     }
     __syncthreads();
+
+    // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
+    // places for their values.
+    unsigned ranks[VALUE_WORDS == 0 ? 1 : ITEMS];
 #pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) stage_key(s, ranks[i], keys[i]);
+    for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned at = rank_in_warp(xw_digit(keys[i], p.shift, mask), offsets);
+        stage_key(s, at, keys[i]);
+        ranks[VALUE_WORDS == 0 ? 0 : i] = at;
+    }
+    // The values go to the same places, in the staging area's second part, before the
+    // look-back: their loads overlap the wait.
+    if (VALUE_WORDS != 0) {
+        const bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0;
+        unsigned v[VALUE_WORDS == 0 ? 1 : ITEMS][VALUE_WORDS == 0 ? 1 : VALUE_WORDS];
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            const unsigned pos = run + i * XW_WARP + lane;
+            const unsigned src = tile_base + pos;
+#pragma unroll
+            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+                v[i][w] = pos >= valid ? 0u
+                          : index_values ? (w == 0 ? src : 0u)
+                                         : vals_in[src * VALUE_WORDS + w];
+            }
+        }
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+#pragma unroll
+            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+                s.stage[VALUES_AT + ranks[VALUE_WORDS == 0 ? 0 : i] * VALUE_WORDS + w] = v[i][w];
+            }
+        }
+    }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
     for (unsigned b = local; b < RADIX; b += BLOCK) s.acc[b] -= s.scan[0][b];
     __syncthreads();
 
-    // Place t of the sorted tile, of digit d, goes to s.acc[d] + t.
-    unsigned dest[ITEMS];
+    // Place t of the sorted tile, of digit d, goes to s.acc[d] + t, its value with it.
     const bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0;
 #pragma unroll
     for (unsigned r = 0; r < ITEMS; ++r) {
         const unsigned at = local + r * BLOCK;
-        dest[r] = 0;
         if (at < valid) {
             const KEY m = staged_key(s, at);
-            dest[r] = s.acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest[r]] = xw_sort_unmap(m, p.key_kind, descending);
-        }
-    }
-    if (VALUE_WORDS == 0) return;
-    __syncthreads();
-    const bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0;
-#pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned pos = run + i * XW_WARP + lane;
-        if (pos < valid) {
-            const unsigned src = tile_base + pos;
+            const unsigned dest = s.acc[xw_digit(m, p.shift, mask)] + at;
+            if (write_keys) keys_out[dest] = xw_sort_unmap(m, p.key_kind, descending);
 #pragma unroll
             for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                const unsigned v = index_values ? (w == 0 ? src : 0u) : vals_in[src * VALUE_WORDS + w];
-                s.stage[ranks[i] * VALUE_WORDS + w] = v;
-            }
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (unsigned r = 0; r < ITEMS; ++r) {
-        const unsigned at = local + r * BLOCK;
-        if (at < valid) {
-#pragma unroll
-            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                vals_out[dest[r] * VALUE_WORDS + w] = s.stage[at * VALUE_WORDS + w];
+                vals_out[dest * VALUE_WORDS + w] = s.stage[VALUES_AT + at * VALUE_WORDS + w];
             }
         }
     }

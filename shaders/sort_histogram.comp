@@ -6,13 +6,14 @@
 //   histogram  count every digit of the bit range at once: workgroup g reads keys
 //              g * chunk .. (g + 1) * chunk in coalesced steps, counts each digit pass into a
 //              histogram in shared memory and adds its nonzero counts to the global rows.
-// An invocation keeps a run of equal digits per pass in registers and counts a run with one
-// shared atomic: all-equal and sorted inputs (one digit value for many keys) would otherwise
-// send every invocation of a subgroup to the same shared word at once.
+// Every counter is kept PARTS times: invocation t counts into copy t % PARTS, so the invocations
+// of a subgroup that share a digit (sorted, all-equal and low-entropy keys: one digit value for
+// many keys) mostly add to different words; the copies are summed at the end.
 #include "common.glsl"
 #include "sort_common.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint PARTS = 4u;  // copies of every counter (a power of two)
 
 layout(std430, binding = 0) readonly buffer Keys { KEY keys[]; };
 layout(std430, binding = 1) buffer Work { uint work[]; };
@@ -29,9 +30,9 @@ layout(push_constant) uniform Params {
 
 const uint PASSES_MAX = 4u * KEY_WORDS;
 const uint CLEAR_ITEMS = 4u;
-const uint BATCH = 4u;
+const uint HIST_ITEMS = 8u;
 
-shared uint s_hist[PASSES_MAX * RADIX];
+shared uint s_hist[PASSES_MAX * RADIX * PARTS];
 
 void main() {
     uint local = xw_local();
@@ -43,46 +44,35 @@ void main() {
         }
         return;
     }
-    for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) s_hist[i] = 0u;
+    for (uint i = local; i < p.passes * RADIX * PARTS; i += gl_WorkGroupSize.x) s_hist[i] = 0u;
     barrier();
     bool descending = p.descending != 0u;
+    uint part = local % PARTS;
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
-    uint digit[PASSES_MAX];
-    uint run[PASSES_MAX];
-    [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
-        digit[d] = 0u;
-        run[d] = 0u;
-    }
-    // BATCH loads in flight per invocation before any is counted.
-    for (uint i = start + local; i < stop; i += BATCH * gl_WorkGroupSize.x) {
-        KEY m[BATCH];
-        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+    // HIST_ITEMS loads in flight per invocation before any is counted.
+    for (uint i = start + local; i < stop; i += HIST_ITEMS * gl_WorkGroupSize.x) {
+        KEY m[HIST_ITEMS];
+        [[unroll]] for (uint r = 0u; r < HIST_ITEMS; ++r) {
             uint at = i + r * gl_WorkGroupSize.x;
-            if (at < stop) m[r] = xw_sort_map(keys[at], p.key_kind, descending);
+            m[r] = at < stop ? xw_sort_map(keys[at], p.key_kind, descending) : KEY(0u);
         }
-        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
-            if (i + r * gl_WorkGroupSize.x >= stop) break;
-            [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
-                if (d < p.passes) {
-                    uint shift = p.begin + 8u * d;
-                    uint v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
-                    if (v != digit[d]) {
-                        if (run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
-                        digit[d] = v;
-                        run[d] = 0u;
+        [[unroll]] for (uint r = 0u; r < HIST_ITEMS; ++r) {
+            if (i + r * gl_WorkGroupSize.x < stop) {
+                [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+                    if (d < p.passes) {
+                        uint shift = p.begin + 8u * d;
+                        uint v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                        atomicAdd(s_hist[(d * RADIX + v) * PARTS + part], 1u);
                     }
-                    run[d] += 1u;
                 }
             }
         }
     }
-    [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
-        if (d < p.passes && run[d] != 0u) atomicAdd(s_hist[d * RADIX + digit[d]], run[d]);
-    }
     barrier();
     for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) {
-        uint c = s_hist[i];
+        uint c = 0u;
+        for (uint q = 0u; q < PARTS; ++q) c += s_hist[i * PARTS + q];
         if (c != 0u) atomicAdd(work[XW_SORT_HIST + i], c);
     }
 }

@@ -12,18 +12,19 @@
 // become the largest mapped key: they rank last in the last digit's bucket and are never
 // stored.
 //
-// Ranking (stable, any subgroup size): per step, one ballot per digit bit gives each lane the
-// lanes holding its digit (AND of the ballots, or of their complements); the lowest of them adds
-// their number to the subgroup's count of the digit in shared memory and every lane's rank in
-// the subgroup is the count before plus the matching lanes below it
-// (subgroupBallotExclusiveBitCount: any width of ballot). Then, per digit, the subgroups'
-// counts become exclusive prefixes in subgroup order and their sum is the tile's count of the
-// digit; a scan over the digits gives where each digit's keys start in the tile. A key's place
-// in the sorted tile is: digit start + the earlier subgroups' count of its digit + its rank in
-// its subgroup. Equal digits keep their input order throughout, so every pass is stable.
+// Early counts and ranking (stable, any subgroup size): each subgroup first counts its keys'
+// digits in shared memory (one atomic add per key); per digit the subgroups' counts sum to the
+// tile's count, which the tile publishes at once (see the look-back), and a scan over the digits
+// gives where each digit's keys start in the tile; each subgroup's running offset of a digit
+// starts there plus the earlier subgroups' counts of it. Then per step, eight ballots (one per
+// digit bit) give each lane the lanes holding its digit (AND of the ballots, or of their
+// complements); the lowest of them moves the subgroup's offset of the digit on by their number
+// (an atomic add, which returns the offset before) and every lane's place in the tile is that
+// offset plus the matching lanes below it (subgroupBallotExclusiveBitCount: any width of
+// ballot). Equal digits keep their input order throughout, so every pass is stable.
 // A workgroup has at most HIST_SG subgroups (src/sort.rs sizes the workgroup by the smallest
 // subgroup size the device may run), so the subgroup counts take HIST_SG * RADIX words of
-// shared memory; the staged keys reuse them once ranks are known.
+// shared memory, beside the staging area of the sorted tile.
 //
 // Look-back: each tile publishes its count of every digit as soon as it knows them (flag 1;
 // tile 0 publishes inclusive prefixes right away: the pass's global digit offsets, an exclusive
@@ -46,8 +47,9 @@
 //
 // Scatter: each key goes to shared memory at its place in the sorted tile; then invocation t
 // takes places t, t + BLOCK, ... in turn, so that keys of one digit go out as runs of
-// consecutive stores. Values (pairs, or the key's input index for argsort) follow the same
-// way through the same shared memory.
+// consecutive stores. Values (pairs, or the key's input index for argsort) are loaded once the
+// places are known, before the look-back (their loads overlap its wait), and go to the same
+// places in the staging area's second part; each key's value leaves with it.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -59,9 +61,13 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ITEMS = 16u;        // keys per invocation
 layout(constant_id = 2) const uint VALUE_WORDS = 0u;   // 0 keys only; 1 or 2 words per value
 layout(constant_id = 3) const uint HIST_SG = 8u;       // most subgroups a workgroup may have
-layout(constant_id = 4) const uint STAGE_WORDS = 4096u;  // shared words for counts and staging
-// Constant 5 (MATCH_ANY) chooses __match_any_sync over ballots in the CUDA twin, and constant
-// 6 (BLOCK) is the CUDA twin's block size; here the workgroup size is constant 0.
+layout(constant_id = 4) const uint STAGE_WORDS = 8192u;  // shared words for the sorted tile
+// Constant 5 (MATCH_ANY) chooses __match_any_sync over ballots in the CUDA twin, constant 6
+// (BLOCK) is the CUDA twin's block size and constant 7 (MIN_BLOCKS) its launch bounds; here the
+// workgroup size is constant 0.
+// Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes (the ranking
+// then works on one word instead of four), 4 up to 128 lanes.
+layout(constant_id = 8) const uint BALLOT_WORDS = 4u;
 
 // Bits of `flags`.
 const uint FLAG_INDEX_VALUES = 1u;  // the values are the keys' input indices (argsort's first pass)
@@ -89,10 +95,13 @@ layout(push_constant) uniform Params {
 
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
+// Where the staged values start: after the tile's keys.
+const uint VALUES_AT = TILE * KEY_WORDS;
 // Digits per invocation where the workgroup is narrower than the radix.
 const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
 
-shared uint s_stage[STAGE_WORDS];  // subgroup digit counts while ranking, then staged keys/values
+shared uint s_offsets[HIST_SG * RADIX];  // per subgroup and digit: its count, then its place
+shared uint s_stage[STAGE_WORDS];  // the sorted tile: its keys, then its values
 shared uint s_count[RADIX];        // the tile's count of each digit
 shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
 shared uint s_acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -135,27 +144,40 @@ void scan_digits(uint which, uint local) {
     barrier();
 }
 
-// The rank of digit `d` among the subgroup's keys of this and earlier steps, counting in the
-// subgroup's digit counts at s_stage[hist ..]. Uniform control flow.
-uint rank_in_subgroup(uint d, uint hist) {
-    uvec4 match = subgroupBallot(true);
-    for (uint bit = 0u; bit < p.digit_bits; ++bit) {
-        bool set = ((d >> bit) & 1u) != 0u;
-        uvec4 b = subgroupBallot(set);
-        match &= set ? b : ~b;
+// The place in the tile of this invocation's key with digit `d`, in this step: where the
+// subgroup's next key of digit `d` goes (s_stage[offsets + d], the subgroup's running offset of
+// the digit) plus the invocations below with the same digit. The lowest invocation of the digit
+// moves the offset on by their number with an atomic add, so the next step's lowest invocation
+// (maybe another) sees it without a barrier. Uniform control flow.
+uint rank_in_subgroup(uint d, uint offsets) {
+    // A fixed eight ballots: a narrower last digit has zeros above, where all invocations agree.
+    uint below;
+    uint count;
+    uint leader;
+    if (BALLOT_WORDS == 1u) {
+        uint match = subgroupBallot(true).x;
+        [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
+            bool set = ((d >> bit) & 1u) != 0u;
+            uint b = subgroupBallot(set).x;
+            match &= set ? b : ~b;
+        }
+        below = bitCount(match & gl_SubgroupLtMask.x);
+        count = bitCount(match);
+        leader = uint(findLSB(match));
+    } else {
+        uvec4 match = subgroupBallot(true);
+        [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
+            bool set = ((d >> bit) & 1u) != 0u;
+            uvec4 b = subgroupBallot(set);
+            match &= set ? b : ~b;
+        }
+        below = subgroupBallotExclusiveBitCount(match);
+        count = subgroupBallotBitCount(match);
+        leader = subgroupBallotFindLSB(match);
     }
-    uint below = subgroupBallotExclusiveBitCount(match);
-    uint count = subgroupBallotBitCount(match);
     uint old = 0u;
-    if (below == 0u) {
-        old = s_stage[hist + d];
-        s_stage[hist + d] = old + count;
-    }
-    old = subgroupShuffle(old, subgroupBallotFindLSB(match));
-    // The next step's lowest lane of a digit may be another lane: it must see this count.
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    return old + below;
+    if (gl_SubgroupInvocationID == leader) old = atomicAdd(s_offsets[offsets + d], count);
+    return subgroupShuffle(old, leader) + below;
 }
 
 // Counts the digits of tile j (not the last) from the pass's input and publishes them: as
@@ -253,7 +275,7 @@ void main() {
     uint local = xw_local();
     if (xw_group() >= p.tiles) return;
     if (local == 0u) s_tile = atomicAdd(work[XW_SORT_COUNTERS + p.pass], 1u);
-    for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_stage[i] = 0u;
+    for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_offsets[i] = 0u;
     barrier();
     uint k = s_tile;
     bool last = k + 1u == p.tiles;
@@ -262,7 +284,7 @@ void main() {
     uint sg = min(xw_subgroup_id(), HIST_SG - 1u);
     uint lane = gl_SubgroupInvocationID;
     uint run = sg * gl_SubgroupSize * ITEMS;
-    uint hist = sg * RADIX;
+    uint offsets = sg * RADIX;
     uint mask = (1u << p.digit_bits) - 1u;
     bool descending = p.descending != 0u;
 
@@ -271,27 +293,21 @@ void main() {
     }
 
     KEY keys[ITEMS];
-    uint ranks[ITEMS];
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
         uint pos = run + i * gl_SubgroupSize + lane;
         keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], p.key_kind, descending)
                               : KEY_MAX;
     }
+    // Early counts: each subgroup counts its keys' digits, so the tile's counts are published
+    // before the ranking, long before any successor's look-back needs them.
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        ranks[i] = rank_in_subgroup(xw_digit(keys[i], p.shift, mask), hist);
+        atomicAdd(s_offsets[offsets + xw_digit(keys[i], p.shift, mask)], 1u);
     }
     barrier();
-
-    // Per digit: the subgroups' counts become exclusive prefixes; the tile's counts are
-    // published at once.
     uint groups = min(gl_NumSubgroups, HIST_SG);
     for (uint b = local; b < RADIX; b += BLOCK) {
         uint sum = 0u;
-        for (uint s = 0u; s < groups; ++s) {
-            uint c = s_stage[s * RADIX + b];
-            s_stage[s * RADIX + b] = sum;
-            sum += c;
-        }
+        for (uint s = 0u; s < groups; ++s) sum += s_offsets[s * RADIX + b];
         s_count[b] = sum;
         s_scan[0][b] = sum;
         if (k == 0u) {
@@ -310,48 +326,60 @@ void main() {
         }
     }
     scan_digits(0u, local);
-
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint d = xw_digit(keys[i], p.shift, mask);
-        ranks[i] += s_scan[0][d] + s_stage[hist + d];
+    // Per digit, each subgroup's first place in the tile: the digit's start, then the
+    // subgroups before.
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        uint at = s_scan[0][b];
+        for (uint s = 0u; s < groups; ++s) {
+            uint c = s_offsets[s * RADIX + b];
+            s_offsets[s * RADIX + b] = at;
+            at += c;
+        }
     }
     barrier();
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) stage_key(ranks[i], keys[i]);
+
+    // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
+    // places for their values.
+    uint ranks[ITEMS];
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint at = rank_in_subgroup(xw_digit(keys[i], p.shift, mask), offsets);
+        stage_key(at, keys[i]);
+        if (VALUE_WORDS != 0u) ranks[i] = at;
+    }
+    // The values go to the same places, in the staging area's second part, before the
+    // look-back: their loads overlap the wait.
+    if (VALUE_WORDS != 0u) {
+        bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
+        uint v[ITEMS * 2u];
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            uint pos = run + i * gl_SubgroupSize + lane;
+            uint src = tile_base + pos;
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                v[i * 2u + w] = pos >= valid ? 0u
+                               : index_values ? (w == 0u ? src : 0u)
+                                              : vals_in[src * VALUE_WORDS + w];
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                s_stage[VALUES_AT + ranks[i] * VALUE_WORDS + w] = v[i * 2u + w];
+            }
+        }
+    }
     if (k > 0u) look_back(k, last, local);
     for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
     barrier();
 
-    // Place t of the sorted tile, of digit d, goes to s_acc[d] + t.
-    uint dest[ITEMS];
+    // Place t of the sorted tile, of digit d, goes to s_acc[d] + t, its value with it.
     bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
     [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
         uint at = local + r * BLOCK;
-        dest[r] = 0u;
         if (at < valid) {
             KEY m = staged_key(at);
-            dest[r] = s_acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest[r]] = xw_sort_unmap(m, p.key_kind, descending);
-        }
-    }
-    if (VALUE_WORDS == 0u) return;
-    barrier();
-    bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint pos = run + i * gl_SubgroupSize + lane;
-        if (pos < valid) {
-            uint src = tile_base + pos;
-            for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                uint v = index_values ? (w == 0u ? src : 0u) : vals_in[src * VALUE_WORDS + w];
-                s_stage[ranks[i] * VALUE_WORDS + w] = v;
-            }
-        }
-    }
-    barrier();
-    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
-        uint at = local + r * BLOCK;
-        if (at < valid) {
-            for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                vals_out[dest[r] * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
+            uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
+            if (write_keys) keys_out[dest] = xw_sort_unmap(m, p.key_kind, descending);
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                vals_out[dest * VALUE_WORDS + w] = s_stage[VALUES_AT + at * VALUE_WORDS + w];
             }
         }
     }

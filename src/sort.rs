@@ -93,7 +93,7 @@ pub const DEFAULT_ITEMS_WIDE: u32 = 8;
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].
 pub const MAX_ITEMS: u32 = 32;
 /// Default [`Tuning::histogram_groups`].
-pub const DEFAULT_HISTOGRAM_GROUPS: u32 = 1024;
+pub const DEFAULT_HISTOGRAM_GROUPS: u32 = 512;
 /// Most subgroups per workgroup when the workgroup is sized by the subgroup size: the
 /// subgroups' digit counts take this many times 1 KiB of shared memory.
 pub const MAX_SUBGROUPS: u32 = 16;
@@ -182,6 +182,13 @@ pub struct Tuning {
     pub match_any: bool,
     /// Most workgroups of the histogram launch (each reads a contiguous chunk of keys).
     pub histogram_groups: u32,
+    /// Copies of each counter in the histogram launch's shared memory (1, 2, 4 or 8); `None`:
+    /// the most that take at most three quarters of the device's shared memory.
+    pub histogram_parts: Option<u32>,
+    /// CUDA: the digit pass's blocks each multiprocessor should hold at once, which bounds
+    /// the registers the compiler may give a thread (`__launch_bounds__(block, min_blocks)`);
+    /// 0 leaves the compiler free (Vulkan drivers choose on their own).
+    pub min_blocks: u32,
 }
 
 impl Default for Tuning {
@@ -193,6 +200,8 @@ impl Default for Tuning {
             items_wide: DEFAULT_ITEMS_WIDE,
             match_any: false,
             histogram_groups: DEFAULT_HISTOGRAM_GROUPS,
+            histogram_parts: None,
+            min_blocks: 0,
         }
     }
 }
@@ -207,8 +216,10 @@ pub struct TilePlan {
     /// Most subgroups a workgroup may have (block / the smallest subgroup size the device may
     /// run): each keeps its own digit counts in shared memory.
     pub subgroups: u32,
-    /// Shared words for the subgroups' digit counts, later the staged keys and values.
+    /// Shared words for the sorted tile's staged keys, then its staged values.
     pub stage_words: u32,
+    /// The most lanes a subgroup of the device may have (the largest subgroup size).
+    pub lanes: u32,
 }
 
 impl TilePlan {
@@ -217,10 +228,11 @@ impl TilePlan {
         (self.block * self.items) as usize
     }
 
-    /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: staging,
-    /// six per-digit arrays, the subgroup sums, two words).
+    /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: the
+    /// subgroups' digit offsets, staging, six per-digit arrays, the subgroup sums, two words).
     pub fn shared_bytes(&self) -> u64 {
-        4 * (self.stage_words as u64 + 6 * RADIX as u64 + self.subgroups as u64 + 2)
+        let subgroups = self.subgroups as u64;
+        4 * (subgroups * RADIX as u64 + self.stage_words as u64 + 6 * RADIX as u64 + subgroups + 2)
     }
 
     /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
@@ -258,6 +270,9 @@ impl TilePlan {
             }
         };
         let words = (key_bytes.max(value_bytes) / 4).max(1) as u32;
+        // The staging area holds the sorted tile's keys, then its values.
+        let key_words = (key_bytes / 4).max(1) as u32;
+        let value_words = (value_bytes / 4) as u32;
         let (name, requested) = if words == 2 {
             ("items_wide", tuning.items_wide)
         } else {
@@ -274,7 +289,8 @@ impl TilePlan {
                     block,
                     items,
                     subgroups,
-                    stage_words: (block * items * words).max(subgroups * RADIX),
+                    stage_words: block * items * (key_words + value_words),
+                    lanes: info.max_subgroup_size.max(sg),
                 };
                 if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
                     return Ok(plan);
@@ -624,6 +640,7 @@ impl<K: Element> Sorter<K> {
             return Ok(());
         }
         let plan = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        let parts = histogram_parts(info, K::KIND.size(), self.tuning.histogram_parts)?;
         let tiles = n.div_ceil(plan.tile());
         // `reserve` made every buffer this call reads; a missing one would be a planning bug,
         // reported rather than risked.
@@ -647,13 +664,13 @@ impl<K: Element> Sorter<K> {
             clear: 1,
             ..SortHistogramParams::zeroed()
         };
-        let histogram = Kernel {
+        let clearing = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
-            consts: &[],
+            consts: &[("PARTS", 1)],
         };
         dev.launch(&Launch {
-            kernel: histogram,
+            kernel: clearing,
             block: HISTOGRAM_BLOCK,
             groups: plan::grid(
                 info,
@@ -676,6 +693,12 @@ impl<K: Element> Sorter<K> {
             key_kind: kind,
             descending,
             clear: 0,
+        };
+        let parts = [("PARTS", parts)];
+        let histogram = Kernel {
+            name: "sort_histogram",
+            elem: K::KIND,
+            consts: &parts,
         };
         dev.launch(&Launch {
             kernel: histogram,
@@ -709,7 +732,7 @@ impl<K: Element> Sorter<K> {
                 value_tmp
             }
         };
-        let consts = onesweep_consts(&plan, vw, self.tuning.match_any, info.backend);
+        let consts = onesweep_consts(&plan, vw, &self.tuning, info.backend);
         let onesweep = Kernel {
             name: "sort_onesweep",
             elem: K::KIND,
@@ -771,13 +794,37 @@ impl<K: Element> Sorter<K> {
     }
 }
 
+/// Copies of every counter in `sort_histogram`'s shared memory for keys of `key_bytes` bytes:
+/// `chosen` ([`Tuning::histogram_parts`]: 1, 2, 4 or 8, within the device's shared memory), or
+/// the most (up to 8) whose counters of every digit pass of the key take at most three
+/// quarters of the device's shared memory per workgroup.
+fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> Result<u32> {
+    let per_part = (key_bytes as u64 / 4) * 4 * RADIX as u64 * 4;
+    let shared = info.shared_memory_bytes as u64;
+    match chosen {
+        None => Ok([8u32, 4, 2, 1]
+            .into_iter()
+            .find(|&p| p as u64 * per_part <= shared * 3 / 4)
+            .unwrap_or(1)),
+        Some(p) if [1, 2, 4, 8].contains(&p) && p as u64 * per_part <= shared => Ok(p),
+        Some(p) => Err(Error::invalid(
+            "histogram_parts",
+            p,
+            format!(
+                "1, 2, 4 or 8, with {per_part} bytes of shared memory each (the device has {shared})"
+            ),
+        )),
+    }
+}
+
 /// The variant constants of `sort_onesweep`: Vulkan specialization constants by name, CUDA
-/// `-D` options. `MATCH_ANY` and `BLOCK` only the CUDA twin reads (src/kernels/table.rs); the
+/// `-D` options. `MATCH_ANY`, `BLOCK` and `MIN_BLOCKS` only the CUDA twin reads
+/// (src/kernels/table.rs); the
 /// GLSL kernel ranks by ballots and takes its workgroup size from constant 0.
 fn onesweep_consts(
     plan: &TilePlan,
     value_words: u32,
-    match_any: bool,
+    tuning: &Tuning,
     backend: crate::device::BackendKind,
 ) -> Vec<(&'static str, u32)> {
     let mut consts = vec![
@@ -787,8 +834,12 @@ fn onesweep_consts(
         ("STAGE_WORDS", plan.stage_words),
     ];
     if backend == crate::device::BackendKind::Cuda {
-        consts.push(("MATCH_ANY", u32::from(match_any)));
+        consts.push(("MATCH_ANY", u32::from(tuning.match_any)));
         consts.push(("BLOCK", plan.block));
+        consts.push(("MIN_BLOCKS", tuning.min_blocks));
+    } else {
+        // One ballot word holds every lane of subgroups of up to 32.
+        consts.push(("BALLOT_WORDS", if plan.lanes <= 32 { 1 } else { 4 }));
     }
     consts
 }
@@ -920,8 +971,7 @@ mod tests {
                     assert_eq!(p.block % 32, 0);
                     assert_eq!(p.block % max, 0);
                     assert!(p.subgroups * sg_min >= p.block);
-                    assert!(p.stage_words >= p.subgroups * RADIX);
-                    assert!(p.stage_words as usize >= p.tile() * kb.max(vb) / 4);
+                    assert!(p.stage_words as usize >= p.tile() * (kb + vb) / 4);
                 }
             }
         }

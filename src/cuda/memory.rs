@@ -82,6 +82,9 @@ pub(super) struct Live {
     /// Operations put on the stream so far (launches, copies, uploads, graph launches): a
     /// submit with none since the last ticket returns that ticket again.
     pub(super) queued: AtomicU64,
+    /// The gate of timed spans and the events of `Device::time_launches`
+    /// ([`super::timing`]): here, so that a buffer whose free waits for the stream opens it.
+    pub(super) timing: Mutex<super::timing::Timing>,
     /// The device's stream when xwarp created it; last field, so dropped after the rest. Only
     /// held: its Drop destroys the stream.
     _stream: Option<OwnedStream>,
@@ -109,8 +112,10 @@ impl Drop for CudaBuffer {
             self.live.freed_in_capture.fetch_add(1, Ordering::Relaxed);
         }
         // cudarc's CudaSlice frees without making its context current; the last handle may
-        // drop on a thread that never used CUDA, so bind it first.
+        // drop on a thread that never used CUDA, so bind it first. Without memory pools the
+        // free waits for the stream: a timed span's gate opens first.
         self.ctx.record_err(self.ctx.bind_to_thread());
+        super::timing::open(&self.live.timing);
         // SAFETY: dropped once, here, while the turn is held; the field is never used after
         // (this is its Drop).
         unsafe { std::mem::ManuallyDrop::drop(&mut self.slice) };

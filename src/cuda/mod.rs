@@ -128,8 +128,6 @@ pub struct CudaDevice {
     tickets: Mutex<queue::Tickets>,
     /// [`Device::counters`]: set once the device is constructed.
     counters: Option<RawBuffer>,
-    /// The gate of timed spans and the events of [`Device::time_launches`].
-    timing: Mutex<timing::Timing>,
 }
 
 impl fmt::Debug for CudaDevice {
@@ -195,7 +193,6 @@ impl CudaDevice {
             live: Arc::new(memory::Live::with_stream(own)),
             tickets: Mutex::default(),
             counters: None,
-            timing: Mutex::default(),
         }
         .with_counters()
     }
@@ -234,7 +231,6 @@ impl CudaDevice {
             live: Arc::default(),
             tickets: Mutex::default(),
             counters: None,
-            timing: Mutex::default(),
         }
         .with_counters()
     }
@@ -243,7 +239,7 @@ impl CudaDevice {
     /// where the driver can time (12.8 or newer).
     fn with_counters(mut self) -> Result<Self> {
         if self.driver_version >= DRIVER_WITH_ELAPSED_V2 {
-            lock(&self.timing).word = timing::GateWord::new(&self.ctx);
+            lock(&self.live.timing).word = timing::GateWord::new(&self.ctx);
         }
         let counters = self.alloc(COUNTER_BYTES)?;
         self.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;

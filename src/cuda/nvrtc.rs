@@ -173,6 +173,9 @@ impl CudaDevice {
             cached.blocks.insert(block);
             return Ok(cached.loaded.clone());
         }
+        // Loading a module may wait for the device's work to finish: a timed span's gate
+        // must not hold that work back ([`super::timing`]), so it opens first.
+        self.open_gate();
         // Compile without holding the lock, so launches of cached kernels go on meanwhile.
         let loaded = self.build(k)?;
         let mut kernels = lock(&self.kernels);

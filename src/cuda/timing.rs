@@ -18,7 +18,7 @@ use super::{cuda_err, lock, CudaDevice};
 use crate::device::{CommandTime, LaunchTimes};
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A word of pinned host memory the stream can wait on.
@@ -92,10 +92,24 @@ pub(super) struct Timing {
     marks: Option<Vec<(String, CudaEvent)>>,
 }
 
+/// Releases every wait queued on the gate of `timing` ([`CudaDevice::open_gate`]).
+pub(super) fn open(timing: &Mutex<Timing>) {
+    let mut t = lock(timing);
+    if !t.closed {
+        return;
+    }
+    if let Some(word) = &t.word {
+        // SAFETY: `host` is the live pinned word; a volatile store the GPU's wait reads.
+        unsafe { std::ptr::write_volatile(word.host, t.issued) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+    t.closed = false;
+}
+
 impl CudaDevice {
     /// Queues a wait on the gate: the stream stops here until [`Self::open_gate`].
     fn close_gate(&self) {
-        let mut t = lock(&self.timing);
+        let mut t = lock(&self.live.timing);
         let Some(word) = &t.word else { return };
         let value = t.issued.wrapping_add(1);
         // SAFETY: the stream is this device's; the address is the device mapping of a live
@@ -122,21 +136,12 @@ impl CudaDevice {
     /// Releases every wait queued on the gate. Called before anything that makes the host
     /// wait for the stream.
     pub(super) fn open_gate(&self) {
-        let mut t = lock(&self.timing);
-        if !t.closed {
-            return;
-        }
-        if let Some(word) = &t.word {
-            // SAFETY: `host` is the live pinned word; a volatile store the GPU's wait reads.
-            unsafe { std::ptr::write_volatile(word.host, t.issued) };
-            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        }
-        t.closed = false;
+        open(&self.live.timing);
     }
 
     /// While [`Self::timed`] times each command: an event after the command just queued.
     pub(super) fn mark(&self, name: &str) -> Result<()> {
-        let mut t = lock(&self.timing);
+        let mut t = lock(&self.live.timing);
         if let Some(marks) = t.marks.as_mut() {
             let event = self
                 .stream
@@ -177,10 +182,10 @@ impl CudaDevice {
             }
         };
         if each {
-            lock(&self.timing).marks = Some(Vec::new());
+            lock(&self.live.timing).marks = Some(Vec::new());
         }
         let worked = work();
-        let marks = lock(&self.timing).marks.take().unwrap_or_default();
+        let marks = lock(&self.live.timing).marks.take().unwrap_or_default();
         let end = self.stream.record_event(timing);
         self.open_gate();
         let end = end.map_err(cuda_err("cuEventRecord"))?;

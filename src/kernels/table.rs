@@ -490,7 +490,15 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "sort_histogram",
         variants: &["b32", "b64"],
-        consts: &[],
+        consts: &[
+            // Copies of every counter in shared memory (a power of two; 1 for the clearing
+            // launch).
+            Const {
+                name: "PARTS",
+                on: On::Both,
+                values: &[8, 4, 2, 1],
+            },
+        ],
         cuda: true,
         params: Some(&SORT_HISTOGRAM_PARAMS),
     },
@@ -516,11 +524,11 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: &[8, 16],
             },
-            // Shared words for the subgroups' digit counts and the staged keys.
+            // Shared words for the sorted tile: its keys, then its values.
             Const {
                 name: "STAGE_WORDS",
                 on: On::Both,
-                values: &[4096],
+                values: &[8192],
             },
             // __match_any_sync instead of one ballot per digit bit.
             Const {
@@ -532,6 +540,18 @@ pub const KERNELS: &[KernelDef] = &[
                 name: "BLOCK",
                 on: On::Cuda,
                 values: &[256],
+            },
+            // __launch_bounds__'s blocks per multiprocessor (0: none).
+            Const {
+                name: "MIN_BLOCKS",
+                on: On::Cuda,
+                values: &[0, 5],
+            },
+            // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
+            Const {
+                name: "BALLOT_WORDS",
+                on: On::Vulkan,
+                values: &[1, 4],
             },
         ],
         cuda: true,

@@ -1,0 +1,240 @@
+//! Times the radix sort under several tunings on every backend, each result checked first:
+//! the experiments behind the sort's defaults (NOTES.md).
+//!
+//! ```text
+//! cargo run --release -p xwarp-lab --example sort_tuning -- [--n N] [--reps R]
+//!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [TUNING ...]
+//! ```
+//! A tuning is `key=value` pairs separated by commas: `items`, `items_wide`, `block`,
+//! `min_blocks`, `match_any`, `groups` (histogram workgroups), `parts` (histogram counter
+//! copies), `spin`; missing keys keep the
+//! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (the input
+//! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
+//! it is timed; the times are GPU medians over the repetitions, each after a cache scrub.
+//! Afterwards the compiler's statistics of each digit-pass variant are printed.
+
+use std::process::ExitCode;
+use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning};
+use xwarp::{Device, DeviceVec, ElemKind, Element, Rng};
+
+struct Args {
+    n: usize,
+    reps: usize,
+    kind: ElemKind,
+    pairs: bool,
+    tunings: Vec<(String, Tuning)>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        n: 1 << 24,
+        reps: 11,
+        kind: ElemKind::U32,
+        pairs: false,
+        tunings: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name}: missing value"));
+        match a.as_str() {
+            "--n" => {
+                let v = value("--n")?;
+                args.n = match v.strip_prefix("2^") {
+                    Some(k) => 1usize << k.parse::<u32>().map_err(|e| format!("--n {v}: {e}"))?,
+                    None => v.parse().map_err(|e| format!("--n {v}: {e}"))?,
+                }
+            }
+            "--reps" => {
+                args.reps = value("--reps")?
+                    .parse()
+                    .map_err(|e| format!("--reps: {e}"))?
+            }
+            "--type" => {
+                let v = value("--type")?;
+                args.kind = ElemKind::ALL
+                    .into_iter()
+                    .find(|k| k.name() == v)
+                    .ok_or(format!("--type {v}: one of u32 i32 f32 u64 i64 f64"))?;
+            }
+            "--pairs" => args.pairs = true,
+            spec => {
+                let mut t = Tuning::default();
+                for kv in spec.split(',').filter(|s| !s.is_empty() && *s != "default") {
+                    let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
+                    let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
+                    match k {
+                        "items" => t.items = v,
+                        "items_wide" => t.items_wide = v,
+                        "block" => t.block = Some(v),
+                        "min_blocks" => t.min_blocks = v,
+                        "match_any" => t.match_any = v != 0,
+                        "groups" => t.histogram_groups = v,
+                        "parts" => t.histogram_parts = Some(v),
+                        "spin" => t.spin = v,
+                        _ => return Err(format!("{k}: unknown tuning key")),
+                    }
+                }
+                args.tunings.push((spec.to_string(), t));
+            }
+        }
+    }
+    if args.tunings.is_empty() {
+        args.tunings.push(("default".into(), Tuning::default()));
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sort_tuning: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    macro_rules! go {
+        ($t:ty) => {
+            run::<$t>(&args)
+        };
+    }
+    let ok = match args.kind {
+        ElemKind::U32 => go!(u32),
+        ElemKind::I32 => go!(i32),
+        ElemKind::F32 => go!(f32),
+        ElemKind::U64 => go!(u64),
+        ElemKind::I64 => go!(i64),
+        ElemKind::F64 => go!(f64),
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Sorts once per tuning and backend (checked against the CPU), then times; false when any
+/// result was wrong.
+fn run<K: Element>(args: &Args) -> bool {
+    let n = args.n;
+    let input: Vec<K> = Rng::new(2024).vec(n);
+    let indices: Vec<u32> = (0..n as u32).collect();
+    let order = SortOrder::Ascending;
+    let (want_keys, want_values) =
+        xwarp::cpu::sort::sort_pairs(&input, &indices, order, all_bits::<K>());
+    let mut ok = true;
+    println!(
+        "sort_tuning: {} {} keys{}, {} repetitions",
+        n,
+        K::KIND,
+        if args.pairs { " with u32 values" } else { "" },
+        args.reps
+    );
+    for (kind, dev) in xwarp::backend::open_each(false) {
+        let dev = match dev {
+            Ok(d) => d,
+            Err(e) => {
+                println!("{kind}: skipped: {e}");
+                continue;
+            }
+        };
+        let dev: &dyn Device = &*dev;
+        let keys_in = DeviceVec::from_slice(dev, &input).expect("upload");
+        let values_in = DeviceVec::from_slice(dev, &indices).expect("upload");
+        let mut keys_out = DeviceVec::<K>::alloc(dev, n).expect("alloc");
+        let mut values_out = DeviceVec::<u32>::alloc(dev, n).expect("alloc");
+        let scrub_a = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
+        let scrub_b = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
+        for (name, tuning) in &args.tunings {
+            let mut sorter = Sorter::<K>::with_tuning(*tuning);
+            let pairs = args.pairs;
+            let call = |sorter: &mut Sorter<K>,
+                        keys_out: &mut DeviceVec<K>,
+                        values_out: &mut DeviceVec<u32>| {
+                if pairs {
+                    sorter.sort_pairs(
+                        dev,
+                        &keys_in,
+                        keys_out,
+                        &values_in,
+                        values_out,
+                        order,
+                        all_bits::<K>(),
+                    )
+                } else {
+                    sorter.sort_keys(dev, &keys_in, keys_out, order, all_bits::<K>())
+                }
+            };
+            keys_out.fill(dev, K::zeroed()).expect("fill");
+            values_out.fill(dev, u32::MAX).expect("fill");
+            if let Err(e) = call(&mut sorter, &mut keys_out, &mut values_out) {
+                println!("{kind} {name}: {e}");
+                continue;
+            }
+            let keys = keys_out.to_vec(dev).expect("download");
+            let same =
+                |a: &[K], b: &[K]| a.iter().zip(b).all(|(x, y)| x.to_bits64() == y.to_bits64());
+            let right = same(&keys, &want_keys)
+                && (!args.pairs || values_out.to_vec(dev).expect("download") == want_values);
+            if !right {
+                println!("{kind} {name}: WRONG RESULT");
+                ok = false;
+                continue;
+            }
+            let mut times = Vec::with_capacity(args.reps);
+            let mut launches: Vec<Vec<f64>> = Vec::new();
+            for rep in 0..args.reps {
+                dev.copy(scrub_a.raw(), 0, scrub_b.raw(), 0, scrub_a.len() as u64 * 4)
+                    .expect("scrub");
+                let t = dev
+                    .time_launches(&mut || call(&mut sorter, &mut keys_out, &mut values_out))
+                    .expect("timed sort");
+                times.push(t.total.as_secs_f64());
+                if rep == 0 {
+                    launches = vec![Vec::new(); t.commands.len()];
+                }
+                for (l, c) in launches.iter_mut().zip(&t.commands) {
+                    l.push(c.gpu.as_secs_f64());
+                }
+            }
+            let t = median(times);
+            let parts: Vec<String> = launches
+                .into_iter()
+                .map(|l| format!("{:.1}", median(l) * 1e6))
+                .collect();
+            println!(
+                "{kind} {name}: {:.1} µs, {:.2} G keys/s; launches µs: {}",
+                t * 1e6,
+                n as f64 / t / 1e9,
+                parts.join(" ")
+            );
+        }
+        for s in dev.kernel_stats() {
+            if s.kernel.starts_with("sort_") {
+                let stats: Vec<String> = s
+                    .stats
+                    .iter()
+                    .filter(|(k, _)| {
+                        let k = k.to_lowercase();
+                        k.contains("register")
+                            || k.contains("occupancy")
+                            || k.contains("spill")
+                            || k.contains("shared")
+                    })
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                println!(
+                    "{kind} stats {} {}: {}",
+                    s.kernel,
+                    s.executable,
+                    stats.join(" ")
+                );
+            }
+        }
+    }
+    ok
+}
