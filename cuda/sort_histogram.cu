@@ -9,8 +9,6 @@ struct SortHistogramParams {
     unsigned int passes;      // digit passes of the bit range
     unsigned int begin;       // the bit range begin_bit .. end_bit
     unsigned int end;
-    unsigned int key_kind;    // KIND_*
-    unsigned int descending;  // nonzero: descending order
     unsigned int clear;       // nonzero: clearing mode
 };
 
@@ -35,7 +33,6 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
     }
     for (unsigned i = local; i < p.passes * RADIX * PARTS; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
-    const bool descending = p.descending != 0;
     const unsigned part = local % PARTS;
     const unsigned start = (unsigned)xw_group() * p.chunk;
     const unsigned stop = min(start + p.chunk, p.n);
@@ -45,7 +42,7 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
 #pragma unroll
         for (unsigned r = 0; r < HIST_ITEMS; ++r) {
             const unsigned at = i + r * blockDim.x;
-            m[r] = at < stop ? xw_sort_map(keys[at], p.key_kind, descending) : (KEY)0;
+            m[r] = at < stop ? xw_sort_map(keys[at], XW_KEY_KIND, XW_DESCENDING) : (KEY)0;
         }
 #pragma unroll
         for (unsigned r = 0; r < HIST_ITEMS; ++r) {

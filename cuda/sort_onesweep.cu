@@ -15,8 +15,6 @@ struct SortOnesweepParams {
     unsigned int pass;        // the pass: its tile counter and histogram row
     unsigned int shift;       // lowest bit of the pass's digit in the mapped key
     unsigned int digit_bits;  // width of the digit, 1 .. 8
-    unsigned int key_kind;    // KIND_*
-    unsigned int descending;  // nonzero: descending order
     unsigned int state_cur;   // first word of this pass's tile states
     unsigned int state_next;  // first word of the next pass's tile states, cleared here
     unsigned int clear_next;  // nonzero: clear this tile's row of the next pass's states
@@ -123,11 +121,10 @@ __device__ void count_tile(SortShared& s, const KEY* __restrict__ keys_in, unsig
     }
     __syncthreads();
     const unsigned mask = (1u << p.digit_bits) - 1u;
-    const bool descending = p.descending != 0;
     const unsigned base = j * TILE;
     for (unsigned x = threadIdx.x; x < TILE; x += BLOCK) {
         if (base + x < p.n) {
-            const KEY m = xw_sort_map(keys_in[base + x], p.key_kind, descending);
+            const KEY m = xw_sort_map(keys_in[base + x], XW_KEY_KIND, XW_DESCENDING);
             atomicAdd(&s.fb[xw_digit(m, p.shift, mask)], 1u);
         }
     }
@@ -223,7 +220,6 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     const unsigned run = sg * XW_WARP * ITEMS;
     unsigned* offsets = &s.offsets[sg * RADIX];
     const unsigned mask = (1u << p.digit_bits) - 1u;
-    const bool descending = p.descending != 0;
 
     if (p.clear_next) {
         for (unsigned b = local; b < RADIX; b += BLOCK) work[p.state_next + k * RADIX + b] = 0;
@@ -233,7 +229,7 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned pos = run + i * XW_WARP + lane;
-        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], p.key_kind, descending) : KEY_MAX;
+        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
     }
     // Early counts: each warp counts its keys' digits, so the tile's counts are published
     // before the ranking, long before any successor's look-back needs them.
@@ -317,7 +313,7 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
         if (at < valid) {
             const KEY m = staged_key(s, at);
             const unsigned dest = s.acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, p.key_kind, descending);
+            if (write_keys) keys_out[dest] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
 #pragma unroll
             for (unsigned w = 0; w < VALUE_WORDS; ++w) {
                 vals_out[dest * VALUE_WORDS + w] = s.stage[VALUES_AT + at * VALUE_WORDS + w];

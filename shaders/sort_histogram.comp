@@ -14,6 +14,10 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint PARTS = 4u;  // copies of every counter (a power of two)
+// How keys map to sortable bits (KIND_*) and the order: 2 * kind + descending.
+layout(constant_id = 2) const uint KEY_ORDER = 0u;
+const uint KEY_KIND = KEY_ORDER / 2u;
+const bool DESCENDING = (KEY_ORDER & 1u) != 0u;
 
 layout(std430, binding = 0) readonly buffer Keys { KEY keys[]; };
 layout(std430, binding = 1) buffer Work { uint work[]; };
@@ -23,8 +27,6 @@ layout(push_constant) uniform Params {
     uint passes;      // digit passes of the bit range
     uint begin;       // the bit range begin_bit .. end_bit
     uint end;
-    uint key_kind;    // KIND_*
-    uint descending;  // nonzero: descending order
     uint clear;       // nonzero: clearing mode
 } p;
 
@@ -46,7 +48,6 @@ void main() {
     }
     for (uint i = local; i < p.passes * RADIX * PARTS; i += gl_WorkGroupSize.x) s_hist[i] = 0u;
     barrier();
-    bool descending = p.descending != 0u;
     uint part = local % PARTS;
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
@@ -55,7 +56,7 @@ void main() {
         KEY m[HIST_ITEMS];
         [[unroll]] for (uint r = 0u; r < HIST_ITEMS; ++r) {
             uint at = i + r * gl_WorkGroupSize.x;
-            m[r] = at < stop ? xw_sort_map(keys[at], p.key_kind, descending) : KEY(0u);
+            m[r] = at < stop ? xw_sort_map(keys[at], KEY_KIND, DESCENDING) : KEY(0u);
         }
         [[unroll]] for (uint r = 0u; r < HIST_ITEMS; ++r) {
             if (i + r * gl_WorkGroupSize.x < stop) {

@@ -68,6 +68,10 @@ layout(constant_id = 4) const uint STAGE_WORDS = 8192u;  // shared words for the
 // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes (the ranking
 // then works on one word instead of four), 4 up to 128 lanes.
 layout(constant_id = 8) const uint BALLOT_WORDS = 4u;
+// How keys map to sortable bits (KIND_*) and the order: 2 * kind + descending.
+layout(constant_id = 9) const uint KEY_ORDER = 0u;
+const uint KEY_KIND = KEY_ORDER / 2u;
+const bool DESCENDING = (KEY_ORDER & 1u) != 0u;
 
 // Bits of `flags`.
 const uint FLAG_INDEX_VALUES = 1u;  // the values are the keys' input indices (argsort's first pass)
@@ -84,8 +88,6 @@ layout(push_constant) uniform Params {
     uint pass;         // the pass: its tile counter and histogram row
     uint shift;        // lowest bit of the pass's digit in the mapped key
     uint digit_bits;   // width of the digit, 1 .. 8
-    uint key_kind;     // KIND_*
-    uint descending;   // nonzero: descending order
     uint state_cur;    // first word of this pass's tile states
     uint state_next;   // first word of the next pass's tile states, cleared here
     uint clear_next;   // nonzero: clear this tile's row of the next pass's states
@@ -189,11 +191,10 @@ void count_tile(uint j, uint local) {
     }
     barrier();
     uint mask = (1u << p.digit_bits) - 1u;
-    bool descending = p.descending != 0u;
     uint base = j * TILE;
     for (uint x = local; x < TILE; x += BLOCK) {
         if (base + x < p.n) {
-            KEY m = xw_sort_map(keys_in[base + x], p.key_kind, descending);
+            KEY m = xw_sort_map(keys_in[base + x], KEY_KIND, DESCENDING);
             atomicAdd(s_fb[xw_digit(m, p.shift, mask)], 1u);
         }
     }
@@ -286,7 +287,6 @@ void main() {
     uint run = sg * gl_SubgroupSize * ITEMS;
     uint offsets = sg * RADIX;
     uint mask = (1u << p.digit_bits) - 1u;
-    bool descending = p.descending != 0u;
 
     if (p.clear_next != 0u) {
         for (uint b = local; b < RADIX; b += BLOCK) work[p.state_next + k * RADIX + b] = 0u;
@@ -295,7 +295,7 @@ void main() {
     KEY keys[ITEMS];
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
         uint pos = run + i * gl_SubgroupSize + lane;
-        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], p.key_kind, descending)
+        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], KEY_KIND, DESCENDING)
                               : KEY_MAX;
     }
     // Early counts: each subgroup counts its keys' digits, so the tile's counts are published
@@ -377,7 +377,7 @@ void main() {
         if (at < valid) {
             KEY m = staged_key(at);
             uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, p.key_kind, descending);
+            if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
             [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
                 vals_out[dest * VALUE_WORDS + w] = s_stage[VALUES_AT + at * VALUE_WORDS + w];
             }

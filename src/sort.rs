@@ -86,10 +86,15 @@ pub const MAX_LEN: usize = (1 << 30) - 1;
 pub const DEFAULT_SPIN: u32 = 1 << 12;
 /// Default workgroup size where the subgroup size allows it (see [`TilePlan`]).
 pub const DEFAULT_BLOCK: u32 = 256;
-/// Default [`Tuning::items`].
-pub const DEFAULT_ITEMS: u32 = 16;
-/// Default [`Tuning::items_wide`].
-pub const DEFAULT_ITEMS_WIDE: u32 = 8;
+/// [`Tuning::items`] where it is 0 (the default): keys per invocation for 32-bit keys and
+/// values, on CUDA and on Vulkan (measured on an H100, NOTES.md: CUDA's compiler keeps 24
+/// keys a thread in 64 registers, NVIDIA's Vulkan compiler needs more for the same kernel).
+pub const DEFAULT_ITEMS: (u32, u32) = (24, 16);
+/// Default [`Tuning::min_blocks`]: four blocks of 256 threads a multiprocessor, at most 64
+/// registers a thread (float keys at 24 a thread would take 80, and three blocks).
+pub const DEFAULT_MIN_BLOCKS: u32 = 4;
+/// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
+pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].
 pub const MAX_ITEMS: u32 = 32;
 /// Default [`Tuning::histogram_groups`].
@@ -172,10 +177,12 @@ pub struct Tuning {
     /// subgroup size, at most 1024; `None`: [`DEFAULT_BLOCK`], or less where the smallest
     /// subgroup size would give more than [`MAX_SUBGROUPS`] subgroups.
     pub block: Option<u32>,
-    /// Keys per invocation in a tile when keys and values are 32-bit, 1 ..= [`MAX_ITEMS`]
-    /// (lowered where the tile would not fit in the device's shared memory).
+    /// Keys per invocation in a tile when keys and values are 32-bit, 1 ..= [`MAX_ITEMS`], or
+    /// 0 for the backend's default ([`DEFAULT_ITEMS`]); lowered where the tile would not fit
+    /// in the device's shared memory.
     pub items: u32,
-    /// Keys per invocation when keys or values are 64-bit.
+    /// Keys per invocation when keys or values are 64-bit, or 0 for the backend's default
+    /// ([`DEFAULT_ITEMS_WIDE`]).
     pub items_wide: u32,
     /// CUDA: a digit's lanes from `__match_any_sync` instead of one `__ballot_sync` per digit
     /// bit (Vulkan always uses ballots).
@@ -183,11 +190,12 @@ pub struct Tuning {
     /// Most workgroups of the histogram launch (each reads a contiguous chunk of keys).
     pub histogram_groups: u32,
     /// Copies of each counter in the histogram launch's shared memory (1, 2, 4 or 8); `None`:
-    /// the most that take at most three quarters of the device's shared memory.
+    /// the most that take at most 16 KiB and three quarters of the device's shared memory.
     pub histogram_parts: Option<u32>,
     /// CUDA: the digit pass's blocks each multiprocessor should hold at once, which bounds
     /// the registers the compiler may give a thread (`__launch_bounds__(block, min_blocks)`);
-    /// 0 leaves the compiler free (Vulkan drivers choose on their own).
+    /// 0 leaves the compiler free (Vulkan drivers choose on their own). Default
+    /// [`DEFAULT_MIN_BLOCKS`].
     pub min_blocks: u32,
 }
 
@@ -196,12 +204,12 @@ impl Default for Tuning {
         Tuning {
             spin: DEFAULT_SPIN,
             block: None,
-            items: DEFAULT_ITEMS,
-            items_wide: DEFAULT_ITEMS_WIDE,
+            items: 0,
+            items_wide: 0,
             match_any: false,
             histogram_groups: DEFAULT_HISTOGRAM_GROUPS,
             histogram_parts: None,
-            min_blocks: 0,
+            min_blocks: DEFAULT_MIN_BLOCKS,
         }
     }
 }
@@ -273,10 +281,17 @@ impl TilePlan {
         // The staging area holds the sorted tile's keys, then its values.
         let key_words = (key_bytes / 4).max(1) as u32;
         let value_words = (value_bytes / 4) as u32;
+        let cuda = info.backend == crate::device::BackendKind::Cuda;
+        let pick = |(on_cuda, on_vulkan): (u32, u32)| if cuda { on_cuda } else { on_vulkan };
         let (name, requested) = if words == 2 {
             ("items_wide", tuning.items_wide)
         } else {
             ("items", tuning.items)
+        };
+        let requested = match (requested, words) {
+            (0, 2) => pick(DEFAULT_ITEMS_WIDE),
+            (0, _) => pick(DEFAULT_ITEMS),
+            (r, _) => r,
         };
         if !(1..=MAX_ITEMS).contains(&requested) {
             return Err(Error::invalid(name, requested, format!("1..={MAX_ITEMS}")));
@@ -654,8 +669,7 @@ impl<K: Element> Sorter<K> {
         let keys = |raw| whole(raw, key_bytes);
         let value_bytes = (n * 4 * vw as usize) as u64;
         let vals = |raw| whole(raw, value_bytes);
-        let descending = u32::from(order == SortOrder::Descending);
-        let kind = key_kind(K::KIND);
+        let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
 
         // Zero the histograms, the tile counters and the first pass's tile states.
         let clear_words = WORK_STATES as usize + rows;
@@ -667,7 +681,7 @@ impl<K: Element> Sorter<K> {
         let clearing = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
-            consts: &[("PARTS", 1)],
+            consts: &[("PARTS", 1), ("KEY_ORDER", 0)],
         };
         dev.launch(&Launch {
             kernel: clearing,
@@ -690,11 +704,9 @@ impl<K: Element> Sorter<K> {
             passes: passes as u32,
             begin: bits.start,
             end: bits.end,
-            key_kind: kind,
-            descending,
             clear: 0,
         };
-        let parts = [("PARTS", parts)];
+        let parts = [("PARTS", parts), ("KEY_ORDER", key_order)];
         let histogram = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
@@ -732,7 +744,7 @@ impl<K: Element> Sorter<K> {
                 value_tmp
             }
         };
-        let consts = onesweep_consts(&plan, vw, &self.tuning, info.backend);
+        let consts = onesweep_consts(&plan, vw, key_order, &self.tuning, info.backend);
         let onesweep = Kernel {
             name: "sort_onesweep",
             elem: K::KIND,
@@ -774,8 +786,6 @@ impl<K: Element> Sorter<K> {
                 pass: d as u32,
                 shift,
                 digit_bits: RADIX_BITS.min(bits.end - shift),
-                key_kind: kind,
-                descending,
                 state_cur: state(d),
                 state_next: state(d + 1),
                 clear_next: u32::from(d + 1 < passes),
@@ -794,17 +804,22 @@ impl<K: Element> Sorter<K> {
     }
 }
 
+/// The most shared memory the histogram's counter copies take by default: 16 KiB (4 copies
+/// for 32-bit keys, 2 for 64-bit). On an H100, NVIDIA's Vulkan driver ran the histogram at a
+/// third of CUDA's speed with 32 KiB of counters and near it with 16 KiB; CUDA ran both alike.
+const HISTOGRAM_SHARED: u64 = 16 << 10;
+
 /// Copies of every counter in `sort_histogram`'s shared memory for keys of `key_bytes` bytes:
 /// `chosen` ([`Tuning::histogram_parts`]: 1, 2, 4 or 8, within the device's shared memory), or
-/// the most (up to 8) whose counters of every digit pass of the key take at most three
-/// quarters of the device's shared memory per workgroup.
+/// the most (up to 8) whose counters of every digit pass of the key take at most
+/// [`HISTOGRAM_SHARED`] and three quarters of the device's shared memory per workgroup.
 fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> Result<u32> {
     let per_part = (key_bytes as u64 / 4) * 4 * RADIX as u64 * 4;
     let shared = info.shared_memory_bytes as u64;
     match chosen {
         None => Ok([8u32, 4, 2, 1]
             .into_iter()
-            .find(|&p| p as u64 * per_part <= shared * 3 / 4)
+            .find(|&p| p as u64 * per_part <= HISTOGRAM_SHARED.min(shared * 3 / 4))
             .unwrap_or(1)),
         Some(p) if [1, 2, 4, 8].contains(&p) && p as u64 * per_part <= shared => Ok(p),
         Some(p) => Err(Error::invalid(
@@ -824,6 +839,7 @@ fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> 
 fn onesweep_consts(
     plan: &TilePlan,
     value_words: u32,
+    key_order: u32,
     tuning: &Tuning,
     backend: crate::device::BackendKind,
 ) -> Vec<(&'static str, u32)> {
@@ -841,6 +857,7 @@ fn onesweep_consts(
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", if plan.lanes <= 32 { 1 } else { 4 }));
     }
+    consts.push(("KEY_ORDER", key_order));
     consts
 }
 

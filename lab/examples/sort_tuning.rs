@@ -12,6 +12,7 @@
 //! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
 //! it is timed; the times are GPU medians over the repetitions, each after a cache scrub.
 //! Afterwards the compiler's statistics of each digit-pass variant are printed.
+//! `XWARP_BACKEND=cuda` (or `vulkan`) times that backend only.
 
 use std::process::ExitCode;
 use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning};
@@ -134,7 +135,12 @@ fn run<K: Element>(args: &Args) -> bool {
         if args.pairs { " with u32 values" } else { "" },
         args.reps
     );
+    // XWARP_BACKEND=cuda or =vulkan times one backend only (for a profiler).
+    let only = std::env::var(xwarp::backend::BACKEND_ENV).unwrap_or_default();
     for (kind, dev) in xwarp::backend::open_each(false) {
+        if !only.is_empty() && only != "auto" && kind.to_string() != only {
+            continue;
+        }
         let dev = match dev {
             Ok(d) => d,
             Err(e) => {

@@ -37,11 +37,15 @@ fn host_work_inside_a_timed_span_is_not_gpu_time() {
                 xwarp::shfl::shfl(dev, op, 32, &src, &mut dst)
             })
             .unwrap();
+        let gate = d.cuda.as_ref().map(|c| c.timing_gate());
         assert!(
             t < sleep / 2,
-            "{}: {t:?} with a {sleep:?} sleep inside",
+            "{}: {t:?} with a {sleep:?} sleep inside (CUDA's timing gate: {gate:?})",
             d.label
         );
+        if let Some(gate) = gate {
+            assert_eq!(gate, Ok(()), "{}", d.label);
+        }
         // A wait inside the span (a read) still works: it opens the gate first.
         let t = dev
             .time(&mut || {

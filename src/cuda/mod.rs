@@ -235,12 +235,8 @@ impl CudaDevice {
         .with_counters()
     }
 
-    /// Allocates and zeroes the buffer of [`Device::counters`], and makes the timing gate
-    /// where the driver can time (12.8 or newer).
+    /// Allocates and zeroes the buffer of [`Device::counters`].
     fn with_counters(mut self) -> Result<Self> {
-        if self.driver_version >= DRIVER_WITH_ELAPSED_V2 {
-            lock(&self.live.timing).word = timing::GateWord::new(&self.ctx);
-        }
         let counters = self.alloc(COUNTER_BYTES)?;
         self.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
         self.counters = Some(counters);

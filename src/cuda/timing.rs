@@ -4,20 +4,22 @@
 //! Two events around a call measure whatever the stream does between them, and on CUDA the
 //! stream starts as soon as the first command is queued: host work inside the call (recording
 //! launches, an allocation, a driver stall) would land in the figure whenever the GPU catches
-//! up with the host. So a timed span starts with a wait on a word of pinned host memory
-//! (`cuStreamWaitValue32`, "at least `v`"); the start event, the work and the end event are
-//! queued behind it, and only then does the host write `v`. The GPU runs the span back to
-//! back, as it would inside a longer sequence. Any call that makes the host wait for the
-//! stream (a read, a write, a synchronisation, a ticket's wait, a recording) opens the gate
-//! first, so nothing can wait on itself; the host work after that point then counts, as it
-//! must. Where the driver refuses the wait, spans run ungated as before.
+//! up with the host. So a timed span starts with a gate: a one-thread kernel that waits until
+//! the host writes a word of pinned, mapped host memory (read through the device's mapping).
+//! The start event, the work and the end event are queued behind it, and only then does the
+//! host write the word: the GPU runs the span back to back, as it would inside a longer
+//! sequence. Any call that makes the host wait for the stream (a read, a write, a
+//! synchronisation, a ticket's wait, a recording, a module load, a free that waits) opens the
+//! gate first, so nothing can wait on itself; the host work after that point then counts, as
+//! it must. Where the gate cannot be made (no mapped host memory, a failed compile), spans run
+//! ungated as before, and [`CudaDevice::timing_gate`] says why.
 //!
 //! [`Device::time_launches`]: crate::Device::time_launches
 
 use super::{cuda_err, lock, CudaDevice};
 use crate::device::{CommandTime, LaunchTimes};
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaEvent};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,10 +58,12 @@ impl GateWord {
         // SAFETY: `host` is a live pinned allocation of this context; the call writes the
         // device address of it through a pointer to a live local.
         let status = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) };
-        if status != sys::CUresult::CUDA_SUCCESS || device == 0 {
-            return None; // `word` frees the allocation
-        }
-        word.device = device;
+        // With unified addressing the host address is the device address too.
+        word.device = if status == sys::CUresult::CUDA_SUCCESS && device != 0 {
+            device
+        } else {
+            host as sys::CUdeviceptr
+        };
         Some(word)
     }
 }
@@ -76,11 +80,49 @@ impl Drop for GateWord {
     }
 }
 
+/// The gate's kernel: waits until the host has written `value` or more into the word (a
+/// wrapping comparison), polling the host memory every half microsecond.
+const GATE_SOURCE: &str = r#"
+extern "C" __global__ void xwarp_timing_gate(const volatile unsigned int* word, unsigned int value) {
+    while ((int)(*word - value) < 0) {
+        __nanosleep(500);
+    }
+}
+"#;
+
+/// The gate: its word and the kernel that waits on it.
+pub(super) struct Gate {
+    word: GateWord,
+    kernel: CudaFunction,
+}
+
+impl Gate {
+    /// Makes the gate for the device `ctx` of compute capability `arch` (e.g. 90).
+    pub(super) fn new(ctx: &Arc<CudaContext>, arch: u32) -> std::result::Result<Self, String> {
+        let word = GateWord::new(ctx).ok_or("no mapped pinned host memory")?;
+        let opts = cudarc::nvrtc::CompileOptions {
+            options: vec![format!("--gpu-architecture=compute_{arch}")],
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(GATE_SOURCE, opts)
+            .map_err(|e| format!("compiling the gate: {e:?}"))?;
+        let module = ctx
+            .load_module(ptx)
+            .map_err(|e| format!("loading the gate: {e:?}"))?;
+        let kernel = module
+            .load_function("xwarp_timing_gate")
+            .map_err(|e| format!("the gate's kernel: {e:?}"))?;
+        Ok(Gate { word, kernel })
+    }
+}
+
 /// The timing state of one device.
 #[derive(Default)]
 pub(super) struct Timing {
-    /// The gate's word; `None` where it could not be made or the driver refused a wait.
-    pub(super) word: Option<GateWord>,
+    /// The gate; `None` until the first timed span, or where it could not be made.
+    pub(super) gate: Option<Gate>,
+    /// Why there is no gate, once it was tried.
+    pub(super) ungated: Option<String>,
     /// The last value a wait was queued for.
     issued: u32,
     /// Whether a queued wait may still be waiting for the host.
@@ -98,38 +140,58 @@ pub(super) fn open(timing: &Mutex<Timing>) {
     if !t.closed {
         return;
     }
-    if let Some(word) = &t.word {
+    if let Some(gate) = &t.gate {
         // SAFETY: `host` is the live pinned word; a volatile store the GPU's wait reads.
-        unsafe { std::ptr::write_volatile(word.host, t.issued) };
+        unsafe { std::ptr::write_volatile(gate.word.host, t.issued) };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
     t.closed = false;
 }
 
 impl CudaDevice {
-    /// Queues a wait on the gate: the stream stops here until [`Self::open_gate`].
+    /// Queues a wait on the gate: the stream stops here until [`Self::open_gate`]. Makes the
+    /// gate at the first span.
     fn close_gate(&self) {
         let mut t = lock(&self.live.timing);
-        let Some(word) = &t.word else { return };
+        if t.gate.is_none() && t.ungated.is_none() {
+            match Gate::new(&self.ctx, self.arch) {
+                Ok(g) => t.gate = Some(g),
+                Err(why) => t.ungated = Some(why),
+            }
+        }
+        let Some(gate) = &t.gate else { return };
         let value = t.issued.wrapping_add(1);
-        // SAFETY: the stream is this device's; the address is the device mapping of a live
-        // pinned word (kept until the device drops, after its stream is synchronised); the
-        // wait ends once the host writes `value` or more (wrapping comparison), which
-        // `open_gate` does before any host wait on the stream.
-        let status = unsafe {
-            sys::cuStreamWaitValue32_v2(
-                self.stream.cu_stream(),
-                word.device,
-                value,
-                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-            )
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
         };
-        if status == sys::CUresult::CUDA_SUCCESS {
-            t.issued = value;
-            t.closed = true;
-        } else {
-            // Nothing was queued: time without a gate from now on.
-            t.word = None;
+        let mut args = self.stream.launch_builder(&gate.kernel);
+        args.arg(&gate.word.device);
+        args.arg(&value);
+        // SAFETY: the kernel takes (const volatile unsigned*, unsigned): a device address of
+        // the live pinned word (kept until the device's stream has finished, see GateWord's
+        // Drop) and a value; it only reads the word, and ends once the host writes `value` or
+        // more, which `open_gate` does before any host wait on the stream.
+        match unsafe { args.launch(cfg) } {
+            Ok(_) => {
+                t.issued = value;
+                t.closed = true;
+            }
+            Err(e) => {
+                // Nothing was queued: time without a gate from now on.
+                t.ungated = Some(format!("launching the gate: {e:?}"));
+                t.gate = None;
+            }
+        }
+    }
+
+    /// Whether timed spans are gated (see the module docs): `Ok` once a span ran gated (or
+    /// before any ran), `Err` with the reason where the gate could not be made.
+    pub fn timing_gate(&self) -> std::result::Result<(), String> {
+        match &lock(&self.live.timing).ungated {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
         }
     }
 

@@ -263,10 +263,6 @@ param_blocks! {
         pub begin: u32,
         /// The bit range's end (exclusive).
         pub end: u32,
-        /// How keys map to sortable bits (`sort::KeyKind` codes).
-        pub key_kind: u32,
-        /// Nonzero: descending order.
-        pub descending: u32,
         /// Nonzero: clear the work buffer instead.
         pub clear: u32,
     }
@@ -283,10 +279,6 @@ param_blocks! {
         pub shift: u32,
         /// Width of the digit, 1 to 8.
         pub digit_bits: u32,
-        /// How keys map to sortable bits.
-        pub key_kind: u32,
-        /// Nonzero: descending order.
-        pub descending: u32,
         /// First word of this pass's tile states.
         pub state_cur: u32,
         /// First word of the next pass's tile states, which this pass clears.

@@ -180,16 +180,7 @@ pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
 /// The radix sort's histogram (and clearing) block.
 pub const SORT_HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
     name: "SortHistogramParams",
-    fields: &[
-        "n",
-        "chunk",
-        "passes",
-        "begin",
-        "end",
-        "key_kind",
-        "descending",
-        "clear",
-    ],
+    fields: &["n", "chunk", "passes", "begin", "end", "clear"],
 };
 /// The radix sort's digit-pass block.
 pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
@@ -200,8 +191,6 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
         "pass",
         "shift",
         "digit_bits",
-        "key_kind",
-        "descending",
         "state_cur",
         "state_next",
         "clear_next",
@@ -230,6 +219,9 @@ const REDUCE_OPS: &[u32] = &[0, 1, 2, 3, 4, 5, 6];
 /// The scans' operator codes: sum, min, max.
 const SCAN_OPS: &[u32] = &[0, 2, 3];
 const OFF_ON: &[u32] = &[0, 1];
+/// The sorts' key orders (2 * kind + descending; kinds unsigned 0, signed 1, float 2): one of
+/// each kind and both orders.
+const KEY_ORDERS: &[u32] = &[0, 3, 4];
 
 /// A ladder rung: no constants, the reduction block.
 const fn rung(name: &'static str) -> KernelDef {
@@ -498,6 +490,12 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: &[8, 4, 2, 1],
             },
+            // How keys map to sortable bits and the order: 2 * kind + descending.
+            Const {
+                name: "KEY_ORDER",
+                on: On::Both,
+                values: KEY_ORDERS,
+            },
         ],
         cuda: true,
         params: Some(&SORT_HISTOGRAM_PARAMS),
@@ -545,13 +543,19 @@ pub const KERNELS: &[KernelDef] = &[
             Const {
                 name: "MIN_BLOCKS",
                 on: On::Cuda,
-                values: &[0, 5],
+                values: &[0, 4],
             },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {
                 name: "BALLOT_WORDS",
                 on: On::Vulkan,
                 values: &[1, 4],
+            },
+            // How keys map to sortable bits and the order: 2 * kind + descending.
+            Const {
+                name: "KEY_ORDER",
+                on: On::Both,
+                values: KEY_ORDERS,
             },
         ],
         cuda: true,

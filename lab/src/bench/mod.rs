@@ -543,9 +543,10 @@ pub struct Report {
     /// Wall time of the run, seconds (for a merged report: the sum of its runs').
     #[serde(default)]
     pub wall_s: f64,
-    /// Host seconds of the run by phase: `inputs`, `uploads`, `references`, `checks` (a
-    /// case's check runs, downloads and comparisons), `timing`, `forms`, `launches`,
-    /// `retiming` (the cliff guard's), `cub` (the CUB program, its build included).
+    /// Host seconds of the run by phase: `inputs`, `uploads`, `references`, `checks: ...`
+    /// (a case's check on hard values, its buffers, its first call, and the download and
+    /// comparison of its result), `timing`, `forms`, `launches`, `retiming` (the cliff
+    /// guard's), `cub` (the CUB program, its build included).
     #[serde(default)]
     pub phases: std::collections::BTreeMap<String, f64>,
     /// What the cliff guard found ([`guard`]).
@@ -1324,13 +1325,19 @@ fn case<T: BenchElem>(
             return Ok(Err(m));
         }
     }
+    phases.push(("checks: hard values", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
     let mut c = Case::new(dev, algo, src, reference)?;
+    phases.push(("checks: buffers", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
     c.call(true)?;
+    phases.push(("checks: first call", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
     let kept = match c.check()? {
         Ok(kept) => kept,
         Err(m) => return Ok(Err(m)),
     };
-    phases.push(("checks", t.elapsed().as_secs_f64()));
+    phases.push(("checks: compare", t.elapsed().as_secs_f64()));
     let t = Instant::now();
     let (gpu, host) = measure(dev, scrub, cfg, &mut |finish| c.call(finish))?;
     phases.push(("timing", t.elapsed().as_secs_f64()));

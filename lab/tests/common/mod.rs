@@ -17,6 +17,7 @@ pub struct TestDevice {
     pub label: String,
     pub dev: Arc<dyn Device>,
     pub vulkan: Option<Arc<VulkanDevice>>,
+    pub cuda: Option<Arc<xwarp::cuda::CudaDevice>>,
 }
 
 /// The backends `XWARP_TEST_BACKENDS` lists, `None` when unset.
@@ -78,6 +79,7 @@ pub fn devices() -> &'static [TestDevice] {
                 label: format!("vulkan:{}", vk.info().name),
                 dev: vk.clone(),
                 vulkan: Some(vk),
+                cuda: None,
             });
         }
         match xwarp::cuda::available() {
@@ -87,8 +89,9 @@ pub fn devices() -> &'static [TestDevice] {
                 eprintln!("testing {}", dev.info());
                 list.push(TestDevice {
                     label: format!("cuda:{}", dev.info().name),
-                    dev,
+                    dev: dev.clone(),
                     vulkan: None,
+                    cuda: Some(dev),
                 });
             }
             Err(e) => {
