@@ -9,16 +9,34 @@
 // vector one each.
 //
 // Variant constant MODE: 0 copy (dst = src); 1 read (each block XORs all the words of its tile,
-// words past the end counting as zero, and writes the one word dst[fold0 + g]).
+// words past the end counting as zero, and writes the one word dst[fold0 + g]); 2 digest (each
+// word adds its two hashes to two sums, which each block adds to dst[0] and dst[1]; see the
+// Vulkan twin).
 
 #define VECS 4
 
 struct RooflineParams {
     unsigned int n;      // words in this launch
     unsigned int fold0;  // read: index in dst of this launch's first fold
-    unsigned int pad0;
+    unsigned int word0;  // digest: index of this launch's first word in the whole input
     unsigned int pad1;
 };
+
+// MurmurHash3's finaliser: a bijection of 32 bits.
+__device__ __forceinline__ unsigned int xw_fmix32(unsigned int h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+}
+
+// The two hashes of word w at index i, added to (a, b).
+__device__ __forceinline__ void xw_digest_add(unsigned int i, unsigned int w, unsigned int& a,
+                                              unsigned int& b) {
+    a += xw_fmix32(w ^ xw_fmix32(i));
+    b += xw_fmix32(w ^ xw_fmix32(i ^ 0x5bd1e995u));
+}
 
 extern "C" __global__ void roofline(const unsigned int* __restrict__ src,
                                     unsigned int* __restrict__ dst, RooflineParams p) {
@@ -58,11 +76,50 @@ extern "C" __global__ void roofline(const unsigned int* __restrict__ src,
             const unsigned int x = src[w];
 #if MODE == 0
             dst[w] = x;
-#else
+#elif MODE == 1
             v[0].x ^= x;
 #endif
         }
     }
+#if MODE == 2
+    unsigned int ha = 0, hb = 0;
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) {
+        const unsigned int i = first + k * B;
+        if (i < nv) {
+            const unsigned int w = p.word0 + 4 * i;
+            xw_digest_add(w, v[k].x, ha, hb);
+            xw_digest_add(w + 1, v[k].y, ha, hb);
+            xw_digest_add(w + 2, v[k].z, ha, hb);
+            xw_digest_add(w + 3, v[k].w, ha, hb);
+        }
+    }
+    if (g * (VECS * B) + VECS * B > nv && t < p.n % 4) {
+        const unsigned int w = nv * 4 + t;
+        xw_digest_add(p.word0 + w, src[w], ha, hb);
+    }
+    __shared__ unsigned int partial_a[1024 / XW_WARP];
+    __shared__ unsigned int partial_b[1024 / XW_WARP];
+#pragma unroll
+    for (int o = XW_WARP / 2; o > 0; o /= 2) {
+        ha += __shfl_xor_sync(XW_FULL_MASK, ha, o);
+        hb += __shfl_xor_sync(XW_FULL_MASK, hb, o);
+    }
+    if (t % XW_WARP == 0) {
+        partial_a[t / XW_WARP] = ha;
+        partial_b[t / XW_WARP] = hb;
+    }
+    __syncthreads();
+    if (t == 0) {
+        unsigned int sa = 0, sb = 0;
+        for (unsigned int s = 0; s < B / XW_WARP; ++s) {
+            sa += partial_a[s];
+            sb += partial_b[s];
+        }
+        atomicAdd(&dst[0], sa);
+        atomicAdd(&dst[1], sb);
+    }
+#endif
 #if MODE == 1
     __shared__ unsigned int partial[1024 / XW_WARP];
     unsigned int x = 0;
@@ -77,7 +134,7 @@ extern "C" __global__ void roofline(const unsigned int* __restrict__ src,
         for (unsigned int s = 0; s < B / XW_WARP; ++s) f ^= partial[s];
         dst[p.fold0 + g] = f;
     }
-#elif MODE != 0
+#elif MODE != 0 && MODE != 2
 #error "unknown MODE"
 #endif
 }

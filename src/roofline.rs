@@ -13,6 +13,9 @@
 //!   count as zero), so the write traffic is 1/4096 of the read traffic and no load can be
 //!   dropped. [`read_folds`] gives the number of folds; [`crate::cpu::roofline::read`] gives
 //!   the same folds on the CPU.
+//! - [`digest`] reads every word once and writes two words: a position-dependent digest of
+//!   the input, [`crate::cpu::roofline::digest`]'s on the CPU, to compare large results
+//!   without downloading them.
 //!
 //! Inputs longer than one binding run in several launches of whole tiles: the tiles, and so
 //! the folds, do not depend on the device.
@@ -41,11 +44,12 @@ pub use crate::spec::roofline::{BLOCK, TILE_WORDS};
 
 const TILE_BYTES: usize = TILE_WORDS * 4;
 
-/// Where a launch writes: the copy's output, or the folds of a read.
+/// Where a launch writes: the copy's output, the folds of a read, or a digest's two sums.
 #[derive(Clone, Copy)]
 enum Dst<'a, T: Element> {
     Copy(&'a DeviceVec<T>),
     Read(&'a DeviceVec<u32>),
+    Digest(&'a DeviceVec<u32>),
 }
 
 /// The number of folds [`read`] writes for `n_elems` elements of type `elem`: one per tile of
@@ -75,6 +79,34 @@ pub fn read<T: Element>(
     check_input(input)?;
     check_len("folds", read_folds(input.len(), T::KIND), folds.len())?;
     run(dev, input, Dst::Read(folds))
+}
+
+/// Reads every word of `input` once and writes its digest into `digest` (two words): the sums,
+/// wrapping, of [`crate::cpu::roofline::digest_hash`] of every word and its index in the
+/// input. Equal to [`crate::cpu::roofline::digest`] of the same data, whatever the device: a
+/// check that two buffers (on two devices, or a device and the host) hold the same bits
+/// without moving them. A changed word always changes both sums; several changes leave both
+/// unchanged with a chance of about 2^-64.
+pub fn digest<T: Element>(
+    dev: &dyn Device,
+    input: &DeviceVec<T>,
+    digest: &mut DeviceVec<u32>,
+) -> Result<()> {
+    check_input(input)?;
+    check_len("digest", 2, digest.len())?;
+    if input.len() as u64 * T::KIND.size() as u64 / 4 > u32::MAX as u64 {
+        return Err(Error::invalid(
+            "input.len()",
+            input.len(),
+            format!(
+                "at most {} elements of {} (word indices are 32-bit)",
+                u32::MAX as u64 * 4 / T::KIND.size() as u64,
+                T::KIND
+            ),
+        ));
+    }
+    digest.fill(dev, 0)?;
+    run(dev, input, Dst::Digest(digest))
 }
 
 fn check_input<T: Element>(input: &DeviceVec<T>) -> Result<()> {
@@ -111,6 +143,7 @@ fn run<T: Element>(dev: &dyn Device, input: &DeviceVec<T>, dst: Dst<'_, T>) -> R
     let (mode, ops) = match dst {
         Dst::Copy(_) => (0, SubgroupFeatures::BASIC),
         Dst::Read(_) => (1, SubgroupFeatures::BASIC | SubgroupFeatures::ARITHMETIC),
+        Dst::Digest(_) => (2, SubgroupFeatures::BASIC | SubgroupFeatures::ARITHMETIC),
     };
     plan::require(info, ElemKind::U32, ops)?;
     let size = T::KIND.size();
@@ -133,11 +166,12 @@ fn run<T: Element>(dev: &dyn Device, input: &DeviceVec<T>, dst: Dst<'_, T>) -> R
                 let (base, index) = plan::aligned_output(info, 4, start / tile_elems);
                 (folds.binding(base, index + tiles), index)
             }
+            Dst::Digest(sums) => (sums.binding(0, 2), 0),
         };
         let params = RooflineParams {
             n: words as u32,
             fold0: fold0 as u32,
-            pad0: 0,
+            word0: (start * size / 4) as u32,
             pad1: 0,
         };
         dev.launch(&Launch {

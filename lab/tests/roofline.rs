@@ -193,3 +193,51 @@ fn bad_input_is_a_typed_error() {
 fn every_backend_is_tested() {
     assert!(!devices().is_empty());
 }
+
+/// The digest equals the CPU's on every type and awkward length, the output poisoned first; a
+/// single changed word (first, middle, last, a tail word) changes both sums; bad output
+/// lengths are refused.
+#[test]
+fn digest_equals_the_cpu_and_changes_with_any_word() {
+    let mut rng = Rng::new(seed());
+    fn check<T: Element>(rng: &mut Rng) {
+        for n in [1usize, 3, 4, 5, 1023, 4097, 16_385, 1_000_003] {
+            let input: Vec<T> = rng.vec(n);
+            let want = cpu::roofline::digest(&input);
+            for_each_device(|d| {
+                let dev = &*d.dev;
+                let src = DeviceVec::from_slice(dev, &input).unwrap();
+                let mut out = DeviceVec::from_slice(dev, &[0xcdcd_cdcdu32; 2]).unwrap();
+                xwarp::roofline::digest(dev, &src, &mut out).unwrap();
+                let got = out.to_vec(dev).unwrap();
+                assert_eq!(got, want, "{} {} n={n}", d.label, T::KIND);
+                // One word changed anywhere changes both sums, on the device and the CPU.
+                let words = n * T::KIND.size() / 4;
+                for at in [0, words / 2, words - 1] {
+                    let mut changed: Vec<u32> = bytemuck::cast_slice(&input).to_vec();
+                    changed[at] ^= 1 << (at % 32);
+                    let src = DeviceVec::from_slice(dev, &changed).unwrap();
+                    let mut out = DeviceVec::<u32>::alloc(dev, 2).unwrap();
+                    xwarp::roofline::digest(dev, &src, &mut out).unwrap();
+                    let got = out.to_vec(dev).unwrap();
+                    assert_eq!(got, cpu::roofline::digest(&changed), "{} n={n}", d.label);
+                    assert!(
+                        got[0] != want[0] && got[1] != want[1],
+                        "{} word {at}",
+                        d.label
+                    );
+                }
+            });
+        }
+    }
+    check::<u32>(&mut rng);
+    check::<f32>(&mut rng);
+    check::<u64>(&mut rng);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::from_slice(dev, &[1u32, 2, 3]).unwrap();
+        let mut out = DeviceVec::<u32>::alloc(dev, 3).unwrap();
+        let e = xwarp::roofline::digest(dev, &src, &mut out).unwrap_err();
+        assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
+    });
+}

@@ -234,8 +234,8 @@ param_blocks! {
         pub n: u32,
         /// Read mode: index in the output binding of this launch's first fold.
         pub fold0: u32,
-        /// Padding to 16 bytes.
-        pub pad0: u32,
+        /// Digest mode: the index of this launch's first word in the whole input.
+        pub word0: u32,
         /// Padding.
         pub pad1: u32,
     }

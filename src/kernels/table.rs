@@ -168,7 +168,7 @@ pub const STENCIL_PARAMS: ParamBlock = ParamBlock {
 /// The roofline kernels' block.
 pub const ROOFLINE_PARAMS: ParamBlock = ParamBlock {
     name: "RooflineParams",
-    fields: &["n", "fold0", "pad0", "pad1"],
+    fields: &["n", "fold0", "word0", "pad1"],
 };
 /// The operation chains' block.
 pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
@@ -384,11 +384,11 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "roofline",
         variants: &["u32"],
-        // 0 copy, 1 read.
+        // 0 copy, 1 read, 2 digest.
         consts: &[Const {
             name: "MODE",
             on: On::Both,
-            values: OFF_ON,
+            values: &[0, 1, 2],
         }],
         cuda: true,
         params: Some(&ROOFLINE_PARAMS),

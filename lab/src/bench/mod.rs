@@ -75,6 +75,11 @@ use xwarp::sort::{all_bits, SortOrder, Sorter};
 use xwarp::stencil::StencilVariant;
 use xwarp::vote::{self, Predicate};
 
+/// The fewest elements a result must have to be checked first by a digest on the device
+/// ([`xwarp::roofline::digest`] against [`cpu::roofline::digest`] of the reference) rather
+/// than downloaded: shorter ones download in microseconds.
+pub const DIGEST_MIN: usize = 1 << 16;
+
 /// The most elements of the hard-value check that precedes each `f32` and `f64` case (the
 /// case's own length where it is shorter): enough for several levels of every device-wide
 /// algorithm, and cheap next to the timed runs.
@@ -1223,24 +1228,54 @@ impl<'a, T: BenchElem> Case<'a, T> {
     /// Compares the outputs of the last call with the reference; `Ok` holds the number of
     /// kept elements for a compaction.
     fn check(&self) -> Result<std::result::Result<usize, String>> {
-        self.check_by(first_mismatch)
+        self.check_by(first_mismatch, true)
     }
 
     /// [`Case::check`], comparing elements with `compare`.
-    fn check_by(&self, compare: Compare<T>) -> Result<std::result::Result<usize, String>> {
+    /// `bitwise`: `compare` compares bits ([`first_mismatch`]), so a long result may first be
+    /// compared by digest ([`DIGEST_MIN`]).
+    fn check_by(
+        &self,
+        compare: Compare<T>,
+        bitwise: bool,
+    ) -> Result<std::result::Result<usize, String>> {
         let compare = |want: &[T], got: &[T]| match check::par_compare(compare, want, got) {
             None => Ok(()),
             Some(m) => Err(m.to_string()),
         };
         let dev = self.dev;
         let count = || -> Result<u64> { Ok(self.count.to_vec(dev)?[0]) };
+        // The first `want.len()` elements of `out` against `want`: by digest on the device
+        // where the result is long and the comparison bitwise (equal digests: equal bits, but
+        // for a chance of about 2^-64), else (and to show a difference) by download.
+        let outputs = |want: &[T]| -> Result<std::result::Result<(), String>> {
+            if bitwise && want.len() >= DIGEST_MIN {
+                let view = DeviceVec::<T>::from_raw(self.out.raw().clone(), want.len())?;
+                let mut sums = DeviceVec::<u32>::alloc(dev, 2)?;
+                if xwarp::roofline::digest(dev, &view, &mut sums).is_ok()
+                    && sums.to_vec(dev)? == cpu::roofline::digest(want)
+                {
+                    return Ok(Ok(()));
+                }
+            }
+            let got = self.out.to_vec(dev)?;
+            Ok(match compare(want, &got[..want.len().min(got.len())]) {
+                Err(m) => Err(m),
+                Ok(()) if bitwise && want.len() >= DIGEST_MIN => Err(
+                    "the device's digest of the result differs from the CPU's, but every \
+                         downloaded element matches"
+                        .into(),
+                ),
+                Ok(()) => Ok(()),
+            })
+        };
         Ok(match self.reference {
             Reference::Elems(want) if matches!(self.algo, Algo::Compact(_)) => {
                 let got = count()?;
                 if got != want.len() as u64 {
                     Err(format!("count {got}, expected {}", want.len()))
                 } else {
-                    compare(want, &self.out.to_vec(dev)?[..want.len()]).map(|()| want.len())
+                    outputs(want)?.map(|()| want.len())
                 }
             }
             Reference::Multiset(want, want_digest) => {
@@ -1254,7 +1289,15 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 }
             }
             Reference::Elems(want) | Reference::Stencil(_, want) => {
-                compare(want, &self.out.to_vec(dev)?).map(|()| 0)
+                if want.len() != self.out.len() {
+                    Err(format!(
+                        "{} elements, expected {}",
+                        self.out.len(),
+                        want.len()
+                    ))
+                } else {
+                    outputs(want)?.map(|()| 0)
+                }
             }
             Reference::Value(want) => compare(&[*want], &self.out.to_vec(dev)?).map(|()| 0),
             Reference::Sort(sort) => {
@@ -1301,7 +1344,7 @@ fn hard_check<T: BenchElem>(
     } else {
         first_mismatch
     };
-    Ok(c.check_by(compare)?
+    Ok(c.check_by(compare, !HardInputs::<T>::sums(algo))?
         .map(|_| ())
         .map_err(|m| format!("hard values, n={}: {m}", src.len())))
 }
@@ -1797,6 +1840,33 @@ pub fn add_cub(report: &mut Report, cub: std::result::Result<cub::CubRun, cub::U
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long result is checked by its digest on the device first: a right one passes, and
+    /// one wrong element anywhere (here: the reference differs from what the copy writes)
+    /// fails, naming the element after the download.
+    #[test]
+    fn long_results_are_checked_by_digest_and_a_wrong_element_is_named() {
+        let Ok(dev) = xwarp::backend::open_default() else {
+            return;
+        };
+        let dev = &*dev;
+        let n = DIGEST_MIN * 2 + 3;
+        let input: Vec<u32> = Rng::new(9).vec(n);
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let right = Reference::Elems(input.clone());
+        let mut c = Case::new(dev, Algo::Copy, &src, &right).unwrap();
+        c.call(true).unwrap();
+        assert_eq!(c.check().unwrap(), Ok(0));
+        for at in [0, n / 2, n - 1] {
+            let mut want = input.clone();
+            want[at] ^= 0x100;
+            let wrong = Reference::Elems(want);
+            let mut c = Case::new(dev, Algo::Copy, &src, &wrong).unwrap();
+            c.call(true).unwrap();
+            let e = c.check().unwrap().unwrap_err();
+            assert!(e.contains(&format!("index {at}")), "{e}");
+        }
+    }
 
     #[test]
     fn the_sort_family_names_its_bytes_and_cub() {
