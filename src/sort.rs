@@ -308,8 +308,14 @@ pub fn max_len<K: Element>(info: &DeviceInfo, value_bytes: usize, tile: usize) -
     by_data.min(by_work).min(MAX_LEN as u64) as usize
 }
 
+/// Checks that the device runs the sort kernels. They treat 64-bit keys and values as pairs
+/// of 32-bit words: no 64-bit shader arithmetic is needed, whatever the key type.
+pub(crate) fn check_device(info: &DeviceInfo) -> Result<()> {
+    plan::require(info, ElemKind::U32, SORT_OPS)
+}
+
 /// Checks `begin_bit < end_bit ≤ width of K`.
-fn check_bits<K: Element>(bits: &Range<u32>) -> Result<()> {
+pub(crate) fn check_bits<K: Element>(bits: &Range<u32>) -> Result<()> {
     let width = K::KIND.size() as u32 * 8;
     if bits.end == 0 || bits.end > width {
         return Err(Error::invalid(
@@ -603,6 +609,106 @@ impl<K: Element> Sorter<K> {
         self.run(dev, keys_in, None, values, order, bits)
     }
 
+    /// Zeroes the first `clear_words` words of the work buffer (`work`) and counts every
+    /// digit of `bits` of `keys_in` into its histogram rows (row `d` for digit `d`).
+    fn histogram(
+        &self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        work: Binding<'_>,
+        clear_words: usize,
+        order: SortOrder,
+        bits: &Range<u32>,
+    ) -> Result<()> {
+        let info = dev.info();
+        let n = keys_in.len();
+        let keys = whole(keys_in.raw(), (n.max(1) * K::KIND.size()) as u64);
+        let clear = SortHistogramParams {
+            n: clear_words as u32,
+            clear: 1,
+            ..SortHistogramParams::zeroed()
+        };
+        let histogram = Kernel {
+            name: "sort_histogram",
+            elem: K::KIND,
+            consts: &[],
+        };
+        dev.launch(&Launch {
+            kernel: histogram,
+            block: HISTOGRAM_BLOCK,
+            groups: plan::grid(
+                info,
+                clear_words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
+            )?,
+            bindings: &[keys, work],
+            params: bytemuck::bytes_of(&clear),
+        })?;
+        let cap = self.tuning.histogram_groups.max(1) as usize;
+        let chunk = n
+            .div_ceil(cap)
+            .next_multiple_of(HISTOGRAM_BLOCK as usize)
+            .max(HISTOGRAM_MIN_CHUNK);
+        let count = SortHistogramParams {
+            n: n as u32,
+            chunk: chunk as u32,
+            passes: bits.len().div_ceil(RADIX_BITS as usize) as u32,
+            begin: bits.start,
+            end: bits.end,
+            key_kind: key_kind(K::KIND),
+            descending: u32::from(order == SortOrder::Descending),
+            clear: 0,
+        };
+        dev.launch(&Launch {
+            kernel: histogram,
+            block: HISTOGRAM_BLOCK,
+            groups: plan::grid(info, n.div_ceil(chunk) as u64)?,
+            bindings: &[keys, work],
+            params: bytemuck::bytes_of(&count),
+        })
+    }
+
+    /// Counts every 8-bit digit of `bits` of the mapped keys of `keys` (the histogram launch
+    /// of a sort, alone); [`Sorter::digit_counts`] reads the counts. `crate::group` learns
+    /// from them which digits every key shares.
+    pub(crate) fn count_digits(
+        &mut self,
+        dev: &dyn Device,
+        keys: &DeviceVec<K>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        check_bits::<K>(&bits)?;
+        check_device(dev.info())?;
+        if keys.len() > MAX_LEN {
+            return Err(Error::invalid(
+                "keys.len()",
+                keys.len(),
+                format!("at most {MAX_LEN}"),
+            ));
+        }
+        grow(dev, &mut self.work, WORK_STATES as usize)?;
+        let work = self
+            .work
+            .as_ref()
+            .ok_or_else(|| Error::invalid("sorter", "no work buffer", "storage made by grow"))?;
+        // The histogram rows lie below the counters: nothing else needs clearing.
+        let words = WORK_COUNTERS as usize;
+        self.histogram(dev, keys, work.binding(0, words), words, order, &bits)
+    }
+
+    /// The counts of the `RADIX` values of digit `digit` (counted from `begin_bit`) of the
+    /// keys that the latest call counted: a sort's first launch, or [`Sorter::count_digits`].
+    /// Valid only after a call with at least one key. Waits for the device.
+    pub(crate) fn digit_counts(&self, dev: &dyn Device, digit: usize) -> Result<Vec<u32>> {
+        let work = self.work.as_ref().ok_or_else(|| {
+            Error::invalid("sorter", "nothing counted yet", "a sort or count_digits first")
+        })?;
+        let mut counts = vec![0u32; RADIX as usize];
+        let at = (WORK_HIST as usize + digit * RADIX as usize) * 4;
+        dev.read(work.raw(), at as u64, bytemuck::cast_slice_mut(&mut counts))?;
+        Ok(counts)
+    }
+
     fn run(
         &mut self,
         dev: &dyn Device,
@@ -613,9 +719,7 @@ impl<K: Element> Sorter<K> {
         bits: Range<u32>,
     ) -> Result<()> {
         let info = dev.info();
-        // The kernels treat 64-bit keys and values as pairs of 32-bit words: no 64-bit shader
-        // arithmetic is needed, whatever K.
-        plan::require(info, ElemKind::U32, SORT_OPS)?;
+        check_device(info)?;
         let n = keys_in.len();
         let passes = bits.len().div_ceil(RADIX_BITS as usize);
         let vw = values.words();
@@ -640,50 +744,9 @@ impl<K: Element> Sorter<K> {
         let descending = u32::from(order == SortOrder::Descending);
         let kind = key_kind(K::KIND);
 
-        // Zero the histograms, the tile counters and the first pass's tile states.
+        // Zero the histograms, the tile counters and the first pass's tile states; count.
         let clear_words = WORK_STATES as usize + rows;
-        let clear = SortHistogramParams {
-            n: clear_words as u32,
-            clear: 1,
-            ..SortHistogramParams::zeroed()
-        };
-        let histogram = Kernel {
-            name: "sort_histogram",
-            elem: K::KIND,
-            consts: &[],
-        };
-        dev.launch(&Launch {
-            kernel: histogram,
-            block: HISTOGRAM_BLOCK,
-            groups: plan::grid(
-                info,
-                clear_words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
-            )?,
-            bindings: &[keys(keys_in.raw()), work_b],
-            params: bytemuck::bytes_of(&clear),
-        })?;
-        let cap = self.tuning.histogram_groups.max(1) as usize;
-        let chunk = n
-            .div_ceil(cap)
-            .next_multiple_of(HISTOGRAM_BLOCK as usize)
-            .max(HISTOGRAM_MIN_CHUNK);
-        let count = SortHistogramParams {
-            n: n as u32,
-            chunk: chunk as u32,
-            passes: passes as u32,
-            begin: bits.start,
-            end: bits.end,
-            key_kind: kind,
-            descending,
-            clear: 0,
-        };
-        dev.launch(&Launch {
-            kernel: histogram,
-            block: HISTOGRAM_BLOCK,
-            groups: plan::grid(info, n.div_ceil(chunk) as u64)?,
-            bindings: &[keys(keys_in.raw()), work_b],
-            params: bytemuck::bytes_of(&count),
-        })?;
+        self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
 
         let keys_b = self.keys_b.as_ref().map(DeviceVec::raw);
         let value_tmp = self.values.as_ref().map(DeviceVec::raw);
