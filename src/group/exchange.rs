@@ -6,7 +6,7 @@
 use crate::device::{Device, RawBuffer};
 use crate::error::{Error, Result};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 /// A byte range of a device buffer that one rank sends to, or receives from, `peer`.
 #[derive(Clone, Copy, Debug)]
@@ -206,14 +206,14 @@ struct Posted {
 /// through host memory (a read of the sender's buffer, which waits for the sender's queued work,
 /// and a write to the receiver's). It needs nothing beyond the devices, so the group's logic runs
 /// on any device, llvmpipe and one GPU included; it is no fast path between GPUs.
-pub struct InProcess {
-    devices: Vec<Arc<dyn Device>>,
+pub struct InProcess<'d> {
+    devices: Vec<&'d dyn Device>,
     rendezvous: Rendezvous,
     /// Sends posted in the current round, by (sender, receiver), in order.
     posted: Mutex<HashMap<(usize, usize), VecDeque<Posted>>>,
 }
 
-impl std::fmt::Debug for InProcess {
+impl std::fmt::Debug for InProcess<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InProcess")
             .field("ranks", &self.devices.len())
@@ -221,9 +221,9 @@ impl std::fmt::Debug for InProcess {
     }
 }
 
-impl InProcess {
+impl<'d> InProcess<'d> {
     /// An exchange between `devices`, rank `r` on `devices[r]` (at least one).
-    pub fn new(devices: Vec<Arc<dyn Device>>) -> Result<Self> {
+    pub fn new(devices: Vec<&'d dyn Device>) -> Result<Self> {
         if devices.is_empty() {
             return Err(Error::invalid("devices", 0, "at least one device"));
         }
@@ -255,7 +255,7 @@ impl InProcess {
         if recv.bytes == 0 {
             return Ok(());
         }
-        let (from, to) = (&*self.devices[recv.peer], &*self.devices[rank]);
+        let (from, to) = (self.devices[recv.peer], self.devices[rank]);
         if from.id() == to.id() {
             return to.copy(
                 &send.buffer,
@@ -273,7 +273,7 @@ impl InProcess {
     }
 }
 
-impl Exchange for InProcess {
+impl Exchange for InProcess<'_> {
     fn name(&self) -> String {
         let distinct: std::collections::HashSet<_> = self.devices.iter().map(|d| d.id()).collect();
         if distinct.len() == 1 && self.devices.len() > 1 {
@@ -291,7 +291,7 @@ impl Exchange for InProcess {
     }
 
     fn device(&self, rank: usize) -> &dyn Device {
-        &*self.devices[rank]
+        self.devices[rank]
     }
 
     fn rendezvous(&self) -> &Rendezvous {

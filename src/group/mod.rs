@@ -3,14 +3,13 @@
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
-//! use std::sync::Arc;
 //! use xwarp::group::{self, Group, GroupVec, GroupSorter};
 //! use xwarp::reduce::ReduceOp;
 //! use xwarp::sort::{all_bits, SortOrder};
-//! let dev: Arc<dyn xwarp::Device> = xwarp::backend::open_default()?.into();
+//! let dev = xwarp::backend::open_default()?;
 //! // Four ranks sharing one device (the in-process exchange); `Group::nccl` takes the GPUs of a
 //! // host (feature `nccl`).
-//! let group = Group::in_process(vec![dev; 4])?;
+//! let group = Group::in_process(vec![&*dev; 4])?;
 //! let data: Vec<f32> = (0..1_000_003).map(|i| (i as f32).sin()).collect();
 //! let lens = group::split_even(data.len(), group.ranks());
 //! let x = GroupVec::from_slice(&group, &data, &lens)?;
@@ -98,13 +97,13 @@ use exchange::lock;
 use std::sync::{Arc, Mutex};
 
 /// A set of ranks, one per device, and the exchange between them (see the module docs).
-pub struct Group {
-    exchange: Box<dyn Exchange>,
+pub struct Group<'d> {
+    exchange: Box<dyn Exchange + 'd>,
     /// Held by a running operation: collectives of two operations never interleave.
     running: Mutex<()>,
 }
 
-impl std::fmt::Debug for Group {
+impl std::fmt::Debug for Group<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Group")
             .field("ranks", &self.ranks())
@@ -113,11 +112,11 @@ impl std::fmt::Debug for Group {
     }
 }
 
-impl Group {
+impl<'d> Group<'d> {
     /// A group of `devices.len()` ranks (at least one), rank `r` on `devices[r]`, with the
     /// in-process exchange ([`InProcess`]). A device may appear more than once: ranks then share
     /// it.
-    pub fn in_process(devices: Vec<Arc<dyn Device>>) -> Result<Self> {
+    pub fn in_process(devices: Vec<&'d dyn Device>) -> Result<Self> {
         Ok(Self::with_exchange(Box::new(InProcess::new(devices)?)))
     }
 
@@ -128,12 +127,12 @@ impl Group {
     /// [`Error::InvalidParameter`] for no device or a GPU listed twice, [`Error::Cuda`] if NCCL
     /// refuses the communicators.
     #[cfg(feature = "nccl")]
-    pub fn nccl(devices: Vec<Arc<crate::cuda::CudaDevice>>) -> Result<Self> {
-        Ok(Self::with_exchange(Box::new(NcclExchange::new(devices)?)))
+    pub fn nccl(devices: Vec<Arc<crate::cuda::CudaDevice>>) -> Result<Group<'static>> {
+        Ok(Group::with_exchange(Box::new(NcclExchange::new(devices)?)))
     }
 
     /// A group over any [`Exchange`].
-    pub fn with_exchange(exchange: Box<dyn Exchange>) -> Self {
+    pub fn with_exchange(exchange: Box<dyn Exchange + 'd>) -> Self {
         Group {
             exchange,
             running: Mutex::new(()),
@@ -211,7 +210,7 @@ impl Group {
 #[derive(Clone, Copy)]
 struct Rank<'a> {
     rank: usize,
-    ex: &'a dyn Exchange,
+    ex: &'a (dyn Exchange + 'a),
 }
 
 impl Rank<'_> {
@@ -241,7 +240,7 @@ impl<T: Element> std::fmt::Debug for GroupVec<T> {
 
 impl<T: Element> GroupVec<T> {
     /// Allocates shards of lengths `lens` (one per rank; contents undefined).
-    pub fn alloc(group: &Group, lens: &[usize]) -> Result<Self> {
+    pub fn alloc(group: &Group<'_>, lens: &[usize]) -> Result<Self> {
         check_layout(group, lens)?;
         let shards = lens
             .iter()
@@ -252,7 +251,7 @@ impl<T: Element> GroupVec<T> {
     }
 
     /// Uploads `data` in shards of lengths `lens` (which must add up to `data.len()`).
-    pub fn from_slice(group: &Group, data: &[T], lens: &[usize]) -> Result<Self> {
+    pub fn from_slice(group: &Group<'_>, data: &[T], lens: &[usize]) -> Result<Self> {
         check_layout(group, lens)?;
         let total: usize = lens.iter().sum();
         if total != data.len() {
@@ -275,7 +274,7 @@ impl<T: Element> GroupVec<T> {
     }
 
     /// A group vector of existing buffers: `shards[r]` must belong to rank `r`'s device.
-    pub fn from_shards(group: &Group, shards: Vec<DeviceVec<T>>) -> Result<Self> {
+    pub fn from_shards(group: &Group<'_>, shards: Vec<DeviceVec<T>>) -> Result<Self> {
         let v = GroupVec { shards };
         v.check_on(group, "shards")?;
         Ok(v)
@@ -318,7 +317,7 @@ impl<T: Element> GroupVec<T> {
     }
 
     /// Downloads the whole vector, shard after shard (waits for each rank's queued work).
-    pub fn to_vec(&self, group: &Group) -> Result<Vec<T>> {
+    pub fn to_vec(&self, group: &Group<'_>) -> Result<Vec<T>> {
         self.check_on(group, "vector")?;
         let mut out = Vec::with_capacity(self.len());
         for (r, shard) in self.shards.iter().enumerate() {
@@ -328,7 +327,7 @@ impl<T: Element> GroupVec<T> {
     }
 
     /// Fills every shard with `value`.
-    pub fn fill(&mut self, group: &Group, value: T) -> Result<()> {
+    pub fn fill(&mut self, group: &Group<'_>, value: T) -> Result<()> {
         self.check_on(group, "vector")?;
         for (r, shard) in self.shards.iter_mut().enumerate() {
             shard.fill(group.device(r), value)?;
@@ -337,7 +336,7 @@ impl<T: Element> GroupVec<T> {
     }
 
     /// Checks that the vector has one shard per rank of `group`, each on its rank's device.
-    fn check_on(&self, group: &Group, name: &'static str) -> Result<()> {
+    fn check_on(&self, group: &Group<'_>, name: &'static str) -> Result<()> {
         if self.shards.len() != group.ranks() {
             return Err(Error::LengthMismatch {
                 name,
@@ -365,7 +364,7 @@ fn view<T: Element>(v: &DeviceVec<T>) -> Result<DeviceVec<T>> {
 }
 
 /// Checks that `lens` has one length per rank.
-fn check_layout(group: &Group, lens: &[usize]) -> Result<()> {
+fn check_layout(group: &Group<'_>, lens: &[usize]) -> Result<()> {
     if lens.len() != group.ranks() {
         return Err(Error::LengthMismatch {
             name: "lens",

@@ -17,7 +17,7 @@ use crate::reduce::{self as single, ReduceOp};
 /// device, [`Error::MissingFeature`] where a device lacks what the kernels need; checked before
 /// anything runs.
 pub fn reduce<T: Reduce>(
-    group: &Group,
+    group: &Group<'_>,
     op: ReduceOp,
     input: &GroupVec<T>,
     output: &mut GroupVec<T>,
@@ -89,7 +89,7 @@ pub fn reduce<T: Reduce>(
 }
 
 /// [`reduce`] returning the total to the host.
-pub fn reduce_host<T: Reduce>(group: &Group, op: ReduceOp, input: &GroupVec<T>) -> Result<T> {
+pub fn reduce_host<T: Reduce>(group: &Group<'_>, op: ReduceOp, input: &GroupVec<T>) -> Result<T> {
     let mut out = GroupVec::alloc(group, &vec![1; group.ranks()])?;
     reduce(group, op, input, &mut out)?;
     Ok(out.shard(0).to_vec(group.device(0))?[0])

@@ -16,7 +16,7 @@ use crate::scan::{self as single, ScanKind, Tuning};
 /// [`Error::ForeignBuffer`] for a shard on another rank's device, [`Error::MissingFeature`]
 /// where a device lacks what the kernels need; checked before anything runs.
 pub fn scan<T: Reduce>(
-    group: &Group,
+    group: &Group<'_>,
     op: ReduceOp,
     kind: ScanKind,
     input: &GroupVec<T>,
