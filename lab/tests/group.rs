@@ -147,7 +147,7 @@ fn one_device_promises<T: ReduceInput>(rng: &mut Rng) {
         .collect();
     let mut differed = false;
     for &op in &ops {
-        for n in [0, 1, 33, 4096, 4097, 3 * TILE + 5, 70_001] {
+        for n in [0, 1, 33, 4096, 4097, 3 * TILE + 5, 20_001] {
             for &ranks in &RANKS {
                 for layout in Layout::ALL {
                     let lens = layout.lens(n, ranks, rng);

@@ -149,9 +149,10 @@ impl fmt::Display for GroupCase {
 /// Every group case. Reductions and scans: every type, operator (and kind) at every length of
 /// [`SIZES`] up to 4097 with every rank count of [`RANKS`] and every layout; 1000003 elements
 /// over rank counts and layouts in turn (not in `quick` mode); floats also on hard values at
-/// 33 and 4097 elements. Sorts: every key type, keys and pairs (`u32` values; `u64` for some),
-/// both orders, every key pattern and four bit ranges, the rank counts and layouts (input and
-/// output) in turn. `quick` keeps lengths up to 4097 and fewer combinations.
+/// 33 and 4097 elements, and float min and max on NaN payloads. Sorts: every key type, keys and
+/// pairs (`u32` values; `u64` for some), both orders, every key pattern and four bit ranges,
+/// the rank counts and layouts (input and output) in turn. `quick` keeps lengths up to 4097
+/// and fewer combinations.
 pub fn group_cases(quick: bool, large: bool) -> Vec<GroupCase> {
     let mut cases = Vec::new();
     let mut turn = 0usize;
@@ -235,53 +236,58 @@ pub fn group_cases(quick: bool, large: bool) -> Vec<GroupCase> {
                 }
             }
         }
-        let sort_ops = [
-            SortOp::Keys,
-            SortOp::Pairs(ElemKind::U32),
-            SortOp::Pairs(ElemKind::U64),
-        ];
-        for op in sort_ops {
-            for order in [SortOrder::Ascending, SortOrder::Descending] {
+        // Sorts. Every bit: each pattern, keys and pairs (`u32` values), both orders, at
+        // lengths up to 4097; 0 and 31 keys uniform; 1000003 uniform and hard keys, each once
+        // (not in `quick` mode); pairs with `u64` values at 4097. Narrow bit ranges: uniform
+        // and hard keys at 33 and 4097.
+        let mut sort = |op: SortOp, order: SortOrder, bits: Bits, pattern: Pattern, n: usize| {
+            let (ranks, layout) = next();
+            let (_, out) = next();
+            let case = SortCase {
+                op,
+                elem,
+                order,
+                bits,
+                pattern,
+                n,
+            };
+            cases.push(GroupCase {
+                op: GroupOp::Sort(case, out),
+                elem,
+                n,
+                ranks,
+                layout,
+                input: Input::Representative,
+            });
+        };
+        let (keys, pairs) = (SortOp::Keys, SortOp::Pairs(ElemKind::U32));
+        let orders = [SortOrder::Ascending, SortOrder::Descending];
+        for op in [keys, pairs] {
+            for order in orders {
                 for pattern in Pattern::ALL {
-                    let bits = [Bits::All, Bits::SecondByte, Bits::Top, Bits::Lowest];
-                    for (b, &bits) in bits.iter().enumerate() {
-                        // Narrow ranges: uniform and hard keys, `u32` values.
-                        let narrow = bits != Bits::All;
-                        if narrow
-                            && (!matches!(pattern, Pattern::Uniform | Pattern::Hard)
-                                || op != SortOp::Keys && b % 2 == 1)
-                        {
-                            continue;
-                        }
-                        let sizes: &[usize] = if quick { &[1, 33, 4097] } else { &SIZES };
-                        for &n in sizes {
-                            // The longest only for uniform and hard keys over every bit.
-                            if n == long && (narrow || !matches!(pattern, Pattern::Uniform | Pattern::Hard)) {
-                                continue;
-                            }
-                            if op == SortOp::Pairs(ElemKind::U64) && n < 33 {
-                                continue;
-                            }
-                            let (ranks, layout) = next();
-                            let (_, out) = next();
-                            let sort = SortCase {
-                                op,
-                                elem,
-                                order,
-                                bits,
-                                pattern,
-                                n,
-                            };
-                            cases.push(GroupCase {
-                                op: GroupOp::Sort(sort, out),
-                                elem,
-                                n,
-                                ranks,
-                                layout,
-                                input: Input::Representative,
-                            });
-                        }
+                    for n in [1, 33, 4097] {
+                        sort(op, order, Bits::All, pattern, n);
                     }
+                }
+                for n in [0, 31] {
+                    sort(op, order, Bits::All, Pattern::Uniform, n);
+                }
+            }
+        }
+        if !quick {
+            sort(keys, SortOrder::Ascending, Bits::All, Pattern::Uniform, long);
+            sort(pairs, SortOrder::Descending, Bits::All, Pattern::Hard, long);
+        }
+        for order in orders {
+            for pattern in [Pattern::Uniform, Pattern::Hard] {
+                sort(SortOp::Pairs(ElemKind::U64), order, Bits::All, pattern, 4097);
+            }
+        }
+        for bits in [Bits::SecondByte, Bits::Top, Bits::Lowest] {
+            for (i, pattern) in [Pattern::Uniform, Pattern::Hard].into_iter().enumerate() {
+                for n in [33, 4097] {
+                    let op = if (i + n) % 2 == 0 { keys } else { pairs };
+                    sort(op, orders[i], bits, pattern, n);
                 }
             }
         }
