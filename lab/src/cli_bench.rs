@@ -25,6 +25,9 @@ pub(crate) fn bench(
         })?;
         return output(&report, &args, started);
     }
+    if let Some(ranks) = args.gpus {
+        return crate::cli_group::bench(choice, selector, validation, ranks, &args);
+    }
     let cfg = config(&args)?;
     let devices = open_devices(choice, selector, validation);
     if devices.is_empty() {
@@ -249,7 +252,7 @@ fn parse_size(s: &str) -> Result<usize> {
 }
 
 /// One size, or every power of two of a range `2^a..2^b`.
-fn parse_sizes(s: &str) -> Result<Vec<usize>> {
+pub(crate) fn parse_sizes(s: &str) -> Result<Vec<usize>> {
     match s.split_once("..") {
         Some((a, b)) => {
             let (a, b) = (parse_size(a)?, parse_size(b)?);

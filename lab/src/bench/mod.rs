@@ -42,6 +42,7 @@
 
 pub mod cub;
 mod data;
+pub mod group;
 mod report;
 mod svg;
 
