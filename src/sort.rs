@@ -701,7 +701,11 @@ impl<K: Element> Sorter<K> {
     /// Valid only after a call with at least one key. Waits for the device.
     pub(crate) fn digit_counts(&self, dev: &dyn Device, digit: usize) -> Result<Vec<u32>> {
         let work = self.work.as_ref().ok_or_else(|| {
-            Error::invalid("sorter", "nothing counted yet", "a sort or count_digits first")
+            Error::invalid(
+                "sorter",
+                "nothing counted yet",
+                "a sort or count_digits first",
+            )
         })?;
         let mut counts = vec![0u32; RADIX as usize];
         let at = (WORK_HIST as usize + digit * RADIX as usize) * 4;

@@ -180,7 +180,10 @@ fn one_device_promises<T: ReduceInput>(rng: &mut Rng) {
         }
     }
     if float {
-        assert!(differed, "float sums with unaligned boundaries never differed");
+        assert!(
+            differed,
+            "float sums with unaligned boundaries never differed"
+        );
     }
     // On the devices: the group against the library's one-device calls, for one length
     // that spans several tiles, every rank count, tile-aligned layouts.
@@ -195,7 +198,12 @@ fn one_device_promises<T: ReduceInput>(rng: &mut Rng) {
                 let got = run_reduce_scan(dev, GroupOp::Reduce(op), ranks, &data, &lens, one)
                     .unwrap_or_else(|e| panic!("{}: {e}", d.label));
                 let m = comparison(op)(&vec![one; ranks], &got);
-                assert!(m.is_none(), "{}: reduce {op} {lens:?}: {}", d.label, m.unwrap());
+                assert!(
+                    m.is_none(),
+                    "{}: reduce {op} {lens:?}: {}",
+                    d.label,
+                    m.unwrap()
+                );
                 if !float && matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
                     let lens = Layout::Random.lens(n, ranks, rng);
                     let one = device_scan_host(dev, op, ScanKind::Inclusive, &data).unwrap();
@@ -209,7 +217,12 @@ fn one_device_promises<T: ReduceInput>(rng: &mut Rng) {
                     )
                     .unwrap();
                     let m = first_mismatch(&one, &got);
-                    assert!(m.is_none(), "{}: scan {op} {lens:?}: {}", d.label, m.unwrap());
+                    assert!(
+                        m.is_none(),
+                        "{}: scan {op} {lens:?}: {}",
+                        d.label,
+                        m.unwrap()
+                    );
                 }
             }
         }
@@ -260,7 +273,11 @@ fn ranks_on_distinct_devices() {
         let mut y = GroupVec::<f32>::alloc(&group, &lens).unwrap();
         y.fill(&group, f32::from_bits(0xcdcd_cdcd)).unwrap();
         group::scan(&group, ReduceOp::Sum, ScanKind::Exclusive, &x, &mut y).unwrap();
-        let want = expected_reduce_scan(GroupOp::Scan(ReduceOp::Sum, ScanKind::Exclusive), &data, &lens);
+        let want = expected_reduce_scan(
+            GroupOp::Scan(ReduceOp::Sum, ScanKind::Exclusive),
+            &data,
+            &lens,
+        );
         let m = first_mismatch_nan_as_class(&want, &y.to_vec(&group).unwrap());
         assert!(m.is_none(), "scan n={n} {lens:?}: {}", m.unwrap());
         let keys: Vec<u64> = rng.vec(n);
@@ -268,13 +285,26 @@ fn ranks_on_distinct_devices() {
         let k = GroupVec::from_slice(&group, &keys, &lens).unwrap();
         let mut sorted = GroupVec::<u64>::alloc(&group, &out_lens).unwrap();
         GroupSorter::new(&group)
-            .sort_keys(&group, &k, &mut sorted, SortOrder::Descending, all_bits::<u64>())
+            .sort_keys(
+                &group,
+                &k,
+                &mut sorted,
+                SortOrder::Descending,
+                all_bits::<u64>(),
+            )
             .unwrap();
         let want = cpu::sort::sort_keys(&keys, SortOrder::Descending, all_bits::<u64>());
-        assert!(want == sorted.to_vec(&group).unwrap(), "sort n={n} {lens:?} -> {out_lens:?}");
+        assert!(
+            want == sorted.to_vec(&group).unwrap(),
+            "sort n={n} {lens:?} -> {out_lens:?}"
+        );
     }
     for d in &opened {
-        assert!(d.validation_messages().is_empty(), "{:?}", d.validation_messages());
+        assert!(
+            d.validation_messages().is_empty(),
+            "{:?}",
+            d.validation_messages()
+        );
     }
 }
 
@@ -353,7 +383,9 @@ fn a_failing_rank_stops_the_others() {
                 round,
                 rounds: Default::default(),
             }));
-            let keys: Vec<u32> = (0..20_000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+            let keys: Vec<u32> = (0..20_000u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
             let lens = [5000, 0, 7000, 8000];
             let x = GroupVec::from_slice(&group, &keys, &lens).unwrap();
             let mut y = GroupVec::<u32>::alloc(&group, &lens).unwrap();
@@ -394,7 +426,11 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
             v
         };
         let untouched = |v: &GroupVec<f32>| {
-            assert!(v.to_vec(&group).unwrap().iter().all(|x| x.to_bits() == 0xcdcd_cdcd))
+            assert!(v
+                .to_vec(&group)
+                .unwrap()
+                .iter()
+                .all(|x| x.to_bits() == 0xcdcd_cdcd))
         };
         // Layouts.
         assert!(matches!(
@@ -405,7 +441,10 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
             GroupVec::from_slice(&group, &data, &[40, 1, 60]),
             Err(Error::LengthMismatch { name: "lens", .. })
         ));
-        assert!(matches!(Group::in_process(vec![]), Err(Error::InvalidParameter { .. })));
+        assert!(matches!(
+            Group::in_process(vec![]),
+            Err(Error::InvalidParameter { .. })
+        ));
         // Reduce: a bitwise operator on floats, outputs of two elements, another group.
         let mut out = fresh(&[1, 1, 1]);
         assert!(matches!(
@@ -435,10 +474,7 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
             Err(Error::InvalidParameter { name: "output", .. })
         ));
         untouched(&moved);
-        let shards = x
-            .into_shards()
-            .into_iter()
-            .collect::<Vec<_>>();
+        let shards = x.into_shards().into_iter().collect::<Vec<_>>();
         let alias: Vec<_> = shards
             .iter()
             .map(|s| xwarp::DeviceVec::from_raw(s.raw().clone(), s.len()).unwrap())
@@ -456,12 +492,18 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
         let mut s = fresh(&[50, 50, 0]);
         assert!(matches!(
             sorter.sort_keys(&group, &x, &mut s, SortOrder::Ascending, 0..33),
-            Err(Error::InvalidParameter { name: "end_bit", .. })
+            Err(Error::InvalidParameter {
+                name: "end_bit",
+                ..
+            })
         ));
         let mut short = fresh(&[50, 49, 0]);
         assert!(matches!(
             sorter.sort_keys(&group, &x, &mut short, SortOrder::Ascending, 0..32),
-            Err(Error::LengthMismatch { name: "keys_out", .. })
+            Err(Error::LengthMismatch {
+                name: "keys_out",
+                ..
+            })
         ));
         let mut two = GroupSorter::<f32>::new(&other);
         assert!(matches!(
@@ -471,8 +513,19 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
         let v = GroupVec::from_slice(&group, &vec![7u32; 100], &[50, 50, 0]).unwrap();
         let mut vout = GroupVec::<u32>::alloc(&group, &[50, 50, 0]).unwrap();
         assert!(matches!(
-            sorter.sort_pairs(&group, &x, &mut s, &v, &mut vout, SortOrder::Ascending, 0..32),
-            Err(Error::InvalidParameter { name: "values_in", .. })
+            sorter.sort_pairs(
+                &group,
+                &x,
+                &mut s,
+                &v,
+                &mut vout,
+                SortOrder::Ascending,
+                0..32
+            ),
+            Err(Error::InvalidParameter {
+                name: "values_in",
+                ..
+            })
         ));
         untouched(&s);
         // A shard on another device than its rank's (ranks on distinct devices).
@@ -485,7 +538,10 @@ fn refused_arguments_are_typed_errors_and_write_nothing() {
                 xwarp::DeviceVec::<f32>::alloc(dev, 1).unwrap(),
             ],
         );
-        assert!(matches!(foreign, Err(Error::ForeignBuffer { .. })), "{foreign:?}");
+        assert!(
+            matches!(foreign, Err(Error::ForeignBuffer { .. })),
+            "{foreign:?}"
+        );
     });
 }
 
@@ -543,11 +599,22 @@ fn nccl_group_or_a_typed_error() {
             let mut ks = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
             let mut vs = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
             GroupSorter::new(&group)
-                .sort_pairs(&group, &k, &mut ks, &v, &mut vs, SortOrder::Ascending, 0..32)
+                .sort_pairs(
+                    &group,
+                    &k,
+                    &mut ks,
+                    &v,
+                    &mut vs,
+                    SortOrder::Ascending,
+                    0..32,
+                )
                 .unwrap();
             let (wk, wv) = cpu::sort::sort_pairs(&keys, &values, SortOrder::Ascending, 0..32);
             assert!(wk == ks.to_vec(&group).unwrap(), "sort keys n={n} {lens:?}");
-            assert!(wv == vs.to_vec(&group).unwrap(), "sort values n={n} {lens:?}");
+            assert!(
+                wv == vs.to_vec(&group).unwrap(),
+                "sort values n={n} {lens:?}"
+            );
         }
     }
 }

@@ -123,10 +123,7 @@ impl Rendezvous {
             return Ok(());
         }
         while st.generation == generation && st.failed.is_none() {
-            st = self
-                .wake
-                .wait(st)
-                .unwrap_or_else(PoisonError::into_inner);
+            st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
         match st.failed {
             Some(r) if st.generation == generation => Err(Self::peer_failed(r)),

@@ -186,7 +186,7 @@ impl<'d> Group<'d> {
             }
             out
         };
-        let mut results: Vec<Result<R>> = std::thread::scope(|s| {
+        let results: Vec<Result<R>> = std::thread::scope(|s| {
             let others: Vec<_> = (1..ex.ranks())
                 .map(|rank| s.spawn(move || one(rank)))
                 .collect();
@@ -197,12 +197,21 @@ impl<'d> Group<'d> {
                 .map(|r| r.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
         });
-        if let Some(origin) = rv.failed() {
-            if let Err(e) = results.swap_remove(origin) {
-                return Err(e);
+        // The failing rank's error; the others' only say that it failed.
+        let origin = rv.failed();
+        let mut outputs = Vec::with_capacity(results.len());
+        let mut error = None;
+        for (rank, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(out) => outputs.push(out),
+                Err(e) if error.is_none() || origin == Some(rank) => error = Some(e),
+                Err(_) => {}
             }
         }
-        results.into_iter().collect()
+        match error {
+            Some(e) => Err(e),
+            None => Ok(outputs),
+        }
     }
 }
 
@@ -382,10 +391,7 @@ fn check_distinct<A: Element, B: Element>(
 ) -> Result<()> {
     for (r, out) in output.1.shards.iter().enumerate() {
         for &(name, input) in inputs {
-            let same = Arc::ptr_eq(
-                &out.raw().keep_alive(),
-                &input.shards[r].raw().keep_alive(),
-            );
+            let same = Arc::ptr_eq(&out.raw().keep_alive(), &input.shards[r].raw().keep_alive());
             if same {
                 return Err(Error::invalid(
                     output.0,

@@ -108,7 +108,12 @@ impl NcclExchange {
 
     /// Issues rank `rank`'s NCCL sends and receives (device addresses and lengths) in one
     /// NCCL group; returns the first error after closing the group.
-    fn issue(&self, rank: usize, sends: &[(usize, u64, u64)], recvs: &[(usize, u64, u64)]) -> Result<()> {
+    fn issue(
+        &self,
+        rank: usize,
+        sends: &[(usize, u64, u64)],
+        recvs: &[(usize, u64, u64)],
+    ) -> Result<()> {
         let dev = &self.devices[rank];
         let comm = self.comms[rank].0;
         let stream = dev.stream().cu_stream() as sys::cudaStream_t;
@@ -154,7 +159,9 @@ impl NcclExchange {
             .map(|_| ())
             .map_err(nccl_err("ncclRecv"));
         }
-        let end = nccl::group_end().map(|_| ()).map_err(nccl_err("ncclGroupEnd"));
+        let end = nccl::group_end()
+            .map(|_| ())
+            .map_err(nccl_err("ncclGroupEnd"));
         first.and(end)
     }
 }
@@ -186,13 +193,24 @@ impl Exchange for NcclExchange {
             Ok((p.peer, dev.device_ptr(p.buffer)? + p.offset, p.bytes))
         };
         let remote = |p: &&Piece<'_>| p.peer != rank && p.bytes > 0;
-        let to_peers: Vec<_> = sends.iter().filter(remote).map(address).collect::<Result<_>>()?;
-        let from_peers: Vec<_> = recvs.iter().filter(remote).map(address).collect::<Result<_>>()?;
+        let to_peers: Vec<_> = sends
+            .iter()
+            .filter(remote)
+            .map(address)
+            .collect::<Result<_>>()?;
+        let from_peers: Vec<_> = recvs
+            .iter()
+            .filter(remote)
+            .map(address)
+            .collect::<Result<_>>()?;
         // A rank's transfers to itself are copies on its stream.
         let own_sends: Vec<&Piece<'_>> = sends.iter().filter(|p| p.peer == rank).collect();
         let own_recvs: Vec<&Piece<'_>> = recvs.iter().filter(|p| p.peer == rank).collect();
         if own_sends.len() != own_recvs.len()
-            || own_sends.iter().zip(&own_recvs).any(|(s, r)| s.bytes != r.bytes)
+            || own_sends
+                .iter()
+                .zip(&own_recvs)
+                .any(|(s, r)| s.bytes != r.bytes)
         {
             return Err(Error::invalid(
                 "recvs",
@@ -205,12 +223,10 @@ impl Exchange for NcclExchange {
                 dev.copy(s.buffer, s.offset, r.buffer, r.offset, s.bytes)?;
             }
         }
-        dev.context()
-            .bind_to_thread()
-            .map_err(|e| Error::Cuda {
-                call: "cuCtxSetCurrent",
-                reason: format!("{e:?}"),
-            })?;
+        dev.context().bind_to_thread().map_err(|e| Error::Cuda {
+            call: "cuCtxSetCurrent",
+            reason: format!("{e:?}"),
+        })?;
         self.rendezvous.barrier()?;
         self.issue(rank, &to_peers, &from_peers)
     }

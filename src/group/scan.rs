@@ -41,7 +41,13 @@ pub fn scan<T: Reduce>(
     }
     let ranks = group.ranks();
     if ranks == 1 {
-        return single::device_scan(group.device(0), op, kind, input.shard(0), output.shard_mut(0));
+        return single::device_scan(
+            group.device(0),
+            op,
+            kind,
+            input.shard(0),
+            output.shard_mut(0),
+        );
     }
     let size = T::KIND.size() as u64;
     let output = &*output;

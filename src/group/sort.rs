@@ -347,12 +347,8 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         let n_in = self.in_lens[r];
         let mut mine = vec![0u64; digits.len() * radix];
         if n_in > 0 {
-            st.sorter.count_digits(
-                dev,
-                self.keys_in.shard(r),
-                self.order,
-                self.bits.clone(),
-            )?;
+            st.sorter
+                .count_digits(dev, self.keys_in.shard(r), self.order, self.bits.clone())?;
             for d in 0..digits.len() {
                 let counts = st.sorter.digit_counts(dev, d)?;
                 for (m, c) in mine[d * radix..].iter_mut().zip(counts) {
@@ -597,9 +593,9 @@ mod tests {
             let plan = plan_pass(&counts, out_lens);
             let mut next = vec![Vec::new(); ranks];
             for (d, dst) in next.iter_mut().enumerate() {
-                for s in 0..ranks {
-                    let (first, n) = plan.send[s][d];
-                    dst.extend_from_slice(&parts[s][first..first + n]);
+                for (part, send) in parts.iter().zip(&plan.send) {
+                    let (first, n) = send[d];
+                    dst.extend_from_slice(&part[first..first + n]);
                 }
                 assert_eq!(dst.len(), out_lens[d]);
                 if plan.merge[d] {
@@ -623,7 +619,9 @@ mod tests {
     }
 
     fn layout(rng: &mut Rng, n: usize, ranks: usize) -> Vec<usize> {
-        let mut cuts: Vec<usize> = (0..ranks - 1).map(|_| rng.below(n as u64 + 1) as usize).collect();
+        let mut cuts: Vec<usize> = (0..ranks - 1)
+            .map(|_| rng.below(n as u64 + 1) as usize)
+            .collect();
         cuts.sort();
         let mut lens = Vec::new();
         let mut prev = 0;

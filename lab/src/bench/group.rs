@@ -368,7 +368,15 @@ fn case<T: BenchElem>(
                 }
                 let one_v = DeviceVec::from_slice(dev, &values[..n])?;
                 let mut one_vy = DeviceVec::<u32>::alloc(dev, n)?;
-                one.sort_pairs(dev, &one_in, &mut one_out, &one_v, &mut one_vy, order, bits.clone())?;
+                one.sort_pairs(
+                    dev,
+                    &one_in,
+                    &mut one_out,
+                    &one_v,
+                    &mut one_vy,
+                    order,
+                    bits.clone(),
+                )?;
                 let (wk, wv) = cpu::sort::sort_pairs(mine, &values[..n], order, bits.clone());
                 if first_mismatch(&wk, &one_out.to_vec(dev)?).is_some()
                     || first_mismatch(&wv, &one_vy.to_vec(dev)?).is_some()
@@ -380,7 +388,15 @@ fn case<T: BenchElem>(
                         sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())
                     })?,
                     wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
-                        one.sort_pairs(dev, &one_in, &mut one_out, &one_v, &mut one_vy, order, bits.clone())
+                        one.sort_pairs(
+                            dev,
+                            &one_in,
+                            &mut one_out,
+                            &one_v,
+                            &mut one_vy,
+                            order,
+                            bits.clone(),
+                        )
                     })?,
                 )
             }
@@ -403,7 +419,11 @@ fn case<T: BenchElem>(
 
 /// Prints the report as a table.
 pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    writeln!(out, "group: {} ranks, exchange {}", report.ranks, report.exchange)?;
+    writeln!(
+        out,
+        "group: {} ranks, exchange {}",
+        report.ranks, report.exchange
+    )?;
     for (r, d) in report.devices.iter().enumerate() {
         writeln!(out, "  rank {r}: {d}")?;
     }
@@ -427,7 +447,14 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
         "scaling",
     ]);
     for r in &report.records {
-        let ms = |s: &Stats| format!("{:.3} ({:.3}..{:.3})", s.median * 1e3, s.min * 1e3, s.max * 1e3);
+        let ms = |s: &Stats| {
+            format!(
+                "{:.3} ({:.3}..{:.3})",
+                s.median * 1e3,
+                s.min * 1e3,
+                s.max * 1e3
+            )
+        };
         table.add_row(vec![
             r.algo.clone(),
             r.elem.clone(),

@@ -172,7 +172,9 @@ pub fn group_cases(quick: bool, large: bool) -> Vec<GroupCase> {
             .filter(|op| !float || op.for_floats());
         let scan_ops = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max]
             .into_iter()
-            .flat_map(|op| [ScanKind::Inclusive, ScanKind::Exclusive].map(|k| GroupOp::Scan(op, k)));
+            .flat_map(|op| {
+                [ScanKind::Inclusive, ScanKind::Exclusive].map(|k| GroupOp::Scan(op, k))
+            });
         let ops: Vec<GroupOp> = reduce_ops.map(GroupOp::Reduce).chain(scan_ops).collect();
         for &op in &ops {
             for &n in SIZES.iter().filter(|&&n| n < long) {
@@ -275,12 +277,24 @@ pub fn group_cases(quick: bool, large: bool) -> Vec<GroupCase> {
             }
         }
         if !quick {
-            sort(keys, SortOrder::Ascending, Bits::All, Pattern::Uniform, long);
+            sort(
+                keys,
+                SortOrder::Ascending,
+                Bits::All,
+                Pattern::Uniform,
+                long,
+            );
             sort(pairs, SortOrder::Descending, Bits::All, Pattern::Hard, long);
         }
         for order in orders {
             for pattern in [Pattern::Uniform, Pattern::Hard] {
-                sort(SortOp::Pairs(ElemKind::U64), order, Bits::All, pattern, 4097);
+                sort(
+                    SortOp::Pairs(ElemKind::U64),
+                    order,
+                    Bits::All,
+                    pattern,
+                    4097,
+                );
             }
         }
         for bits in [Bits::SecondByte, Bits::Top, Bits::Lowest] {
@@ -394,18 +408,46 @@ pub fn run_sort<K: Element>(
     let mut out: Vec<u64>;
     match case.op {
         SortOp::Pairs(ElemKind::U64) => {
-            let values = sort_pairs::<K, u64>(&group, &mut sorter, case, &keys_in, &mut keys_out, lens, out_lens)?;
-            out = keys_out.to_vec(&group)?.iter().map(|k| k.to_bits64()).collect();
+            let values = sort_pairs::<K, u64>(
+                &group,
+                &mut sorter,
+                case,
+                &keys_in,
+                &mut keys_out,
+                lens,
+                out_lens,
+            )?;
+            out = keys_out
+                .to_vec(&group)?
+                .iter()
+                .map(|k| k.to_bits64())
+                .collect();
             out.extend(values);
         }
         SortOp::Pairs(_) => {
-            let values = sort_pairs::<K, u32>(&group, &mut sorter, case, &keys_in, &mut keys_out, lens, out_lens)?;
-            out = keys_out.to_vec(&group)?.iter().map(|k| k.to_bits64()).collect();
+            let values = sort_pairs::<K, u32>(
+                &group,
+                &mut sorter,
+                case,
+                &keys_in,
+                &mut keys_out,
+                lens,
+                out_lens,
+            )?;
+            out = keys_out
+                .to_vec(&group)?
+                .iter()
+                .map(|k| k.to_bits64())
+                .collect();
             out.extend(values);
         }
         _ => {
             sorter.sort_keys(&group, &keys_in, &mut keys_out, case.order, bits)?;
-            out = keys_out.to_vec(&group)?.iter().map(|k| k.to_bits64()).collect();
+            out = keys_out
+                .to_vec(&group)?
+                .iter()
+                .map(|k| k.to_bits64())
+                .collect();
         }
     }
     Ok(out)
@@ -504,7 +546,11 @@ fn case_on<T: ReduceInput>(
 }
 
 /// One case on every device (`None` for a case of subnormals where a device flushes them).
-pub fn check(devices: &[(String, &dyn Device)], case: &GroupCase, rng: &mut Rng) -> Option<CaseReport> {
+pub fn check(
+    devices: &[(String, &dyn Device)],
+    case: &GroupCase,
+    rng: &mut Rng,
+) -> Option<CaseReport> {
     with_elem!(case.elem, case_on(devices, case, rng))
 }
 
