@@ -192,21 +192,7 @@ fn config(args: &BenchArgs) -> Result<Config> {
         }
     }
     if !args.types.is_empty() {
-        cfg.types.clear();
-        for t in &args.types {
-            let t = t.trim();
-            if t == "all" {
-                cfg.types = ElemKind::ALL.to_vec();
-                break;
-            }
-            let kind = ElemKind::ALL
-                .into_iter()
-                .find(|k| k.name() == t)
-                .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
-            if !cfg.types.contains(&kind) {
-                cfg.types.push(kind);
-            }
-        }
+        cfg.types = parse_types(&args.types)?;
     }
     if !args.sizes.is_empty() {
         cfg.sizes.clear();
@@ -228,6 +214,24 @@ fn config(args: &BenchArgs) -> Result<Config> {
     }
     cfg.check()?;
     Ok(cfg)
+}
+
+/// The element types of `--types` (names, or `all`), each once, in the order given.
+pub(crate) fn parse_types(names: &[String]) -> Result<Vec<ElemKind>> {
+    let mut types = Vec::new();
+    for t in names.iter().map(|t| t.trim()) {
+        if t == "all" {
+            return Ok(ElemKind::ALL.to_vec());
+        }
+        let kind = ElemKind::ALL
+            .into_iter()
+            .find(|k| k.name() == t)
+            .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
+        if !types.contains(&kind) {
+            types.push(kind);
+        }
+    }
+    Ok(types)
 }
 
 /// `N`, `2^k`, `2^k+c` or `2^k-c`.

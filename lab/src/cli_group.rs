@@ -1,11 +1,11 @@
 //! `xwarp bench --gpus N`: the group, its exchange, the run, the outputs.
 
-use crate::cli_bench::parse_sizes;
+use crate::cli_bench::{parse_sizes, parse_types};
 use crate::{open_devices, BenchArgs};
 use std::process::ExitCode;
 use xwarp::backend::{BackendChoice, DeviceSelector};
 use xwarp::group::Group;
-use xwarp::{Device, ElemKind, Error, Result};
+use xwarp::{Device, Error, Result};
 use xwarp_lab::bench::group::{self as gb, GroupAlgo, GroupConfig};
 
 pub(crate) fn bench(
@@ -100,20 +100,7 @@ fn config(args: &BenchArgs) -> Result<GroupConfig> {
         cfg.algos = GroupAlgo::parse_list(&args.algos)?;
     }
     if !args.types.is_empty() {
-        cfg.types.clear();
-        for t in args.types.iter().map(|t| t.trim()) {
-            if t == "all" {
-                cfg.types = ElemKind::ALL.to_vec();
-                break;
-            }
-            let kind = ElemKind::ALL
-                .into_iter()
-                .find(|k| k.name() == t)
-                .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
-            if !cfg.types.contains(&kind) {
-                cfg.types.push(kind);
-            }
-        }
+        cfg.types = parse_types(&args.types)?;
     }
     if !args.sizes.is_empty() {
         cfg.sizes.clear();

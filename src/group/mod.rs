@@ -226,10 +226,6 @@ impl Rank<'_> {
     fn dev(&self) -> &dyn Device {
         self.ex.device(self.rank)
     }
-
-    fn ranks(&self) -> usize {
-        self.ex.ranks()
-    }
 }
 
 /// A vector sharded over a group's ranks: shard `r` on rank `r`'s device, the shards in global

@@ -119,45 +119,32 @@ impl NcclExchange {
         let stream = dev.stream().cu_stream() as sys::cudaStream_t;
         nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
         let mut first = Ok(());
-        for &(peer, ptr, bytes) in sends {
-            if first.is_err() {
-                break;
-            }
+        let transfers = sends
+            .iter()
+            .map(|&t| (true, t))
+            .chain(recvs.iter().map(|&t| (false, t)));
+        for (send, (peer, ptr, bytes)) in transfers {
+            let (ptr, peer, kind) = (
+                ptr as *mut c_void,
+                peer as c_int,
+                sys::ncclDataType_t::ncclUint8,
+            );
             // SAFETY: `ptr .. ptr + bytes` lies inside a live buffer of this rank's device
             // (checked by check_pieces; the caller keeps the buffer alive until the stream has
-            // run the transfer, and buffers are freed in stream order); `comm` is this rank's
-            // communicator and `stream` a stream of its device.
-            first = unsafe {
-                nccl::send(
-                    ptr as *const c_void,
-                    bytes as usize,
-                    sys::ncclDataType_t::ncclUint8,
-                    peer as c_int,
-                    comm,
-                    stream,
-                )
-            }
-            .map(|_| ())
-            .map_err(nccl_err("ncclSend"));
-        }
-        for &(peer, ptr, bytes) in recvs {
-            if first.is_err() {
+            // run the transfer, and buffers are freed in stream order); a received range is
+            // written by this transfer alone in the round (the exchange's contract); `comm` is
+            // this rank's communicator and `stream` a stream of its device.
+            let result = unsafe {
+                if send {
+                    nccl::send(ptr, bytes as usize, kind, peer, comm, stream)
+                } else {
+                    nccl::recv(ptr, bytes as usize, kind, peer, comm, stream)
+                }
+            };
+            if let Err(e) = result {
+                first = Err(nccl_err(if send { "ncclSend" } else { "ncclRecv" })(e));
                 break;
             }
-            // SAFETY: as for the sends; the range is written only by this transfer in the
-            // round (the exchange's contract).
-            first = unsafe {
-                nccl::recv(
-                    ptr as *mut c_void,
-                    bytes as usize,
-                    sys::ncclDataType_t::ncclUint8,
-                    peer as c_int,
-                    comm,
-                    stream,
-                )
-            }
-            .map(|_| ())
-            .map_err(nccl_err("ncclRecv"));
         }
         let end = nccl::group_end()
             .map(|_| ())

@@ -436,55 +436,66 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         from: At,
         to: At,
     ) -> Result<()> {
-        let (r, ranks) = (rank.rank, rank.ranks());
+        let r = rank.rank;
         let sent: usize = plan.send[r].iter().map(|s| s.1).sum();
         let (src_keys, src_values) = self.at(st, r, from, sent)?;
         let (dst_keys, dst_values) = self.at(st, r, to, self.out_lens[r])?;
         let (ks, vs) = (K::KIND.size() as u64, V::KIND.size() as u64);
         let mut sends = Vec::new();
         for (d, &(first, count)) in plan.send[r].iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
-            sends.push(Piece {
-                peer: d,
-                buffer: src_keys.raw(),
-                offset: first as u64 * ks,
-                bytes: count as u64 * ks,
-            });
-            if let Some(v) = &src_values {
-                sends.push(Piece {
-                    peer: d,
-                    buffer: v.raw(),
-                    offset: first as u64 * vs,
-                    bytes: count as u64 * vs,
-                });
+            if count > 0 {
+                let values = src_values.as_ref().map(DeviceVec::raw);
+                push_run(
+                    &mut sends,
+                    d,
+                    (src_keys.raw(), values),
+                    (ks, vs),
+                    (first, count),
+                );
             }
         }
         let mut recvs = Vec::new();
         let mut at = 0usize;
-        for s in 0..ranks {
-            let count = plan.send[s][r].1;
-            if count == 0 {
-                continue;
+        for (s, send) in plan.send.iter().enumerate() {
+            let count = send[r].1;
+            if count > 0 {
+                let values = dst_values.as_ref().map(DeviceVec::raw);
+                push_run(
+                    &mut recvs,
+                    s,
+                    (dst_keys.raw(), values),
+                    (ks, vs),
+                    (at, count),
+                );
+                at += count;
             }
-            recvs.push(Piece {
-                peer: s,
-                buffer: dst_keys.raw(),
-                offset: at as u64 * ks,
-                bytes: count as u64 * ks,
-            });
-            if let Some(v) = &dst_values {
-                recvs.push(Piece {
-                    peer: s,
-                    buffer: v.raw(),
-                    offset: at as u64 * vs,
-                    bytes: count as u64 * vs,
-                });
-            }
-            at += count;
         }
         rank.ex.exchange(r, &sends, &recvs)
+    }
+}
+
+/// Adds the pieces of one run of `count` keys from index `first` for `peer`: its keys, then
+/// its values (sender and receiver list them in this order). `sizes`: key and value bytes.
+fn push_run<'a>(
+    pieces: &mut Vec<Piece<'a>>,
+    peer: usize,
+    (keys, values): (&'a RawBuffer, Option<&'a RawBuffer>),
+    (ks, vs): (u64, u64),
+    (first, count): (usize, usize),
+) {
+    pieces.push(Piece {
+        peer,
+        buffer: keys,
+        offset: first as u64 * ks,
+        bytes: count as u64 * ks,
+    });
+    if let Some(v) = values {
+        pieces.push(Piece {
+            peer,
+            buffer: v,
+            offset: first as u64 * vs,
+            bytes: count as u64 * vs,
+        });
     }
 }
 

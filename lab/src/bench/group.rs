@@ -19,6 +19,7 @@
 
 use super::data::{random_input, BenchElem};
 use super::Stats;
+use crate::validate::group::split;
 use crate::validate::{first_mismatch, first_mismatch_nan_as_class};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -200,7 +201,7 @@ pub fn run(group: &Group<'_>, cfg: &GroupConfig, progress: &mut dyn FnMut(&str))
             for &n in &cfg.sizes {
                 let name = format!("{algo} {elem} {n} per rank x {}", group.ranks());
                 progress(&name);
-                let r = with_elem(elem, group, algo, n, cfg);
+                let r = crate::with_elem!(elem, case(group, algo, n, cfg));
                 match r {
                     Ok(rec) => report.records.push(rec),
                     Err(e) => report.failures.push(format!("{name}: {e}")),
@@ -209,23 +210,6 @@ pub fn run(group: &Group<'_>, cfg: &GroupConfig, progress: &mut dyn FnMut(&str))
         }
     }
     report
-}
-
-fn with_elem(
-    elem: ElemKind,
-    group: &Group<'_>,
-    algo: GroupAlgo,
-    n: usize,
-    cfg: &GroupConfig,
-) -> Result<GroupRecord> {
-    match elem {
-        ElemKind::I32 => case::<i32>(group, algo, n, cfg),
-        ElemKind::U32 => case::<u32>(group, algo, n, cfg),
-        ElemKind::F32 => case::<f32>(group, algo, n, cfg),
-        ElemKind::I64 => case::<i64>(group, algo, n, cfg),
-        ElemKind::U64 => case::<u64>(group, algo, n, cfg),
-        ElemKind::F64 => case::<f64>(group, algo, n, cfg),
-    }
 }
 
 /// Host wall per call of `call` between synchronizations of `sync`.
@@ -267,15 +251,7 @@ fn case<T: BenchElem>(
     let lens = group::split_even(total, ranks);
     let data: Vec<T> = random_input(cfg.seed ^ n as u64, total);
     let dev = group.device(0);
-    let shards: Vec<&[T]> = {
-        let mut at = 0;
-        lens.iter()
-            .map(|&l| {
-                at += l;
-                &data[at - l..at]
-            })
-            .collect()
-    };
+    let shards = split(&data, &lens);
     let mine = &data[..n];
     let x = GroupVec::from_slice(group, &data, &lens)?;
     let one_in = DeviceVec::from_slice(dev, mine)?;
@@ -435,6 +411,7 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
         )?;
     }
     let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     table.set_header(vec![
         "operation",
         "type",
@@ -442,8 +419,8 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
         "total",
         "group ms (min..max)",
         "one device ms (min..max)",
-        "group G/s",
-        "one device G/s",
+        "group M/s",
+        "one device M/s",
         "scaling",
     ]);
     for r in &report.records {
@@ -462,8 +439,8 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
             r.total.to_string(),
             ms(&r.group),
             ms(&r.one),
-            format!("{:.3}", r.group_rate / 1e9),
-            format!("{:.3}", r.one_rate / 1e9),
+            format!("{:.1}", r.group_rate / 1e6),
+            format!("{:.1}", r.one_rate / 1e6),
             format!("{:.2}", r.scaling),
         ]);
     }

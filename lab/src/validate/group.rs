@@ -405,64 +405,36 @@ pub fn run_sort<K: Element>(
     let mut keys_out = GroupVec::<K>::alloc(&group, out_lens)?;
     keys_out.fill(&group, poison_value(keys))?;
     let mut sorter = GroupSorter::<K>::new(&group);
-    let mut out: Vec<u64>;
-    match case.op {
-        SortOp::Pairs(ElemKind::U64) => {
-            let values = sort_pairs::<K, u64>(
-                &group,
-                &mut sorter,
-                case,
-                &keys_in,
-                &mut keys_out,
-                lens,
-                out_lens,
-            )?;
-            out = keys_out
-                .to_vec(&group)?
-                .iter()
-                .map(|k| k.to_bits64())
-                .collect();
-            out.extend(values);
-        }
-        SortOp::Pairs(_) => {
-            let values = sort_pairs::<K, u32>(
-                &group,
-                &mut sorter,
-                case,
-                &keys_in,
-                &mut keys_out,
-                lens,
-                out_lens,
-            )?;
-            out = keys_out
-                .to_vec(&group)?
-                .iter()
-                .map(|k| k.to_bits64())
-                .collect();
-            out.extend(values);
-        }
+    let args = (&group, case, &keys_in, lens, out_lens);
+    let values = match case.op {
+        SortOp::Pairs(ElemKind::U64) => sort_pairs::<K, u64>(args, &mut sorter, &mut keys_out)?,
+        SortOp::Pairs(_) => sort_pairs::<K, u32>(args, &mut sorter, &mut keys_out)?,
         _ => {
             sorter.sort_keys(&group, &keys_in, &mut keys_out, case.order, bits)?;
-            out = keys_out
-                .to_vec(&group)?
-                .iter()
-                .map(|k| k.to_bits64())
-                .collect();
+            Vec::new()
         }
-    }
+    };
+    let mut out: Vec<u64> = keys_out
+        .to_vec(&group)?
+        .iter()
+        .map(|k| k.to_bits64())
+        .collect();
+    out.extend(values);
     Ok(out)
 }
 
 /// The pair sort of a case, values [`pair_value`]s of the keys' input indices: the sorted
 /// values' bits.
 fn sort_pairs<K: Element, V: Element>(
-    group: &Group<'_>,
+    (group, case, keys_in, lens, out_lens): (
+        &Group<'_>,
+        &SortCase,
+        &GroupVec<K>,
+        &[usize],
+        &[usize],
+    ),
     sorter: &mut GroupSorter<K>,
-    case: &SortCase,
-    keys_in: &GroupVec<K>,
     keys_out: &mut GroupVec<K>,
-    lens: &[usize],
-    out_lens: &[usize],
 ) -> Result<Vec<u64>> {
     let n = keys_in.len();
     let values: Vec<V> = (0..n).map(pair_value).collect();
