@@ -353,7 +353,10 @@ fn bench_gpus_times_the_group_beside_one_device() {
         json.to_str().unwrap(),
     ]);
     assert!(ok, "bench --gpus failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("group: 3 ranks, exchange in-process"), "{stdout}");
+    assert!(
+        stdout.contains("group: 3 ranks, exchange in-process"),
+        "{stdout}"
+    );
     assert!(stdout.contains("every rank runs on one device"), "{stdout}");
     let rows = table_rows(&stdout);
     for algo in ["reduce_sum", "scan_exclusive", "sort_pairs"] {
@@ -377,7 +380,10 @@ fn bench_gpus_times_the_group_beside_one_device() {
 fn bench_gpus_refuses_bad_options_with_the_parameter_named() {
     for (args, name) in [
         (&["bench", "--gpus", "0"][..], "`gpus`"),
-        (&["bench", "--gpus", "2", "--exchange", "mpi"][..], "`exchange`"),
+        (
+            &["bench", "--gpus", "2", "--exchange", "mpi"][..],
+            "`exchange`",
+        ),
         (&["bench", "--gpus", "2", "--algo", "compact"][..], "`algo`"),
         (&["bench", "--gpus", "2", "--reps", "0"][..], "`reps`"),
     ] {
