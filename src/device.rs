@@ -421,6 +421,11 @@ impl RawBuffer {
         self.bytes
     }
 
+    /// The opened device the buffer belongs to ([`Device::id`]).
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
     /// The backend's object, if this buffer belongs to `device` and is of type `B`.
     pub fn downcast<B: Any + Send + Sync>(&self, device: DeviceId, name: &str) -> Result<&B> {
         // Two opens of one GPU share a name: the ids tell them apart.

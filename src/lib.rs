@@ -13,6 +13,8 @@
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
+//! - [`group`]: reduce, scan and sort of a vector sharded over several devices (the GPUs of a
+//!   host through NCCL, or any devices in process).
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
 //! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
@@ -46,6 +48,7 @@ pub mod cuda;
 pub mod device;
 pub mod element;
 pub mod error;
+pub mod group;
 pub mod kernels;
 pub mod ladder;
 pub mod plan;

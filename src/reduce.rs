@@ -205,7 +205,8 @@ fn launch_one_pass<T: Reduce>(
     })
 }
 
-fn require<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
+/// Checks `op` for `T` and that the device runs the reduce kernels for `T`.
+pub(crate) fn require<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
     check_op::<T>(op)?;
     plan::require(
         dev.info(),
@@ -356,21 +357,7 @@ pub fn device_reduce_tuned<T: Reduce>(
         }
     }
     let mut totals = DeviceVec::<T>::alloc(dev, tiles)?;
-    // First pass in chunks of whole tiles, so the tiling (and the order) never depends on the
-    // device's binding limits.
-    for (start, n) in plan::chunks(chunk, input.len()) {
-        launch(
-            dev,
-            op,
-            SCOPE_TILE,
-            input,
-            start,
-            n,
-            &totals,
-            start / TILE,
-            n.div_ceil(TILE),
-        )?;
-    }
+    first_level(dev, op, input, chunk, &totals, 0)?;
     while totals.len() > TILE {
         let next_len = totals.len().div_ceil(TILE);
         let next = DeviceVec::<T>::alloc(dev, next_len)?;
@@ -398,6 +385,55 @@ pub fn device_reduce_tuned<T: Reduce>(
         index,
         1,
     )
+}
+
+/// The first level of [`device_reduce`]: the totals of `input`'s tiles of [`TILE`] elements,
+/// `input.len().div_ceil(TILE)` values written to `totals[at..]` (nothing for an empty input).
+/// `crate::group` reduces the tile totals of every rank's shard as one sequence.
+pub(crate) fn tile_totals<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    input: &DeviceVec<T>,
+    totals: &DeviceVec<T>,
+    at: usize,
+) -> Result<()> {
+    require::<T>(dev, op)?;
+    let tiles = input.len().div_ceil(TILE);
+    if at + tiles > totals.len() {
+        return Err(Error::LengthMismatch {
+            name: "totals",
+            expected: (at + tiles) as u64,
+            actual: totals.len() as u64,
+        });
+    }
+    let chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
+    first_level(dev, op, input, chunk, totals, at)
+}
+
+/// The tile totals of `input` into `totals[at..]`, in launches of at most `chunk` elements
+/// (whole tiles), so the tiling (and the order) never depends on the device's binding limits.
+fn first_level<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    input: &DeviceVec<T>,
+    chunk: usize,
+    totals: &DeviceVec<T>,
+    at: usize,
+) -> Result<()> {
+    for (start, n) in plan::chunks(chunk, input.len()) {
+        launch(
+            dev,
+            op,
+            SCOPE_TILE,
+            input,
+            start,
+            n,
+            totals,
+            at + start / TILE,
+            n.div_ceil(TILE),
+        )?;
+    }
+    Ok(())
 }
 
 /// [`device_reduce`] of host data, returning the value.

@@ -110,6 +110,11 @@ fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp, ops: SubgroupFeatures) -> Re
     plan::require(dev.info(), T::KIND, ops)
 }
 
+/// Checks `op` for a scan and that the device runs the scan kernels for `T`.
+pub(crate) fn require<T: Reduce>(dev: &dyn Device, op: ReduceOp) -> Result<()> {
+    check::<T>(dev, op, SCAN_OPS)
+}
+
 fn check_lengths(input: usize, output: usize) -> Result<()> {
     if output != input {
         return Err(Error::LengthMismatch {
@@ -209,10 +214,35 @@ pub fn device_scan_tuned<T: Reduce>(
 ) -> Result<()> {
     check::<T>(dev, op, SCAN_OPS)?;
     check_lengths(input.len(), output.len())?;
-    let n_total = input.len();
-    if n_total == 0 {
-        return Ok(());
+    scan_segments(dev, op, kind, &[(input, &*output)], tuning)
+}
+
+/// Scans the concatenation of `segments` (each an input and an output of its length) as one
+/// sequence in one look-back, so the order is that of [`device_scan`] over the concatenation:
+/// every segment but the last must be a whole number of tiles. `crate::group` puts one tile
+/// ahead of a rank's shard whose total is the prefix of the shards before it.
+pub(crate) fn scan_segments<T: Reduce>(
+    dev: &dyn Device,
+    op: ReduceOp,
+    kind: ScanKind,
+    segments: &[(&DeviceVec<T>, &DeviceVec<T>)],
+    tuning: Tuning,
+) -> Result<()> {
+    check::<T>(dev, op, SCAN_OPS)?;
+    for (i, (input, output)) in segments.iter().enumerate() {
+        check_lengths(input.len(), output.len())?;
+        if i + 1 < segments.len() && input.len() % TILE != 0 {
+            return Err(Error::invalid(
+                "segments",
+                format!("a segment of {} elements before the last", input.len()),
+                format!("whole tiles of {TILE} elements"),
+            ));
+        }
     }
+    let Some(&(first_input, first_output)) = segments.iter().find(|(input, _)| !input.is_empty())
+    else {
+        return Ok(());
+    };
     let mut chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
     if let Some(max) = tuning.max_launch_elems {
         if max < TILE || max % TILE != 0 {
@@ -224,7 +254,7 @@ pub fn device_scan_tuned<T: Reduce>(
         }
         chunk = chunk.min(max);
     }
-    let tiles = n_total.div_ceil(TILE);
+    let tiles: usize = segments.iter().map(|(i, _)| i.len().div_ceil(TILE)).sum();
     let window = match tuning.lookback_tiles {
         None => crate::tuning::scan_lookback_tiles(dev.info(), tiles),
         Some(k) if (1..=MAX_LOOKBACK_TILES).contains(&k) => k,
@@ -236,7 +266,7 @@ pub fn device_scan_tuned<T: Reduce>(
             ))
         }
     };
-    let launches = n_total.div_ceil(chunk);
+    let launches: usize = segments.iter().map(|(i, _)| i.len().div_ceil(chunk)).sum();
     // The call's temporaries in one buffer: a counter per launch; two words of tile state per
     // tile (32-bit types keep flag and value in them together); each tile's aggregate and
     // inclusive prefix.
@@ -275,7 +305,7 @@ pub fn device_scan_tuned<T: Reduce>(
         consts: &consts,
     };
     // Zero the tile flags and counters (the same kernel in its clearing mode).
-    let first = chunk.min(n_total);
+    let first = chunk.min(first_input.len());
     let clear = ScanDeviceParams {
         tiles: 2 * tiles as u32,
         chunk: launches as u32,
@@ -290,8 +320,8 @@ pub fn device_scan_tuned<T: Reduce>(
             (2 * tiles).max(launches).div_ceil(BLOCK as usize) as u64,
         )?,
         bindings: &[
-            input.binding(0, first),
-            output.binding(0, first),
+            first_input.binding(0, first),
+            first_output.binding(0, first),
             counters,
             part(at_flags, 8 * tiles as u64),
             part(at_aggregates, size * tiles as u64),
@@ -299,33 +329,40 @@ pub fn device_scan_tuned<T: Reduce>(
         ],
         params: bytemuck::bytes_of(&clear),
     })?;
-    for (launch, start) in (0..n_total).step_by(chunk).enumerate() {
-        let n = chunk.min(n_total - start);
-        let launch_tiles = n.div_ceil(TILE);
-        let tile0 = start / TILE;
-        let params = ScanDeviceParams {
-            n: n as u32,
-            tiles: launch_tiles as u32,
-            tile0: tile0 as u32,
-            chunk: launch as u32,
-            spin: tuning.spin,
-            clear: 0,
-        };
-        // Tile state of all tiles so far stays bound: look-back reads earlier launches' tiles.
-        dev.launch(&Launch {
-            kernel,
-            block: BLOCK,
-            groups: plan::grid(dev.info(), launch_tiles as u64)?,
-            bindings: &[
-                input.binding(start, n),
-                output.binding(start, n),
-                counters,
-                part(at_flags, 8 * (tile0 + launch_tiles) as u64),
-                part(at_aggregates, size * (tile0 + launch_tiles) as u64),
-                part(at_inclusives, size * (tile0 + launch_tiles) as u64),
-            ],
-            params: bytemuck::bytes_of(&params),
-        })?;
+    let mut launch = 0;
+    let mut segment_tile0 = 0;
+    for (input, output) in segments {
+        for start in (0..input.len()).step_by(chunk) {
+            let n = chunk.min(input.len() - start);
+            let launch_tiles = n.div_ceil(TILE);
+            let tile0 = segment_tile0 + start / TILE;
+            let params = ScanDeviceParams {
+                n: n as u32,
+                tiles: launch_tiles as u32,
+                tile0: tile0 as u32,
+                chunk: launch as u32,
+                spin: tuning.spin,
+                clear: 0,
+            };
+            // Tile state of all tiles so far stays bound: look-back reads earlier launches'
+            // tiles (their states only: they have finished).
+            dev.launch(&Launch {
+                kernel,
+                block: BLOCK,
+                groups: plan::grid(dev.info(), launch_tiles as u64)?,
+                bindings: &[
+                    input.binding(start, n),
+                    output.binding(start, n),
+                    counters,
+                    part(at_flags, 8 * (tile0 + launch_tiles) as u64),
+                    part(at_aggregates, size * (tile0 + launch_tiles) as u64),
+                    part(at_inclusives, size * (tile0 + launch_tiles) as u64),
+                ],
+                params: bytemuck::bytes_of(&params),
+            })?;
+            launch += 1;
+        }
+        segment_tile0 += input.len().div_ceil(TILE);
     }
     Ok(())
 }

@@ -339,8 +339,14 @@ pub fn max_len<K: Element>(info: &DeviceInfo, value_bytes: usize, tile: usize) -
     by_data.min(by_work).min(MAX_LEN as u64) as usize
 }
 
+/// Checks that the device runs the sort kernels. They treat 64-bit keys and values as pairs
+/// of 32-bit words: no 64-bit shader arithmetic is needed, whatever the key type.
+pub(crate) fn check_device(info: &DeviceInfo) -> Result<()> {
+    plan::require(info, ElemKind::U32, SORT_OPS)
+}
+
 /// Checks `begin_bit < end_bit ≤ width of K`.
-fn check_bits<K: Element>(bits: &Range<u32>) -> Result<()> {
+pub(crate) fn check_bits<K: Element>(bits: &Range<u32>) -> Result<()> {
     let width = K::KIND.size() as u32 * 8;
     if bits.end == 0 || bits.end > width {
         return Err(Error::invalid(
@@ -634,45 +640,23 @@ impl<K: Element> Sorter<K> {
         self.run(dev, keys_in, None, values, order, bits)
     }
 
-    fn run(
-        &mut self,
+    /// Zeroes the first `clear_words` words of the work buffer (`work`) and counts every
+    /// digit of `bits` of `keys_in` into its histogram rows (row `d` for digit `d`).
+    fn histogram(
+        &self,
         dev: &dyn Device,
         keys_in: &DeviceVec<K>,
-        keys_out: Option<&RawBuffer>,
-        values: Values<'_>,
+        work: Binding<'_>,
+        clear_words: usize,
         order: SortOrder,
-        bits: Range<u32>,
+        bits: &Range<u32>,
     ) -> Result<()> {
         let info = dev.info();
-        // The kernels treat 64-bit keys and values as pairs of 32-bit words: no 64-bit shader
-        // arithmetic is needed, whatever K.
-        plan::require(info, ElemKind::U32, SORT_OPS)?;
         let n = keys_in.len();
-        let passes = bits.len().div_ceil(RADIX_BITS as usize);
-        let vw = values.words();
-        let argsort = matches!(values, Values::Indices { .. });
-        if n == 0 {
-            return Ok(());
-        }
-        let plan = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        // Checked before anything is launched.
         let parts = histogram_parts(info, K::KIND.size(), self.tuning.histogram_parts)?;
-        let tiles = n.div_ceil(plan.tile());
-        // `reserve` made every buffer this call reads; a missing one would be a planning bug,
-        // reported rather than risked.
-        let missing = || Error::invalid("sorter", "storage too small", "storage made by reserve");
-        let work = self.work.as_ref().ok_or_else(missing)?;
-        let keys_a = self.keys_a.as_ref().map(DeviceVec::raw);
-        let rows = tiles * RADIX as usize;
-        let work_words = WORK_STATES as usize + 2 * rows;
-        let work_b = work.binding(0, work_words);
-        let key_bytes = (n * K::KIND.size()) as u64;
-        let keys = |raw| whole(raw, key_bytes);
-        let value_bytes = (n * 4 * vw as usize) as u64;
-        let vals = |raw| whole(raw, value_bytes);
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
-
-        // Zero the histograms, the tile counters and the first pass's tile states.
-        let clear_words = WORK_STATES as usize + rows;
+        let keys = whole(keys_in.raw(), (n.max(1) * K::KIND.size()) as u64);
         let clear = SortHistogramParams {
             n: clear_words as u32,
             clear: 1,
@@ -690,7 +674,7 @@ impl<K: Element> Sorter<K> {
                 info,
                 clear_words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
             )?,
-            bindings: &[keys(keys_in.raw()), work_b],
+            bindings: &[keys, work],
             params: bytemuck::bytes_of(&clear),
         })?;
         let cap = self.tuning.histogram_groups.max(1) as usize;
@@ -701,24 +685,109 @@ impl<K: Element> Sorter<K> {
         let count = SortHistogramParams {
             n: n as u32,
             chunk: chunk as u32,
-            passes: passes as u32,
+            passes: bits.len().div_ceil(RADIX_BITS as usize) as u32,
             begin: bits.start,
             end: bits.end,
             clear: 0,
         };
-        let parts = [("PARTS", parts), ("KEY_ORDER", key_order)];
+        let consts = [("PARTS", parts), ("KEY_ORDER", key_order)];
         let histogram = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
-            consts: &parts,
+            consts: &consts,
         };
         dev.launch(&Launch {
             kernel: histogram,
             block: HISTOGRAM_BLOCK,
             groups: plan::grid(info, n.div_ceil(chunk) as u64)?,
-            bindings: &[keys(keys_in.raw()), work_b],
+            bindings: &[keys, work],
             params: bytemuck::bytes_of(&count),
+        })
+    }
+
+    /// Counts every 8-bit digit of `bits` of the mapped keys of `keys` (the histogram launch
+    /// of a sort, alone); [`Sorter::digit_counts`] reads the counts. `crate::group` learns
+    /// from them which digits every key shares.
+    pub(crate) fn count_digits(
+        &mut self,
+        dev: &dyn Device,
+        keys: &DeviceVec<K>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        check_bits::<K>(&bits)?;
+        check_device(dev.info())?;
+        if keys.len() > MAX_LEN {
+            return Err(Error::invalid(
+                "keys.len()",
+                keys.len(),
+                format!("at most {MAX_LEN}"),
+            ));
+        }
+        grow(dev, &mut self.work, WORK_STATES as usize)?;
+        let work = self
+            .work
+            .as_ref()
+            .ok_or_else(|| Error::invalid("sorter", "no work buffer", "storage made by grow"))?;
+        // The histogram rows lie below the counters: nothing else needs clearing.
+        let words = WORK_COUNTERS as usize;
+        self.histogram(dev, keys, work.binding(0, words), words, order, &bits)
+    }
+
+    /// The counts of the `RADIX` values of digit `digit` (counted from `begin_bit`) of the
+    /// keys that the latest call counted: a sort's first launch, or [`Sorter::count_digits`].
+    /// Valid only after a call with at least one key. Waits for the device.
+    pub(crate) fn digit_counts(&self, dev: &dyn Device, digit: usize) -> Result<Vec<u32>> {
+        let work = self.work.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "sorter",
+                "nothing counted yet",
+                "a sort or count_digits first",
+            )
         })?;
+        let mut counts = vec![0u32; RADIX as usize];
+        let at = (WORK_HIST as usize + digit * RADIX as usize) * 4;
+        dev.read(work.raw(), at as u64, bytemuck::cast_slice_mut(&mut counts))?;
+        Ok(counts)
+    }
+
+    fn run(
+        &mut self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        keys_out: Option<&RawBuffer>,
+        values: Values<'_>,
+        order: SortOrder,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        let info = dev.info();
+        check_device(info)?;
+        let n = keys_in.len();
+        let passes = bits.len().div_ceil(RADIX_BITS as usize);
+        let vw = values.words();
+        let argsort = matches!(values, Values::Indices { .. });
+        if n == 0 {
+            return Ok(());
+        }
+        let plan = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        let tiles = n.div_ceil(plan.tile());
+        // `reserve` made every buffer this call reads; a missing one would be a planning bug,
+        // reported rather than risked.
+        let missing = || Error::invalid("sorter", "storage too small", "storage made by reserve");
+        let work = self.work.as_ref().ok_or_else(missing)?;
+        let keys_a = self.keys_a.as_ref().map(DeviceVec::raw);
+        let rows = tiles * RADIX as usize;
+        let work_words = WORK_STATES as usize + 2 * rows;
+        let work_b = work.binding(0, work_words);
+        let key_bytes = (n * K::KIND.size()) as u64;
+        let keys = |raw| whole(raw, key_bytes);
+        let value_bytes = (n * 4 * vw as usize) as u64;
+        let vals = |raw| whole(raw, value_bytes);
+        let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
+
+        // Zero the histograms, the tile counters and the first pass's tile states; count.
+        let clear_words = WORK_STATES as usize + rows;
+        self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
 
         let keys_b = self.keys_b.as_ref().map(DeviceVec::raw);
         let value_tmp = self.values.as_ref().map(DeviceVec::raw);

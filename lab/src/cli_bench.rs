@@ -41,6 +41,9 @@ pub(crate) fn bench(
         let report = bench::merge(reports).expect("--load names at least one file");
         return output(&report, &args, old.as_ref());
     }
+    if let Some(ranks) = args.gpus {
+        return crate::cli_group::bench(choice, selector, validation, ranks, &args);
+    }
     let cfg = config(&args)?;
     let resumed = args
         .resume
@@ -295,21 +298,7 @@ fn config(args: &BenchArgs) -> Result<Config> {
         }
     }
     if !args.types.is_empty() {
-        cfg.types.clear();
-        for t in &args.types {
-            let t = t.trim();
-            if t == "all" {
-                cfg.types = ElemKind::ALL.to_vec();
-                break;
-            }
-            let kind = ElemKind::ALL
-                .into_iter()
-                .find(|k| k.name() == t)
-                .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
-            if !cfg.types.contains(&kind) {
-                cfg.types.push(kind);
-            }
-        }
+        cfg.types = parse_types(&args.types)?;
     }
     if !args.sizes.is_empty() {
         cfg.sizes.clear();
@@ -339,6 +328,24 @@ fn config(args: &BenchArgs) -> Result<Config> {
     Ok(cfg)
 }
 
+/// The element types of `--types` (names, or `all`), each once, in the order given.
+pub(crate) fn parse_types(names: &[String]) -> Result<Vec<ElemKind>> {
+    let mut types = Vec::new();
+    for t in names.iter().map(|t| t.trim()) {
+        if t == "all" {
+            return Ok(ElemKind::ALL.to_vec());
+        }
+        let kind = ElemKind::ALL
+            .into_iter()
+            .find(|k| k.name() == t)
+            .ok_or_else(|| Error::invalid("types", t, "i32, u32, f32, i64, u64, f64 or all"))?;
+        if !types.contains(&kind) {
+            types.push(kind);
+        }
+    }
+    Ok(types)
+}
+
 /// `N`, `2^k`, `2^k+c` or `2^k-c`.
 fn parse_size(s: &str) -> Result<usize> {
     let bad = || Error::invalid("sizes", s, "N, 2^k, 2^k+c, 2^k-c or 2^a..2^b, k at most 40");
@@ -361,7 +368,7 @@ fn parse_size(s: &str) -> Result<usize> {
 }
 
 /// One size, or every power of two of a range `2^a..2^b`.
-fn parse_sizes(s: &str) -> Result<Vec<usize>> {
+pub(crate) fn parse_sizes(s: &str) -> Result<Vec<usize>> {
     match s.split_once("..") {
         Some((a, b)) => {
             let (a, b) = (parse_size(a)?, parse_size(b)?);

@@ -1,6 +1,7 @@
 //! `xwarp`: list devices, validate every kernel on every backend, benchmark them.
 
 mod cli_bench;
+mod cli_group;
 mod cli_validate;
 
 use clap::{Parser, Subcommand};
@@ -131,6 +132,16 @@ pub(crate) struct BenchArgs {
     /// occupancy).
     #[arg(long, value_name = "FILE", conflicts_with = "load")]
     pub(crate) kernel_stats: Option<std::path::PathBuf>,
+    /// Time the group operations (reduce, scan, sort across ranks) on N ranks instead, beside
+    /// one device's figure; --sizes are then lengths per rank (default 2^20..2^28 in steps of
+    /// 4x), --types default u32,f32.
+    #[arg(long, value_name = "N", conflicts_with = "load")]
+    pub(crate) gpus: Option<usize>,
+    /// The exchange of --gpus: nccl (N GPUs of this host; built with the feature nccl) or
+    /// in-process (N ranks sharing the first device). Default: nccl where it is built and N
+    /// CUDA devices exist, else in-process.
+    #[arg(long, value_name = "KIND", requires = "gpus")]
+    pub(crate) exchange: Option<String>,
 }
 
 fn main() -> ExitCode {

@@ -330,3 +330,65 @@ fn kernel_stats_need_a_measuring_run() {
     assert!(!ok, "{stdout}");
     assert!(stderr.contains("--kernel-stats"), "{stderr}");
 }
+
+#[test]
+fn bench_gpus_times_the_group_beside_one_device() {
+    let dir = std::env::temp_dir().join(format!("xwarp-group-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("group.json");
+    let (ok, stdout, stderr) = xwarp(&[
+        "--backend",
+        "vulkan",
+        "bench",
+        "--gpus",
+        "3",
+        "--quick",
+        "--sizes",
+        "2^12",
+        "--algo",
+        "reduce,scan_exclusive,sort_pairs",
+        "--types",
+        "f32",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "bench --gpus failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("group: 3 ranks, exchange in-process"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("every rank runs on one device"), "{stdout}");
+    let rows = table_rows(&stdout);
+    for algo in ["reduce_sum", "scan_exclusive", "sort_pairs"] {
+        let row = rows
+            .iter()
+            .find(|r| r[0] == algo)
+            .unwrap_or_else(|| panic!("no row {algo}:\n{stdout}"));
+        assert_eq!(row[1..4], ["f32", "4096", "12288"], "{row:?}");
+        let scaling: f64 = row[8].parse().unwrap();
+        assert!(scaling > 0.0, "{row:?}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["ranks"], 3);
+    assert_eq!(report["records"].as_array().unwrap().len(), 3);
+    assert!(report["failures"].as_array().unwrap().is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_gpus_refuses_bad_options_with_the_parameter_named() {
+    for (args, name) in [
+        (&["bench", "--gpus", "0"][..], "`gpus`"),
+        (
+            &["bench", "--gpus", "2", "--exchange", "mpi"][..],
+            "`exchange`",
+        ),
+        (&["bench", "--gpus", "2", "--algo", "compact"][..], "`algo`"),
+        (&["bench", "--gpus", "2", "--reps", "0"][..], "`reps`"),
+    ] {
+        let (ok, stdout, stderr) = xwarp(args);
+        assert!(!ok, "{args:?} succeeded:\n{stdout}");
+        assert!(stderr.contains(name), "{args:?}: {stderr}");
+    }
+}

@@ -242,7 +242,7 @@ impl CudaDevice {
     }
 
     /// The device address of byte 0 of `raw`, xwarp's memory or wrapped.
-    pub(super) fn device_ptr(&self, raw: &RawBuffer) -> Result<sys::CUdeviceptr> {
+    pub(crate) fn device_ptr(&self, raw: &RawBuffer) -> Result<sys::CUdeviceptr> {
         match self.app_memory(raw) {
             Some(app) => Ok(app.ptr),
             None => self.buffer(raw).map(|b| b.ptr),

@@ -43,6 +43,7 @@
 mod check;
 pub mod cub;
 mod data;
+pub mod group;
 pub mod guard;
 mod merge;
 mod report;

@@ -19,6 +19,7 @@ use xwarp::error::Result;
 pub use xwarp::cpu::par::par_each;
 
 pub mod compact;
+pub mod group;
 pub mod ladder;
 pub mod reduce;
 pub mod roofline;
@@ -451,7 +452,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 10] = [
+pub const FAMILIES: [&str; 11] = [
     "shfl",
     "vote",
     "compact",
@@ -462,6 +463,7 @@ pub const FAMILIES: [&str; 10] = [
     "roofline",
     "throughput",
     "sort",
+    "group",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -528,6 +530,9 @@ pub fn run_families_observed(
     }
     if on("sort") {
         sort::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("group") {
+        group::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }

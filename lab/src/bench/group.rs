@@ -1,0 +1,458 @@
+//! `xwarp bench --gpus N`: the group operations ([`xwarp::group`]) on `N` ranks, beside the
+//! same operation on one device in the same run.
+//!
+//! Weak scaling: each size is the length *per rank*, so the group's vector holds `N` times as
+//! many elements ([`xwarp::group::split_even`]: the layout with the one-device float bits), and
+//! the one-device figure is one rank's share on rank 0's device. Every case is checked first:
+//! the group against the CPU reference of the group orders ([`xwarp::cpu::group`]; the sorts
+//! against the one stable sort) and the one-device call against the CPU.
+//!
+//! Both are timed the same way, as host wall time per call from idle devices to finished ones
+//! (every rank's device synchronized before and after): a group call spans several devices and
+//! the exchange, which no one device's GPU timer sees. Reported: the median, minimum and
+//! maximum over the repetitions, elements per second of the whole vector, and the *scaling*:
+//! the group's rate over `N` times the one-device rate (1.0: perfect weak scaling).
+//!
+//! Where the `N` ranks share one device (the in-process exchange on one GPU or llvmpipe), the
+//! figures measure what the group's algorithms cost on that device, not scaling across GPUs:
+//! the report says so.
+
+use super::data::{random_input, BenchElem};
+use super::Stats;
+use crate::validate::group::split;
+use crate::validate::{first_mismatch, first_mismatch_nan_as_class};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Instant;
+use xwarp::cpu;
+use xwarp::device::DeviceVec;
+use xwarp::element::ElemKind;
+use xwarp::error::{Error, Result};
+use xwarp::group::{self, Group, GroupSorter, GroupVec};
+use xwarp::reduce::{self, ReduceOp};
+use xwarp::scan::{self, ScanKind};
+use xwarp::sort::{all_bits, SortOrder, Sorter};
+
+/// One group operation of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupAlgo {
+    /// [`group::reduce`] with sum.
+    ReduceSum,
+    /// [`group::scan`] with sum, inclusive or exclusive.
+    Scan(ScanKind),
+    /// [`GroupSorter::sort_keys`], ascending, every bit.
+    SortKeys,
+    /// [`GroupSorter::sort_pairs`] with `u32` values, ascending, every bit.
+    SortPairs,
+}
+
+impl GroupAlgo {
+    /// Every operation, in table order.
+    pub const ALL: [GroupAlgo; 5] = [
+        GroupAlgo::ReduceSum,
+        GroupAlgo::Scan(ScanKind::Inclusive),
+        GroupAlgo::Scan(ScanKind::Exclusive),
+        GroupAlgo::SortKeys,
+        GroupAlgo::SortPairs,
+    ];
+
+    /// The name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupAlgo::ReduceSum => "reduce_sum",
+            GroupAlgo::Scan(ScanKind::Inclusive) => "scan_inclusive",
+            GroupAlgo::Scan(ScanKind::Exclusive) => "scan_exclusive",
+            GroupAlgo::SortKeys => "sort_keys",
+            GroupAlgo::SortPairs => "sort_pairs",
+        }
+    }
+
+    /// The operations named in `names` (`reduce`, `scan`, `sort` for a family).
+    pub fn parse_list(names: &[String]) -> Result<Vec<GroupAlgo>> {
+        let mut out = Vec::new();
+        for name in names.iter().map(|n| n.trim()) {
+            let found: Vec<GroupAlgo> = GroupAlgo::ALL
+                .into_iter()
+                .filter(|a| a.name() == name || a.name().starts_with(&format!("{name}_")))
+                .collect();
+            if found.is_empty() {
+                return Err(Error::invalid(
+                    "algo",
+                    name,
+                    "with --gpus: reduce, scan, sort, or reduce_sum, scan_inclusive, \
+                     scan_exclusive, sort_keys, sort_pairs",
+                ));
+            }
+            for a in found {
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for GroupAlgo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a group benchmark covers.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    /// Lengths per rank.
+    pub sizes: Vec<usize>,
+    /// Element (key) types.
+    pub types: Vec<ElemKind>,
+    /// Operations.
+    pub algos: Vec<GroupAlgo>,
+    /// Timed repetitions per case.
+    pub reps: usize,
+    /// Untimed calls per case before timing.
+    pub warmup: usize,
+    /// Seed of the random inputs.
+    pub seed: u64,
+}
+
+impl GroupConfig {
+    /// The default run: 2^20 … 2^28 elements per rank, `u32` and `f32`, every operation.
+    pub fn full(seed: u64) -> Self {
+        GroupConfig {
+            sizes: (20..=28).step_by(2).map(|k| 1usize << k).collect(),
+            types: vec![ElemKind::U32, ElemKind::F32],
+            algos: GroupAlgo::ALL.to_vec(),
+            reps: 11,
+            warmup: 2,
+            seed,
+        }
+    }
+
+    /// A short run (2^14 and 2^18 per rank, 3 repetitions): for CPU devices and smoke runs.
+    pub fn quick(seed: u64) -> Self {
+        GroupConfig {
+            sizes: vec![1 << 14, 1 << 18],
+            reps: 3,
+            warmup: 1,
+            ..GroupConfig::full(seed)
+        }
+    }
+}
+
+/// One timed case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupRecord {
+    /// Operation name.
+    pub algo: String,
+    /// Element (key) type.
+    pub elem: String,
+    /// Length per rank.
+    pub per_rank: usize,
+    /// The group vector's length.
+    pub total: usize,
+    /// Host wall time per group call, seconds.
+    pub group: Stats,
+    /// Host wall time per one-device call of one rank's share, seconds.
+    pub one: Stats,
+    /// The group's elements per second (median time).
+    pub group_rate: f64,
+    /// One device's elements per second (median time).
+    pub one_rate: f64,
+    /// `group_rate / (ranks * one_rate)`.
+    pub scaling: f64,
+}
+
+/// A group benchmark run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupReport {
+    /// Number of ranks.
+    pub ranks: usize,
+    /// The exchange, in words.
+    pub exchange: String,
+    /// Each rank's device.
+    pub devices: Vec<String>,
+    /// Whether every rank runs on one and the same device.
+    pub shared_device: bool,
+    /// Seed of the inputs.
+    pub seed: u64,
+    /// The timed cases.
+    pub records: Vec<GroupRecord>,
+    /// Cases that failed their check or could not run, in words.
+    pub failures: Vec<String>,
+}
+
+/// Runs `cfg` on `group`, calling `progress` with each case's name before it runs.
+pub fn run(group: &Group<'_>, cfg: &GroupConfig, progress: &mut dyn FnMut(&str)) -> GroupReport {
+    let ids: Vec<_> = (0..group.ranks()).map(|r| group.device(r).id()).collect();
+    let mut report = GroupReport {
+        ranks: group.ranks(),
+        exchange: group.exchange_name(),
+        devices: (0..group.ranks())
+            .map(|r| group.device(r).info().to_string())
+            .collect(),
+        shared_device: ids.iter().all(|&i| i == ids[0]),
+        seed: cfg.seed,
+        records: Vec::new(),
+        failures: Vec::new(),
+    };
+    for &algo in &cfg.algos {
+        for &elem in &cfg.types {
+            for &n in &cfg.sizes {
+                let name = format!("{algo} {elem} {n} per rank x {}", group.ranks());
+                progress(&name);
+                let r = crate::with_elem!(elem, case(group, algo, n, cfg));
+                match r {
+                    Ok(rec) => report.records.push(rec),
+                    Err(e) => report.failures.push(format!("{name}: {e}")),
+                }
+            }
+        }
+    }
+    report
+}
+
+/// Host wall per call of `call` between synchronizations of `sync`.
+fn wall(
+    reps: usize,
+    warmup: usize,
+    sync: &dyn Fn() -> Result<()>,
+    call: &mut dyn FnMut() -> Result<()>,
+) -> Result<Stats> {
+    for _ in 0..warmup {
+        call()?;
+    }
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        sync()?;
+        let t = Instant::now();
+        call()?;
+        sync()?;
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Stats::of(&samples))
+}
+
+fn wrong(what: &str, detail: impl fmt::Display) -> Error {
+    Error::WrongResult {
+        case: what.into(),
+        detail: detail.to_string(),
+    }
+}
+
+fn case<T: BenchElem>(
+    group: &Group<'_>,
+    algo: GroupAlgo,
+    n: usize,
+    cfg: &GroupConfig,
+) -> Result<GroupRecord> {
+    let ranks = group.ranks();
+    let total = n * ranks;
+    let lens = group::split_even(total, ranks);
+    let data: Vec<T> = random_input(cfg.seed ^ n as u64, total);
+    let dev = group.device(0);
+    let shards = split(&data, &lens);
+    let mine = &data[..n];
+    let x = GroupVec::from_slice(group, &data, &lens)?;
+    let one_in = DeviceVec::from_slice(dev, mine)?;
+    let sync_group = || group.synchronize();
+    let sync_one = || dev.synchronize();
+    let (g, o) = match algo {
+        GroupAlgo::ReduceSum => {
+            let op = ReduceOp::Sum;
+            let mut y = GroupVec::<T>::alloc(group, &vec![1; ranks])?;
+            group::reduce(group, op, &x, &mut y)?;
+            let want = cpu::group::reduce(op, &shards);
+            if let Some(m) = first_mismatch_nan_as_class(&vec![want; ranks], &y.to_vec(group)?) {
+                return Err(wrong("group reduce", m));
+            }
+            let mut one_out = DeviceVec::<T>::alloc(dev, 1)?;
+            reduce::device_reduce(dev, op, &one_in, &mut one_out, 0)?;
+            let want = cpu::reduce::device_reduce(op, mine);
+            if let Some(m) = first_mismatch_nan_as_class(&[want], &one_out.to_vec(dev)?) {
+                return Err(wrong("one-device reduce", m));
+            }
+            (
+                wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
+                    group::reduce(group, op, &x, &mut y)
+                })?,
+                wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                    reduce::device_reduce(dev, op, &one_in, &mut one_out, 0)
+                })?,
+            )
+        }
+        GroupAlgo::Scan(kind) => {
+            let op = ReduceOp::Sum;
+            let mut y = GroupVec::<T>::alloc(group, &lens)?;
+            group::scan(group, op, kind, &x, &mut y)?;
+            let want = cpu::group::scan(op, kind, &shards);
+            if let Some(m) = first_mismatch_nan_as_class(&want, &y.to_vec(group)?) {
+                return Err(wrong("group scan", m));
+            }
+            let mut one_out = DeviceVec::<T>::alloc(dev, n)?;
+            scan::device_scan(dev, op, kind, &one_in, &mut one_out)?;
+            let want = cpu::scan::device_scan(op, kind, mine);
+            if let Some(m) = first_mismatch_nan_as_class(&want, &one_out.to_vec(dev)?) {
+                return Err(wrong("one-device scan", m));
+            }
+            (
+                wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
+                    group::scan(group, op, kind, &x, &mut y)
+                })?,
+                wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                    scan::device_scan(dev, op, kind, &one_in, &mut one_out)
+                })?,
+            )
+        }
+        GroupAlgo::SortKeys | GroupAlgo::SortPairs => {
+            let bits = all_bits::<T>();
+            let order = SortOrder::Ascending;
+            let mut y = GroupVec::<T>::alloc(group, &lens)?;
+            let mut sorter = GroupSorter::<T>::new(group);
+            let mut one_out = DeviceVec::<T>::alloc(dev, n)?;
+            let mut one = Sorter::<T>::new(dev, n)?;
+            if algo == GroupAlgo::SortKeys {
+                sorter.sort_keys(group, &x, &mut y, order, bits.clone())?;
+                let want = cpu::sort::sort_keys(&data, order, bits.clone());
+                if let Some(m) = first_mismatch(&want, &y.to_vec(group)?) {
+                    return Err(wrong("group sort", m));
+                }
+                one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())?;
+                let want = cpu::sort::sort_keys(mine, order, bits.clone());
+                if let Some(m) = first_mismatch(&want, &one_out.to_vec(dev)?) {
+                    return Err(wrong("one-device sort", m));
+                }
+                (
+                    wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
+                        sorter.sort_keys(group, &x, &mut y, order, bits.clone())
+                    })?,
+                    wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                        one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())
+                    })?,
+                )
+            } else {
+                let values: Vec<u32> = (0..total as u32).collect();
+                let v = GroupVec::from_slice(group, &values, &lens)?;
+                let mut vy = GroupVec::<u32>::alloc(group, &lens)?;
+                sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())?;
+                let (wk, wv) = cpu::sort::sort_pairs(&data, &values, order, bits.clone());
+                if let Some(m) = first_mismatch(&wk, &y.to_vec(group)?) {
+                    return Err(wrong("group sort (keys)", m));
+                }
+                if let Some(m) = first_mismatch(&wv, &vy.to_vec(group)?) {
+                    return Err(wrong("group sort (values)", m));
+                }
+                let one_v = DeviceVec::from_slice(dev, &values[..n])?;
+                let mut one_vy = DeviceVec::<u32>::alloc(dev, n)?;
+                one.sort_pairs(
+                    dev,
+                    &one_in,
+                    &mut one_out,
+                    &one_v,
+                    &mut one_vy,
+                    order,
+                    bits.clone(),
+                )?;
+                let (wk, wv) = cpu::sort::sort_pairs(mine, &values[..n], order, bits.clone());
+                if first_mismatch(&wk, &one_out.to_vec(dev)?).is_some()
+                    || first_mismatch(&wv, &one_vy.to_vec(dev)?).is_some()
+                {
+                    return Err(wrong("one-device sort", "differs from the CPU"));
+                }
+                (
+                    wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
+                        sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())
+                    })?,
+                    wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                        one.sort_pairs(
+                            dev,
+                            &one_in,
+                            &mut one_out,
+                            &one_v,
+                            &mut one_vy,
+                            order,
+                            bits.clone(),
+                        )
+                    })?,
+                )
+            }
+        }
+    };
+    let group_rate = total as f64 / g.median;
+    let one_rate = n as f64 / o.median;
+    Ok(GroupRecord {
+        algo: algo.name().into(),
+        elem: T::KIND.name().into(),
+        per_rank: n,
+        total,
+        group: g,
+        one: o,
+        group_rate,
+        one_rate,
+        scaling: group_rate / (ranks as f64 * one_rate),
+    })
+}
+
+/// Prints the report as a table.
+pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "group: {} ranks, exchange {}",
+        report.ranks, report.exchange
+    )?;
+    for (r, d) in report.devices.iter().enumerate() {
+        writeln!(out, "  rank {r}: {d}")?;
+    }
+    if report.shared_device && report.ranks > 1 {
+        writeln!(
+            out,
+            "note: every rank runs on one device: these figures measure what the group's \
+             algorithms cost there, not scaling across GPUs"
+        )?;
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "operation",
+        "type",
+        "per rank",
+        "total",
+        "group ms (min..max)",
+        "one device ms (min..max)",
+        "group M/s",
+        "one device M/s",
+        "scaling",
+    ]);
+    for r in &report.records {
+        let ms = |s: &Stats| {
+            format!(
+                "{:.3} ({:.3}..{:.3})",
+                s.median * 1e3,
+                s.min * 1e3,
+                s.max * 1e3
+            )
+        };
+        table.add_row(vec![
+            r.algo.clone(),
+            r.elem.clone(),
+            r.per_rank.to_string(),
+            r.total.to_string(),
+            ms(&r.group),
+            ms(&r.one),
+            format!("{:.1}", r.group_rate / 1e6),
+            format!("{:.1}", r.one_rate / 1e6),
+            format!("{:.2}", r.scaling),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    writeln!(
+        out,
+        "scaling: the group's elements per second over {} times one device's (weak scaling: \
+         each rank holds 'per rank' elements); host wall per call, devices idle at the start",
+        report.ranks
+    )?;
+    for f in &report.failures {
+        writeln!(out, "FAIL: {f}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,620 @@
+//! The group ([`xwarp::group`]): reduce, scan and sort of vectors sharded over 1, 2, 3, 4 and 8
+//! ranks (in-process exchange, ranks sharing each test device), every type, sizes 0 to
+//! 1000003, shards of unequal and zero length, hard floats; every output poisoned first and
+//! compared bit for bit with the CPU reference of the group orders, and with the one-device
+//! result where the documentation promises its bits. Also: ranks on distinct devices (copies
+//! through the host), a rank that fails (no hang, its error returned, outputs of refused calls
+//! untouched), every refused argument, and, with the feature `nccl`, the NCCL group.
+
+mod common;
+
+use common::{devices, for_each_device, open_vulkan, seed};
+use xwarp::cpu;
+use xwarp::group::{
+    self, Exchange, Group, GroupSorter, GroupVec, InProcess, Piece, Rendezvous, TILE,
+};
+use xwarp::reduce::{device_reduce_host, ReduceOp};
+use xwarp::scan::{device_scan_host, ScanKind};
+use xwarp::sort::{all_bits, sort_keys_host, SortOrder};
+use xwarp::{Device, ElemKind, Error, Rng};
+use xwarp_lab::validate::group::{
+    check, expected_reduce_scan, group_cases, run_reduce_scan, split, GroupOp, Layout, RANKS,
+};
+use xwarp_lab::validate::reduce::{comparison, ReduceInput};
+use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, CaseReport};
+use xwarp_lab::with_elem;
+
+fn large() -> bool {
+    std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1")
+}
+
+/// Every case of the validator's group family for `elem` (reductions, scans, sorts) on every
+/// test device; fails naming every failed case.
+fn cases_for(elem: ElemKind, sorts: bool) {
+    let devices: Vec<(String, &dyn Device)> = devices()
+        .iter()
+        .map(|d| (d.label.clone(), &*d.dev))
+        .collect();
+    let mut rng = Rng::new(seed());
+    let cases: Vec<_> = group_cases(false, large())
+        .into_iter()
+        .filter(|c| c.elem == elem && matches!(c.op, GroupOp::Sort(..)) == sorts)
+        .collect();
+    assert!(!cases.is_empty());
+    let mut failed: Vec<CaseReport> = Vec::new();
+    let mut ran = 0;
+    for case in &cases {
+        if let Some(r) = check(&devices, case, &mut rng) {
+            ran += 1;
+            if !r.passed() {
+                eprintln!("{r}");
+                failed.push(r);
+            }
+        }
+    }
+    // The validation layer, if installed, must have stayed silent.
+    for_each_device(|_| {});
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} group cases failed, first: {}",
+        failed.len(),
+        failed[0]
+    );
+    eprintln!("{ran} group cases of {elem} passed");
+}
+
+#[test]
+fn reduce_and_scan_i32() {
+    cases_for(ElemKind::I32, false);
+}
+
+#[test]
+fn reduce_and_scan_u32() {
+    cases_for(ElemKind::U32, false);
+}
+
+#[test]
+fn reduce_and_scan_f32() {
+    cases_for(ElemKind::F32, false);
+}
+
+#[test]
+fn reduce_and_scan_i64() {
+    cases_for(ElemKind::I64, false);
+}
+
+#[test]
+fn reduce_and_scan_u64() {
+    cases_for(ElemKind::U64, false);
+}
+
+#[test]
+fn reduce_and_scan_f64() {
+    cases_for(ElemKind::F64, false);
+}
+
+#[test]
+fn sort_i32() {
+    cases_for(ElemKind::I32, true);
+}
+
+#[test]
+fn sort_u32() {
+    cases_for(ElemKind::U32, true);
+}
+
+#[test]
+fn sort_f32() {
+    cases_for(ElemKind::F32, true);
+}
+
+#[test]
+fn sort_i64() {
+    cases_for(ElemKind::I64, true);
+}
+
+#[test]
+fn sort_u64() {
+    cases_for(ElemKind::U64, true);
+}
+
+#[test]
+fn sort_f64() {
+    cases_for(ElemKind::F64, true);
+}
+
+/// Whether every shard boundary inside the vector is a multiple of [`TILE`].
+fn aligned(lens: &[usize]) -> bool {
+    let total: usize = lens.iter().sum();
+    let mut at = 0;
+    lens.iter().all(|&n| {
+        at += n;
+        at % TILE == 0 || at == total
+    })
+}
+
+/// The documented one-device promises, on the CPU (many random inputs and layouts) and on
+/// every device: the group reduce is `device_reduce` of the whole vector with tile-aligned
+/// boundaries (floats included) and for integers always; the group scan is `device_scan` for
+/// integers always, and for float min and max up to NaN payloads; float sums with other
+/// boundaries follow the group order, which rounds differently (shown once, so the test would
+/// notice if the orders ever coincided by accident).
+fn one_device_promises<T: ReduceInput>(rng: &mut Rng) {
+    let float = matches!(T::KIND, ElemKind::F32 | ElemKind::F64);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+        .collect();
+    let mut differed = false;
+    for &op in &ops {
+        for n in [0, 1, 33, 4096, 4097, 3 * TILE + 5, 20_001] {
+            for &ranks in &RANKS {
+                for layout in Layout::ALL {
+                    let lens = layout.lens(n, ranks, rng);
+                    let data = T::input(op, n, rng);
+                    let one = cpu::reduce::device_reduce(op, &data);
+                    let got = cpu::group::reduce(op, &split(&data, &lens));
+                    let case = format!("{op} {} n={n} {lens:?}", T::KIND);
+                    if aligned(&lens) || !float {
+                        assert!(
+                            first_mismatch(&[one], &[got]).is_none(),
+                            "reduce {case}: {one:?} != {got:?}"
+                        );
+                    } else if op == ReduceOp::Sum && one.to_bits64() != got.to_bits64() {
+                        differed = true;
+                    }
+                    if matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
+                        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                            let one = cpu::scan::device_scan(op, kind, &data);
+                            let got = cpu::group::scan(op, kind, &split(&data, &lens));
+                            let m = match (float, op) {
+                                (false, _) => first_mismatch(&one, &got),
+                                (true, ReduceOp::Sum) => continue,
+                                (true, _) => first_mismatch_nan_as_class(&one, &got),
+                            };
+                            assert!(m.is_none(), "scan {kind:?} {case}: {}", m.unwrap());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if float {
+        assert!(
+            differed,
+            "float sums with unaligned boundaries never differed"
+        );
+    }
+    // On the devices: the group against the library's one-device calls, for one length
+    // that spans several tiles, every rank count, tile-aligned layouts.
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for &op in &ops {
+            let n = 5 * TILE + 17;
+            let data = T::input(op, n, rng);
+            let one = device_reduce_host(dev, op, &data).unwrap();
+            for &ranks in &RANKS {
+                let lens = Layout::Aligned.lens(n, ranks, rng);
+                let got = run_reduce_scan(dev, GroupOp::Reduce(op), ranks, &data, &lens, one)
+                    .unwrap_or_else(|e| panic!("{}: {e}", d.label));
+                let m = comparison(op)(&vec![one; ranks], &got);
+                assert!(
+                    m.is_none(),
+                    "{}: reduce {op} {lens:?}: {}",
+                    d.label,
+                    m.unwrap()
+                );
+                if !float && matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
+                    let lens = Layout::Random.lens(n, ranks, rng);
+                    let one = device_scan_host(dev, op, ScanKind::Inclusive, &data).unwrap();
+                    let got = run_reduce_scan(
+                        dev,
+                        GroupOp::Scan(op, ScanKind::Inclusive),
+                        ranks,
+                        &data,
+                        &lens,
+                        T::identity(op),
+                    )
+                    .unwrap();
+                    let m = first_mismatch(&one, &got);
+                    assert!(
+                        m.is_none(),
+                        "{}: scan {op} {lens:?}: {}",
+                        d.label,
+                        m.unwrap()
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn one_device_bits_where_documented() {
+    let mut rng = Rng::new(seed());
+    for elem in ElemKind::ALL {
+        with_elem!(elem, one_device_promises(&mut rng));
+    }
+}
+
+#[test]
+fn split_even_is_tile_aligned_and_balanced() {
+    for n in [0, 1, 4095, 4096, 4097, 1_000_003, 1 << 26] {
+        for ranks in 1..=9 {
+            let lens = group::split_even(n, ranks);
+            assert_eq!(lens.len(), ranks);
+            assert_eq!(lens.iter().sum::<usize>(), n, "{n} over {ranks}");
+            assert!(aligned(&lens), "{n} over {ranks}: {lens:?}");
+            let tiles: Vec<usize> = lens.iter().map(|l| l.div_ceil(TILE)).collect();
+            let (lo, hi) = (tiles.iter().min().unwrap(), tiles.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{n} over {ranks}: {lens:?}");
+        }
+    }
+}
+
+/// Ranks on distinct devices: three Vulkan devices opened apart (transfers through host
+/// memory) and the test devices together; reduce, scan and sort against the CPU.
+#[test]
+fn ranks_on_distinct_devices() {
+    let opened: Vec<_> = (0..3).map(|_| open_vulkan()).collect();
+    let mut list: Vec<&dyn Device> = opened.iter().map(|d| &**d as &dyn Device).collect();
+    list.extend(devices().iter().map(|d| &*d.dev));
+    let group = Group::in_process(list).unwrap();
+    let ranks = group.ranks();
+    assert!(group.exchange_name().contains("in-process"));
+    let mut rng = Rng::new(seed());
+    for n in [33, 4097, 1_000_003] {
+        let lens = Layout::Random.lens(n, ranks, &mut rng);
+        let data: Vec<f32> = f32::input(ReduceOp::Sum, n, &mut rng);
+        let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
+        let want = cpu::group::reduce(ReduceOp::Sum, &split(&data, &lens));
+        let got = group::reduce_host(&group, ReduceOp::Sum, &x).unwrap();
+        assert_eq!(want.to_bits(), got.to_bits(), "reduce n={n} {lens:?}");
+        let mut y = GroupVec::<f32>::alloc(&group, &lens).unwrap();
+        y.fill(&group, f32::from_bits(0xcdcd_cdcd)).unwrap();
+        group::scan(&group, ReduceOp::Sum, ScanKind::Exclusive, &x, &mut y).unwrap();
+        let want = expected_reduce_scan(
+            GroupOp::Scan(ReduceOp::Sum, ScanKind::Exclusive),
+            &data,
+            &lens,
+        );
+        let m = first_mismatch_nan_as_class(&want, &y.to_vec(&group).unwrap());
+        assert!(m.is_none(), "scan n={n} {lens:?}: {}", m.unwrap());
+        let keys: Vec<u64> = rng.vec(n);
+        let out_lens = Layout::Random.lens(n, ranks, &mut rng);
+        let k = GroupVec::from_slice(&group, &keys, &lens).unwrap();
+        let mut sorted = GroupVec::<u64>::alloc(&group, &out_lens).unwrap();
+        GroupSorter::new(&group)
+            .sort_keys(
+                &group,
+                &k,
+                &mut sorted,
+                SortOrder::Descending,
+                all_bits::<u64>(),
+            )
+            .unwrap();
+        let want = cpu::sort::sort_keys(&keys, SortOrder::Descending, all_bits::<u64>());
+        assert!(
+            want == sorted.to_vec(&group).unwrap(),
+            "sort n={n} {lens:?} -> {out_lens:?}"
+        );
+    }
+    for d in &opened {
+        assert!(
+            d.validation_messages().is_empty(),
+            "{:?}",
+            d.validation_messages()
+        );
+    }
+}
+
+/// The group sort equals the one-device sort (on each test device), reusing its storage over
+/// calls of several lengths.
+#[test]
+fn sort_equals_one_device_and_reuses_storage() {
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let group = Group::in_process(vec![dev; 3]).unwrap();
+        let mut sorter = GroupSorter::<f32>::new(&group);
+        for n in [100_000, 4097, 0, 1, 250_000] {
+            let keys: Vec<f32> = (0..n)
+                .map(|_| xwarp::Element::random_hard(&mut rng, xwarp::HardValues::ALL))
+                .collect();
+            let one = sort_keys_host(dev, &keys, SortOrder::Ascending, all_bits::<f32>()).unwrap();
+            let lens = Layout::Random.lens(n, 3, &mut rng);
+            let x = GroupVec::from_slice(&group, &keys, &lens).unwrap();
+            let mut y = GroupVec::<f32>::alloc(&group, &group::split_even(n, 3)).unwrap();
+            sorter
+                .sort_keys(&group, &x, &mut y, SortOrder::Ascending, all_bits::<f32>())
+                .unwrap();
+            let m = first_mismatch(&one, &y.to_vec(&group).unwrap());
+            assert!(m.is_none(), "{}: n={n} {lens:?}: {}", d.label, m.unwrap());
+        }
+    });
+}
+
+/// An in-process exchange whose rank `failing` fails its `round`-th round.
+struct Failing<'d> {
+    inner: InProcess<'d>,
+    failing: usize,
+    round: usize,
+    rounds: std::sync::Mutex<usize>,
+}
+
+impl Exchange for Failing<'_> {
+    fn name(&self) -> String {
+        "failing".into()
+    }
+    fn ranks(&self) -> usize {
+        self.inner.ranks()
+    }
+    fn device(&self, rank: usize) -> &dyn Device {
+        self.inner.device(rank)
+    }
+    fn rendezvous(&self) -> &Rendezvous {
+        self.inner.rendezvous()
+    }
+    fn begin(&self) {
+        self.inner.begin();
+    }
+    fn exchange(&self, rank: usize, sends: &[Piece<'_>], recvs: &[Piece<'_>]) -> xwarp::Result<()> {
+        if rank == self.failing {
+            let mut r = self.rounds.lock().unwrap();
+            *r += 1;
+            if *r == self.round {
+                return Err(Error::invalid("test", "a failing rank", "nothing"));
+            }
+        }
+        self.inner.exchange(rank, sends, recvs)
+    }
+}
+
+/// A rank that fails mid-operation: every other rank returns, the call returns the failing
+/// rank's error, and the group works again for the next call.
+#[test]
+fn a_failing_rank_stops_the_others() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for (failing, round) in [(0, 1), (2, 1), (3, 2), (1, 3)] {
+            let group = Group::with_exchange(Box::new(Failing {
+                inner: InProcess::new(vec![dev; 4]).unwrap(),
+                failing,
+                round,
+                rounds: Default::default(),
+            }));
+            let keys: Vec<u32> = (0..20_000u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
+            let lens = [5000, 0, 7000, 8000];
+            let x = GroupVec::from_slice(&group, &keys, &lens).unwrap();
+            let mut y = GroupVec::<u32>::alloc(&group, &lens).unwrap();
+            let mut sorter = GroupSorter::new(&group);
+            let r = sorter.sort_keys(&group, &x, &mut y, SortOrder::Ascending, 0..32);
+            match r {
+                Err(Error::InvalidParameter { name: "test", .. }) => {}
+                other => panic!("rank {failing} failing round {round}: {other:?}"),
+            }
+            // The failure was the exchange's only one: the next call succeeds.
+            sorter
+                .sort_keys(&group, &x, &mut y, SortOrder::Ascending, 0..32)
+                .unwrap();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            assert_eq!(y.to_vec(&group).unwrap(), want);
+            let r = group::reduce_host(&group, ReduceOp::Sum, &x).unwrap();
+            assert_eq!(r, keys.iter().fold(0u32, |a, &k| a.wrapping_add(k)));
+        }
+    });
+}
+
+/// Every refused argument is a typed error naming it, before anything runs: outputs keep
+/// their poison.
+#[test]
+fn refused_arguments_are_typed_errors_and_write_nothing() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let group = Group::in_process(vec![dev; 3]).unwrap();
+        let other = Group::in_process(vec![dev; 2]).unwrap();
+        let data: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let lens = [40, 0, 60];
+        let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
+        let poison = f32::from_bits(0xcdcd_cdcd);
+        let fresh = |lens: &[usize]| {
+            let mut v = GroupVec::<f32>::alloc(&group, lens).unwrap();
+            v.fill(&group, poison).unwrap();
+            v
+        };
+        let untouched = |v: &GroupVec<f32>| {
+            assert!(v
+                .to_vec(&group)
+                .unwrap()
+                .iter()
+                .all(|x| x.to_bits() == 0xcdcd_cdcd))
+        };
+        // Layouts.
+        assert!(matches!(
+            GroupVec::from_slice(&group, &data, &[40, 60]),
+            Err(Error::LengthMismatch { name: "lens", .. })
+        ));
+        assert!(matches!(
+            GroupVec::from_slice(&group, &data, &[40, 1, 60]),
+            Err(Error::LengthMismatch { name: "lens", .. })
+        ));
+        assert!(matches!(
+            Group::in_process(vec![]),
+            Err(Error::InvalidParameter { .. })
+        ));
+        // Reduce: a bitwise operator on floats, outputs of two elements, another group.
+        let mut out = fresh(&[1, 1, 1]);
+        assert!(matches!(
+            group::reduce(&group, ReduceOp::Xor, &x, &mut out),
+            Err(Error::InvalidParameter { name: "op", .. })
+        ));
+        let mut wide = fresh(&[1, 2, 1]);
+        assert!(matches!(
+            group::reduce(&group, ReduceOp::Sum, &x, &mut wide),
+            Err(Error::InvalidParameter { name: "output", .. })
+        ));
+        untouched(&wide);
+        assert!(matches!(
+            group::reduce(&other, ReduceOp::Sum, &x, &mut out),
+            Err(Error::LengthMismatch { name: "input", .. })
+        ));
+        untouched(&out);
+        // Scan: a product, another layout, the input's own buffer.
+        let mut y = fresh(&lens);
+        assert!(matches!(
+            group::scan(&group, ReduceOp::Product, ScanKind::Inclusive, &x, &mut y),
+            Err(Error::InvalidParameter { name: "op", .. })
+        ));
+        let mut moved = fresh(&[41, 0, 59]);
+        assert!(matches!(
+            group::scan(&group, ReduceOp::Sum, ScanKind::Inclusive, &x, &mut moved),
+            Err(Error::InvalidParameter { name: "output", .. })
+        ));
+        untouched(&moved);
+        let shards = x.into_shards().into_iter().collect::<Vec<_>>();
+        let alias: Vec<_> = shards
+            .iter()
+            .map(|s| xwarp::DeviceVec::from_raw(s.raw().clone(), s.len()).unwrap())
+            .collect();
+        let x = GroupVec::from_shards(&group, shards).unwrap();
+        let mut alias = GroupVec::from_shards(&group, alias).unwrap();
+        assert!(matches!(
+            group::scan(&group, ReduceOp::Sum, ScanKind::Inclusive, &x, &mut alias),
+            Err(Error::InvalidParameter { name: "output", .. })
+        ));
+        assert_eq!(alias.to_vec(&group).unwrap(), data);
+        // Sort: a bad bit range, another total, a sorter of another group, values of another
+        // layout.
+        let mut sorter = GroupSorter::<f32>::new(&group);
+        let mut s = fresh(&[50, 50, 0]);
+        assert!(matches!(
+            sorter.sort_keys(&group, &x, &mut s, SortOrder::Ascending, 0..33),
+            Err(Error::InvalidParameter {
+                name: "end_bit",
+                ..
+            })
+        ));
+        let mut short = fresh(&[50, 49, 0]);
+        assert!(matches!(
+            sorter.sort_keys(&group, &x, &mut short, SortOrder::Ascending, 0..32),
+            Err(Error::LengthMismatch {
+                name: "keys_out",
+                ..
+            })
+        ));
+        let mut two = GroupSorter::<f32>::new(&other);
+        assert!(matches!(
+            two.sort_keys(&group, &x, &mut s, SortOrder::Ascending, 0..32),
+            Err(Error::InvalidParameter { name: "group", .. })
+        ));
+        let v = GroupVec::from_slice(&group, &vec![7u32; 100], &[50, 50, 0]).unwrap();
+        let mut vout = GroupVec::<u32>::alloc(&group, &[50, 50, 0]).unwrap();
+        assert!(matches!(
+            sorter.sort_pairs(
+                &group,
+                &x,
+                &mut s,
+                &v,
+                &mut vout,
+                SortOrder::Ascending,
+                0..32
+            ),
+            Err(Error::InvalidParameter {
+                name: "values_in",
+                ..
+            })
+        ));
+        untouched(&s);
+        // A shard on another device than its rank's (ranks on distinct devices).
+        let vk = open_vulkan();
+        let mixed = Group::in_process(vec![dev, &*vk]).unwrap();
+        let foreign = GroupVec::from_shards(
+            &mixed,
+            vec![
+                xwarp::DeviceVec::<f32>::alloc(dev, 1).unwrap(),
+                xwarp::DeviceVec::<f32>::alloc(dev, 1).unwrap(),
+            ],
+        );
+        assert!(
+            matches!(foreign, Err(Error::ForeignBuffer { .. })),
+            "{foreign:?}"
+        );
+    });
+}
+
+/// NCCL: where libnccl is missing (or CUDA is), a typed error; with NCCL and CUDA, the group
+/// of every GPU of the host against the CPU.
+#[cfg(feature = "nccl")]
+#[test]
+fn nccl_group_or_a_typed_error() {
+    use std::sync::Arc;
+    use xwarp::cuda::CudaDevice;
+    let count = match xwarp::cuda::available() {
+        Ok(n) => n,
+        Err(e) => {
+            assert!(matches!(e, Error::BackendUnavailable { .. }), "{e}");
+            eprintln!("NCCL not tested: {e}");
+            return;
+        }
+    };
+    let gpus: Vec<Arc<CudaDevice>> = (0..count)
+        .map(|i| Arc::new(CudaDevice::new(i).unwrap()))
+        .collect();
+    let group = match Group::nccl(gpus) {
+        Ok(g) => g,
+        Err(Error::MissingFeature { missing, .. }) => {
+            assert!(missing.contains("NCCL"), "{missing}");
+            eprintln!("NCCL not tested: {missing}");
+            return;
+        }
+        Err(e) => panic!("NCCL group: {e}"),
+    };
+    eprintln!("{} over {} GPUs", group.exchange_name(), group.ranks());
+    let mut rng = Rng::new(seed());
+    let ranks = group.ranks();
+    for n in [0, 1, 33, 4097, 1_000_003, 1 << 24] {
+        for layout in Layout::ALL {
+            let lens = layout.lens(n, ranks, &mut rng);
+            let data: Vec<f32> = f32::input(ReduceOp::Sum, n, &mut rng);
+            let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
+            let want = cpu::group::reduce(ReduceOp::Sum, &split(&data, &lens));
+            let got = group::reduce_host(&group, ReduceOp::Sum, &x).unwrap();
+            assert_eq!(want.to_bits(), got.to_bits(), "reduce n={n} {lens:?}");
+            for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                let mut y = GroupVec::<f32>::alloc(&group, &lens).unwrap();
+                y.fill(&group, f32::from_bits(0xcdcd_cdcd)).unwrap();
+                group::scan(&group, ReduceOp::Sum, kind, &x, &mut y).unwrap();
+                let want = expected_reduce_scan(GroupOp::Scan(ReduceOp::Sum, kind), &data, &lens);
+                let m = first_mismatch_nan_as_class(&want, &y.to_vec(&group).unwrap());
+                assert!(m.is_none(), "scan {kind:?} n={n} {lens:?}: {}", m.unwrap());
+            }
+            let keys: Vec<u32> = rng.vec(n);
+            let values: Vec<u32> = (0..n as u32).collect();
+            let out_lens = Layout::Random.lens(n, ranks, &mut rng);
+            let k = GroupVec::from_slice(&group, &keys, &lens).unwrap();
+            let v = GroupVec::from_slice(&group, &values, &lens).unwrap();
+            let mut ks = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
+            let mut vs = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
+            GroupSorter::new(&group)
+                .sort_pairs(
+                    &group,
+                    &k,
+                    &mut ks,
+                    &v,
+                    &mut vs,
+                    SortOrder::Ascending,
+                    0..32,
+                )
+                .unwrap();
+            let (wk, wv) = cpu::sort::sort_pairs(&keys, &values, SortOrder::Ascending, 0..32);
+            assert!(wk == ks.to_vec(&group).unwrap(), "sort keys n={n} {lens:?}");
+            assert!(
+                wv == vs.to_vec(&group).unwrap(),
+                "sort values n={n} {lens:?}"
+            );
+        }
+    }
+}

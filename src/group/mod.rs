@@ -1,0 +1,421 @@
+//! Past one device: reduce, scan and sort a vector sharded over the devices of a group, one
+//! rank per device, each rank holding a contiguous part (its *shard*) in global order.
+//!
+//! ```no_run
+//! # fn main() -> xwarp::Result<()> {
+//! use xwarp::group::{self, Group, GroupVec, GroupSorter};
+//! use xwarp::reduce::ReduceOp;
+//! use xwarp::sort::{all_bits, SortOrder};
+//! let dev = xwarp::backend::open_default()?;
+//! // Four ranks sharing one device (the in-process exchange); `Group::nccl` takes the GPUs of a
+//! // host (feature `nccl`).
+//! let group = Group::in_process(vec![&*dev; 4])?;
+//! let data: Vec<f32> = (0..1_000_003).map(|i| (i as f32).sin()).collect();
+//! let lens = group::split_even(data.len(), group.ranks());
+//! let x = GroupVec::from_slice(&group, &data, &lens)?;
+//! let total = group::reduce_host(&group, ReduceOp::Sum, &x)?; // the one-device bits
+//! let mut sorted = GroupVec::<f32>::alloc(&group, &lens)?;
+//! GroupSorter::new(&group).sort_keys(&group, &x, &mut sorted, SortOrder::Ascending, all_bits::<f32>())?;
+//! # let _ = total;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The group
+//! A [`Group`] is a set of ranks, rank `r` on device `r`, and an [`Exchange`] that moves data
+//! between them: [`InProcess`] (any xwarp devices, even one device shared by every rank; a
+//! transfer is a copy) or, with the feature `nccl`, NCCL between the GPUs of one host
+//! (`Group::nccl`). Each operation runs every rank on a thread of its own, each calling the
+//! library's device algorithms ([`crate::reduce`], [`crate::scan`], [`crate::sort`]) on its
+//! shard; the exchange rounds in between are collective. Every argument is checked before any
+//! rank starts, so a refused call leaves every output untouched; if a rank fails while running
+//! (a driver error), every other rank stops at its next meeting point and the call returns the
+//! failing rank's error.
+//!
+//! # Sharded vectors
+//! A [`GroupVec`] holds one [`DeviceVec`] per rank, on that rank's device, in global order: the
+//! vector is shard 0, then shard 1, ... Shards may have any lengths, zero included
+//! ([`GroupVec::lens`]). [`split_even`] gives the layout that keeps floats bit-identical to one
+//! device (below): shards of whole [`TILE`]s but the last, as even as that allows.
+//!
+//! # Operations and their float order
+//! - [`reduce`]: every rank cuts its shard into tiles of [`TILE`] = 4096 elements from the
+//!   shard's start and computes the tiles' totals (the first level of
+//!   [`crate::reduce::device_reduce`], [`crate::reduce`]'s order); the totals of all ranks, in
+//!   rank order, go to every rank, which reduces them with `device_reduce` (a single total is
+//!   the result itself; none gives the identity). Every rank gets the same total, an all-reduce.
+//!   **When every shard boundary is a multiple of [`TILE`]** (as [`split_even`] makes them),
+//!   the tiles are the one-device tiles and the result is the one-device
+//!   `device_reduce` of the whole vector, bit for bit, floats included. Other boundaries cut a
+//!   tile in two: the result is then this group order's (the CPU reference
+//!   [`crate::cpu::group::reduce`]), the same value for integers and for min and max
+//!   unless every element is NaN.
+//! - [`scan`] (inclusive or exclusive): reduce, then scan. Each rank reduces its shard
+//!   (`device_reduce`, `T[r]`); the totals go to the later ranks; rank `r`'s carry `E[r]` is
+//!   element `r` of the exclusive `device_scan` of `T` (for up to 16 ranks the left fold
+//!   `op(… op(op(id, T[0]), T[1]) …, T[r-1])`). Then each rank runs one `device_scan` over a
+//!   leading tile of `TILE - 1` identities and `E[r]`, followed by its shard: the tile's total
+//!   is exactly `E[r]`, so the scan's look-back carries `E[r]` into the shard's first tile and
+//!   folds the shard's tile totals onto it, in [`crate::scan`]'s documented order (rank 0 needs
+//!   no leading tile). The CPU reference is [`crate::cpu::group::scan`]. Integer results equal
+//!   the one-device scan (their operators are associative); float min and max too, but where
+//!   every element of a prefix is NaN the result is a NaN of possibly another payload. **Float
+//!   sums follow the group order and are not the one-device bits**: those come from a left fold
+//!   of every tile total before a tile, one tile after another across all shards, which no
+//!   rank can start before every earlier rank has finished.
+//! - [`GroupSorter`]: stable sort of keys, or of key-value pairs, by a bit range, ascending or
+//!   descending, exactly as [`crate::sort`] orders them; the result is sharded in global order
+//!   by the output's layout, and equals the one-device sort (a stable sort has one result). A
+//!   distributed LSD radix sort (see [`GroupSorter`]).
+//!
+//! # Limits
+//! - The sort takes at most [`crate::sort::MAX_LEN`] keys per shard (of the input and of the
+//!   output), and whatever one device's binding allows.
+//! - An operation holds the group's lock: operations on one group run one after another.
+//! - While an operation runs, nothing else may record ([`Device::record`]) on the group's
+//!   devices.
+
+mod exchange;
+#[cfg(feature = "nccl")]
+mod nccl;
+mod reduce;
+mod scan;
+mod sort;
+
+pub use crate::spec::reduce::TILE;
+pub use exchange::{Exchange, InProcess, Piece, Rendezvous};
+#[cfg(feature = "nccl")]
+pub use nccl::NcclExchange;
+pub use reduce::{reduce, reduce_host};
+pub use scan::scan;
+pub use sort::GroupSorter;
+
+use crate::device::{Device, DeviceVec};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use exchange::lock;
+use std::sync::{Arc, Mutex};
+
+/// A set of ranks, one per device, and the exchange between them (see the module docs).
+pub struct Group<'d> {
+    exchange: Box<dyn Exchange + 'd>,
+    /// Held by a running operation: collectives of two operations never interleave.
+    running: Mutex<()>,
+}
+
+impl std::fmt::Debug for Group<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("ranks", &self.ranks())
+            .field("exchange", &self.exchange.name())
+            .finish()
+    }
+}
+
+impl<'d> Group<'d> {
+    /// A group of `devices.len()` ranks (at least one), rank `r` on `devices[r]`, with the
+    /// in-process exchange ([`InProcess`]). A device may appear more than once: ranks then share
+    /// it.
+    pub fn in_process(devices: Vec<&'d dyn Device>) -> Result<Self> {
+        Ok(Self::with_exchange(Box::new(InProcess::new(devices)?)))
+    }
+
+    /// A group of `devices.len()` CUDA devices of this host (distinct GPUs), exchanging through
+    /// NCCL ([`NcclExchange`]).
+    ///
+    /// Errors: [`Error::MissingFeature`] where NCCL (`libnccl.so`) cannot be loaded,
+    /// [`Error::InvalidParameter`] for no device or a GPU listed twice, [`Error::Cuda`] if NCCL
+    /// refuses the communicators.
+    #[cfg(feature = "nccl")]
+    pub fn nccl(devices: Vec<Arc<crate::cuda::CudaDevice>>) -> Result<Group<'static>> {
+        Ok(Group::with_exchange(Box::new(NcclExchange::new(devices)?)))
+    }
+
+    /// A group over any [`Exchange`].
+    pub fn with_exchange(exchange: Box<dyn Exchange + 'd>) -> Self {
+        Group {
+            exchange,
+            running: Mutex::new(()),
+        }
+    }
+
+    /// The number of ranks.
+    pub fn ranks(&self) -> usize {
+        self.exchange.ranks()
+    }
+
+    /// Rank `rank`'s device.
+    ///
+    /// # Panics
+    /// If `rank >= self.ranks()`.
+    pub fn device(&self, rank: usize) -> &dyn Device {
+        self.exchange.device(rank)
+    }
+
+    /// The exchange, in words.
+    pub fn exchange_name(&self) -> String {
+        self.exchange.name()
+    }
+
+    /// Waits until every rank's device has finished its queued work.
+    pub fn synchronize(&self) -> Result<()> {
+        (0..self.ranks()).try_for_each(|r| self.device(r).synchronize())
+    }
+
+    /// Runs `body` once per rank, each on a thread of its own (rank 0 on the calling thread),
+    /// and returns their results in rank order, or the error of the first rank that failed.
+    fn run<R: Send>(&self, body: impl Fn(Rank<'_>) -> Result<R> + Sync) -> Result<Vec<R>> {
+        let _running = lock(&self.running);
+        let ex = &*self.exchange;
+        ex.begin();
+        let rv = ex.rendezvous();
+        let one = |rank: usize| {
+            // Wakes the other ranks if this one panics, so that they return instead of waiting.
+            struct FailOnUnwind<'a>(&'a Rendezvous, usize);
+            impl Drop for FailOnUnwind<'_> {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        self.0.fail(self.1);
+                    }
+                }
+            }
+            let _guard = FailOnUnwind(rv, rank);
+            let out = body(Rank { rank, ex });
+            if out.is_err() {
+                rv.fail(rank);
+            }
+            out
+        };
+        let results: Vec<Result<R>> = std::thread::scope(|s| {
+            let others: Vec<_> = (1..ex.ranks())
+                .map(|rank| s.spawn(move || one(rank)))
+                .collect();
+            let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(0)));
+            let mut all = vec![first];
+            all.extend(others.into_iter().map(|h| h.join()));
+            all.into_iter()
+                .map(|r| r.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        // The failing rank's error; the others' only say that it failed.
+        let origin = rv.failed();
+        let mut outputs = Vec::with_capacity(results.len());
+        let mut error = None;
+        for (rank, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(out) => outputs.push(out),
+                Err(e) if error.is_none() || origin == Some(rank) => error = Some(e),
+                Err(_) => {}
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(outputs),
+        }
+    }
+}
+
+/// One rank's view inside an operation.
+#[derive(Clone, Copy)]
+struct Rank<'a> {
+    rank: usize,
+    ex: &'a (dyn Exchange + 'a),
+}
+
+impl Rank<'_> {
+    fn dev(&self) -> &dyn Device {
+        self.ex.device(self.rank)
+    }
+}
+
+/// A vector sharded over a group's ranks: shard `r` on rank `r`'s device, the shards in global
+/// order (see the module docs).
+pub struct GroupVec<T: Element> {
+    shards: Vec<DeviceVec<T>>,
+}
+
+impl<T: Element> std::fmt::Debug for GroupVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupVec")
+            .field("elem", &T::KIND)
+            .field("lens", &self.lens())
+            .finish()
+    }
+}
+
+impl<T: Element> GroupVec<T> {
+    /// Allocates shards of lengths `lens` (one per rank; contents undefined).
+    pub fn alloc(group: &Group<'_>, lens: &[usize]) -> Result<Self> {
+        check_layout(group, lens)?;
+        let shards = lens
+            .iter()
+            .enumerate()
+            .map(|(r, &len)| DeviceVec::alloc(group.device(r), len))
+            .collect::<Result<_>>()?;
+        Ok(GroupVec { shards })
+    }
+
+    /// Uploads `data` in shards of lengths `lens` (which must add up to `data.len()`).
+    pub fn from_slice(group: &Group<'_>, data: &[T], lens: &[usize]) -> Result<Self> {
+        check_layout(group, lens)?;
+        let total: usize = lens.iter().sum();
+        if total != data.len() {
+            return Err(Error::LengthMismatch {
+                name: "lens",
+                expected: data.len() as u64,
+                actual: total as u64,
+            });
+        }
+        let mut start = 0;
+        let mut shards = Vec::with_capacity(lens.len());
+        for (r, &len) in lens.iter().enumerate() {
+            shards.push(DeviceVec::from_slice(
+                group.device(r),
+                &data[start..start + len],
+            )?);
+            start += len;
+        }
+        Ok(GroupVec { shards })
+    }
+
+    /// A group vector of existing buffers: `shards[r]` must belong to rank `r`'s device.
+    pub fn from_shards(group: &Group<'_>, shards: Vec<DeviceVec<T>>) -> Result<Self> {
+        let v = GroupVec { shards };
+        v.check_on(group, "shards")?;
+        Ok(v)
+    }
+
+    /// The shards, in rank order.
+    pub fn into_shards(self) -> Vec<DeviceVec<T>> {
+        self.shards
+    }
+
+    /// Rank `rank`'s shard.
+    ///
+    /// # Panics
+    /// If `rank` is not a rank of the vector.
+    pub fn shard(&self, rank: usize) -> &DeviceVec<T> {
+        &self.shards[rank]
+    }
+
+    /// Rank `rank`'s shard, to write.
+    ///
+    /// # Panics
+    /// If `rank` is not a rank of the vector.
+    pub fn shard_mut(&mut self, rank: usize) -> &mut DeviceVec<T> {
+        &mut self.shards[rank]
+    }
+
+    /// The shards' lengths, in rank order.
+    pub fn lens(&self) -> Vec<usize> {
+        self.shards.iter().map(DeviceVec::len).collect()
+    }
+
+    /// The whole vector's length.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(DeviceVec::len).sum()
+    }
+
+    /// Whether the whole vector is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Downloads the whole vector, shard after shard (waits for each rank's queued work).
+    pub fn to_vec(&self, group: &Group<'_>) -> Result<Vec<T>> {
+        self.check_on(group, "vector")?;
+        let mut out = Vec::with_capacity(self.len());
+        for (r, shard) in self.shards.iter().enumerate() {
+            out.extend(shard.to_vec(group.device(r))?);
+        }
+        Ok(out)
+    }
+
+    /// Fills every shard with `value`.
+    pub fn fill(&mut self, group: &Group<'_>, value: T) -> Result<()> {
+        self.check_on(group, "vector")?;
+        for (r, shard) in self.shards.iter_mut().enumerate() {
+            shard.fill(group.device(r), value)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that the vector has one shard per rank of `group`, each on its rank's device.
+    fn check_on(&self, group: &Group<'_>, name: &'static str) -> Result<()> {
+        if self.shards.len() != group.ranks() {
+            return Err(Error::LengthMismatch {
+                name,
+                expected: group.ranks() as u64,
+                actual: self.shards.len() as u64,
+            });
+        }
+        for (r, shard) in self.shards.iter().enumerate() {
+            let dev = group.device(r);
+            if shard.raw().device() != dev.id() {
+                return Err(Error::ForeignBuffer {
+                    buffer: format!("{name}: shard {r}: {:?}", shard.raw()),
+                    device: format!("rank {r}: {}", dev.info().name),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A second typed handle of `v`'s buffer, for the calls that take their output as `&mut`
+/// (each rank writes only its own shard).
+fn view<T: Element>(v: &DeviceVec<T>) -> Result<DeviceVec<T>> {
+    DeviceVec::from_raw(v.raw().clone(), v.len())
+}
+
+/// Checks that `lens` has one length per rank.
+fn check_layout(group: &Group<'_>, lens: &[usize]) -> Result<()> {
+    if lens.len() != group.ranks() {
+        return Err(Error::LengthMismatch {
+            name: "lens",
+            expected: group.ranks() as u64,
+            actual: lens.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Fails when an output shard shares its buffer with an input shard of the same rank.
+fn check_distinct<A: Element, B: Element>(
+    output: (&'static str, &GroupVec<A>),
+    inputs: &[(&'static str, &GroupVec<B>)],
+) -> Result<()> {
+    for (r, out) in output.1.shards.iter().enumerate() {
+        for &(name, input) in inputs {
+            let same = Arc::ptr_eq(&out.raw().keep_alive(), &input.shards[r].raw().keep_alive());
+            if same {
+                return Err(Error::invalid(
+                    output.0,
+                    format!("shard {r} in the buffer of {name}"),
+                    "buffers that no input of the call uses",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The layout of `n` elements over `ranks` ranks that keeps floats bit-identical to one
+/// device: every shard but the last a whole number of [`TILE`]s, the tiles spread as evenly as
+/// possible (earlier ranks take the odd ones), the last rank the remainder. `ranks` must be at
+/// least 1 (0 gives an empty layout).
+pub fn split_even(n: usize, ranks: usize) -> Vec<usize> {
+    if ranks == 0 {
+        return Vec::new();
+    }
+    let tiles = n.div_ceil(TILE);
+    let mut lens: Vec<usize> = (0..ranks)
+        .map(|r| (tiles / ranks + usize::from(r < tiles % ranks)) * TILE)
+        .collect();
+    // The last tile may be partial: take what is missing from the last non-empty shard.
+    let excess = tiles * TILE - n;
+    if let Some(last) = lens.iter_mut().rev().find(|l| **l > 0) {
+        *last -= excess;
+    }
+    lens
+}
