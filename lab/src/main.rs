@@ -292,6 +292,7 @@ fn open_facts(kind: BackendKind, index: usize, validation: bool) -> xwarp::Resul
         BackendKind::Vulkan => xwarp::vulkan::VulkanDevice::new(&xwarp::vulkan::VulkanOptions {
             device: Some(DeviceSelector::Index(index)),
             validation,
+            ..Default::default()
         })
         .map(|d| {
             let t = d.self_test();

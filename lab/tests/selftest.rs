@@ -18,6 +18,7 @@ fn open() -> xwarp::Result<VulkanDevice> {
     VulkanDevice::new(&VulkanOptions {
         device: None,
         validation: true,
+        ..Default::default()
     })
 }
 

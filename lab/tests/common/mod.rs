@@ -44,6 +44,7 @@ pub fn open_vulkan() -> Arc<VulkanDevice> {
     let dev = VulkanDevice::new(&VulkanOptions {
         device,
         validation: true,
+        ..Default::default()
     })
     .expect("the Vulkan backend opens (install libvulkan1 and mesa-vulkan-drivers)");
     Arc::new(dev)
