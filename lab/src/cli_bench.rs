@@ -3,8 +3,10 @@
 use crate::{open_devices, BenchArgs};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xwarp::backend::{BackendChoice, DeviceSelector};
+use xwarp::vulkan::{SubnormalMode, VulkanDevice, VulkanOptions};
 use xwarp::{Device, ElemKind, Error, Result};
 use xwarp_lab::bench::{self, cub, Algo, Config};
 
@@ -26,7 +28,35 @@ pub(crate) fn bench(
         return output(&report, &args, started);
     }
     let cfg = config(&args)?;
-    let devices = open_devices(choice, selector, validation);
+    let modes = args
+        .subnormals
+        .iter()
+        .map(|m| m.parse::<SubnormalMode>())
+        .collect::<Result<Vec<_>>>()?;
+    let vulkan_selector = selector
+        .clone()
+        .filter(|_| matches!(choice, Some(BackendChoice::Vulkan)));
+    let mut devices = open_devices(choice, selector, validation);
+    for mode in modes {
+        let label = format!("vulkan-{mode}");
+        let opened = VulkanDevice::new(&VulkanOptions {
+            device: vulkan_selector.clone(),
+            validation,
+            subnormals: Some(mode),
+        });
+        match opened {
+            Ok(d) => {
+                println!(
+                    "device {label}: {} (f32 subnormals {}, f64 {})",
+                    d.info(),
+                    d.info().subnormals_f32,
+                    d.info().subnormals_f64
+                );
+                devices.push((label, Arc::new(d)));
+            }
+            Err(e) => println!("device {label}: skipped: {e}"),
+        }
+    }
     if devices.is_empty() {
         eprintln!("error: no backend is available");
         return Ok(ExitCode::FAILURE);

@@ -113,6 +113,12 @@ pub(crate) struct BenchArgs {
     /// occupancy).
     #[arg(long, value_name = "FILE", conflicts_with = "load")]
     pub(crate) kernel_stats: Option<std::path::PathBuf>,
+    /// Also time the Vulkan device with its float kernels in each of these subnormal modes
+    /// (comma-separated: auto, native, emulate, flush), each opened beside the other devices
+    /// and reported as a backend of its own, `vulkan-MODE`: e.g. `--subnormals emulate` (or
+    /// `native` on a driver that flushes) for what keeping subnormals in the kernels costs.
+    #[arg(long, value_delimiter = ',', conflicts_with = "load")]
+    pub(crate) subnormals: Vec<String>,
 }
 
 fn main() -> ExitCode {

@@ -537,7 +537,7 @@ fn pairs<T: Element>(op: ReduceOp, count: usize, rng: &mut Rng) -> Vec<(T, T)> {
                 } else {
                     prec + 4
                 };
-                let a = normal(rng, 1, top) | rng.below(2) * sign_bit;
+                let a = normal(rng, 1, top) | (rng.below(2) * sign_bit);
                 (a, a ^ sign_bit ^ rng.below(64))
             } else {
                 let sign = |rng: &mut Rng| rng.below(2) * sign_bit;

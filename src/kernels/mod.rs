@@ -663,6 +663,7 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
         let opened = crate::vulkan::VulkanDevice::new(&crate::vulkan::VulkanOptions {
             device: None,
             validation: true,
+            ..Default::default()
         });
         let dev = match opened {
             Ok(dev) => dev,
