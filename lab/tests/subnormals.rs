@@ -680,3 +680,130 @@ fn the_mode_asked_for_is_the_mode_reported() {
         assert_eq!(f.info().subnormals_f32, Subnormals::Flushed);
     }
 }
+
+/// The float operations that the exact kernels leave to the driver, on a model of a driver that
+/// flushes every subnormal operand and result of each operation to zero (what llvmpipe, which
+/// keeps them, cannot show): `shaders/float_ops.glsl`'s sum and product in the exact variant,
+/// transcribed line by line down to those operations (its integer product stands in here as
+/// the exact product, which it is on every device: `single_operations` checks it), must give
+/// the IEEE result for every operand pair of [`pairs`], and for pairs of random bits.
+macro_rules! flushing_driver_model {
+    ($name:ident, $t:ty, $u:ty, $frac:expr, $exp_max:expr, $scale:expr) => {
+        #[test]
+        fn $name() {
+            const FRAC: u32 = $frac;
+            const EXP_MAX: $u = $exp_max;
+            const SCALE: $u = $scale;
+            const SIGN: $u = 1 << (<$u>::BITS - 1);
+            const PREC: $u = FRAC as $u + 1;
+            let biased = |v: $t| (v.to_bits() >> FRAC) & EXP_MAX;
+            let power = |e: $u| <$t>::from_bits(e << FRAC);
+            // The driver: subnormal operands and results flushed to zero of their sign.
+            let flush = |v: $t| {
+                if biased(v) == 0 {
+                    <$t>::from_bits(v.to_bits() & SIGN)
+                } else {
+                    v
+                }
+            };
+            let add = |a: $t, b: $t| flush(flush(a) + flush(b));
+            let mul = |a: $t, b: $t| flush(flush(a) * flush(b));
+            let to_int = |v: $t| flush(v) as $u;
+            let bias = EXP_MAX / 2;
+            let scaled = |v: $t| {
+                let u = v.to_bits();
+                if biased(v) != 0 {
+                    return <$t>::from_bits(u + (SCALE << FRAC));
+                }
+                // Exact conversions of integers below 2^FRAC (f64: in two words in the shader).
+                let m = (u & ((1 << FRAC) - 1)) as $t;
+                let s = mul(m, power(bias + SCALE - (bias + FRAC as $u - 1)));
+                <$t>::from_bits(s.to_bits() | (u & SIGN))
+            };
+            let unscaled = |s: $t| {
+                let u = s.to_bits();
+                if biased(s) > SCALE {
+                    return <$t>::from_bits(u - (SCALE << FRAC));
+                }
+                let k = mul(
+                    <$t>::from_bits(u & !SIGN),
+                    power(bias + (bias + FRAC as $u - 1) - SCALE),
+                );
+                <$t>::from_bits((u & SIGN) | to_int(k))
+            };
+            let exact_add = |a: $t, b: $t| {
+                if biased(a).max(biased(b)) >= EXP_MAX - SCALE {
+                    return add(a, b);
+                }
+                unscaled(add(scaled(a), scaled(b)))
+            };
+            let unsubnormal = |v: $t| {
+                if biased(v) != 0 || v.to_bits() & !SIGN == 0 {
+                    v
+                } else {
+                    <$t>::from_bits((v.to_bits() & SIGN) | (1 << FRAC))
+                }
+            };
+            let sum = |a: $t, b: $t| {
+                let r = add(a, b);
+                if biased(r) >= PREC + 2 {
+                    return r;
+                }
+                exact_add(a, b)
+            };
+            let product = |a: $t, b: $t| {
+                let r = mul(a, b);
+                if biased(r).wrapping_sub(1) < EXP_MAX - 1 {
+                    return r;
+                }
+                if biased(a) == EXP_MAX || biased(b) == EXP_MAX {
+                    return mul(unsubnormal(a), unsubnormal(b));
+                }
+                a * b
+            };
+            let same = |want: $t, got: $t| {
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan())
+            };
+            let mut rng = Rng::new(seed());
+            for op in [ReduceOp::Sum, ReduceOp::Product] {
+                let mut operands = pairs::<$t>(op, 1 << 20, &mut rng);
+                operands.extend((0..1 << 20).map(|_| {
+                    let mut v = || <$t>::from_bits(rng.next_u64() as $u);
+                    (v(), v())
+                }));
+                for (a, b) in operands {
+                    let (want, got) = match op {
+                        ReduceOp::Sum => (a + b, sum(a, b)),
+                        _ => (a * b, product(a, b)),
+                    };
+                    assert!(
+                        same(want, got),
+                        "{op}({a:e} = {:#x}, {b:e} = {:#x}) on a flushing driver: {got:e} \
+                         ({:#x}), IEEE: {want:e} ({:#x})",
+                        a.to_bits(),
+                        b.to_bits(),
+                        got.to_bits(),
+                        want.to_bits()
+                    );
+                }
+            }
+        }
+    };
+}
+
+flushing_driver_model!(
+    the_exact_f32_arithmetic_holds_on_a_flushing_driver,
+    f32,
+    u32,
+    23,
+    0xff,
+    64
+);
+flushing_driver_model!(
+    the_exact_f64_arithmetic_holds_on_a_flushing_driver,
+    f64,
+    u64,
+    52,
+    0x7ff,
+    128
+);
