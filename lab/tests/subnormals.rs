@@ -118,6 +118,24 @@ impl Flushes {
         }
     }
 
+    /// [`Flushes::check`] of a case whose results are floats, under [`label`]`(case)`, each
+    /// device's output poisoned first (`run` takes the poison); returns how many of the
+    /// expected results are subnormal.
+    fn check_floats<T: Element>(
+        &mut self,
+        (case, what): (&impl Display, &str),
+        want: &[T],
+        compare: Compare<T>,
+        mut run: impl FnMut(&dyn Device, T) -> xwarp::Result<Vec<T>>,
+    ) -> usize {
+        let poison = poison_value(want);
+        let name = format!("{case} ({what})");
+        self.check((&label(case), &name), T::KIND, want, compare, |dev| {
+            run(dev, poison)
+        });
+        want.iter().filter(|&&v| common::is_subnormal(v)).count()
+    }
+
     /// Every label had a case that flushing got wrong, where a device flushed in its kernels.
     fn assert_flushing_changes_each(&self) {
         if flushing().is_none() && !flush_under_test() {
@@ -241,15 +259,11 @@ fn reductions<T: ReduceInput>() {
                         elem: T::KIND,
                         n,
                     };
-                    let want = expected(&case, input);
-                    subnormal_results += want.iter().filter(|&&v| common::is_subnormal(v)).count();
-                    let poison = poison_value(&want);
-                    flushes.check(
-                        (&label(&case), &format!("{case} ({what})")),
-                        T::KIND,
-                        &want,
+                    subnormal_results += flushes.check_floats(
+                        (&case, what),
+                        &expected(&case, input),
                         comparison(op),
-                        |dev| run_reduce(dev, &case, input, poison),
+                        |dev, poison| run_reduce(dev, &case, input, poison),
                     );
                 }
             }
@@ -312,16 +326,11 @@ fn scans<T: ReduceInput>() {
                             elem: T::KIND,
                             n,
                         };
-                        let want = expected(&case, input);
-                        subnormal_results +=
-                            want.iter().filter(|&&v| common::is_subnormal(v)).count();
-                        let poison = poison_value(&want);
-                        flushes.check(
-                            (&label(&case), &format!("{case} ({what})")),
-                            T::KIND,
-                            &want,
+                        subnormal_results += flushes.check_floats(
+                            (&case, what),
+                            &expected(&case, input),
                             comparison(op),
-                            |dev| run_scan(dev, &case, input, poison),
+                            |dev, poison| run_scan(dev, &case, input, poison),
                         );
                     }
                 }
@@ -394,19 +403,15 @@ fn stencils<T: StencilElement>() {
         ];
         for (what, weights, input) in &sets {
             let want = stencil_reference(*weights, input);
-            subnormal_results += want.iter().filter(|&&v| common::is_subnormal(v)).count();
-            let poison = poison_value(&want);
             for variant in StencilVariant::ALL {
-                let label = format!("stencil {variant} {}", T::KIND);
-                flushes.check(
+                subnormal_results += flushes.check_floats(
                     (
-                        &label,
-                        &format!("{label} n={n} ({what}, weights {weights:?})"),
+                        &format!("stencil {variant} {} n={n}", T::KIND),
+                        &format!("{what}, weights {weights:?}"),
                     ),
-                    T::KIND,
                     &want,
                     first_mismatch_nan_as_class,
-                    |dev| run_stencil(dev, variant, *weights, input, poison),
+                    |dev, poison| run_stencil(dev, variant, *weights, input, poison),
                 );
             }
         }
