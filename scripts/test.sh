@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Sets up, then runs the whole test suite and the wgpu example on llvmpipe at subgroup sizes 8,
 # 4 and 16 (LP_NATIVE_VECTOR_WIDTH 256, 128, 512), with the Vulkan validation layer on: any
-# validation message fails a test. Size 16 needs AVX-512 and is skipped, with a message, without
-# it. Then at LP_NATIVE_VECTOR_WIDTH=1024 the device's self-test must refuse it.
+# validation message fails a test. At each size the float families' subnormal tests and
+# canonical orders run again with the kernels that keep subnormals in software and with those
+# that flush them (XWARP_SUBNORMALS=emulate, flush), which llvmpipe would otherwise never run.
+# Size 16 needs AVX-512 and is skipped, with a message, without it. Then at
+# LP_NATIVE_VECTOR_WIDTH=1024 the device's self-test must refuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,6 +21,11 @@ fi
 for w in "${widths[@]}"; do
     echo "== llvmpipe with LP_NATIVE_VECTOR_WIDTH=$w (subgroup size $((w / 32)))"
     LP_NATIVE_VECTOR_WIDTH=$w cargo test --locked --all-targets
+    for mode in emulate flush; do
+        echo "== XWARP_SUBNORMALS=$mode: the float families on subnormals, the float orders, the self-test"
+        LP_NATIVE_VECTOR_WIDTH=$w XWARP_SUBNORMALS=$mode cargo test --locked \
+            --test subnormals --test float_orders --test selftest
+    done
     # xwarp inside a wgpu application (the `wgpu` feature, which the lab's tests turn on, so
     # this reuses the build above).
     LP_NATIVE_VECTOR_WIDTH=$w cargo run --locked --quiet --example wgpu_sort

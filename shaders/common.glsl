@@ -14,7 +14,18 @@
 #endif
 
 // Element types for kernels that compute: T is the element type; XW_T_64 marks 64-bit types
-// (which need shaderInt64 / shaderFloat64), XW_T_FLOAT floating-point ones.
+// (which need shaderInt64 / shaderFloat64), XW_T_FLOAT floating-point ones. The float types'
+// variants _exact and _flush set how their arithmetic treats subnormals (float_ops.glsl).
+#if defined(XW_TYPE_F32_EXACT) || defined(XW_TYPE_F64_EXACT)
+#define XW_SUBNORMALS_EXACT 1
+#elif defined(XW_TYPE_F32_FLUSH) || defined(XW_TYPE_F64_FLUSH)
+#define XW_SUBNORMALS_FLUSH 1
+#endif
+#if defined(XW_TYPE_F32_EXACT) || defined(XW_TYPE_F32_FLUSH)
+#define XW_TYPE_F32 1
+#elif defined(XW_TYPE_F64_EXACT) || defined(XW_TYPE_F64_FLUSH)
+#define XW_TYPE_F64 1
+#endif
 #if defined(XW_TYPE_I32)
 #define T int
 #elif defined(XW_TYPE_U32)

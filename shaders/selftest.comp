@@ -3,7 +3,9 @@
 // records what the driver reports about its subgroup and what the subgroup operations the
 // kernels rely on return for it; the host checks the records against the driver's claims.
 // Invocation 0 also computes on subnormals of T, read from the input so that nothing is folded
-// at compile time, to learn whether the device keeps them.
+// at compile time, through the kernels' float operations (float_ops.glsl): with SUBNORMALS 0 to
+// learn whether the driver keeps them, with the value the device's kernels will run with to
+// check that they compute what IEEE 754 does.
 //
 // Indices into the outputs come from gl_LocalInvocationIndex and the workgroup, never from the
 // subgroup facts under test, so a driver that reports nonsense cannot send a write astray.
@@ -11,6 +13,7 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_shuffle_relative : require
 #include "common.glsl"
+#include "float_ops.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -49,12 +52,14 @@ void main() {
         T largest = src[3];
         T one = src[4];
         T zero = src[5];
-        results[0] = tiny + tiny;
-        results[1] = normal - tiny;
-        results[2] = small * small;
-        results[3] = tiny * one;
-        results[4] = tiny > zero ? one : zero;
-        results[5] = largest + tiny;
+        results[0] = xw_add(tiny, tiny);
+        results[1] = xw_add(normal, xw_negate(tiny));
+        results[2] = xw_mul(small, small);
+        results[3] = xw_mul(tiny, one);
+        results[4] = xw_less(zero, tiny) ? one : zero;
+        results[5] = xw_add(largest, tiny);
         results[6] = largest;
+        results[7] = xw_max(tiny, largest);
+        results[8] = xw_min(largest, tiny);
     }
 }

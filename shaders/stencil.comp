@@ -6,8 +6,9 @@
 //   y[i] = +0.0 for the two outputs at each end (every output when n <= 4).
 //
 // The sum is evaluated in exactly that order, every product and sum rounded on its own (`precise`
-// forbids contracting a product and a sum into an FMA): that is what makes the result
-// bit-identical to CUDA (__fmul_rn/__fadd_rn) and the CPU reference at every subgroup size.
+// in float_ops.glsl forbids contracting a product and a sum into an FMA), subnormals kept on
+// every device: that is what makes the result bit-identical to CUDA (__fmul_rn/__fadd_rn) and the
+// CPU reference at every subgroup size.
 //
 // SMEM 0, the shuffle version: each 32-lane logical warp loads its 32 centre values plus two
 // halo values on each side into registers (lanes 0 and 1 load x[i-2], lanes 30 and 31 load
@@ -18,6 +19,7 @@
 // Invocation t of the launch computes output t; the host plans the bindings (src/stencil.rs).
 #include "common.glsl"
 #include "shuffle.glsl"
+#include "float_ops.glsl"
 
 // Declared before the shared arrays sized by gl_WorkGroupSize (else glslang sizes them as 1).
 layout(local_size_x_id = 0) in;
@@ -60,9 +62,10 @@ T load(uint t, int d) {
 
 // The documented order, no contraction: bit-identical on every device.
 T average(T m2, T m1, T c, T p1, T p2) {
-    precise T y = (((weight(0u) * m2 + weight(1u) * m1) + weight(2u) * c) + weight(3u) * p1)
-        + weight(4u) * p2;
-    return y;
+    T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
+    y = xw_add(y, xw_mul(weight(2u), c));
+    y = xw_add(y, xw_mul(weight(3u), p1));
+    return xw_add(y, xw_mul(weight(4u), p2));
 }
 
 void main() {

@@ -1,6 +1,8 @@
 // Run-time predicates over the element type T (xwarp::vote::Predicate): the twin of
 // xw_predicate in cuda/vote.cu and cuda/compact.cu and of Predicate::eval on the CPU.
 // The code and operands travel in the push constants; 64-bit operands as two words, low first.
+// Float comparisons keep subnormals on every device (float_ops.glsl).
+#include "float_ops.glsl"
 
 const uint XW_PRED_EVEN = 0u;
 const uint XW_PRED_ODD = 1u;
@@ -34,27 +36,15 @@ T xw_pred_operand(uint lo, uint hi) {
 // F - e lowest bits of its significand (the fraction with the implicit leading one) are zero,
 // and it is odd when bit F - e of the significand is one (for e > F the value is even).
 // Zeros are even; subnormals, other values below 1, infinities and NaN are neither.
-// The significand as two words (low, high), with the exponent (biased) and fraction width.
+// The significand as two words (low, high); the biased exponent and the fraction width are
+// float_ops.glsl's.
 #if defined(XW_TYPE_F32)
-uint xw_biased_exp(T v) { return (floatBitsToUint(v) >> 23) & 0xffu; }
 uvec2 xw_significand(T v) { return uvec2((floatBitsToUint(v) & 0x7fffffu) | 0x800000u, 0u); }
-bool xw_is_zero_bits(T v) { return (floatBitsToUint(v) & 0x7fffffffu) == 0u; }
-const uint XW_FRAC = 23u;
-const uint XW_BIAS = 127u;
-const uint XW_EXP_MAX = 0xffu;
 #else
-uint xw_biased_exp(T v) { return (unpackDouble2x32(v).y >> 20) & 0x7ffu; }
 uvec2 xw_significand(T v) {
     uvec2 w = unpackDouble2x32(v);
     return uvec2(w.x, (w.y & 0xfffffu) | 0x100000u);
 }
-bool xw_is_zero_bits(T v) {
-    uvec2 w = unpackDouble2x32(v);
-    return w.x == 0u && (w.y & 0x7fffffffu) == 0u;
-}
-const uint XW_FRAC = 52u;
-const uint XW_BIAS = 1023u;
-const uint XW_EXP_MAX = 0x7ffu;
 #endif
 
 // Whether the k lowest bits of m (k in 1..63) are all zero.
@@ -68,7 +58,7 @@ uint xw_bit(uvec2 m, uint k) { return k >= 32u ? (m.y >> (k - 32u)) & 1u : (m.x 
 
 // 0: not an integer, 1: an even integer, 2: an odd integer.
 uint xw_parity(T v) {
-    if (xw_is_zero_bits(v)) return 1u;
+    if (xw_is_zero(v)) return 1u;
     uint e = xw_biased_exp(v);
     if (e == XW_EXP_MAX || e < XW_BIAS) return 0u;
     uint x = e - XW_BIAS;
@@ -91,10 +81,10 @@ bool xw_predicate(T v, uint code, T a, T b) {
     switch (code) {
     case XW_PRED_EVEN: return xw_is_even(v);
     case XW_PRED_ODD: return xw_is_odd(v);
-    case XW_PRED_NONZERO: return v != T(0);
-    case XW_PRED_GREATER: return v > a;
-    case XW_PRED_LESS: return v < a;
-    case XW_PRED_IN_RANGE: return a <= v && v <= b;
+    case XW_PRED_NONZERO: return xw_nonzero(v);
+    case XW_PRED_GREATER: return xw_less(a, v);
+    case XW_PRED_LESS: return xw_less(v, a);
+    case XW_PRED_IN_RANGE: return xw_less_equal(a, v) && xw_less_equal(v, b);
     }
     return false;
 }

@@ -107,6 +107,7 @@ fn open_vulkan(opts: &Options) -> Result<Arc<dyn Device>> {
         &crate::vulkan::VulkanOptions {
             device: opts.device.clone(),
             validation: opts.validation,
+            ..Default::default()
         },
     )?))
 }

@@ -105,7 +105,8 @@ impl fmt::Display for SubgroupFeatures {
 /// device keeps them where its driver offers `shaderDenormPreserveFloat32` / `...Float64`
 /// (`VK_KHR_shader_float_controls`, core in Vulkan 1.2): xwarp then asks for it in every
 /// kernel. Other drivers decide for themselves; xwarp measures what they do when the device
-/// opens (see [`crate::vulkan`]).
+/// opens, and where a driver flushes them the kernels compute on subnormals in software
+/// ([`Subnormals::Emulated`]; see [`crate::vulkan`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Subnormals {
     /// Kept, as the driver promises for kernels that ask (every xwarp kernel does).
@@ -113,18 +114,28 @@ pub enum Subnormals {
     /// Kept when the device opened, but the driver does not promise it: results are
     /// bit-identical as far as the self-test could tell.
     Observed,
+    /// Kept by the kernels themselves: the driver flushes subnormals (or
+    /// `XWARP_SUBNORMALS=emulate` asked for this), so every sum or product whose operands or
+    /// result may be subnormal is computed exactly from the operands' bits, and min, max and
+    /// comparisons order the bits. Results are bit-identical to the CPU reference; on normal
+    /// data each operation costs a check of its result's exponent bits.
+    Emulated,
     /// Flushed to zero (as inputs or results or both): float results on subnormal inputs, or
     /// whose exact intermediate results are subnormal, may differ from the CPU reference and
-    /// from other devices.
+    /// from other devices. Only where asked for (`XWARP_SUBNORMALS=native` on a driver that
+    /// flushes, or `flush`), or where the self-test found the emulation wrong on the device.
     Flushed,
     /// The device has no kernels of this width (no `shaderFloat64`).
     Unsupported,
 }
 
 impl Subnormals {
-    /// Whether subnormals are kept (guaranteed or observed).
+    /// Whether subnormals are kept (guaranteed, observed or emulated).
     pub fn kept(self) -> bool {
-        matches!(self, Subnormals::Guaranteed | Subnormals::Observed)
+        matches!(
+            self,
+            Subnormals::Guaranteed | Subnormals::Observed | Subnormals::Emulated
+        )
     }
 }
 
@@ -133,6 +144,7 @@ impl fmt::Display for Subnormals {
         f.write_str(match self {
             Subnormals::Guaranteed => "kept (guaranteed by the driver)",
             Subnormals::Observed => "kept (measured at open; the driver does not promise it)",
+            Subnormals::Emulated => "kept (Emulated: computed exactly in the kernels)",
             Subnormals::Flushed => "FLUSHED to zero",
             Subnormals::Unsupported => "no kernels of this width",
         })

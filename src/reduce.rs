@@ -55,7 +55,9 @@
 //!   xor. `op(id, x)` is `x` bit for bit, and so is
 //!   `op(x, id)` unless `x` is a NaN: float min and max then give the identity's NaN. The
 //!   device reduce of an empty input is the identity.
-//! - A Vulkan driver that flushes subnormals
+//! - Subnormals are kept on every device: where a Vulkan driver flushes them, the kernels
+//!   compute them exactly themselves ([`Subnormals::Emulated`](crate::Subnormals::Emulated)).
+//!   Only a device opened to flush them
 //!   ([`DeviceInfo::keeps_subnormals`](crate::DeviceInfo::keeps_subnormals) is false) may
 //!   differ wherever a subnormal input or intermediate occurs.
 

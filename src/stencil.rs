@@ -23,9 +23,9 @@
 //! `__dmul_rn`/`__dadd_rn` in CUDA). So `f32` and `f64` results are bit-identical on CUDA, on
 //! Vulkan at every subgroup size, in both variants, and in the CPU reference
 //! ([`crate::cpu::stencil`]); `tests/float_orders.rs` checks a transcription of the formula
-//! above against the reference. Caveats of the hardware, not of the order: a NaN's payload may
-//! differ between devices, and a Vulkan driver without denormal preservation for the type may
-//! flush subnormal products or results to zero.
+//! above against the reference. Subnormal products and sums are kept on every device (where a
+//! Vulkan driver flushes them, by the kernels: [`Subnormals::Emulated`](crate::Subnormals)).
+//! A caveat of the hardware, not of the order: a NaN's payload may differ between devices.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {

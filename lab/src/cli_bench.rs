@@ -4,8 +4,10 @@ use crate::{open_devices, BenchArgs};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xwarp::backend::{BackendChoice, DeviceSelector};
+use xwarp::vulkan::{SubnormalMode, VulkanDevice, VulkanOptions};
 use xwarp::{Device, ElemKind, Error, Result};
 use xwarp_lab::bench::{self, cub, Algo, Config};
 
@@ -52,7 +54,35 @@ pub(crate) fn bench(
         .transpose()?;
     let wall_before = resumed.as_ref().map_or(0.0, |r| r.wall_s);
     let json = args.json.clone().or_else(|| args.resume.clone());
-    let devices = open_devices(choice, selector, validation);
+    let modes = args
+        .subnormals
+        .iter()
+        .map(|m| m.parse::<SubnormalMode>())
+        .collect::<Result<Vec<_>>>()?;
+    let vulkan_selector = selector
+        .clone()
+        .filter(|_| matches!(choice, Some(BackendChoice::Vulkan)));
+    let mut devices = open_devices(choice, selector, validation);
+    for mode in modes {
+        let label = format!("vulkan-{mode}");
+        let opened = VulkanDevice::new(&VulkanOptions {
+            device: vulkan_selector.clone(),
+            validation,
+            subnormals: Some(mode),
+        });
+        match opened {
+            Ok(d) => {
+                println!(
+                    "device {label}: {} (f32 subnormals {}, f64 {})",
+                    d.info(),
+                    d.info().subnormals_f32,
+                    d.info().subnormals_f64
+                );
+                devices.push((label, Arc::new(d)));
+            }
+            Err(e) => println!("device {label}: skipped: {e}"),
+        }
+    }
     if devices.is_empty() {
         eprintln!("error: no backend is available");
         return Ok(ExitCode::FAILURE);

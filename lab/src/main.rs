@@ -142,6 +142,12 @@ pub(crate) struct BenchArgs {
     /// CUDA devices exist, else in-process.
     #[arg(long, value_name = "KIND", requires = "gpus")]
     pub(crate) exchange: Option<String>,
+    /// Also time the Vulkan device with its float kernels in each of these subnormal modes
+    /// (comma-separated: auto, native, emulate, flush), each opened beside the other devices
+    /// and reported as a backend of its own, `vulkan-MODE`: e.g. `--subnormals emulate` (or
+    /// `native` on a driver that flushes) for what keeping subnormals in the kernels costs.
+    #[arg(long, value_delimiter = ',', conflicts_with = "load")]
+    pub(crate) subnormals: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -321,6 +327,7 @@ fn open_facts(kind: BackendKind, index: usize, validation: bool) -> xwarp::Resul
         BackendKind::Vulkan => xwarp::vulkan::VulkanDevice::new(&xwarp::vulkan::VulkanOptions {
             device: Some(DeviceSelector::Index(index)),
             validation,
+            ..Default::default()
         })
         .map(|d| {
             let t = d.self_test();

@@ -117,6 +117,7 @@ fn vulkan_device_selection_by_index_and_name() {
     let by_index = VulkanDevice::new(&VulkanOptions {
         device: Some(DeviceSelector::Index(0)),
         validation: false,
+        ..Default::default()
     })
     .unwrap();
     assert_eq!(by_index.info().name, first.name);
@@ -124,12 +125,14 @@ fn vulkan_device_selection_by_index_and_name() {
     let by_name = VulkanDevice::new(&VulkanOptions {
         device: Some(DeviceSelector::Name(part.to_uppercase())),
         validation: false,
+        ..Default::default()
     })
     .unwrap();
     assert_eq!(by_name.info().name, first.name);
     match VulkanDevice::new(&VulkanOptions {
         device: Some(DeviceSelector::Name("no-such-gpu".into())),
         validation: false,
+        ..Default::default()
     }) {
         Err(Error::NoSuchDevice {
             backend,

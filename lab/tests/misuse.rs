@@ -1027,6 +1027,7 @@ fn a_vulkan_selector_that_matches_nothing_names_the_devices_there_are() {
             VulkanDevice::new(&VulkanOptions {
                 device: Some(sel.clone()),
                 validation: true,
+                ..Default::default()
             })
             .map(|_| ()),
             xwarp::backend::open(&Options {
@@ -1073,6 +1074,7 @@ fn a_machine_without_a_vulkan_driver_gets_a_typed_error() {
             VulkanDevice::new(&VulkanOptions {
                 device: None,
                 validation: true,
+                ..Default::default()
             })
             .map(|_| ()),
             xwarp::vulkan::list_devices().map(|_| ()),

@@ -1,9 +1,10 @@
 //! Reductions: every operator, type and scope against the CPU reference (bit for bit, floats
-//! too), the documented semantics, chaining on the device, and bad input.
+//! too), the documented semantics, chaining on the device, and bad input. Subnormal inputs and
+//! results: `lab/tests/subnormals.rs`.
 
 mod common;
 
-use common::{check_on_every_device, check_on_every_device_by, for_each_device, seed};
+use common::{check_on_every_device, for_each_device, seed};
 use xwarp::cpu::reduce::Reduce;
 use xwarp::reduce::{
     device_reduce, device_reduce_host, device_reduce_tuned, warp_reduce_host, Launches, ReduceOp,
@@ -11,9 +12,7 @@ use xwarp::reduce::{
 };
 use xwarp::{DeviceVec, ElemKind, Error, Rng};
 use xwarp_lab::validate::poison_value;
-use xwarp_lab::validate::reduce::{
-    comparison, expected, reduce_cases, run_reduce, ReduceCase, ReduceInput, Scope,
-};
+use xwarp_lab::validate::reduce::{expected, reduce_cases, run_reduce, ReduceCase, ReduceInput};
 use xwarp_lab::with_elem;
 
 fn check<T: ReduceInput>(cases: &[ReduceCase], rng: &mut Rng) {
@@ -346,71 +345,4 @@ fn every_launch_plan_gives_the_same_bits_for_every_type_and_op() {
     for elem in ElemKind::ALL {
         with_elem!(elem, every_plan(elem, &mut rng));
     }
-}
-
-/// Every float operator at every scope on inputs made of subnormals, and on normal inputs whose
-/// exact sums or products are subnormal ([`common::subnormal_inputs`]), at 1, 31, 33 and 4097
-/// elements, the device reduce (the only scope whose order grows with the input) also at
-/// 1000003: bit for bit against the CPU reference on every device that keeps subnormals (a
-/// product that overflows and meets a zero may be NaN: any NaN then). The expected results
-/// include subnormals, so a device that flushed them would fail.
-fn subnormal_inputs_and_results<T: ReduceInput>() {
-    if !common::subnormals_kept(T::KIND) {
-        return;
-    }
-    let mut rng = Rng::new(seed());
-    let scopes = [
-        Scope::Warp(WarpForm::Butterfly),
-        Scope::Warp(WarpForm::ShiftDown),
-        Scope::Block,
-        Scope::Device,
-    ];
-    for op in [
-        ReduceOp::Sum,
-        ReduceOp::Product,
-        ReduceOp::Min,
-        ReduceOp::Max,
-    ] {
-        let mut subnormal_results = 0;
-        for n in [1, 31, 33, 4097, 1_000_003] {
-            let inputs = common::subnormal_inputs::<T>(n, op == ReduceOp::Product, &mut rng);
-            for (what, input) in &inputs {
-                for scope in scopes {
-                    if n > 4097 && scope != Scope::Device {
-                        continue;
-                    }
-                    let case = ReduceCase {
-                        op,
-                        scope,
-                        elem: T::KIND,
-                        n,
-                    };
-                    let want = expected(&case, input);
-                    subnormal_results += want.iter().filter(|&&v| common::is_subnormal(v)).count();
-                    let poison = poison_value(&want);
-                    check_on_every_device_by(
-                        &format!("{case} ({what})"),
-                        &want,
-                        comparison(op),
-                        |dev| run_reduce(dev, &case, input, poison),
-                    );
-                }
-            }
-        }
-        assert!(
-            subnormal_results > 0,
-            "{op} {}: no subnormal result",
-            T::KIND
-        );
-    }
-}
-
-#[test]
-fn subnormal_inputs_and_results_f32() {
-    subnormal_inputs_and_results::<f32>();
-}
-
-#[test]
-fn subnormal_inputs_and_results_f64() {
-    subnormal_inputs_and_results::<f64>();
 }

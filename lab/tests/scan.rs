@@ -1,13 +1,14 @@
 //! Scans: every operator, kind, scope and type against the CPU reference (bit for bit, floats
-//! too), the look-back fallback, many launches, in place, and a repeated stress run.
+//! too), the look-back fallback, many launches, in place, and a repeated stress run. Subnormal
+//! inputs and results: `lab/tests/subnormals.rs`.
 
 mod common;
 
-use common::{check_on_every_device, check_on_every_device_by, for_each_device, seed};
+use common::{check_on_every_device, for_each_device, seed};
 use xwarp::reduce::ReduceOp;
 use xwarp::scan::{self, device_scan_host, ScanKind, Tuning, TILE};
 use xwarp::{DeviceVec, ElemKind, Error, Rng};
-use xwarp_lab::validate::reduce::{comparison, ReduceInput};
+use xwarp_lab::validate::reduce::ReduceInput;
 use xwarp_lab::validate::scan::{expected, run_scan, scan_cases, ScanCase, Scope};
 use xwarp_lab::validate::{first_mismatch, poison_value};
 use xwarp_lab::with_elem;
@@ -194,75 +195,4 @@ fn bad_input_is_a_typed_error() {
         let sum = device_scan_host(dev, ReduceOp::Sum, ScanKind::Inclusive, &[1i64; 100]).unwrap();
         assert_eq!(sum[99], 100);
     });
-}
-
-/// Sum, min and max scans, inclusive and exclusive, at warp, block and device scope, on inputs
-/// made of subnormals and on normal inputs whose exact partial sums are subnormal
-/// ([`common::subnormal_inputs`]), at 1, 31, 33 and 4097 elements, and the device scan (whose
-/// look-back spans tiles) at 1000003 with one kind of input and one scan kind per operator, in
-/// turn (what keeps the test short): bit for bit against the CPU reference on every device
-/// that keeps subnormals. The expected results include subnormals, so a device that flushed
-/// them would fail.
-fn subnormal_inputs_and_results<T: ReduceInput>() {
-    if !common::subnormals_kept(T::KIND) {
-        return;
-    }
-    let mut rng = Rng::new(seed());
-    for (k, op) in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max]
-        .into_iter()
-        .enumerate()
-    {
-        let mut subnormal_results = 0;
-        for n in [1, 31, 33, 4097, 1_000_003] {
-            let inputs = common::subnormal_inputs::<T>(n, false, &mut rng);
-            for (i, (what, input)) in inputs.iter().enumerate() {
-                let long = n > 4097;
-                if long && i != (k + 2) % inputs.len() {
-                    continue;
-                }
-                for scope in [Scope::Warp, Scope::Block, Scope::Device(Tuning::default())] {
-                    if long && !matches!(scope, Scope::Device(_)) {
-                        continue;
-                    }
-                    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-                        if long && (kind == ScanKind::Exclusive) != (k % 2 == 1) {
-                            continue;
-                        }
-                        let case = ScanCase {
-                            op,
-                            kind,
-                            scope,
-                            elem: T::KIND,
-                            n,
-                        };
-                        let want = expected(&case, input);
-                        subnormal_results +=
-                            want.iter().filter(|&&v| common::is_subnormal(v)).count();
-                        let poison = poison_value(&want);
-                        check_on_every_device_by(
-                            &format!("{case} ({what})"),
-                            &want,
-                            comparison(op),
-                            |dev| run_scan(dev, &case, input, poison),
-                        );
-                    }
-                }
-            }
-        }
-        assert!(
-            subnormal_results > 0,
-            "{op} {}: no subnormal result",
-            T::KIND
-        );
-    }
-}
-
-#[test]
-fn subnormal_inputs_and_results_f32() {
-    subnormal_inputs_and_results::<f32>();
-}
-
-#[test]
-fn subnormal_inputs_and_results_f64() {
-    subnormal_inputs_and_results::<f64>();
 }

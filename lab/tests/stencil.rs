@@ -1,15 +1,16 @@
 //! The shuffle stencil: both variants, f32 and f64, at lengths around the edges, a warp and a
 //! workgroup, against the CPU reference bit for bit; every layer count per workgroup; exact
 //! integer averages; the documented order; inputs longer than one binding; bad input.
+//! Subnormal inputs and results: `lab/tests/subnormals.rs`.
 
 mod common;
 
-use common::{check_on_every_device_by, for_each_device, seed};
-use xwarp::cpu::stencil::{moving_average as reference, StencilElement, POINTS};
+use common::{for_each_device, seed};
+use xwarp::cpu::stencil::{moving_average as reference, StencilElement};
 use xwarp::stencil::{moving_average, moving_average_host, StencilVariant};
 use xwarp::{DeviceVec, Error, Rng};
 use xwarp_lab::validate::stencil::{random_weights, run_stencil, SIZES};
-use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, poison_value};
+use xwarp_lab::validate::{first_mismatch, poison_value};
 
 /// Fresh weights and input per size in `sizes`; every device and both variants on the same
 /// data, each against the reference and against each other. A failure names the layers per
@@ -234,83 +235,4 @@ fn bad_input_is_a_typed_error() {
             })
         ));
     });
-}
-
-/// Both variants on subnormal inputs with weights near ±1, on normal inputs and weights like
-/// 1e-20 (`f64`: 1e-160) whose every product is subnormal, and on subnormals among small,
-/// large and near-±1 normals for both ([`common::subnormal_inputs`]), at 1, 31, 33, 4097 and
-/// 1000003 elements: bit for bit against the CPU reference on every device that keeps
-/// subnormals (where large products overflow and meet, NaN matches any NaN). The expected
-/// outputs include subnormals, so a device that flushed them would fail.
-fn subnormal_inputs_and_results<T: StencilElement>() {
-    if !common::subnormals_kept(T::KIND) {
-        return;
-    }
-    let mut rng = Rng::new(seed());
-    let mut subnormal_results = 0;
-    for n in [1, 31, 33, 4097, 1_000_003] {
-        let near_one = |rng: &mut Rng| {
-            let m = 0.5 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64 * 1.5;
-            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m })
-        };
-        let small = |rng: &mut Rng| {
-            let tiny = if T::KIND == xwarp::ElemKind::F32 {
-                1e-20
-            } else {
-                1e-160
-            };
-            let m = 1.0 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
-            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m } * tiny)
-        };
-        let subnormals = common::subnormal_inputs::<T>(n, false, &mut rng)
-            .swap_remove(0)
-            .1;
-        let mixed = common::subnormal_inputs::<T>(n, true, &mut rng)
-            .swap_remove(1)
-            .1;
-        let sets: [(&str, [T; POINTS], Vec<T>); 3] = [
-            (
-                "subnormal inputs, weights near ±1",
-                std::array::from_fn(|_| near_one(&mut rng)),
-                subnormals,
-            ),
-            (
-                "normal inputs and weights whose products are subnormal",
-                std::array::from_fn(|_| small(&mut rng)),
-                (0..n).map(|_| small(&mut rng)).collect(),
-            ),
-            (
-                "subnormals, small and large normals among values near ±1",
-                std::array::from_fn(|_| xwarp_lab::validate::tiny_value(&mut rng, true)),
-                mixed,
-            ),
-        ];
-        for (what, weights, input) in &sets {
-            let want = reference(*weights, input);
-            subnormal_results += want.iter().filter(|&&v| common::is_subnormal(v)).count();
-            let poison = poison_value(&want);
-            for variant in StencilVariant::ALL {
-                check_on_every_device_by(
-                    &format!(
-                        "stencil {variant} {} n={n} ({what}, weights {weights:?})",
-                        T::KIND
-                    ),
-                    &want,
-                    first_mismatch_nan_as_class,
-                    |dev| run_stencil(dev, variant, *weights, input, poison),
-                );
-            }
-        }
-    }
-    assert!(subnormal_results > 0, "{}: no subnormal result", T::KIND);
-}
-
-#[test]
-fn subnormal_inputs_and_results_f32() {
-    subnormal_inputs_and_results::<f32>();
-}
-
-#[test]
-fn subnormal_inputs_and_results_f64() {
-    subnormal_inputs_and_results::<f64>();
 }

@@ -20,7 +20,7 @@ mod source;
 
 pub use table::{
     field_words, kernel, Const, KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS,
-    PARAM_BLOCKS,
+    PARAM_BLOCKS, SUBNORMAL_VARIANTS,
 };
 
 use crate::error::{Error, Result};
@@ -655,6 +655,7 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
         let opened = crate::vulkan::VulkanDevice::new(&crate::vulkan::VulkanOptions {
             device: None,
             validation: true,
+            ..Default::default()
         });
         let dev = match opened {
             Ok(dev) => dev,

@@ -7,7 +7,9 @@
 //! point taking its parameter struct by value); preprocessor conditionals are not evaluated,
 //! so a declaration inside `#if` counts as declared.
 
-use super::table::{KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS};
+use super::table::{
+    KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS, SUBNORMAL_VARIANTS,
+};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -637,7 +639,10 @@ pub fn check_table(comps: &[(String, String)], cus: &[String]) -> Vec<String> {
             ));
         }
         for v in k.variants {
-            if !ELEMENT_VARIANTS.contains(v) && !BIT_VARIANTS.contains(v) {
+            if !ELEMENT_VARIANTS.contains(v)
+                && !BIT_VARIANTS.contains(v)
+                && !SUBNORMAL_VARIANTS.contains(v)
+            {
                 errors.push(format!(
                     "src/kernels/table.rs: kernel `{}`: unknown variant `{v}`",
                     k.name

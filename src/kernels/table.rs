@@ -108,10 +108,34 @@ pub fn kernel(name: &str) -> Option<&'static KernelDef> {
 pub const ELEMENT_VARIANTS: &[&str] = &["i32", "u32", "f32", "i64", "u64", "f64"];
 /// Bit-container variants: `b32` covers every 4-byte element type, `b64` every 8-byte one.
 pub const BIT_VARIANTS: &[&str] = &["b32", "b64"];
+/// Variants of the float types for devices that flush subnormals (`shaders/float_ops.glsl`):
+/// `_exact` keeps them in software, `_flush` flushes them in the kernel (as a flushing driver
+/// does, for tests). The plain `f32` and `f64` use the driver's arithmetic.
+pub const SUBNORMAL_VARIANTS: &[&str] = &["f32_exact", "f64_exact", "f32_flush", "f64_flush"];
 
-const ALL_TYPES: &[&str] = &["i32", "u32", "f32", "i64", "u64", "f64"];
 const INTEGERS: &[&str] = &["i32", "u32", "i64", "u64"];
-const FLOATS: &[&str] = &["f32", "f64"];
+/// Every element type, with the float types' subnormal variants: kernels that compute on
+/// floats (or compare them).
+const ALL_TYPES: &[&str] = &[
+    "i32",
+    "u32",
+    "f32",
+    "i64",
+    "u64",
+    "f64",
+    "f32_exact",
+    "f64_exact",
+    "f32_flush",
+    "f64_flush",
+];
+const FLOATS: &[&str] = &[
+    "f32",
+    "f64",
+    "f32_exact",
+    "f64_exact",
+    "f32_flush",
+    "f64_flush",
+];
 
 /// `n`, `groups`, `dst_index`: the reductions' and the ladder's block.
 pub const REDUCE_PARAMS: ParamBlock = ParamBlock {
@@ -440,7 +464,7 @@ pub const KERNELS: &[KernelDef] = &[
     // always keeps it so, in scan_device.cu.
     KernelDef {
         name: "scan_device_s64",
-        variants: &["i32", "u32", "f32"],
+        variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
         consts: &SCAN_DEVICE_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),

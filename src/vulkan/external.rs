@@ -4,7 +4,7 @@
 use super::instance::{lifecycle, Instance};
 use super::memory::{Core, VkBuffer};
 use super::probe::{compute_family, probe, Denorms, Probe, PORTABILITY_SUBSET};
-use super::VulkanDevice;
+use super::{SubnormalMode, VulkanDevice};
 #[cfg(doc)]
 use crate::device::{Device, DeviceInfo};
 use crate::device::{DeviceVec, RawBuffer, SubgroupFeatures};
@@ -280,7 +280,9 @@ impl VulkanDevice {
     /// Before it returns, it runs the self-test every xwarp device runs at open (one small
     /// submit on `queue`, waited for; skipped when this process already tested the same
     /// device and driver): a device whose subgroups are not what its driver claims is refused
-    /// with [`Error::SelfTestFailed`].
+    /// with [`Error::SelfTestFailed`]. Its float kernels treat subnormals as
+    /// [`SUBNORMALS_ENV`](super::SUBNORMALS_ENV) says (an invalid value is
+    /// [`Error::InvalidParameter`]; unset, they are kept on every device).
     ///
     /// # Safety
     /// - Every handle in `ext` is valid: `device` was created from `physical_device` of
@@ -308,6 +310,7 @@ impl VulkanDevice {
         ext: ExternalVulkan,
         keep: Option<Box<dyn Any + Send + Sync>>,
     ) -> Result<Self> {
+        let subnormals = SubnormalMode::from_env()?;
         let _guard = lifecycle();
         let inst = Arc::new(Instance {
             entry: ext.entry,
@@ -397,7 +400,14 @@ impl VulkanDevice {
         p.info.int64_atomics = p.atomic64;
         p.info.driver.push_str(", application's device");
         let core = Core::new(&inst, ext.device, pd, &p.info.name, false)?;
-        Self::attach(core, ext.queue, family, &p, true, ext.queue_lock)
+        Self::attach(
+            core,
+            ext.queue,
+            family,
+            &p,
+            (true, ext.queue_lock),
+            subnormals,
+        )
     }
 
     /// Whether this device runs on an application's Vulkan device ([`Self::from_external`]).

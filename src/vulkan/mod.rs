@@ -17,7 +17,14 @@
 //! Every kernel's SPIR-V asks for the `DenormPreserve` execution mode of each float width it
 //! uses where the driver offers `shaderDenormPreserveFloat32/64` (Vulkan 1.2 or
 //! `VK_KHR_shader_float_controls`), so subnormals are kept as the CPU reference and CUDA keep
-//! them. Other drivers choose for themselves: the self-test at open measures what they do.
+//! them. Other drivers choose for themselves: the self-test at open measures what they do, and
+//! where a driver flushes a width's subnormals the float kernels of that width run their exact
+//! variant (`f32_exact`, `f64_exact`: SPIR-V built from `shaders/float_ops.glsl`'s exact
+//! arithmetic, chosen at open): sums and products whose operands or result may be subnormal
+//! are computed exactly from the operands' bits, min, max and comparisons order the bits, and
+//! results stay bit-identical to the CPU reference and CUDA ([`Subnormals::Emulated`]). The
+//! self-test checks the variant on the device before it is used. [`SubnormalMode`] (or
+//! `XWARP_SUBNORMALS`) overrides the choice.
 //!
 //! When it opens, a device runs a self-test (`shaders/selftest.comp`): one workgroup records,
 //! per invocation, the subgroup size, ids and counts the driver reports and what ballots and
@@ -102,6 +109,7 @@ use crate::device::{
     Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage, RawBuffer,
     Recording, Subnormals, Ticket, COUNTER_BYTES,
 };
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use ash::vk;
 use std::collections::HashMap;
@@ -122,6 +130,98 @@ pub mod wgpu;
 pub use external::{ExternalBuffer, ExternalVulkan, VulkanFeatures, VulkanRequirements};
 pub use probe::{list_devices, VulkanOptions};
 pub use selftest::SelfTestReport;
+
+/// The environment variable that chooses [`SubnormalMode`] for every Vulkan device opened
+/// without [`VulkanOptions::subnormals`] (applications' devices included): `auto` (the
+/// default), `native`, `emulate` or `flush`.
+pub const SUBNORMALS_ENV: &str = "XWARP_SUBNORMALS";
+
+/// How a Vulkan device's float kernels treat subnormals, chosen when it opens: the result is
+/// [`DeviceInfo::subnormals_f32`] and [`DeviceInfo::subnormals_f64`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SubnormalMode {
+    /// Kept: by the driver where the self-test measures that it keeps them, else by the
+    /// kernels ([`Subnormals::Emulated`]).
+    #[default]
+    Auto,
+    /// The driver's arithmetic, whatever it does with subnormals: for comparisons, and to
+    /// measure what emulation costs on a driver that flushes.
+    Native,
+    /// Kept by the kernels on every device, even where the driver keeps them: to test the
+    /// emulation, and to measure its cost anywhere.
+    Emulate,
+    /// Flushed to zero in the kernels, operands and results, as a flushing driver does
+    /// ([`Subnormals::Flushed`]): for tests that show what the emulation changes.
+    Flush,
+}
+
+impl SubnormalMode {
+    /// The mode [`SUBNORMALS_ENV`] asks for; [`SubnormalMode::Auto`] when it is unset or empty.
+    ///
+    /// Errors: [`Error::InvalidParameter`] naming the variable for any other value.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var(SUBNORMALS_ENV) {
+            Ok(v) if !v.is_empty() => v.parse().map_err(|_| {
+                Error::invalid(SUBNORMALS_ENV, v, "one of: auto, native, emulate, flush")
+            }),
+            _ => Ok(SubnormalMode::Auto),
+        }
+    }
+
+    /// The word `from_env` and `FromStr` read.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubnormalMode::Auto => "auto",
+            SubnormalMode::Native => "native",
+            SubnormalMode::Emulate => "emulate",
+            SubnormalMode::Flush => "flush",
+        }
+    }
+
+    /// What the float kernels of a width compute with, given whether the driver kept that
+    /// width's subnormals in the self-test.
+    fn arith(self, driver_keeps: bool) -> FloatArith {
+        match self {
+            SubnormalMode::Auto if driver_keeps => FloatArith::Native,
+            SubnormalMode::Auto | SubnormalMode::Emulate => FloatArith::Exact,
+            SubnormalMode::Native => FloatArith::Native,
+            SubnormalMode::Flush => FloatArith::Flush,
+        }
+    }
+}
+
+impl std::str::FromStr for SubnormalMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        [
+            SubnormalMode::Auto,
+            SubnormalMode::Native,
+            SubnormalMode::Emulate,
+            SubnormalMode::Flush,
+        ]
+        .into_iter()
+        .find(|m| m.name().eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| Error::invalid("subnormals", s, "one of: auto, native, emulate, flush"))
+    }
+}
+
+impl std::fmt::Display for SubnormalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the float kernels of a width compute with: their SPIR-V variant
+/// (`shaders/float_ops.glsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FloatArith {
+    /// The element type's own variant: the driver's arithmetic.
+    Native,
+    /// `_exact`: subnormal operands and results computed exactly in the kernel.
+    Exact,
+    /// `_flush`: operands and results flushed to zero in the kernel.
+    Flush,
+}
 
 /// What a Vulkan driver offers for keeping subnormals, as [`VulkanDevice::float_controls`]
 /// reports it.
@@ -173,6 +273,9 @@ pub struct VulkanDevice {
     counters: Option<RawBuffer>,
     /// Which float widths' subnormals kernels may ask the driver to keep.
     denorms: Denorms,
+    /// What the float kernels of `f32` and `f64` compute with (their SPIR-V variant): native
+    /// while the self-test measures the driver, then as [`SubnormalMode`] decides.
+    float_arith: [FloatArith; 2],
     /// What the self-test at open found: set once the device is constructed.
     self_test: Option<SelfTestReport>,
 }
@@ -180,14 +283,15 @@ pub struct VulkanDevice {
 impl VulkanDevice {
     /// Creates xwarp's own objects on `core`'s device: command pool and buffer, fence, query
     /// pool. `queue` belongs to family `family.0`, whose timestamps have `family.1` valid bits.
-    /// `external` marks an application's device, `queue_lock` its lock around the queue.
+    /// `external` marks an application's device, `queue_lock` its lock around the queue;
+    /// `subnormals` says how the float kernels treat subnormals.
     fn attach(
         core: Arc<Core>,
         queue: vk::Queue,
         family: (u32, u32),
         p: &Probe,
-        external: bool,
-        queue_lock: Option<Arc<Mutex<()>>>,
+        (external, queue_lock): (bool, Option<Arc<Mutex<()>>>),
+        subnormals: SubnormalMode,
     ) -> Result<Self> {
         let d = &core.device;
         let frame = stream::new_frame(d, family.0)?;
@@ -245,6 +349,7 @@ impl VulkanDevice {
             queue_lock,
             counters: None,
             denorms: p.denorms,
+            float_arith: [FloatArith::Native; 2],
             self_test: None,
         };
         // Zeroed by a recorded fill, which goes out with the first submit: opening submits
@@ -252,13 +357,14 @@ impl VulkanDevice {
         let counters = this.alloc(COUNTER_BYTES)?;
         this.record_zero(&counters)?;
         this.counters = Some(counters);
-        this.run_self_test(p)?;
+        this.run_self_test(p, subnormals)?;
         Ok(this)
     }
 
-    /// Runs the self-test (or takes its cached outcome) and records what it found about
-    /// subnormals. A device that fails it is refused: the error drops `self`, which cleans up.
-    fn run_self_test(&mut self, p: &Probe) -> Result<()> {
+    /// Runs the self-test (or takes its cached outcome), chooses what the float kernels compute
+    /// with as `subnormals` asks, and records it. A device that fails the test is refused: the
+    /// error drops `self`, which cleans up.
+    fn run_self_test(&mut self, p: &Probe, subnormals: SubnormalMode) -> Result<()> {
         let key = selftest::Key {
             vendor_id: p.info.vendor_id,
             device_id: p.device_id,
@@ -277,19 +383,66 @@ impl VulkanDevice {
         if largest > crate::plan::BLOCK {
             blocks.push(largest);
         }
-        let report = selftest::run(self, key, &blocks)?;
-        let judged = |guaranteed: bool, kept: bool| match (guaranteed, kept) {
-            (true, true) => Subnormals::Guaranteed,
-            (false, true) => Subnormals::Observed,
-            _ => Subnormals::Flushed,
-        };
-        self.info.subnormals_f32 = judged(self.denorms.f32, report.subnormals_f32_kept);
+        let report = selftest::run(self, key.clone(), &blocks)?;
+        self.info.subnormals_f32 = self.choose_arith(
+            &key,
+            ElemKind::F32,
+            subnormals,
+            (self.denorms.f32, report.subnormals_f32_kept),
+        )?;
         self.info.subnormals_f64 = match report.subnormals_f64_kept {
-            Some(kept) => judged(self.denorms.f64, kept),
+            Some(kept) => {
+                self.choose_arith(&key, ElemKind::F64, subnormals, (self.denorms.f64, kept))?
+            }
             None => Subnormals::Unsupported,
         };
         self.self_test = Some(report);
         Ok(())
+    }
+
+    /// Sets what the float kernels of `elem` compute with, as `mode` asks given what the driver
+    /// offers and did in the self-test (`(guaranteed, kept)`), and says what that makes of
+    /// subnormals. The exact variant is used only once the self-test's arithmetic gave the
+    /// IEEE results with it on this device; where it did not, the driver's arithmetic stays.
+    fn choose_arith(
+        &mut self,
+        key: &selftest::Key,
+        elem: ElemKind,
+        mode: SubnormalMode,
+        (guaranteed, kept): (bool, bool),
+    ) -> Result<Subnormals> {
+        let slot = usize::from(elem == ElemKind::F64);
+        let native = match (guaranteed, kept) {
+            (true, true) => Subnormals::Guaranteed,
+            (false, true) => Subnormals::Observed,
+            _ => Subnormals::Flushed,
+        };
+        let arith = mode.arith(kept);
+        self.float_arith[slot] = arith;
+        Ok(match arith {
+            FloatArith::Native => native,
+            FloatArith::Flush => Subnormals::Flushed,
+            FloatArith::Exact => {
+                if selftest::emulation_holds(self, key, elem)? {
+                    Subnormals::Emulated
+                } else {
+                    self.float_arith[slot] = FloatArith::Native;
+                    native
+                }
+            }
+        })
+    }
+
+    /// The SPIR-V variant the float kernels of `elem` run on this device where it is not the
+    /// element type's own (the driver's arithmetic): `f32_exact`, `f64_flush`, ...
+    fn float_variant(&self, elem: ElemKind) -> Option<&'static str> {
+        match (elem, self.float_arith[usize::from(elem == ElemKind::F64)]) {
+            (ElemKind::F32, FloatArith::Exact) => Some("f32_exact"),
+            (ElemKind::F32, FloatArith::Flush) => Some("f32_flush"),
+            (ElemKind::F64, FloatArith::Exact) => Some("f64_exact"),
+            (ElemKind::F64, FloatArith::Flush) => Some("f64_flush"),
+            _ => None,
+        }
     }
 
     /// Whether work is recorded that the next synchronize, read or time would submit.

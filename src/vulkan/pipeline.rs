@@ -86,7 +86,12 @@ impl VulkanDevice {
         launch: &Launch<'_>,
     ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
         let k = &launch.kernel;
-        let (variant, spirv) = find_shader(k.name, k.elem.name())
+        // A float kernel's treatment of subnormals is the device's, chosen at open: its
+        // variant for the element type where the kernel has one.
+        let (variant, spirv) = self
+            .float_variant(k.elem)
+            .and_then(|v| find_shader(k.name, v))
+            .or_else(|| find_shader(k.name, k.elem.name()))
             .or_else(|| find_shader(k.name, k.elem.bits_name()))
             .ok_or_else(|| Error::MissingKernel {
                 kernel: k.name.to_string(),

@@ -3,7 +3,7 @@
 
 use super::instance::{lifecycle, unavailable, Instance};
 use super::memory::Core;
-use super::VulkanDevice;
+use super::{SubnormalMode, VulkanDevice};
 #[cfg(doc)]
 use crate::device::Device;
 use crate::device::DeviceSelector;
@@ -27,6 +27,10 @@ pub struct VulkanOptions {
     /// [`VulkanDevice::validation_messages`]. The environment variable `XWARP_VALIDATION=1`
     /// turns it on as well.
     pub validation: bool,
+    /// How the float kernels treat subnormals; `None` takes it from
+    /// [`SUBNORMALS_ENV`](super::SUBNORMALS_ENV) (default [`SubnormalMode::Auto`]: kept on
+    /// every device, by the kernels where the driver flushes them).
+    pub subnormals: Option<SubnormalMode>,
 }
 
 /// Facts read from one physical device, and what the backend enables on it.
@@ -325,6 +329,10 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
 impl VulkanDevice {
     /// Opens a device: the one `opts.device` selects, else the best one.
     pub fn new(opts: &VulkanOptions) -> Result<Self> {
+        let subnormals = match opts.subnormals {
+            Some(mode) => mode,
+            None => SubnormalMode::from_env()?,
+        };
         let _guard = lifecycle();
         let validation = opts.validation
             || std::env::var("XWARP_VALIDATION").is_ok_and(|v| v == "1" || v == "true");
@@ -371,10 +379,15 @@ impl VulkanDevice {
                 missing: "Vulkan 1.1 with basic subgroup operations in compute shaders".into(),
             });
         }
-        Self::open(inst.clone(), pds[p.info.index], p)
+        Self::open(inst.clone(), pds[p.info.index], p, subnormals)
     }
 
-    fn open(inst: Arc<Instance>, pd: vk::PhysicalDevice, p: &Probe) -> Result<Self> {
+    fn open(
+        inst: Arc<Instance>,
+        pd: vk::PhysicalDevice,
+        p: &Probe,
+        subnormals: SubnormalMode,
+    ) -> Result<Self> {
         let i = &inst.instance;
         let family = compute_family(i, pd).ok_or_else(|| Error::MissingFeature {
             device: p.info.name.clone(),
@@ -427,7 +440,7 @@ impl VulkanDevice {
         let core = Core::new(&inst, device, pd, &p.info.name, true)?;
         // SAFETY: the queue family and index were requested at device creation.
         let queue = unsafe { core.device.get_device_queue(family.0, 0) };
-        Self::attach(core, queue, family, p, false, None)
+        Self::attach(core, queue, family, p, (false, None), subnormals)
     }
 }
 

@@ -45,6 +45,7 @@ pub fn open_vulkan() -> Arc<VulkanDevice> {
     let dev = VulkanDevice::new(&VulkanOptions {
         device,
         validation: true,
+        ..Default::default()
     })
     .expect("the Vulkan backend opens (install libvulkan1 and mesa-vulkan-drivers)");
     Arc::new(dev)
@@ -222,7 +223,7 @@ pub fn check_on_every_device_by<T: xwarp::Element>(
 
 /// Whether every test device keeps subnormals of `elem`; where one flushes them, says so once
 /// per type (its results are documented to differ on subnormal inputs and results, so the
-/// tests' hard inputs leave subnormals out and the subnormal tests skip the type there).
+/// tests' hard inputs leave subnormals out, and `subnormals.rs` does not check its results).
 pub fn subnormals_kept(elem: xwarp::ElemKind) -> bool {
     use std::collections::HashSet;
     use std::sync::Mutex;
@@ -238,8 +239,8 @@ pub fn subnormals_kept(elem: xwarp::ElemKind) -> bool {
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(elem) {
         eprintln!(
-            "{} flush {elem} subnormals: {elem} inputs leave subnormals out, and the tests made \
-             of subnormals skip {elem}",
+            "{} flush {elem} subnormals: {elem} inputs leave subnormals out, and the results of \
+             the tests made of subnormals are not checked there",
             flushing.join(", ")
         );
     }

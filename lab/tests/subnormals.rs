@@ -1,0 +1,814 @@
+//! Subnormal floats in every float family, on every device: reductions (both warp forms, block
+//! and device; sum, product, min and max), scans (warp, block and device; inclusive and
+//! exclusive; sum, min and max), both stencil variants, and the compaction and vote predicates
+//! that compare, on inputs made of subnormals and on normal inputs whose exact results are
+//! subnormal ([`common::subnormal_inputs`]), and single sums, products, minima and maxima of
+//! operand pairs drawn to reach every path of the exact arithmetic (ties in the subnormal
+//! range, its edges, cancellation, overflow, infinities, NaN): bit for bit against the CPU
+//! reference (a sum or product that ends in NaN: any NaN) on every device that keeps
+//! subnormals, Vulkan devices that keep them in their kernels (`Subnormals::Emulated`)
+//! included.
+//!
+//! Where the Vulkan device under test keeps subnormals in its exact kernels, every case also
+//! runs on a second Vulkan device opened with `SubnormalMode::Flush`, whose kernels flush
+//! operands and results as a driver that flushes does: for each family, operator, scope and
+//! type some case must come out wrong there. So the inputs reach the arithmetic that the exact
+//! kernels replace, and each of those results the device under test gets right is one that
+//! flushing gets wrong.
+//!
+//! `XWARP_SUBNORMALS` sets the Vulkan device under test's mode: `emulate` runs the exact kernels
+//! on any device (CI runs this binary so on llvmpipe at subgroup sizes 4, 8 and 16), and on a
+//! driver that flushes (NVIDIA's) they are the default; `flush` makes the device under test the
+//! one that flushes, and then each family, operator, scope and type must come out wrong on it.
+
+mod common;
+
+use common::{devices, for_each_device, seed, TestDevice};
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::sync::{Mutex, OnceLock};
+use xwarp::cpu::stencil::{moving_average as stencil_reference, StencilElement, POINTS};
+use xwarp::reduce::{ReduceOp, WarpForm};
+use xwarp::scan::{ScanKind, Tuning};
+use xwarp::stencil::StencilVariant;
+use xwarp::vote::PredicateElement;
+use xwarp::vulkan::{SubnormalMode, VulkanDevice, VulkanOptions};
+use xwarp::{Device, ElemKind, Element, HardValues, Rng, Subnormals};
+use xwarp_lab::validate::compact::{comparable, expected_output, run_compact};
+use xwarp_lab::validate::reduce::{comparison, ReduceCase, ReduceInput, Scope as ReduceScope};
+use xwarp_lab::validate::scan::{run_scan, ScanCase, Scope as ScanScope};
+use xwarp_lab::validate::vote::{hard_case_input, run_vote, PredSpec};
+use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, poison_value};
+use xwarp_lab::validate::{Compare, HardInput};
+
+/// The lengths every family runs at (the longest only where the order spans workgroups).
+const SIZES: [usize; 5] = [1, 31, 33, 4097, 1_000_003];
+const LONG: usize = 1_000_003;
+
+/// Whether the device under test's kernels flush because `XWARP_SUBNORMALS=flush` says so.
+fn flush_under_test() -> bool {
+    SubnormalMode::from_env().expect("XWARP_SUBNORMALS") == SubnormalMode::Flush
+}
+
+/// The Vulkan device whose kernels flush subnormals (`SubnormalMode::Flush`), opened once, where
+/// the Vulkan device under test keeps subnormals in its exact kernels (`XWARP_SUBNORMALS=emulate`,
+/// or a driver that flushes): what those kernels change is checked against it.
+fn flushing() -> Option<&'static VulkanDevice> {
+    static DEV: OnceLock<Option<VulkanDevice>> = OnceLock::new();
+    DEV.get_or_init(|| {
+        let emulated = devices().iter().any(|d| {
+            let info = d.dev.info();
+            d.vulkan.is_some()
+                && (info.subnormals_f32 == Subnormals::Emulated
+                    || info.subnormals_f64 == Subnormals::Emulated)
+        });
+        if !emulated {
+            return None;
+        }
+        let device = std::env::var("XWARP_TEST_VULKAN_DEVICE")
+            .ok()
+            .map(|s| s.parse().expect("XWARP_TEST_VULKAN_DEVICE"));
+        let dev = VulkanDevice::new(&VulkanOptions {
+            device,
+            validation: true,
+            subnormals: Some(SubnormalMode::Flush),
+        })
+        .expect("the Vulkan device opens with SubnormalMode::Flush");
+        assert_eq!(dev.info().subnormals_f32, Subnormals::Flushed);
+        Some(dev)
+    })
+    .as_ref()
+}
+
+/// Per label (a family, operator, scope and type): the cases run, and those whose result came
+/// out wrong on a device that flushes in its kernels.
+#[derive(Default)]
+struct Flushes {
+    labels: BTreeMap<String, (usize, usize)>,
+}
+
+impl Flushes {
+    /// Runs one case on every test device and on the flushing one. Devices that keep
+    /// subnormals must give `want` (by `compare`); a device under test that flushes in its
+    /// kernels, and the flushing device, count a wrong result for `label`.
+    fn check<R: Element>(
+        &mut self,
+        (label, case): (&str, &str),
+        elem: ElemKind,
+        want: &[R],
+        compare: Compare<R>,
+        mut run: impl FnMut(&dyn Device) -> xwarp::Result<Vec<R>>,
+    ) {
+        let entry = self.labels.entry(label.to_string()).or_default();
+        entry.0 += 1;
+        for_each_device(|d| {
+            let got = run(&*d.dev).unwrap_or_else(|e| panic!("{}: {case}: {e}", d.label));
+            let wrong = compare(want, &got);
+            if flushes(d, elem) {
+                entry.1 += usize::from(wrong.is_some());
+            } else if let Some(m) = wrong {
+                panic!("{}: {case}: {m}", d.label);
+            }
+        });
+        if let Some(f) = flushing() {
+            let got = run(f).unwrap_or_else(|e| panic!("flushing Vulkan device: {case}: {e}"));
+            entry.1 += usize::from(compare(want, &got).is_some());
+            let messages = f.validation_messages();
+            assert!(messages.is_empty(), "validation: {}", messages.join("\n"));
+        }
+    }
+
+    /// [`Flushes::check`] of a case whose results are floats, under [`label`]`(case)`, each
+    /// device's output poisoned first (`run` takes the poison); returns how many of the
+    /// expected results are subnormal.
+    fn check_floats<T: Element>(
+        &mut self,
+        (case, what): (&impl Display, &str),
+        want: &[T],
+        compare: Compare<T>,
+        mut run: impl FnMut(&dyn Device, T) -> xwarp::Result<Vec<T>>,
+    ) -> usize {
+        let poison = poison_value(want);
+        let name = format!("{case} ({what})");
+        self.check((&label(case), &name), T::KIND, want, compare, |dev| {
+            run(dev, poison)
+        });
+        want.iter().filter(|&&v| common::is_subnormal(v)).count()
+    }
+
+    /// Every label had a case that flushing got wrong, where a device flushed in its kernels.
+    fn assert_flushing_changes_each(&self) {
+        if flushing().is_none() && !flush_under_test() {
+            eprintln!(
+                "no device keeps subnormals in its kernels, none flushes them there: flushed \
+                 results not checked"
+            );
+            return;
+        }
+        for (label, (cases, wrong)) in &self.labels {
+            eprintln!("{label}: {wrong} of {cases} cases wrong where flushed");
+            assert!(
+                *wrong > 0,
+                "{label}: no case came out wrong where subnormals are flushed (of {cases}): the \
+                 inputs do not reach the subnormal arithmetic"
+            );
+        }
+    }
+}
+
+/// Whether `d`'s kernels on `elem` flush subnormals. Only `XWARP_SUBNORMALS=flush` may make a
+/// device under test flush (on a driver that flushes, `native` would too: its results are then
+/// only counted, never required either way).
+fn flushes(d: &TestDevice, elem: ElemKind) -> bool {
+    let flushed = !d.dev.info().keeps_subnormals(elem);
+    if flushed && !flush_under_test() {
+        static SAID: Mutex<bool> = Mutex::new(false);
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        if !std::mem::replace(&mut *said, true) {
+            eprintln!(
+                "{} flushes {elem} subnormals (XWARP_SUBNORMALS is not `flush`): its results are \
+                 not checked",
+                d.label
+            );
+        }
+    }
+    flushed
+}
+
+/// `case` without its length: the label its cases are counted under.
+fn label(case: &impl Display) -> String {
+    let text = case.to_string();
+    text.split(" n=").next().unwrap_or(&text).to_string()
+}
+
+/// `n` values near 1 (within 2^-20) but for one subnormal and one normal of 2^100 (`f64`:
+/// 2^1000) in each `group` of consecutive values (the last group possibly partial), at random
+/// places: the product of a group is a normal number in whatever order it is taken, and zero
+/// where subnormals are flushed.
+fn lifted_subnormals<T: Element>(n: usize, group: usize, rng: &mut Rng) -> Vec<T> {
+    let (frac, large) = if T::KIND == ElemKind::F32 {
+        (23, 100.0)
+    } else {
+        (52, 1000.0)
+    };
+    let mut v: Vec<T> = (0..n)
+        .map(|_| {
+            let eps = (rng.below(1 << 21) as f64 - (1 << 20) as f64) / (1u64 << 40) as f64;
+            common::float_from_f64(1.0 + eps)
+        })
+        .collect();
+    for start in (0..n).step_by(group.max(1)) {
+        let len = group.min(n - start);
+        if len < 2 {
+            continue;
+        }
+        let at = start + rng.below(len as u64) as usize;
+        let other = start + (at - start + 1 + rng.below(len as u64 - 1) as usize) % len;
+        let subnormal = ((rng.next_u64() & ((1u64 << frac) - 1)) >> rng.below(frac)).max(1);
+        v[at] = common::float_from_bits(subnormal);
+        v[other] = common::float_from_f64(
+            2f64.powf(large) * (1.0 + rng.below(1 << 20) as f64 / (1u64 << 21) as f64),
+        );
+    }
+    v
+}
+
+/// Every float operator at every scope on inputs made of subnormals, and on normal inputs whose
+/// exact sums or products are subnormal, at [`SIZES`] (1000003 for the device reduce, the only
+/// scope whose order grows with the input); products also on [`lifted_subnormals`], grouped
+/// as each scope's results are.
+fn reductions<T: ReduceInput>() {
+    use xwarp_lab::validate::reduce::{expected, run_reduce};
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    let scopes = [
+        ReduceScope::Warp(WarpForm::Butterfly),
+        ReduceScope::Warp(WarpForm::ShiftDown),
+        ReduceScope::Block,
+        ReduceScope::Device,
+    ];
+    for op in [
+        ReduceOp::Sum,
+        ReduceOp::Product,
+        ReduceOp::Min,
+        ReduceOp::Max,
+    ] {
+        let mut subnormal_results = 0;
+        for n in SIZES {
+            let inputs = common::subnormal_inputs::<T>(n, op == ReduceOp::Product, &mut rng);
+            for scope in scopes {
+                if n == LONG && scope != ReduceScope::Device {
+                    continue;
+                }
+                let mut inputs = inputs.clone();
+                if op == ReduceOp::Product {
+                    let group = match scope {
+                        ReduceScope::Warp(_) => 32,
+                        ReduceScope::Block => 256,
+                        ReduceScope::Device => n,
+                    };
+                    inputs.push((
+                        "a subnormal and a large normal per result among values near 1",
+                        lifted_subnormals(n, group, &mut rng),
+                    ));
+                }
+                for (what, input) in &inputs {
+                    let case = ReduceCase {
+                        op,
+                        scope,
+                        elem: T::KIND,
+                        n,
+                    };
+                    subnormal_results += flushes.check_floats(
+                        (&case, what),
+                        &expected(&case, input),
+                        comparison(op),
+                        |dev, poison| run_reduce(dev, &case, input, poison),
+                    );
+                }
+            }
+        }
+        assert!(
+            subnormal_results > 0,
+            "{op} {}: no subnormal result",
+            T::KIND
+        );
+    }
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn reductions_f32() {
+    reductions::<f32>();
+}
+
+#[test]
+fn reductions_f64() {
+    reductions::<f64>();
+}
+
+/// Sum, min and max scans, inclusive and exclusive, at warp, block and device scope, on inputs
+/// made of subnormals and on normal inputs whose exact partial sums are subnormal, at [`SIZES`];
+/// the device scan (whose look-back spans tiles) at 1000003 with one kind of input and one scan
+/// kind per operator, in turn (what keeps the test short).
+fn scans<T: ReduceInput>() {
+    use xwarp_lab::validate::scan::expected;
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    for (k, op) in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max]
+        .into_iter()
+        .enumerate()
+    {
+        let mut subnormal_results = 0;
+        for n in SIZES {
+            let inputs = common::subnormal_inputs::<T>(n, false, &mut rng);
+            for (i, (what, input)) in inputs.iter().enumerate() {
+                let long = n == LONG;
+                if long && i != (k + 2) % inputs.len() {
+                    continue;
+                }
+                for scope in [
+                    ScanScope::Warp,
+                    ScanScope::Block,
+                    ScanScope::Device(Tuning::default()),
+                ] {
+                    if long && !matches!(scope, ScanScope::Device(_)) {
+                        continue;
+                    }
+                    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                        if long && (kind == ScanKind::Exclusive) != (k % 2 == 1) {
+                            continue;
+                        }
+                        let case = ScanCase {
+                            op,
+                            kind,
+                            scope,
+                            elem: T::KIND,
+                            n,
+                        };
+                        subnormal_results += flushes.check_floats(
+                            (&case, what),
+                            &expected(&case, input),
+                            comparison(op),
+                            |dev, poison| run_scan(dev, &case, input, poison),
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            subnormal_results > 0,
+            "{op} {}: no subnormal result",
+            T::KIND
+        );
+    }
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn scans_f32() {
+    scans::<f32>();
+}
+
+#[test]
+fn scans_f64() {
+    scans::<f64>();
+}
+
+/// Both stencil variants on subnormal inputs with weights near ±1, on normal inputs and weights
+/// like 1e-20 (`f64`: 1e-160) whose every product is subnormal, and on subnormals among small,
+/// large and near-±1 normals for both, at [`SIZES`] (where large products overflow and meet,
+/// NaN matches any NaN).
+fn stencils<T: StencilElement>() {
+    use xwarp_lab::validate::stencil::run_stencil;
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    let mut subnormal_results = 0;
+    for n in SIZES {
+        let near_one = |rng: &mut Rng| {
+            let m = 0.5 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64 * 1.5;
+            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m })
+        };
+        let small = |rng: &mut Rng| {
+            let tiny = if T::KIND == ElemKind::F32 {
+                1e-20
+            } else {
+                1e-160
+            };
+            let m = 1.0 + rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
+            common::float_from_f64::<T>(if rng.below(2) == 0 { m } else { -m } * tiny)
+        };
+        let subnormals = common::subnormal_inputs::<T>(n, false, &mut rng)
+            .swap_remove(0)
+            .1;
+        let mixed = common::subnormal_inputs::<T>(n, true, &mut rng)
+            .swap_remove(1)
+            .1;
+        let sets: [(&str, [T; POINTS], Vec<T>); 3] = [
+            (
+                "subnormal inputs, weights near ±1",
+                std::array::from_fn(|_| near_one(&mut rng)),
+                subnormals,
+            ),
+            (
+                "normal inputs and weights whose products are subnormal",
+                std::array::from_fn(|_| small(&mut rng)),
+                (0..n).map(|_| small(&mut rng)).collect(),
+            ),
+            (
+                "subnormals, small and large normals among values near ±1",
+                std::array::from_fn(|_| xwarp_lab::validate::tiny_value(&mut rng, true)),
+                mixed,
+            ),
+        ];
+        for (what, weights, input) in &sets {
+            let want = stencil_reference(*weights, input);
+            for variant in StencilVariant::ALL {
+                subnormal_results += flushes.check_floats(
+                    (
+                        &format!("stencil {variant} {} n={n}", T::KIND),
+                        &format!("{what}, weights {weights:?}"),
+                    ),
+                    &want,
+                    first_mismatch_nan_as_class,
+                    |dev, poison| run_stencil(dev, variant, *weights, input, poison),
+                );
+            }
+        }
+    }
+    assert!(subnormal_results > 0, "{}: no subnormal result", T::KIND);
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn stencils_f32() {
+    stencils::<f32>();
+}
+
+#[test]
+fn stencils_f64() {
+    stencils::<f64>();
+}
+
+/// The predicates that compare floats (nonzero, greater and less than the median, in range of
+/// the quartiles) on subnormals, the smallest normals and zeros, with thresholds among them:
+/// both compaction orders and the warp vote, at [`SIZES`].
+fn predicates<T: PredicateElement>() {
+    use xwarp::compact::{Order, Tuning};
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    let specs = [
+        PredSpec::NonZero,
+        PredSpec::GreaterMedian,
+        PredSpec::LessMedian,
+        PredSpec::MiddleHalf,
+    ];
+    for n in SIZES {
+        for spec in specs {
+            let (input, pred) =
+                hard_case_input::<T>(spec, HardInput::Tiny, HardValues::ALL, n, &mut rng);
+            for order in [Order::Stable, Order::Unordered] {
+                let label = format!("compact {order} {spec} {}", T::KIND);
+                let poison = poison_value(&input);
+                let (count, out) = expected_output(order, pred, &input, poison);
+                let want = comparable(order, count, &out);
+                flushes.check(
+                    (&label, &format!("{label} n={n} ({pred})")),
+                    T::KIND,
+                    &want,
+                    first_mismatch,
+                    |dev| {
+                        let (count, out) =
+                            run_compact(dev, order, pred, &input, poison, Tuning::default())?;
+                        Ok(comparable(order, count, &out))
+                    },
+                );
+            }
+            let label = format!("vote {spec} {}", T::KIND);
+            let want = xwarp::cpu::vote::vote(pred, &input).to_words();
+            let poison = poison_value(&want);
+            flushes.check(
+                (&label, &format!("{label} n={n} ({pred})")),
+                T::KIND,
+                &want,
+                first_mismatch,
+                |dev| run_vote(dev, pred, &input, poison),
+            );
+        }
+    }
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn predicates_f32() {
+    predicates::<f32>();
+}
+
+#[test]
+fn predicates_f64() {
+    predicates::<f64>();
+}
+
+/// Operand pairs (a, b) for `op`, drawn to reach every path of the exact arithmetic: for sums,
+/// subnormals with subnormals, with the smallest normals and with normals of any size, near
+/// cancellations (also of the largest values, which cannot be scaled), and ties; for products,
+/// subnormals with values near 1, with large values (whose products are normal again), normals
+/// whose products fall into or below the subnormal range, significands of few bits (whose
+/// products are ties), overflow, and infinities with subnormals and zeros; for min and max,
+/// subnormals of both signs with each other and with zeros. A quarter of the pairs in every
+/// draw are random bits (NaN payloads and infinities among them).
+fn pairs<T: Element>(op: ReduceOp, count: usize, rng: &mut Rng) -> Vec<(T, T)> {
+    let (frac, exp) = if T::KIND == ElemKind::F32 {
+        (23u32, 8u32)
+    } else {
+        (52, 11)
+    };
+    let frac_mask = (1u64 << frac) - 1;
+    let exp_max = (1u64 << exp) - 1;
+    let bias = exp_max / 2;
+    let prec = u64::from(frac) + 1;
+    let width_mask = if T::KIND == ElemKind::F32 {
+        u64::from(u32::MAX)
+    } else {
+        u64::MAX
+    };
+    let sign_bit = 1u64 << (frac + exp);
+    let subnormal =
+        |rng: &mut Rng| ((rng.next_u64() & frac_mask) >> rng.below(u64::from(frac))).max(1);
+    let normal = |rng: &mut Rng, lo: u64, hi: u64| {
+        (lo + rng.below(hi - lo + 1)) << frac | (rng.next_u64() & frac_mask)
+    };
+    // A significand of at most four bits after the leading one.
+    let few_bits = |rng: &mut Rng, lo: u64, hi: u64| {
+        (lo + rng.below(hi - lo + 1)) << frac | (rng.below(16) << (frac - 4))
+    };
+    let special = |rng: &mut Rng| match rng.below(6) {
+        0 => 0,
+        1 => exp_max << frac,
+        2 => exp_max << frac | (rng.next_u64() & frac_mask).max(1),
+        3 => frac_mask,
+        4 => 1 << frac,
+        _ => (exp_max - 1) << frac | frac_mask,
+    };
+    let float = |bits: u64| common::float_from_bits::<T>(bits & width_mask);
+    (0..count)
+        .map(|_| {
+            let (a, b) = if rng.below(4) == 0 {
+                (rng.next_u64(), rng.next_u64())
+            } else if op == ReduceOp::Sum && rng.below(4) == 0 {
+                // Near cancellation: b is -a with its lowest bits changed.
+                let top = if rng.below(4) == 0 {
+                    exp_max - 1
+                } else {
+                    prec + 4
+                };
+                let a = normal(rng, 1, top) | (rng.below(2) * sign_bit);
+                (a, a ^ sign_bit ^ rng.below(64))
+            } else {
+                let sign = |rng: &mut Rng| rng.below(2) * sign_bit;
+                let (a, b) = match (op, rng.below(8)) {
+                    (ReduceOp::Sum, 0) => (subnormal(rng), subnormal(rng)),
+                    (ReduceOp::Sum, 1) => (subnormal(rng), normal(rng, 1, prec + 3)),
+                    (ReduceOp::Sum, 2) => (subnormal(rng), normal(rng, 1, exp_max - 1)),
+                    (ReduceOp::Sum, 3) => (normal(rng, 1, 3), normal(rng, 1, 3)),
+                    (ReduceOp::Sum, 4) => (normal(rng, 1, exp_max - 1), normal(rng, 1, 3)),
+                    (ReduceOp::Sum, 5 | 6) => (few_bits(rng, 1, 4), subnormal(rng)),
+                    (ReduceOp::Sum, _) => (special(rng), subnormal(rng)),
+                    (ReduceOp::Product, 0) => (subnormal(rng), normal(rng, bias - 1, bias)),
+                    (ReduceOp::Product, 1) => (subnormal(rng), normal(rng, bias, exp_max - 1)),
+                    (ReduceOp::Product, 2) => {
+                        // Exponents whose sum falls near the bottom of the subnormal range.
+                        let half = bias / 2;
+                        (
+                            normal(rng, half - prec - 4, half + 2),
+                            normal(rng, half - prec - 4, half + 2),
+                        )
+                    }
+                    (ReduceOp::Product, 3) => {
+                        let half = bias / 2;
+                        (
+                            few_bits(rng, half - prec - 2, half + 1),
+                            few_bits(rng, half - prec - 2, half + 1),
+                        )
+                    }
+                    (ReduceOp::Product, 4) => (subnormal(rng), subnormal(rng)),
+                    (ReduceOp::Product, 5) => (
+                        normal(rng, exp_max - bias / 2, exp_max - 1),
+                        normal(rng, bias, exp_max - 1),
+                    ),
+                    (ReduceOp::Product, 6) => (special(rng), subnormal(rng)),
+                    (ReduceOp::Product, _) => (special(rng), special(rng)),
+                    (_, 0..=2) => (subnormal(rng), subnormal(rng)),
+                    (_, 3 | 4) => (subnormal(rng), 0),
+                    (_, 5) => (normal(rng, 1, 2), subnormal(rng)),
+                    (_, _) => (special(rng), subnormal(rng)),
+                };
+                (a | sign(rng), b | sign(rng))
+            };
+            if rng.below(2) == 0 {
+                (float(a), float(b))
+            } else {
+                (float(b), float(a))
+            }
+        })
+        .collect()
+}
+
+/// `op(a, b)` of each of [`pairs`]' operand pairs, one pair per 32-lane warp: lanes 0 and 1
+/// hold a and b, the others the identity, and the warp's shift-down reduction combines them
+/// (`op(x, id)` is x, bit for bit), so each warp's total is one exactly rounded `a + b`,
+/// `a * b`, `min(a, b)` or `max(a, b)`.
+fn single_operations<T: ReduceInput>() {
+    use xwarp_lab::validate::reduce::{expected, run_reduce};
+    const PAIRS: usize = 1 << 14;
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    for op in [
+        ReduceOp::Sum,
+        ReduceOp::Product,
+        ReduceOp::Min,
+        ReduceOp::Max,
+    ] {
+        let operands = pairs::<T>(op, PAIRS, &mut rng);
+        let id = T::identity(op);
+        let mut input = vec![id; 32 * PAIRS];
+        for (w, &(a, b)) in operands.iter().enumerate() {
+            input[32 * w] = a;
+            input[32 * w + 1] = b;
+        }
+        let case = ReduceCase {
+            op,
+            scope: ReduceScope::Warp(WarpForm::ShiftDown),
+            elem: T::KIND,
+            n: input.len(),
+        };
+        let want = expected(&case, &input);
+        // The premise: each total is the one operation (unless it is NaN, whose payload the
+        // identities may replace).
+        for (w, &(a, b)) in operands.iter().enumerate() {
+            let single = T::combine(op, a, b);
+            if !xwarp_lab::validate::is_nan(single) {
+                assert_eq!(
+                    want[w].to_bits64(),
+                    single.to_bits64(),
+                    "{op}({a:?}, {b:?})"
+                );
+            }
+        }
+        let poison = poison_value(&want);
+        let label = format!("single {op} {}", T::KIND);
+        flushes.check(
+            (&label, &format!("{label} of {PAIRS} operand pairs")),
+            T::KIND,
+            &want,
+            comparison(op),
+            |dev| run_reduce(dev, &case, &input, poison),
+        );
+    }
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn single_operations_f32() {
+    single_operations::<f32>();
+}
+
+#[test]
+fn single_operations_f64() {
+    single_operations::<f64>();
+}
+
+/// Under `XWARP_SUBNORMALS=emulate` the Vulkan device under test keeps subnormals in its kernels,
+/// and under `flush` it flushes them; the flushing device says so too.
+#[test]
+fn the_mode_asked_for_is_the_mode_reported() {
+    let mode = SubnormalMode::from_env().expect("XWARP_SUBNORMALS");
+    for d in devices().iter().filter(|d| d.vulkan.is_some()) {
+        let info = d.dev.info();
+        let want = match mode {
+            SubnormalMode::Emulate => Some(Subnormals::Emulated),
+            SubnormalMode::Flush => Some(Subnormals::Flushed),
+            _ => None,
+        };
+        if let Some(want) = want {
+            assert_eq!(info.subnormals_f32, want, "{}", d.label);
+            if info.float64 {
+                assert_eq!(info.subnormals_f64, want, "{}", d.label);
+            }
+        }
+        eprintln!(
+            "{}: f32 subnormals {}, f64 {}",
+            d.label, info.subnormals_f32, info.subnormals_f64
+        );
+    }
+    if let Some(f) = flushing() {
+        assert_eq!(f.info().subnormals_f32, Subnormals::Flushed);
+    }
+}
+
+/// The float operations that the exact kernels leave to the driver, on a model of a driver that
+/// flushes every subnormal operand and result of each operation to zero (what llvmpipe, which
+/// keeps them, cannot show): `shaders/float_ops.glsl`'s sum and product in the exact variant,
+/// transcribed line by line down to those operations (its integer product stands in here as
+/// the exact product, which it is on every device: `single_operations` checks it), must give
+/// the IEEE result for every operand pair of [`pairs`], and for pairs of random bits.
+macro_rules! flushing_driver_model {
+    ($name:ident, $t:ty, $u:ty, $frac:expr, $exp_max:expr, $scale:expr) => {
+        #[test]
+        fn $name() {
+            const FRAC: u32 = $frac;
+            const EXP_MAX: $u = $exp_max;
+            const SCALE: $u = $scale;
+            const SIGN: $u = 1 << (<$u>::BITS - 1);
+            const PREC: $u = FRAC as $u + 1;
+            let biased = |v: $t| (v.to_bits() >> FRAC) & EXP_MAX;
+            let power = |e: $u| <$t>::from_bits(e << FRAC);
+            // The driver: subnormal operands and results flushed to zero of their sign.
+            let flush = |v: $t| {
+                if biased(v) == 0 {
+                    <$t>::from_bits(v.to_bits() & SIGN)
+                } else {
+                    v
+                }
+            };
+            let add = |a: $t, b: $t| flush(flush(a) + flush(b));
+            let mul = |a: $t, b: $t| flush(flush(a) * flush(b));
+            let to_int = |v: $t| flush(v) as $u;
+            let bias = EXP_MAX / 2;
+            let scaled = |v: $t| {
+                let u = v.to_bits();
+                if biased(v) != 0 {
+                    return <$t>::from_bits(u + (SCALE << FRAC));
+                }
+                // Exact conversions of integers below 2^FRAC (f64: in two words in the shader).
+                let m = (u & ((1 << FRAC) - 1)) as $t;
+                let s = mul(m, power(bias + SCALE - (bias + FRAC as $u - 1)));
+                <$t>::from_bits(s.to_bits() | (u & SIGN))
+            };
+            let unscaled = |s: $t| {
+                let u = s.to_bits();
+                if biased(s) > SCALE {
+                    return <$t>::from_bits(u - (SCALE << FRAC));
+                }
+                let k = mul(
+                    <$t>::from_bits(u & !SIGN),
+                    power(bias + (bias + FRAC as $u - 1) - SCALE),
+                );
+                <$t>::from_bits((u & SIGN) | to_int(k))
+            };
+            let exact_add = |a: $t, b: $t| {
+                if biased(a).max(biased(b)) >= EXP_MAX - SCALE {
+                    return add(a, b);
+                }
+                unscaled(add(scaled(a), scaled(b)))
+            };
+            let unsubnormal = |v: $t| {
+                if biased(v) != 0 || v.to_bits() & !SIGN == 0 {
+                    v
+                } else {
+                    <$t>::from_bits((v.to_bits() & SIGN) | (1 << FRAC))
+                }
+            };
+            let sum = |a: $t, b: $t| {
+                let r = add(a, b);
+                if biased(r) >= PREC + 2 {
+                    return r;
+                }
+                exact_add(a, b)
+            };
+            let product = |a: $t, b: $t| {
+                let r = mul(a, b);
+                if biased(r).wrapping_sub(1) < EXP_MAX - 1 {
+                    return r;
+                }
+                if biased(a) == EXP_MAX || biased(b) == EXP_MAX {
+                    return mul(unsubnormal(a), unsubnormal(b));
+                }
+                a * b
+            };
+            let same = |want: $t, got: $t| {
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan())
+            };
+            let mut rng = Rng::new(seed());
+            for op in [ReduceOp::Sum, ReduceOp::Product] {
+                let mut operands = pairs::<$t>(op, 1 << 20, &mut rng);
+                operands.extend((0..1 << 20).map(|_| {
+                    let mut v = || <$t>::from_bits(rng.next_u64() as $u);
+                    (v(), v())
+                }));
+                for (a, b) in operands {
+                    let (want, got) = match op {
+                        ReduceOp::Sum => (a + b, sum(a, b)),
+                        _ => (a * b, product(a, b)),
+                    };
+                    assert!(
+                        same(want, got),
+                        "{op}({a:e} = {:#x}, {b:e} = {:#x}) on a flushing driver: {got:e} \
+                         ({:#x}), IEEE: {want:e} ({:#x})",
+                        a.to_bits(),
+                        b.to_bits(),
+                        got.to_bits(),
+                        want.to_bits()
+                    );
+                }
+            }
+        }
+    };
+}
+
+flushing_driver_model!(
+    the_exact_f32_arithmetic_holds_on_a_flushing_driver,
+    f32,
+    u32,
+    23,
+    0xff,
+    64
+);
+flushing_driver_model!(
+    the_exact_f64_arithmetic_holds_on_a_flushing_driver,
+    f64,
+    u64,
+    52,
+    0x7ff,
+    128
+);
