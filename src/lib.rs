@@ -9,6 +9,7 @@
 //! - [`vote`]: ballot, any, all, active mask, popcount, find-first-set per 32-lane warp.
 //! - [`compact`]: stream compaction by predicate in one pass, warp- and tile-aggregated
 //!   (unordered) or stable (decoupled look-back).
+//! - [`partition`]: stable two-way partition by predicate (both parts in input order).
 //! - [`reduce`]: warp, block and device reductions with a canonical float order.
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
@@ -48,6 +49,7 @@ pub mod element;
 pub mod error;
 pub mod kernels;
 pub mod ladder;
+pub mod partition;
 pub mod plan;
 pub mod reduce;
 pub mod roofline;

@@ -534,6 +534,26 @@ fn compact_prop<T: Arb>() {
     );
 }
 
+fn partition_prop<T: Arb>() {
+    let strategy = predicate_and_data(T::palettes_for_pred(), 0, MAX_LEN);
+    property(
+        &format!("partition {}", T::KIND),
+        strategy,
+        |dev, (pred, Data(input))| {
+            let poison = poison_value(&input);
+            let what = format!("partition {pred} {} n={}", T::KIND, input.len());
+            let got = xwarp_lab::validate::partition::run_partition(dev, pred, &input, poison)
+                .map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the count; output element k is index k + 1, the slack after it.
+            exact(
+                &what,
+                &xwarp_lab::validate::partition::expected(pred, &input, poison),
+                &got,
+            )
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -906,6 +926,9 @@ per_type!(vote_prop:
 per_type!(compact_prop:
     compact_i32 => i32, compact_u32 => u32, compact_f32 => f32, compact_i64 => i64,
     compact_u64 => u64, compact_f64 => f64);
+per_type!(partition_prop:
+    partition_i32 => i32, partition_u32 => u32, partition_f32 => f32, partition_i64 => i64,
+    partition_u64 => u64, partition_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

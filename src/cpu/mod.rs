@@ -5,6 +5,7 @@
 pub mod compact;
 pub mod ladder;
 pub mod par;
+pub mod partition;
 pub mod reduce;
 pub mod roofline;
 pub mod scan;

@@ -298,6 +298,26 @@ param_blocks! {
         /// Flag bits: the values are input indices (argsort's first pass); write the keys.
         pub flags: u32,
     }
+
+    /// The stable partition's block (`partition`).
+    pub struct PartitionParams {
+        /// Elements.
+        pub n: u32,
+        /// Predicate code (`shaders/vote_predicate.glsl`).
+        pub pred: u32,
+        /// First operand, low word.
+        pub a_lo: u32,
+        /// First operand, high word.
+        pub a_hi: u32,
+        /// Second operand (`in_range`'s upper end), low word.
+        pub b_lo: u32,
+        /// Second operand, high word.
+        pub b_hi: u32,
+        /// Tiles of the input.
+        pub tiles: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad: u32,
+    }
 }
 
 #[cfg(test)]
@@ -448,6 +468,14 @@ mod tests {
             );
         }
         holds("compact", "BLOCK", crate::compact::BLOCK);
+        for elem in ElemKind::ALL {
+            holds(
+                "partition",
+                "ITEMS",
+                crate::partition::items_per_thread(elem.size()),
+            );
+        }
+        holds("partition", "BLOCK", crate::partition::BLOCK);
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

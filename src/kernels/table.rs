@@ -176,7 +176,6 @@ pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
     fields: &["n", "iters", "seed", "first"],
 };
 
-/// Every parameter block.
 /// The radix sort's histogram (and clearing) block.
 pub const SORT_HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
     name: "SortHistogramParams",
@@ -209,6 +208,11 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
         "flags",
     ],
 };
+/// The stable partition's block.
+pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
+    name: "PartitionParams",
+    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "pad"],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -222,6 +226,7 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &CHAIN_PARAMS,
     &SORT_HISTOGRAM_PARAMS,
     &SORT_ONESWEEP_PARAMS,
+    &PARTITION_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -319,6 +324,31 @@ pub const KERNELS: &[KernelDef] = &[
         consts: &COMPACT_CONSTS,
         cuda: false,
         params: Some(&COMPACT_PARAMS),
+    },
+    KernelDef {
+        name: "partition",
+        variants: ALL_TYPES,
+        consts: &[
+            // The step: 0 count, 1 scatter.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16, 8],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&PARTITION_PARAMS),
     },
     KernelDef {
         name: "reduce",

@@ -20,6 +20,7 @@ pub use xwarp::cpu::par::par_each;
 
 pub mod compact;
 pub mod ladder;
+pub mod partition;
 pub mod reduce;
 pub mod roofline;
 pub mod scan;
@@ -314,6 +315,25 @@ pub fn poison_value<T: Element>(values: &[T]) -> T {
     }
 }
 
+/// Output slots past an output's length that the toolbox families' cases poison too (an output
+/// of length `n` is a view of the first `n` elements of a longer buffer), so that a write past
+/// the end shows.
+pub const OUTPUT_SLACK: usize = 3;
+
+/// An output of `len` elements on `dev`, a view of a buffer [`OUTPUT_SLACK`] elements longer,
+/// all of it filled with `poison`; returns the view and the whole buffer (read it back to see
+/// the slack too).
+pub fn slack_output<T: Element>(
+    dev: &dyn Device,
+    len: usize,
+    poison: T,
+) -> Result<(xwarp::DeviceVec<T>, xwarp::DeviceVec<T>)> {
+    let mut whole = xwarp::DeviceVec::<T>::alloc(dev, len + OUTPUT_SLACK)?;
+    whole.fill(dev, poison)?;
+    let view = xwarp::DeviceVec::from_raw(whole.raw().clone(), len)?;
+    Ok((view, whole))
+}
+
 /// What one device gave for one case.
 #[derive(Debug)]
 pub enum Outcome {
@@ -451,7 +471,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 10] = [
+pub const FAMILIES: [&str; 11] = [
     "shfl",
     "vote",
     "compact",
@@ -462,6 +482,7 @@ pub const FAMILIES: [&str; 10] = [
     "roofline",
     "throughput",
     "sort",
+    "partition",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -528,6 +549,9 @@ pub fn run_families_observed(
     }
     if on("sort") {
         sort::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("partition") {
+        partition::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }
