@@ -11,6 +11,9 @@
 //!   (unordered) or stable (decoupled look-back).
 //! - [`partition`]: stable two-way partition by predicate (both parts in input order).
 //! - [`reduce`]: warp, block and device reductions with a canonical float order.
+//! - [`unique`], [`run_length`], [`reduce_by_key`]: runs of equal consecutive keys (compared
+//!   by bits) in one pass: their first keys, their lengths, their values reduced in a
+//!   canonical float order ([`runs`]).
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
@@ -52,7 +55,10 @@ pub mod ladder;
 pub mod partition;
 pub mod plan;
 pub mod reduce;
+pub mod reduce_by_key;
 pub mod roofline;
+pub mod run_length;
+pub mod runs;
 pub mod scan;
 pub mod shfl;
 pub mod sort;
@@ -60,6 +66,7 @@ pub mod spec;
 pub mod stencil;
 pub mod throughput;
 mod tuning;
+pub mod unique;
 pub mod vote;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;

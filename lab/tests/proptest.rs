@@ -33,6 +33,7 @@ use xwarp::cpu::reduce::Reduce;
 use xwarp::cpu::stencil::{StencilElement, POINTS};
 use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{ReduceOp, WarpForm};
+use xwarp::runs::Tuning as RunsTuning;
 use xwarp::scan::{self, ScanKind, Tuning as ScanTuning, DEFAULT_SPIN, TILE};
 use xwarp::shfl::{ShflOp, SEGM};
 use xwarp::sort::{SortIndex, SortOrder, Sorter, Tuning as SortTuning};
@@ -554,6 +555,129 @@ fn partition_prop<T: Arb>() {
     );
 }
 
+/// Keys with runs: any bits (runs of one, mostly), runs of random lengths of any bits, or a
+/// few distinct values; 0 to [`MAX_LEN`] of them.
+fn run_keys<T: Arb>() -> BoxedStrategy<Data<T>> {
+    let runs = vec((T::bits(), 1usize..=64), 0..=1500).prop_map(|runs| {
+        Data(
+            runs.into_iter()
+                .flat_map(|(k, len)| std::iter::repeat_n(k, len))
+                .take(MAX_LEN)
+                .collect(),
+        )
+    });
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 0));
+    prop_oneof![data(T::bits(), 0), runs, few].boxed()
+}
+
+/// Unique and run-length encoding of keys of `T`, with and without the look-back's fallback
+/// forced (spin 0).
+fn unique_rle_prop<T: Arb>() {
+    use xwarp_lab::validate::runs::{expected_run_length, expected_unique, run_unique_or_rle};
+    let strategy = (
+        any::<bool>(),
+        select(vec![RunsTuning::default().spin, 0]),
+        run_keys::<T>(),
+    );
+    property(
+        &format!("unique and run_length {}", T::KIND),
+        strategy,
+        |dev, (rle, spin, Data(keys))| {
+            let poison = poison_value(&keys);
+            let what = format!(
+                "{} {} n={} spin {spin}",
+                if rle { "run_length" } else { "unique" },
+                T::KIND,
+                keys.len()
+            );
+            let want = if rle {
+                expected_run_length(&keys, poison)
+            } else {
+                expected_unique(&keys, poison)
+            };
+            let got = run_unique_or_rle(dev, rle, &keys, poison, RunsTuning { spin })
+                .map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the run count; then the keys output, then the lengths.
+            exact(&what, &want, &got)
+        },
+    );
+}
+
+/// Reduce-by-key of values of `T` by every operator of the type, keyed by `u32` or `f64` keys
+/// with runs, with and without the look-back's fallback forced (spin 0).
+fn reduce_by_key_prop<T: Arb>() {
+    use xwarp_lab::validate::runs::{expected_reduce_by_key, run_reduce_by_key};
+    let float = !T::KIND.name().starts_with(['i', 'u']);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+        .collect();
+    let strategy = (
+        select(ops),
+        select(vec![RunsTuning::default().spin, 0]),
+        any::<bool>(),
+    )
+        .prop_flat_map(|(op, spin, wide)| {
+            let keys = if wide {
+                run_keys::<f64>()
+                    .prop_map(|Data(k)| (Vec::new(), k))
+                    .boxed()
+            } else {
+                run_keys::<u32>()
+                    .prop_map(|Data(k)| (k, Vec::new()))
+                    .boxed()
+            };
+            let palettes = T::palettes_for_op(op);
+            (
+                Just(op),
+                Just(spin),
+                keys,
+                palette(palettes.len()),
+                Just(palettes),
+            )
+        })
+        .prop_flat_map(|(op, spin, (narrow, wide), p, palettes)| {
+            let n = narrow.len().max(wide.len());
+            (
+                Just(op),
+                Just(spin),
+                Just(Data(narrow)),
+                Just(Data(wide)),
+                vec(palettes[p].clone(), n).prop_map(Data),
+            )
+        });
+    property(
+        &format!("reduce_by_key {}", T::KIND),
+        strategy,
+        |dev, (op, spin, Data(narrow), Data(wide), Data(values))| {
+            let what = format!(
+                "reduce_by_key {op} {} n={} spin {spin}",
+                T::KIND,
+                values.len()
+            );
+            let tuning = RunsTuning { spin };
+            let poison = poison_value(&values);
+            let (want, got) = if wide.is_empty() {
+                let poisons = (poison_value(&narrow), poison);
+                (
+                    expected_reduce_by_key(op, &narrow, &values, poisons),
+                    run_reduce_by_key(dev, op, &narrow, &values, poisons, tuning),
+                )
+            } else {
+                let poisons = (poison_value(&wide), poison);
+                (
+                    expected_reduce_by_key(op, &wide, &values, poisons),
+                    run_reduce_by_key(dev, op, &wide, &values, poisons, tuning),
+                )
+            };
+            let got = got.map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the run count; then the keys output, then the values (NaN sums and
+            // products as one NaN).
+            exact(&what, &want, &got)
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -929,6 +1053,12 @@ per_type!(compact_prop:
 per_type!(partition_prop:
     partition_i32 => i32, partition_u32 => u32, partition_f32 => f32, partition_i64 => i64,
     partition_u64 => u64, partition_f64 => f64);
+per_type!(unique_rle_prop:
+    unique_rle_i32 => i32, unique_rle_u32 => u32, unique_rle_f32 => f32, unique_rle_i64 => i64,
+    unique_rle_u64 => u64, unique_rle_f64 => f64);
+per_type!(reduce_by_key_prop:
+    reduce_by_key_i32 => i32, reduce_by_key_u32 => u32, reduce_by_key_f32 => f32,
+    reduce_by_key_i64 => i64, reduce_by_key_u64 => u64, reduce_by_key_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

@@ -8,6 +8,7 @@ pub mod par;
 pub mod partition;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
 pub mod shfl;
 pub mod sort;

@@ -318,6 +318,19 @@ param_blocks! {
         /// Padding to a multiple of 16 bytes.
         pub pad: u32,
     }
+
+    /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
+    /// `reduce_by_key`).
+    pub struct RunsParams {
+        /// Elements.
+        pub n: u32,
+        /// Tiles of the input.
+        pub tiles: u32,
+        /// Polls of unpublished predecessors per look-back before computing them here.
+        pub spin: u32,
+        /// Nonzero: only zero the tile ticket, the tile flags and the run count.
+        pub clear: u32,
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +489,18 @@ mod tests {
             );
         }
         holds("partition", "BLOCK", crate::partition::BLOCK);
+        for kernel in ["unique", "run_length", "reduce_by_key"] {
+            holds(kernel, "BLOCK", crate::runs::BLOCK);
+            for k in [4, 8] {
+                holds(kernel, "KEY_WORDS", k as u32 / 4);
+                for v in [0, 4, 8] {
+                    holds(kernel, "ITEMS", crate::runs::items(k, v));
+                }
+            }
+        }
+        for op in crate::reduce::ReduceOp::ALL {
+            holds("reduce_by_key", "OP", op.code());
+        }
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

@@ -213,6 +213,12 @@ pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
     name: "PartitionParams",
     fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "pad"],
 };
+/// The block of the kernels over runs of equal keys (`unique`, `run_length`,
+/// `reduce_by_key`).
+pub const RUNS_PARAMS: ParamBlock = ParamBlock {
+    name: "RunsParams",
+    fields: &["n", "tiles", "spin", "clear"],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -227,6 +233,7 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &SORT_HISTOGRAM_PARAMS,
     &SORT_ONESWEEP_PARAMS,
     &PARTITION_PARAMS,
+    &RUNS_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -284,6 +291,27 @@ const COMPACT_CONSTS: [Const; 2] = [
         name: "ITEMS",
         on: On::Both,
         values: &[16, 8],
+    },
+];
+
+/// The constants of the kernels over runs of equal keys, `OP` (reduce-by-key's) apart.
+const RUNS_CONSTS: [Const; 3] = [
+    // 32-bit words per key.
+    Const {
+        name: "KEY_WORDS",
+        on: On::Both,
+        values: &[1, 2],
+    },
+    // Elements per thread: 16 where keys and values are 4 bytes, else 8.
+    Const {
+        name: "ITEMS",
+        on: On::Both,
+        values: &[16, 8],
+    },
+    Const {
+        name: "BLOCK",
+        on: On::Cuda,
+        values: &[256],
     },
 ];
 
@@ -420,6 +448,22 @@ pub const KERNELS: &[KernelDef] = &[
     rung("reduce_unrolling4"),
     rung("reduce_unrolling8"),
     KernelDef {
+        name: "reduce_by_key",
+        variants: ALL_TYPES,
+        consts: &[
+            RUNS_CONSTS[0],
+            RUNS_CONSTS[1],
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            RUNS_CONSTS[2],
+        ],
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
+    },
+    KernelDef {
         name: "roofline",
         variants: &["u32"],
         // 0 copy, 1 read.
@@ -430,6 +474,14 @@ pub const KERNELS: &[KernelDef] = &[
         }],
         cuda: true,
         params: Some(&ROOFLINE_PARAMS),
+    },
+    // Run-length encoding: keys as words, lengths u32.
+    KernelDef {
+        name: "run_length",
+        variants: &["u32"],
+        consts: &RUNS_CONSTS,
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
     },
     KernelDef {
         name: "scan",
@@ -585,6 +637,14 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&STENCIL_PARAMS),
+    },
+    // Unique: keys as words.
+    KernelDef {
+        name: "unique",
+        variants: &["u32"],
+        consts: &RUNS_CONSTS,
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
     },
     KernelDef {
         name: "vote",

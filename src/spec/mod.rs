@@ -8,6 +8,7 @@ pub mod compact;
 pub mod ladder;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
 pub mod shfl;
 pub mod throughput;

@@ -23,6 +23,7 @@ pub mod ladder;
 pub mod partition;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
 pub mod shfl;
 pub mod sort;
@@ -471,7 +472,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 11] = [
+pub const FAMILIES: [&str; 14] = [
     "shfl",
     "vote",
     "compact",
@@ -483,6 +484,9 @@ pub const FAMILIES: [&str; 11] = [
     "throughput",
     "sort",
     "partition",
+    "unique",
+    "run_length",
+    "reduce_by_key",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -552,6 +556,11 @@ pub fn run_families_observed(
     }
     if on("partition") {
         partition::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    for family in ["unique", "run_length", "reduce_by_key"] {
+        if on(family) {
+            runs::run(family, devices, quick, large, &mut rng, &mut tally, report);
+        }
     }
     tally
 }
