@@ -70,11 +70,11 @@ struct RunsShared {
 };
 
 struct RunsArgs {
-    const unsigned int* __restrict__ keys;
-    const xw_vt* __restrict__ values;
-    unsigned int* __restrict__ keys_out;
-    xw_vt* __restrict__ values_out;
-    unsigned long long* __restrict__ runs;
+    const unsigned int* keys;
+    const xw_vt* values;
+    unsigned int* keys_out;
+    xw_vt* values_out;
+    unsigned long long* runs;
     unsigned int* work;
     RunsParams p;
 };

@@ -14,6 +14,7 @@
 //! - [`unique`], [`run_length`], [`reduce_by_key`]: runs of equal consecutive keys (compared
 //!   by bits) in one pass: their first keys, their lengths, their values reduced in a
 //!   canonical float order ([`runs`]).
+//! - [`histogram`]: even-bin histograms of every sample type, warp-aggregated counting.
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
@@ -50,6 +51,7 @@ pub mod cuda;
 pub mod device;
 pub mod element;
 pub mod error;
+pub mod histogram;
 pub mod kernels;
 pub mod ladder;
 pub mod partition;

@@ -678,6 +678,40 @@ fn reduce_by_key_prop<T: Arb>() {
     );
 }
 
+/// The histogram of samples of `T` (any bits, hard values, or drawn from a few values: skewed)
+/// over a range from the same values, in 1 to 64, 256, 4096 or 5000 bins, `u32` or `u64`
+/// counts.
+fn histogram_prop<T: Arb + xwarp::histogram::Sample>() {
+    use xwarp_lab::validate::histogram::run_histogram;
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 0));
+    let samples = prop_oneof![
+        data(T::bits(), 0),
+        data(hard(hard_values(T::KIND, true)), 0),
+        few
+    ];
+    let bins = prop_oneof![4 => 1usize..=64, 1 => select(vec![256, 4096, 5000])];
+    let strategy = (samples, bins, T::bits(), T::bits(), any::<bool>())
+        .prop_filter("a range the bins can split", |(_, bins, a, b, _)| {
+            T::plan(*a, *b, *bins).is_ok()
+        });
+    property(
+        &format!("histogram {}", T::KIND),
+        strategy,
+        |dev, (Data(samples), bins, lower, upper, wide)| {
+            let what = format!(
+                "histogram {} n={} bins {bins} [{lower:?}, {upper:?}) {} counts",
+                T::KIND,
+                samples.len(),
+                if wide { "u64" } else { "u32" }
+            );
+            let want = cpu::histogram::histogram_even(&samples, bins, lower, upper);
+            let got = run_histogram(dev, &samples, bins, lower, upper, wide)
+                .map_err(|e| format!("{what}: {e}"))?;
+            exact(&what, &want, &got)
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -1059,6 +1093,9 @@ per_type!(unique_rle_prop:
 per_type!(reduce_by_key_prop:
     reduce_by_key_i32 => i32, reduce_by_key_u32 => u32, reduce_by_key_f32 => f32,
     reduce_by_key_i64 => i64, reduce_by_key_u64 => u64, reduce_by_key_f64 => f64);
+per_type!(histogram_prop:
+    histogram_i32 => i32, histogram_u32 => u32, histogram_f32 => f32, histogram_i64 => i64,
+    histogram_u64 => u64, histogram_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

@@ -3,6 +3,7 @@
 //! `xwarp validate` compare every GPU result with these.
 
 pub mod compact;
+pub mod histogram;
 pub mod ladder;
 pub mod par;
 pub mod partition;

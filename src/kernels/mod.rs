@@ -319,6 +319,42 @@ param_blocks! {
         pub pad: u32,
     }
 
+    /// The even-bin histogram's block (`histogram`).
+    pub struct HistogramParams {
+        /// Samples.
+        pub n: u32,
+        /// Bins.
+        pub bins: u32,
+        /// Samples per workgroup.
+        pub chunk: u32,
+        /// Padding.
+        pub pad0: u32,
+        /// `lower`'s bits, low word.
+        pub lower_lo: u32,
+        /// `lower`'s bits, high word.
+        pub lower_hi: u32,
+        /// `upper`'s bits, low word.
+        pub upper_lo: u32,
+        /// `upper`'s bits, high word.
+        pub upper_hi: u32,
+        /// Floats: `bins / (upper - lower)`'s bits, low word.
+        pub scale_lo: u32,
+        /// Floats: the scale's bits, high word.
+        pub scale_hi: u32,
+        /// Integers: `upper - lower`, low word.
+        pub range_lo: u32,
+        /// Integers: `upper - lower`, high word.
+        pub range_hi: u32,
+        /// Integers: the bin width where the bins divide the range evenly (else 0), low word.
+        pub width_lo: u32,
+        /// Integers: the bin width, high word.
+        pub width_hi: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
     /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
     /// `reduce_by_key`).
     pub struct RunsParams {
@@ -501,6 +537,7 @@ mod tests {
         for op in crate::reduce::ReduceOp::ALL {
             holds("reduce_by_key", "OP", op.code());
         }
+        holds("histogram", "BLOCK", crate::plan::BLOCK);
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

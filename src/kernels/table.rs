@@ -219,6 +219,14 @@ pub const RUNS_PARAMS: ParamBlock = ParamBlock {
     name: "RunsParams",
     fields: &["n", "tiles", "spin", "clear"],
 };
+/// The even-bin histogram's block.
+pub const HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
+    name: "HistogramParams",
+    fields: &[
+        "n", "bins", "chunk", "pad0", "lower_lo", "lower_hi", "upper_lo", "upper_hi", "scale_lo",
+        "scale_hi", "range_lo", "range_hi", "width_lo", "width_hi", "pad1", "pad2",
+    ],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -234,6 +242,7 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &SORT_ONESWEEP_PARAMS,
     &PARTITION_PARAMS,
     &RUNS_PARAMS,
+    &HISTOGRAM_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -352,6 +361,26 @@ pub const KERNELS: &[KernelDef] = &[
         consts: &COMPACT_CONSTS,
         cuda: false,
         params: Some(&COMPACT_PARAMS),
+    },
+    KernelDef {
+        name: "histogram",
+        variants: ALL_TYPES,
+        consts: &[
+            // The step: 0 clear, 1 count in shared memory, 2 count in global memory, 3 widen
+            // the counts to u64.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: &[0, 1, 2, 3],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&HISTOGRAM_PARAMS),
     },
     KernelDef {
         name: "partition",

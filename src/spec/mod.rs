@@ -5,6 +5,7 @@
 //! reference depends on nothing above this layer.
 
 pub mod compact;
+pub mod histogram;
 pub mod ladder;
 pub mod reduce;
 pub mod roofline;

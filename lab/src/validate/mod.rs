@@ -19,6 +19,7 @@ use xwarp::error::Result;
 pub use xwarp::cpu::par::par_each;
 
 pub mod compact;
+pub mod histogram;
 pub mod ladder;
 pub mod partition;
 pub mod reduce;
@@ -472,7 +473,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 14] = [
+pub const FAMILIES: [&str; 15] = [
     "shfl",
     "vote",
     "compact",
@@ -487,6 +488,7 @@ pub const FAMILIES: [&str; 14] = [
     "unique",
     "run_length",
     "reduce_by_key",
+    "histogram",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -561,6 +563,9 @@ pub fn run_families_observed(
         if on(family) {
             runs::run(family, devices, quick, large, &mut rng, &mut tally, report);
         }
+    }
+    if on("histogram") {
+        histogram::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }
