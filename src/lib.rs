@@ -16,6 +16,8 @@
 //!   canonical float order ([`runs`]).
 //! - [`histogram`]: even-bin histograms of every sample type, warp-aggregated counting.
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
+//! - [`segmented_reduce`]: one reduction per segment given by offsets, in the device reduce's
+//!   canonical order.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
@@ -62,6 +64,7 @@ pub mod roofline;
 pub mod run_length;
 pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod spec;

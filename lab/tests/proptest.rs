@@ -712,6 +712,59 @@ fn histogram_prop<T: Arb + xwarp::histogram::Sample>() {
     );
 }
 
+/// The segmented reduce of `T` by every operator of the type, over offsets drawn as segment
+/// lengths (empty ones often, both sides of the one-invocation limit, tiles), gaps included.
+fn segmented_reduce_prop<T: Arb + xwarp_lab::validate::reduce::ReduceInput>() {
+    use xwarp_lab::validate::segmented_reduce::{expected, run_segmented};
+    let float = !T::KIND.name().starts_with(['i', 'u']);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+        .collect();
+    let lengths = vec(
+        prop_oneof![3 => 0usize..=3, 3 => 0usize..=40, 1 => 0usize..=6000],
+        0..=120,
+    );
+    let strategy = (select(ops), lengths, 0usize..=5, 0usize..=5).prop_flat_map(
+        |(op, lengths, head, tail)| {
+            let n = head + lengths.iter().sum::<usize>() + tail;
+            let palettes = T::palettes_for_op(op);
+            (
+                Just(op),
+                Just(lengths),
+                Just(head),
+                palette(palettes.len())
+                    .prop_flat_map(move |p| vec(palettes[p].clone(), n).prop_map(Data)),
+            )
+        },
+    );
+    property(
+        &format!("segmented_reduce {}", T::KIND),
+        strategy,
+        |dev, (op, lengths, head, Data(input))| {
+            let mut offsets = vec![head as u32];
+            for len in &lengths {
+                offsets.push(offsets[offsets.len() - 1] + *len as u32);
+            }
+            let what = format!(
+                "segmented_reduce {op} {} n={} offsets {offsets:?}",
+                T::KIND,
+                input.len()
+            );
+            let want = cpu::segmented_reduce::segmented_reduce(op, &input, &offsets);
+            let poison = poison_value(&want);
+            let got = run_segmented(dev, op, &input, &offsets, poison)
+                .map_err(|e| format!("{what}: {e}"))?;
+            compared(
+                &what,
+                &expected(op, &input, &offsets, poison),
+                &got,
+                comparison(op),
+            )
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -1096,6 +1149,9 @@ per_type!(reduce_by_key_prop:
 per_type!(histogram_prop:
     histogram_i32 => i32, histogram_u32 => u32, histogram_f32 => f32, histogram_i64 => i64,
     histogram_u64 => u64, histogram_f64 => f64);
+per_type!(segmented_reduce_prop:
+    segmented_reduce_i32 => i32, segmented_reduce_u32 => u32, segmented_reduce_f32 => f32,
+    segmented_reduce_i64 => i64, segmented_reduce_u64 => u64, segmented_reduce_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

@@ -11,6 +11,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod stencil;

@@ -355,6 +355,18 @@ param_blocks! {
         pub pad2: u32,
     }
 
+    /// The segmented reduce's block (`segmented_reduce`).
+    pub struct SegmentedReduceParams {
+        /// Segments (the short-segment step) or tiles (the tile step) of this launch.
+        pub items: u32,
+        /// Padding to 16 bytes.
+        pub pad0: u32,
+        /// Padding.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
     /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
     /// `reduce_by_key`).
     pub struct RunsParams {
@@ -538,6 +550,11 @@ mod tests {
             holds("reduce_by_key", "OP", op.code());
         }
         holds("histogram", "BLOCK", crate::plan::BLOCK);
+        for op in crate::reduce::ReduceOp::ALL {
+            holds("segmented_reduce", "OP", op.code());
+        }
+        holds("segmented_reduce", "ITEMS", crate::reduce::ITEMS);
+        holds("segmented_reduce", "BLOCK", crate::plan::BLOCK);
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

@@ -227,6 +227,11 @@ pub const HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
         "scale_hi", "range_lo", "range_hi", "width_lo", "width_hi", "pad1", "pad2",
     ],
 };
+/// The segmented reduce's block.
+pub const SEGMENTED_REDUCE_PARAMS: ParamBlock = ParamBlock {
+    name: "SegmentedReduceParams",
+    fields: &["items", "pad0", "pad1", "pad2"],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -243,6 +248,7 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &PARTITION_PARAMS,
     &RUNS_PARAMS,
     &HISTOGRAM_PARAMS,
+    &SEGMENTED_REDUCE_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -554,6 +560,35 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&SCAN_DEVICE_PARAMS),
+    },
+    KernelDef {
+        name: "segmented_reduce",
+        variants: ALL_TYPES,
+        consts: &[
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16],
+            },
+            // 0: one invocation per short segment; 1: one workgroup per tile.
+            Const {
+                name: "STEP",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&SEGMENTED_REDUCE_PARAMS),
     },
     // scan_device.glsl with a 32-bit type's tile state in one 64-bit word; the CUDA twin
     // always keeps it so, in scan_device.cu.

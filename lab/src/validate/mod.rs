@@ -26,6 +26,7 @@ pub mod reduce;
 pub mod roofline;
 pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod stencil;
@@ -473,7 +474,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 15] = [
+pub const FAMILIES: [&str; 16] = [
     "shfl",
     "vote",
     "compact",
@@ -489,6 +490,7 @@ pub const FAMILIES: [&str; 15] = [
     "run_length",
     "reduce_by_key",
     "histogram",
+    "segmented_reduce",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -566,6 +568,9 @@ pub fn run_families_observed(
     }
     if on("histogram") {
         histogram::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("segmented_reduce") {
+        segmented_reduce::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }
