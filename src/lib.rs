@@ -22,6 +22,7 @@
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
 //! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
+//! - [`top_k`]: the k largest or smallest keys (with values or indices), sorted, ties by index.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 //! - [`kernels`]: every kernel's interface (constants by name, parameter blocks), defined once.
 //!
@@ -70,6 +71,7 @@ pub mod sort;
 pub mod spec;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 mod tuning;
 pub mod unique;
 pub mod vote;

@@ -341,7 +341,7 @@ fn check_len(name: &'static str, expected: usize, actual: usize) -> Result<()> {
     Ok(())
 }
 
-fn key_kind(kind: ElemKind) -> u32 {
+pub(crate) fn key_kind(kind: ElemKind) -> u32 {
     match kind {
         ElemKind::U32 | ElemKind::U64 => 0,
         ElemKind::I32 | ElemKind::I64 => 1,

@@ -765,6 +765,36 @@ fn segmented_reduce_prop<T: Arb + xwarp_lab::validate::reduce::ReduceInput>() {
     );
 }
 
+/// Top-k of keys of `T` (any bits, hard values, or a few distinct: ties across the k-th
+/// place), either order, keys only, `u32` values or `u32` indices, any k from 1 to n.
+fn top_k_prop<T: Arb>() {
+    use xwarp_lab::validate::top_k::{expected, run_top_k, TopKOp};
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 1));
+    let keys = prop_oneof![data(T::bits(), 1), data(hard(HardValues::ALL), 1), few];
+    let strategy = (
+        select(vec![
+            TopKOp::Keys,
+            TopKOp::Pairs(xwarp::ElemKind::U32),
+            TopKOp::Indices(xwarp::ElemKind::U32),
+        ]),
+        select(vec![SortOrder::Descending, SortOrder::Ascending]),
+        keys,
+    )
+        .prop_flat_map(|(op, order, Data(keys))| {
+            let n = keys.len();
+            (Just(op), Just(order), Just(Data(keys)), 1..=n)
+        });
+    property(
+        &format!("top_k {}", T::KIND),
+        strategy,
+        |dev, (op, order, Data(keys), k)| {
+            let what = format!("{op} {} {order} n={} k={k}", T::KIND, keys.len());
+            let got = run_top_k(dev, op, &keys, k, order).map_err(|e| format!("{what}: {e}"))?;
+            exact(&what, &expected(op, &keys, k, order), &got)
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -1152,6 +1182,9 @@ per_type!(histogram_prop:
 per_type!(segmented_reduce_prop:
     segmented_reduce_i32 => i32, segmented_reduce_u32 => u32, segmented_reduce_f32 => f32,
     segmented_reduce_i64 => i64, segmented_reduce_u64 => u64, segmented_reduce_f64 => f64);
+per_type!(top_k_prop:
+    top_k_i32 => i32, top_k_u32 => u32, top_k_f32 => f32, top_k_i64 => i64, top_k_u64 => u64,
+    top_k_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

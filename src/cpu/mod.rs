@@ -16,4 +16,5 @@ pub mod shfl;
 pub mod sort;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 pub mod vote;

@@ -367,6 +367,34 @@ param_blocks! {
         pub pad2: u32,
     }
 
+    /// The top-k's block (`top_k`).
+    pub struct TopKParams {
+        /// Keys.
+        pub n: u32,
+        /// Keys wanted.
+        pub k: u32,
+        /// Count and scatter: tiles; histogram: keys per workgroup.
+        pub tiles: u32,
+        /// Histogram and select: the digit's lowest bit.
+        pub shift: u32,
+        /// Histogram: the mapped bits above the digit, low word.
+        pub mask_lo: u32,
+        /// Histogram: the mapped bits above the digit, high word.
+        pub mask_hi: u32,
+        /// How keys map to sortable bits (the radix sort's codes).
+        pub key_kind: u32,
+        /// Nonzero: the k largest.
+        pub descending: u32,
+        /// Nonzero: the candidates' values are input indices.
+        pub indices: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad0: u32,
+        /// Padding.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
     /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
     /// `reduce_by_key`).
     pub struct RunsParams {
@@ -555,6 +583,12 @@ mod tests {
         }
         holds("segmented_reduce", "ITEMS", crate::reduce::ITEMS);
         holds("segmented_reduce", "BLOCK", crate::plan::BLOCK);
+        for k in [4, 8] {
+            holds("top_k", "ITEMS", crate::top_k::items(k));
+            holds("top_k", "VALUE_WORDS", k as u32 / 4);
+        }
+        holds("top_k", "VALUE_WORDS", 0);
+        holds("top_k", "BLOCK", crate::plan::BLOCK);
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

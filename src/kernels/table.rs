@@ -232,6 +232,24 @@ pub const SEGMENTED_REDUCE_PARAMS: ParamBlock = ParamBlock {
     name: "SegmentedReduceParams",
     fields: &["items", "pad0", "pad1", "pad2"],
 };
+/// The top-k's block.
+pub const TOP_K_PARAMS: ParamBlock = ParamBlock {
+    name: "TopKParams",
+    fields: &[
+        "n",
+        "k",
+        "tiles",
+        "shift",
+        "mask_lo",
+        "mask_hi",
+        "key_kind",
+        "descending",
+        "indices",
+        "pad0",
+        "pad1",
+        "pad2",
+    ],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -249,6 +267,7 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &RUNS_PARAMS,
     &HISTOGRAM_PARAMS,
     &SEGMENTED_REDUCE_PARAMS,
+    &TOP_K_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -701,6 +720,37 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&STENCIL_PARAMS),
+    },
+    KernelDef {
+        name: "top_k",
+        variants: &["b32", "b64"],
+        consts: &[
+            // The step: 0 histogram, 1 select, 2 count, 3 scatter, 4 clear.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: &[0, 1, 2, 3, 4],
+            },
+            // Keys per invocation of a tile: 16 for 4-byte keys, 8 for 8-byte ones.
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16, 8],
+            },
+            // 32-bit words per value or index: 0 (keys only), 1 or 2.
+            Const {
+                name: "VALUE_WORDS",
+                on: On::Both,
+                values: &[0, 1, 2],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&TOP_K_PARAMS),
     },
     // Unique: keys as words.
     KernelDef {

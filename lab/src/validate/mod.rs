@@ -31,6 +31,7 @@ pub mod shfl;
 pub mod sort;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 pub mod vote;
 
 /// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`](xwarp::ElemKind).
@@ -474,7 +475,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 16] = [
+pub const FAMILIES: [&str; 17] = [
     "shfl",
     "vote",
     "compact",
@@ -491,6 +492,7 @@ pub const FAMILIES: [&str; 16] = [
     "reduce_by_key",
     "histogram",
     "segmented_reduce",
+    "top_k",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -571,6 +573,9 @@ pub fn run_families_observed(
     }
     if on("segmented_reduce") {
         segmented_reduce::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("top_k") {
+        top_k::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }
