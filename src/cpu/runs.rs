@@ -10,29 +10,31 @@ use crate::spec::reduce::{Reduce, ReduceOp};
 pub use crate::spec::runs::{items, tile};
 use std::ops::Range;
 
-/// The runs of equal consecutive keys (by bits), as index ranges.
-pub fn runs<K: Element>(keys: &[K]) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = Vec::new();
-    for (i, k) in keys.iter().enumerate() {
-        match out.last_mut() {
-            Some(r) if keys[r.start].to_bits64() == k.to_bits64() => r.end = i + 1,
-            _ => out.push(i..i + 1),
-        }
-    }
-    out
+/// The runs of equal consecutive keys (by bits), as index ranges, in order.
+pub fn runs<K: Element>(keys: &[K]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        (start < keys.len()).then(|| {
+            let bits = keys[start].to_bits64();
+            let len = keys[start..]
+                .iter()
+                .take_while(|k| k.to_bits64() == bits)
+                .count();
+            let run = start..start + len;
+            start += len;
+            run
+        })
+    })
 }
 
 /// The first key of each run (CUB's `DeviceSelect::Unique`).
 pub fn unique<K: Element>(keys: &[K]) -> Vec<K> {
-    runs(keys).into_iter().map(|r| keys[r.start]).collect()
+    runs(keys).map(|r| keys[r.start]).collect()
 }
 
 /// Each run's key and length (CUB's `DeviceRunLengthEncode::Encode`).
 pub fn run_length<K: Element>(keys: &[K]) -> (Vec<K>, Vec<u32>) {
-    runs(keys)
-        .into_iter()
-        .map(|r| (keys[r.start], r.len() as u32))
-        .unzip()
+    runs(keys).map(|r| (keys[r.start], r.len() as u32)).unzip()
 }
 
 /// The left fold of `items` by `f` from its first item (`None` when empty).
@@ -83,7 +85,6 @@ pub fn reduce_by_key<K: Element, V: Reduce>(
     let (k, v) = (K::KIND.size(), V::KIND.size());
     let (item, tile) = (items(k, v) as usize, tile(k, v));
     runs(keys)
-        .into_iter()
         .map(|r| (keys[r.start], run_value(op, values, r, item, tile)))
         .unzip()
 }
@@ -95,9 +96,12 @@ mod tests {
     #[test]
     fn runs_compare_bits() {
         let keys = [0.0f32, -0.0, -0.0, f32::NAN, f32::NAN, 1.0];
-        assert_eq!(runs(&keys), vec![0..1, 1..3, 3..5, 5..6]);
+        assert_eq!(
+            runs(&keys).collect::<Vec<_>>(),
+            vec![0..1, 1..3, 3..5, 5..6]
+        );
         assert_eq!(run_length(&keys).1, vec![1, 2, 2, 1]);
-        assert!(runs::<u32>(&[]).is_empty());
+        assert_eq!(runs::<u32>(&[]).count(), 0);
     }
 
     #[test]

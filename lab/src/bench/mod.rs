@@ -44,6 +44,7 @@ pub mod cub;
 mod data;
 mod report;
 mod svg;
+pub mod toolbox;
 
 pub use report::{
     kernel_stats_text, print_chains, print_forms, print_ladder, print_table, read_json,
@@ -58,6 +59,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::str::FromStr;
 use std::time::Instant;
+use toolbox::Tool;
 use xwarp::compact::{self, Order};
 use xwarp::cpu;
 use xwarp::device::{Device, DeviceType, DeviceVec};
@@ -99,11 +101,14 @@ pub enum Algo {
     SortKeys,
     /// [`Sorter::sort_pairs`] with `u32` values, ascending, every bit.
     SortPairs,
+    /// One of the device-wide toolbox ([`toolbox`]: partition, unique, run-length encoding,
+    /// reduce-by-key, segmented reduce, histogram, top-k).
+    Toolbox(Tool),
 }
 
 impl Algo {
     /// Every algorithm, in table order.
-    pub const ALL: [Algo; 18] = [
+    pub const ALL: [Algo; 27] = [
         Algo::Copy,
         Algo::Read,
         Algo::Reduce(ReduceOp::Sum),
@@ -122,6 +127,15 @@ impl Algo {
         Algo::Vote,
         Algo::SortKeys,
         Algo::SortPairs,
+        Algo::Toolbox(Tool::ALL[0]),
+        Algo::Toolbox(Tool::ALL[1]),
+        Algo::Toolbox(Tool::ALL[2]),
+        Algo::Toolbox(Tool::ALL[3]),
+        Algo::Toolbox(Tool::ALL[4]),
+        Algo::Toolbox(Tool::ALL[5]),
+        Algo::Toolbox(Tool::ALL[6]),
+        Algo::Toolbox(Tool::ALL[7]),
+        Algo::Toolbox(Tool::ALL[8]),
     ];
 
     /// The name in tables, JSON and plot file names.
@@ -142,6 +156,7 @@ impl Algo {
             Algo::Vote => "vote".into(),
             Algo::SortKeys => "sort_keys".into(),
             Algo::SortPairs => "sort_pairs".into(),
+            Algo::Toolbox(t) => t.name(),
         }
     }
 
@@ -157,6 +172,7 @@ impl Algo {
             Algo::Shfl(_) => "shfl",
             Algo::Vote => "vote",
             Algo::SortKeys | Algo::SortPairs => "sort",
+            Algo::Toolbox(t) => t.family(),
         }
     }
 
@@ -199,6 +215,7 @@ impl Algo {
                 n * size + n * 4 + vote::warps(n as usize) as u64 * vote::RECORD_WORDS as u64 * 4
             }
             Algo::SortPairs => 2 * n * (size + 4),
+            Algo::Toolbox(t) => t.bytes(n as usize, size as usize, kept as usize),
             Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) | Algo::SortKeys => {
                 2 * n * size
             }
@@ -216,6 +233,7 @@ impl Algo {
             Algo::Compact(_) => Some("select_if"),
             Algo::SortKeys => Some("sort_keys"),
             Algo::SortPairs => Some("sort_pairs"),
+            Algo::Toolbox(t) => t.cub_name(),
             _ => None,
         }
     }
@@ -233,7 +251,8 @@ impl Algo {
                 spec,
                 format!(
                     "a family (roofline, reduce, scan, compact, stencil, shfl, vote, sort, \
-                     ladder, chain) or one of {}",
+                     partition, unique, run_length, reduce_by_key, segmented_reduce, \
+                     histogram, top_k, ladder, chain) or one of {}",
                     names.join(", ")
                 ),
             ));
@@ -773,6 +792,8 @@ enum Reference<T: BenchElem> {
     Stencil([T; cpu::stencil::POINTS], Vec<T>),
     /// The sorted keys and values, shared by both sorts of one input.
     Sorted(Rc<Sorted<T>>),
+    /// A toolbox algorithm's outputs.
+    Tool(toolbox::Expected),
 }
 
 /// The CPU twin's ascending sort of an input over every bit, with [`data::pair_values`] as
@@ -825,6 +846,7 @@ impl<T: BenchElem> Reference<T> {
             Algo::Shfl(op) => Reference::Elems(cpu::shfl::shfl(op, 32, 1, input)),
             Algo::Vote => Reference::Words(cpu::vote::vote(pred, input).to_words()),
             Algo::SortKeys | Algo::SortPairs => Reference::Sorted(Rc::new(Sorted::of(input))),
+            Algo::Toolbox(t) => Reference::Tool(toolbox::expected(t, input)),
         }
     }
 }
@@ -839,7 +861,9 @@ impl<T: BenchElem> Reference<T> {
             }
             Reference::Value(want) => crate::validate::poison_value(&[*want]),
             Reference::Sorted(want) => crate::validate::poison_value(&want.keys),
-            Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
+            Reference::Multiset(..) | Reference::Words(_) | Reference::Tool(_) => {
+                crate::validate::poison_value(&[])
+            }
         }
     }
 }
@@ -887,6 +911,8 @@ struct Case<'a, T: BenchElem> {
     /// The pair sort's values ([`data::pair_values`]) and their output.
     values_in: DeviceVec<u32>,
     values_out: DeviceVec<u32>,
+    /// A toolbox algorithm's outputs and plan.
+    tool: Option<toolbox::State<T>>,
 }
 
 impl<'a, T: BenchElem> Case<'a, T> {
@@ -901,6 +927,7 @@ impl<'a, T: BenchElem> Case<'a, T> {
             Algo::Read => (1, data::read_folds_len::<T>(n), 1),
             Algo::Reduce(_) => (1, 1, 1),
             Algo::Vote => (1, vote::warps(n) * vote::RECORD_WORDS, n),
+            Algo::Toolbox(_) => (1, 1, 1),
             _ => (n, 1, 1),
         };
         let sorter = match algo {
@@ -925,7 +952,14 @@ impl<'a, T: BenchElem> Case<'a, T> {
             sorter,
             values_in,
             values_out: DeviceVec::alloc(dev, if algo == Algo::SortPairs { n } else { 1 })?,
+            tool: match algo {
+                Algo::Toolbox(t) => Some(toolbox::State::new(dev, t, n)?),
+                _ => None,
+            },
         };
+        if let Some(t) = &mut case.tool {
+            t.poison(dev, reference.poison())?;
+        }
         case.out.fill(dev, poison())?;
         case.words.fill(dev, 0xcdcd_cdcd)?;
         case.ranks.fill(dev, 0xcdcd_cdcd)?;
@@ -972,6 +1006,15 @@ impl<'a, T: BenchElem> Case<'a, T> {
             }
             (Algo::Shfl(op), _) => shfl::shfl(dev, op, 32, src, &mut self.out)?,
             (Algo::Vote, _) => vote::vote(dev, pred, src, &mut self.words, &mut self.ranks)?,
+            (Algo::Toolbox(_), _) => {
+                let tool = self.tool.as_mut().ok_or_else(|| {
+                    Error::invalid("tool", "none", "the state made with the case")
+                })?;
+                tool.call(dev, src)?;
+                if finish {
+                    return tool.fetch(dev);
+                }
+            }
             (Algo::SortKeys | Algo::SortPairs, _) => {
                 let sorter = self.sorter.as_mut().ok_or_else(|| {
                     Error::invalid("sorter", "none", "a sorter made with the case")
@@ -1012,6 +1055,10 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 self.dev
                     .read(self.count.raw(), 0, bytemuck::cast_slice_mut(&mut one))
             }
+            Algo::Toolbox(_) => match &self.tool {
+                Some(t) => t.fetch(self.dev),
+                None => self.dev.synchronize(),
+            },
             _ => self.dev.synchronize(),
         }
     }
@@ -1064,6 +1111,10 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 };
                 keys.and(values).map(|()| 0)
             }
+            Reference::Tool(want) => match &self.tool {
+                Some(t) => t.check(dev, want)?,
+                None => Err("no toolbox state".to_string()),
+            },
             Reference::Words(want) => {
                 let mut got = self.words.to_vec(dev)?;
                 if self.algo == Algo::Vote {
