@@ -12,10 +12,6 @@
 #define KIND_SIGNED 1u
 #define KIND_FLOAT 2u
 
-// The key order of the variant (constant KEY_ORDER = 2 * kind + descending).
-#define XW_KEY_KIND ((unsigned)(KEY_ORDER) / 2u)
-#define XW_DESCENDING (((unsigned)(KEY_ORDER) & 1u) != 0u)
-
 #define FLAG_AGGREGATE (1u << 30)
 #define FLAG_INCLUSIVE (2u << 30)
 #define VALUE_MASK (FLAG_AGGREGATE - 1u)

@@ -3,6 +3,10 @@
 
 #include "sort_common.cuh"
 
+// The key order of the variant (constant KEY_ORDER = 2 * kind + descending).
+#define XW_KEY_KIND ((unsigned)(KEY_ORDER) / 2u)
+#define XW_DESCENDING (((unsigned)(KEY_ORDER) & 1u) != 0u)
+
 struct SortHistogramParams {
     unsigned int n;           // keys; clearing: words to zero
     unsigned int chunk;       // keys per block (a multiple of the block size)

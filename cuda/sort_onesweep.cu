@@ -9,6 +9,10 @@
 
 #include "sort_common.cuh"
 
+// The key order of the variant (constant KEY_ORDER = 2 * kind + descending).
+#define XW_KEY_KIND ((unsigned)(KEY_ORDER) / 2u)
+#define XW_DESCENDING (((unsigned)(KEY_ORDER) & 1u) != 0u)
+
 struct SortOnesweepParams {
     unsigned int n;           // keys
     unsigned int tiles;       // tiles of the pass

@@ -158,16 +158,8 @@ void finish_chunk(uvec2 base, uint count) {
     counter[next + 1u] = end.y;
 }
 
-// The passing lanes of a ballot: all of them, and those below the caller. A subgroup of 32
-// counts its one-word ballot with scalar bit operations.
-uint ballot_count(uvec4 b) {
-    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x));
-    return subgroupBallotBitCount(b);
-}
-uint ballot_rank(uvec4 b) {
-    if (gl_SubgroupSize == 32u) return uint(bitCount(b.x & gl_SubgroupLtMask.x));
-    return subgroupBallotExclusiveBitCount(b);
-}
+// ballot_count and ballot_rank: the passing lanes of a ballot, all and below the caller.
+#include "tile_ballot.glsl"
 
 bool passes(uint i) {
     return i < p.n && xw_predicate(src[i], p.pred, xw_pred_operand(p.a_lo, p.a_hi),

@@ -9,14 +9,22 @@
 //! - [`vote`]: ballot, any, all, active mask, popcount, find-first-set per 32-lane warp.
 //! - [`compact`]: stream compaction by predicate in one pass, warp- and tile-aggregated
 //!   (unordered) or stable (decoupled look-back).
+//! - [`partition`]: stable two-way partition by predicate (both parts in input order).
 //! - [`reduce`]: warp, block and device reductions with a canonical float order.
+//! - [`unique`], [`run_length`], [`reduce_by_key`]: runs of equal consecutive keys (compared
+//!   by bits) in one pass: their first keys, their lengths, their values reduced in a
+//!   canonical float order ([`runs`]).
+//! - [`histogram`]: even-bin histograms of every sample type, warp-aggregated counting.
 //! - [`ladder`]: the block-reduction ladder of the parallel-reduction walkthrough.
+//! - [`segmented_reduce`]: one reduction per segment given by offsets, in the device reduce's
+//!   canonical order.
 //! - [`scan`]: warp, block and single-pass device scans with a canonical float order.
 //! - [`stencil`]: the 5-point moving average with shuffles or shared memory.
 //! - [`group`]: reduce, scan and sort of a vector sharded over several devices (the GPUs of a
 //!   host through NCCL, or any devices in process).
 //! - [`roofline`]: copy and read-only kernels at the speed of the device's memory.
 //! - [`throughput`]: chains of dependent subgroup operations, for operations per second.
+//! - [`top_k`]: the k largest or smallest keys (with values or indices), sorted, ties by index.
 //! - [`device`]: the trait and the types that cross it, for algorithm and backend writers.
 //! - [`kernels`]: every kernel's interface (constants by name, parameter blocks), defined once.
 //!
@@ -49,18 +57,26 @@ pub mod device;
 pub mod element;
 pub mod error;
 pub mod group;
+pub mod histogram;
 pub mod kernels;
 pub mod ladder;
+pub mod partition;
 pub mod plan;
 pub mod reduce;
+pub mod reduce_by_key;
 pub mod roofline;
+pub mod run_length;
+pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod spec;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 mod tuning;
+pub mod unique;
 pub mod vote;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;

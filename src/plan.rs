@@ -1,8 +1,9 @@
 //! Grid planning shared by every algorithm, for every backend.
 
-use crate::device::{DeviceInfo, SubgroupFeatures};
+use crate::device::{DeviceInfo, RawBuffer, SubgroupFeatures};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// Threads per workgroup for the element-wise kernels: a multiple of 32 and of every subgroup
 /// size up to 128.
@@ -34,6 +35,33 @@ pub fn chunk_elems(info: &DeviceInfo, elem_size: usize, granule: u64) -> u64 {
     let by_binding = info.max_binding_bytes / elem_size as u64;
     let limit = by_binding.min(1 << 30);
     (limit / granule * granule).max(granule)
+}
+
+/// The most elements one launch may index: element indices and counts fit in 32 bits.
+pub const MAX_LAUNCH_ELEMS: usize = 1 << 30;
+
+/// Fails with [`Error::InvalidParameter`] naming `name` when `n` elements of `elem_size` bytes
+/// exceed what one launch may span on this device ([`MAX_LAUNCH_ELEMS`], and one binding).
+/// For the algorithms that run a whole input in one launch (partition, unique, run-length
+/// encoding, histogram, segmented reduce, reduce-by-key, top-k).
+pub fn check_launch_len(
+    info: &DeviceInfo,
+    name: &'static str,
+    n: usize,
+    elem_size: usize,
+) -> Result<()> {
+    let limit = ((info.max_binding_bytes / elem_size as u64) as usize).min(MAX_LAUNCH_ELEMS);
+    if n > limit {
+        return Err(Error::invalid(
+            name,
+            n,
+            format!(
+                "at most {limit} elements of {elem_size} bytes on `{}` (one launch)",
+                info.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that the device can run kernels that compute on `elem` and use the subgroup
@@ -92,6 +120,33 @@ pub fn aligned_output(info: &DeviceInfo, elem_size: usize, first: usize) -> (usi
     let align = (info.binding_alignment / elem_size as u64).max(1) as usize;
     let base = first - first % align;
     (base, first - base)
+}
+
+/// Whether two buffers are the same allocation.
+fn same_buffer(a: &RawBuffer, b: &RawBuffer) -> bool {
+    Arc::ptr_eq(&a.keep_alive(), &b.keep_alive())
+}
+
+/// Fails with [`Error::InvalidParameter`] naming the output when an output of operation `what`
+/// shares its buffer with any other argument (an input or another output). Detected for buffers
+/// of one allocation; an application's wrapped ranges are the application's to keep apart.
+pub(crate) fn check_distinct(
+    what: &str,
+    outputs: &[(&'static str, &RawBuffer)],
+    others: &[(&'static str, &RawBuffer)],
+) -> Result<()> {
+    for (i, &(name, out)) in outputs.iter().enumerate() {
+        for &(other, buffer) in others.iter().chain(&outputs[..i]) {
+            if same_buffer(out, buffer) {
+                return Err(Error::invalid(
+                    name,
+                    format!("the buffer of {other}"),
+                    format!("a buffer that no other argument of the {what} uses"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ const SCOPE_WARP_DOWN: u32 = 1;
 const SCOPE_BLOCK: u32 = 2;
 const SCOPE_TILE: u32 = 3;
 
-fn check_op<T: Reduce>(op: ReduceOp) -> Result<()> {
+pub(crate) fn check_op<T: Reduce>(op: ReduceOp) -> Result<()> {
     let float = matches!(T::KIND, crate::ElemKind::F32 | crate::ElemKind::F64);
     if float && !op.for_floats() {
         return Err(Error::invalid(

@@ -74,7 +74,6 @@ use crate::plan;
 use bytemuck::Zeroable;
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Bits per digit (one pass each).
 pub const RADIX_BITS: u32 = 8;
@@ -379,31 +378,7 @@ fn check_len(name: &'static str, expected: usize, actual: usize) -> Result<()> {
     Ok(())
 }
 
-/// Whether two buffers are the same allocation.
-fn same_buffer(a: &RawBuffer, b: &RawBuffer) -> bool {
-    Arc::ptr_eq(&a.keep_alive(), &b.keep_alive())
-}
-
-/// Fails when an output shares its buffer with any other argument.
-fn check_distinct(
-    outputs: &[(&'static str, &RawBuffer)],
-    others: &[(&'static str, &RawBuffer)],
-) -> Result<()> {
-    for (i, &(name, out)) in outputs.iter().enumerate() {
-        for &(other, buffer) in others.iter().chain(&outputs[..i]) {
-            if same_buffer(out, buffer) {
-                return Err(Error::invalid(
-                    name,
-                    format!("the buffer of {other}"),
-                    "a buffer that no other argument of the sort uses",
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn key_kind(kind: ElemKind) -> u32 {
+pub(crate) fn key_kind(kind: ElemKind) -> u32 {
     match kind {
         ElemKind::U32 | ElemKind::U64 => 0,
         ElemKind::I32 | ElemKind::I64 => 1,
@@ -570,7 +545,8 @@ impl<K: Element> Sorter<K> {
     ) -> Result<()> {
         check_bits::<K>(&bits)?;
         check_len("keys_out", keys_in.len(), keys_out.len())?;
-        check_distinct(
+        plan::check_distinct(
+            "sort",
             &[("keys_out", keys_out.raw())],
             &[("keys_in", keys_in.raw())],
         )?;
@@ -602,7 +578,8 @@ impl<K: Element> Sorter<K> {
         check_len("values_in", keys_in.len(), values_in.len())?;
         check_len("keys_out", keys_in.len(), keys_out.len())?;
         check_len("values_out", keys_in.len(), values_out.len())?;
-        check_distinct(
+        plan::check_distinct(
+            "sort",
             &[
                 ("keys_out", keys_out.raw()),
                 ("values_out", values_out.raw()),
@@ -629,7 +606,8 @@ impl<K: Element> Sorter<K> {
     ) -> Result<()> {
         check_bits::<K>(&bits)?;
         check_len("indices_out", keys_in.len(), indices_out.len())?;
-        check_distinct(
+        plan::check_distinct(
+            "sort",
             &[("indices_out", indices_out.raw())],
             &[("keys_in", keys_in.raw())],
         )?;

@@ -47,7 +47,8 @@ enum Command {
         #[arg(long)]
         large: bool,
         /// Only these algorithm families (repeatable): shfl, vote, compact, reduce, ladder,
-        /// scan, stencil, roofline, throughput, sort.
+        /// scan, stencil, roofline, throughput, sort, partition, unique, run_length,
+        /// reduce_by_key, histogram, segmented_reduce, top_k.
         #[arg(long = "family")]
         families: Vec<String>,
         /// Print every case as it completes (by default: progress, a summary per family and

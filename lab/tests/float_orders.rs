@@ -1,5 +1,5 @@
-//! The float orders of README's "Deterministic floats" (and the module docs of `reduce`, `scan`
-//! and `stencil`), each paragraph transcribed into plain loops from the text alone and compared
+//! The float orders of README's "Deterministic floats" (and the module docs of `reduce`, `scan`,
+//! `stencil` and `reduce_by_key`), each paragraph transcribed into plain loops from the text alone and compared
 //! bit for bit with the CPU reference: if the text leaves out or misstates a step, a
 //! transcription of it gives other bits somewhere.
 
@@ -708,6 +708,87 @@ fn stencil_is_the_documented_order() {
     stencils::<f64>(&mut rng);
 }
 
+/// Reduce-by-key, from the text: each run of equal keys is cut at indices that are multiples
+/// of `items` (thread pieces) and of `tile` (tile pieces); a thread piece folds its values left
+/// to right from its first, a tile piece its thread pieces, the run its tile pieces. No
+/// identity enters.
+fn text_reduce_by_key<T: Float>(
+    o: ReduceOp,
+    keys: &[u32],
+    x: &[T],
+    items: usize,
+    tile: usize,
+) -> Vec<T> {
+    let fold = |acc: Option<T>, v: T| Some(acc.map_or(v, |a| op(o, a, v)));
+    let mut out = Vec::new();
+    let (mut run, mut tile_acc, mut piece) = (None, None, None);
+    for i in 0..x.len() {
+        piece = fold(piece, x[i]);
+        let run_ends = i + 1 == x.len() || keys[i + 1] != keys[i];
+        if (i + 1) % items == 0 || run_ends {
+            tile_acc = fold(tile_acc, piece.take().expect("a piece"));
+        }
+        if (i + 1) % tile == 0 || run_ends {
+            run = fold(run, tile_acc.take().expect("a tile piece"));
+        }
+        if run_ends {
+            out.push(run.take().expect("a run"));
+        }
+    }
+    out
+}
+
+/// Keys of `n` elements in runs of random lengths up to `longest`.
+fn run_keys(n: usize, longest: u64, rng: &mut Rng) -> Vec<u32> {
+    let mut keys = Vec::with_capacity(n);
+    while keys.len() < n {
+        let len = (1 + rng.below(longest) as usize).min(n - keys.len());
+        keys.extend(std::iter::repeat_n(rng.next_u64() as u32, len));
+    }
+    keys
+}
+
+/// The thread piece and tile piece of reduce-by-key with `u32` keys and values of `T`.
+fn rbk_pieces<T: Float>() -> (usize, usize) {
+    let (k, v) = (4, std::mem::size_of::<T>());
+    (
+        xwarp::cpu::runs::items(k, v) as usize,
+        xwarp::cpu::runs::tile(k, v),
+    )
+}
+
+fn reduces_by_key<T: Float>(rng: &mut Rng) {
+    let (items, tile) = rbk_pieces::<T>();
+    for o in FLOAT_OPS {
+        for n in SIZES {
+            for (input, x) in inputs::<T>(o, n, rng) {
+                for longest in [3, 100, 10_000, 1 << 21] {
+                    let keys = run_keys(n, longest, rng);
+                    compare(
+                        &label::<T>(
+                            "reduce-by-key",
+                            o,
+                            n,
+                            &format!("runs up to {longest}"),
+                            input,
+                        ),
+                        o,
+                        &xwarp::cpu::runs::reduce_by_key(o, &keys, &x).1,
+                        &text_reduce_by_key(o, &keys, &x, items, tile),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_by_key_is_the_documented_order() {
+    let mut rng = Rng::new(seed());
+    reduces_by_key::<f32>(&mut rng);
+    reduces_by_key::<f64>(&mut rng);
+}
+
 /// A value every device combines the same way, whatever it does with subnormals and with the
 /// payloads of NaNs that arithmetic makes: no subnormals, and NaNs (with payloads) and
 /// infinities only for min and max, which select rather than compute.
@@ -777,6 +858,16 @@ fn on_devices<T: Float>(rng: &mut Rng) {
                     device_scan_host(d, o, kind, &x)
                 });
             }
+        }
+        let (items, tile) = rbk_pieces::<T>();
+        for o in FLOAT_OPS {
+            let x: Vec<T> = (0..n).map(|_| portable_value(o, rng)).collect();
+            let keys = run_keys(n, 600, rng);
+            check_on_every_device(
+                &label::<T>("reduce-by-key", o, n, "runs up to 600", "portable"),
+                &text_reduce_by_key(o, &keys, &x, items, tile),
+                |d| xwarp::reduce_by_key::reduce_by_key_host(d, o, &keys, &x).map(|r| r.1),
+            );
         }
         let x: Vec<T> = (0..n).map(|_| portable_value(ReduceOp::Sum, rng)).collect();
         let w: [T; 5] = std::array::from_fn(|_| portable_value(ReduceOp::Sum, rng));

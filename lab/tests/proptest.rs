@@ -33,6 +33,7 @@ use xwarp::cpu::reduce::Reduce;
 use xwarp::cpu::stencil::{StencilElement, POINTS};
 use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{ReduceOp, WarpForm};
+use xwarp::runs::Tuning as RunsTuning;
 use xwarp::scan::{self, ScanKind, Tuning as ScanTuning, DEFAULT_SPIN, TILE};
 use xwarp::shfl::{ShflOp, SEGM};
 use xwarp::sort::{SortIndex, SortOrder, Sorter, Tuning as SortTuning};
@@ -534,6 +535,266 @@ fn compact_prop<T: Arb>() {
     );
 }
 
+fn partition_prop<T: Arb>() {
+    let strategy = predicate_and_data(T::palettes_for_pred(), 0, MAX_LEN);
+    property(
+        &format!("partition {}", T::KIND),
+        strategy,
+        |dev, (pred, Data(input))| {
+            let poison = poison_value(&input);
+            let what = format!("partition {pred} {} n={}", T::KIND, input.len());
+            let got = xwarp_lab::validate::partition::run_partition(dev, pred, &input, poison)
+                .map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the count; output element k is index k + 1, the slack after it.
+            exact(
+                &what,
+                &xwarp_lab::validate::partition::expected(pred, &input, poison),
+                &got,
+            )
+        },
+    );
+}
+
+/// Keys with runs: any bits (runs of one, mostly), runs of random lengths of any bits, or a
+/// few distinct values; 0 to [`MAX_LEN`] of them.
+fn run_keys<T: Arb>() -> BoxedStrategy<Data<T>> {
+    let runs = vec((T::bits(), 1usize..=64), 0..=1500).prop_map(|runs| {
+        Data(
+            runs.into_iter()
+                .flat_map(|(k, len)| std::iter::repeat_n(k, len))
+                .take(MAX_LEN)
+                .collect(),
+        )
+    });
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 0));
+    prop_oneof![data(T::bits(), 0), runs, few].boxed()
+}
+
+/// Unique and run-length encoding of keys of `T`, with and without the look-back's fallback
+/// forced (spin 0).
+fn unique_rle_prop<T: Arb>() {
+    use xwarp_lab::validate::runs::{expected_run_length, expected_unique, run_unique_or_rle};
+    let strategy = (
+        any::<bool>(),
+        select(vec![RunsTuning::default().spin, 0]),
+        run_keys::<T>(),
+    );
+    property(
+        &format!("unique and run_length {}", T::KIND),
+        strategy,
+        |dev, (rle, spin, Data(keys))| {
+            let poison = poison_value(&keys);
+            let what = format!(
+                "{} {} n={} spin {spin}",
+                if rle { "run_length" } else { "unique" },
+                T::KIND,
+                keys.len()
+            );
+            let want = if rle {
+                expected_run_length(&keys, poison)
+            } else {
+                expected_unique(&keys, poison)
+            };
+            let got = run_unique_or_rle(dev, rle, &keys, poison, RunsTuning { spin })
+                .map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the run count; then the keys output, then the lengths.
+            exact(&what, &want, &got)
+        },
+    );
+}
+
+/// Reduce-by-key of values of `T` by every operator of the type, keyed by `u32` or `f64` keys
+/// with runs, with and without the look-back's fallback forced (spin 0).
+fn reduce_by_key_prop<T: Arb>() {
+    use xwarp_lab::validate::runs::{expected_reduce_by_key, run_reduce_by_key};
+    let float = !T::KIND.name().starts_with(['i', 'u']);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+        .collect();
+    let strategy = (
+        select(ops),
+        select(vec![RunsTuning::default().spin, 0]),
+        any::<bool>(),
+    )
+        .prop_flat_map(|(op, spin, wide)| {
+            let keys = if wide {
+                run_keys::<f64>()
+                    .prop_map(|Data(k)| (Vec::new(), k))
+                    .boxed()
+            } else {
+                run_keys::<u32>()
+                    .prop_map(|Data(k)| (k, Vec::new()))
+                    .boxed()
+            };
+            let palettes = T::palettes_for_op(op);
+            (
+                Just(op),
+                Just(spin),
+                keys,
+                palette(palettes.len()),
+                Just(palettes),
+            )
+        })
+        .prop_flat_map(|(op, spin, (narrow, wide), p, palettes)| {
+            let n = narrow.len().max(wide.len());
+            (
+                Just(op),
+                Just(spin),
+                Just(Data(narrow)),
+                Just(Data(wide)),
+                vec(palettes[p].clone(), n).prop_map(Data),
+            )
+        });
+    property(
+        &format!("reduce_by_key {}", T::KIND),
+        strategy,
+        |dev, (op, spin, Data(narrow), Data(wide), Data(values))| {
+            let what = format!(
+                "reduce_by_key {op} {} n={} spin {spin}",
+                T::KIND,
+                values.len()
+            );
+            let tuning = RunsTuning { spin };
+            let poison = poison_value(&values);
+            let (want, got) = if wide.is_empty() {
+                let poisons = (poison_value(&narrow), poison);
+                (
+                    expected_reduce_by_key(op, &narrow, &values, poisons),
+                    run_reduce_by_key(dev, op, &narrow, &values, poisons, tuning),
+                )
+            } else {
+                let poisons = (poison_value(&wide), poison);
+                (
+                    expected_reduce_by_key(op, &wide, &values, poisons),
+                    run_reduce_by_key(dev, op, &wide, &values, poisons, tuning),
+                )
+            };
+            let got = got.map_err(|e| format!("{what}: {e}"))?;
+            // Index 0 is the run count; then the keys output, then the values (NaN sums and
+            // products as one NaN).
+            exact(&what, &want, &got)
+        },
+    );
+}
+
+/// The histogram of samples of `T` (any bits, hard values, or drawn from a few values: skewed)
+/// over a range from the same values, in 1 to 64, 256, 4096 or 5000 bins, `u32` or `u64`
+/// counts.
+fn histogram_prop<T: Arb + xwarp::histogram::Sample>() {
+    use xwarp_lab::validate::histogram::run_histogram;
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 0));
+    let samples = prop_oneof![
+        data(T::bits(), 0),
+        data(hard(hard_values(T::KIND, true)), 0),
+        few
+    ];
+    let bins = prop_oneof![4 => 1usize..=64, 1 => select(vec![256, 4096, 5000])];
+    let strategy = (samples, bins, T::bits(), T::bits(), any::<bool>())
+        .prop_filter("a range the bins can split", |(_, bins, a, b, _)| {
+            T::plan(*a, *b, *bins).is_ok()
+        });
+    property(
+        &format!("histogram {}", T::KIND),
+        strategy,
+        |dev, (Data(samples), bins, lower, upper, wide)| {
+            let what = format!(
+                "histogram {} n={} bins {bins} [{lower:?}, {upper:?}) {} counts",
+                T::KIND,
+                samples.len(),
+                if wide { "u64" } else { "u32" }
+            );
+            let want = cpu::histogram::histogram_even(&samples, bins, lower, upper);
+            let got = run_histogram(dev, &samples, bins, lower, upper, wide)
+                .map_err(|e| format!("{what}: {e}"))?;
+            exact(&what, &want, &got)
+        },
+    );
+}
+
+/// The segmented reduce of `T` by every operator of the type, over offsets drawn as segment
+/// lengths (empty ones often, both sides of the one-invocation limit, tiles), gaps included.
+fn segmented_reduce_prop<T: Arb + xwarp_lab::validate::reduce::ReduceInput>() {
+    use xwarp_lab::validate::segmented_reduce::{expected, run_segmented};
+    let float = !T::KIND.name().starts_with(['i', 'u']);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !float || op.for_floats())
+        .collect();
+    let lengths = vec(
+        prop_oneof![3 => 0usize..=3, 3 => 0usize..=40, 1 => 0usize..=6000],
+        0..=120,
+    );
+    let strategy = (select(ops), lengths, 0usize..=5, 0usize..=5).prop_flat_map(
+        |(op, lengths, head, tail)| {
+            let n = head + lengths.iter().sum::<usize>() + tail;
+            let palettes = T::palettes_for_op(op);
+            (
+                Just(op),
+                Just(lengths),
+                Just(head),
+                palette(palettes.len())
+                    .prop_flat_map(move |p| vec(palettes[p].clone(), n).prop_map(Data)),
+            )
+        },
+    );
+    property(
+        &format!("segmented_reduce {}", T::KIND),
+        strategy,
+        |dev, (op, lengths, head, Data(input))| {
+            let mut offsets = vec![head as u32];
+            for len in &lengths {
+                offsets.push(offsets[offsets.len() - 1] + *len as u32);
+            }
+            let what = format!(
+                "segmented_reduce {op} {} n={} offsets {offsets:?}",
+                T::KIND,
+                input.len()
+            );
+            let want = cpu::segmented_reduce::segmented_reduce(op, &input, &offsets);
+            let poison = poison_value(&want);
+            let got = run_segmented(dev, op, &input, &offsets, poison)
+                .map_err(|e| format!("{what}: {e}"))?;
+            compared(
+                &what,
+                &expected(op, &input, &offsets, poison),
+                &got,
+                comparison(op),
+            )
+        },
+    );
+}
+
+/// Top-k of keys of `T` (any bits, hard values, or a few distinct: ties across the k-th
+/// place), either order, keys only, `u32` values or `u32` indices, any k from 1 to n.
+fn top_k_prop<T: Arb>() {
+    use xwarp_lab::validate::top_k::{expected, run_top_k, TopKOp};
+    let few = vec(T::bits(), 1..=3).prop_flat_map(|values| data(select(values).boxed(), 1));
+    let keys = prop_oneof![data(T::bits(), 1), data(hard(HardValues::ALL), 1), few];
+    let strategy = (
+        select(vec![
+            TopKOp::Keys,
+            TopKOp::Pairs(xwarp::ElemKind::U32),
+            TopKOp::Indices(xwarp::ElemKind::U32),
+        ]),
+        select(vec![SortOrder::Descending, SortOrder::Ascending]),
+        keys,
+    )
+        .prop_flat_map(|(op, order, Data(keys))| {
+            let n = keys.len();
+            (Just(op), Just(order), Just(Data(keys)), 1..=n)
+        });
+    property(
+        &format!("top_k {}", T::KIND),
+        strategy,
+        |dev, (op, order, Data(keys), k)| {
+            let what = format!("{op} {} {order} n={} k={k}", T::KIND, keys.len());
+            let got = run_top_k(dev, op, &keys, k, order).map_err(|e| format!("{what}: {e}"))?;
+            exact(&what, &expected(op, &keys, k, order), &got)
+        },
+    );
+}
+
 fn reduce_prop<T: Arb>() {
     let float = !T::KIND.name().starts_with(['i', 'u']);
     let ops: Vec<ReduceOp> = ReduceOp::ALL
@@ -906,6 +1167,24 @@ per_type!(vote_prop:
 per_type!(compact_prop:
     compact_i32 => i32, compact_u32 => u32, compact_f32 => f32, compact_i64 => i64,
     compact_u64 => u64, compact_f64 => f64);
+per_type!(partition_prop:
+    partition_i32 => i32, partition_u32 => u32, partition_f32 => f32, partition_i64 => i64,
+    partition_u64 => u64, partition_f64 => f64);
+per_type!(unique_rle_prop:
+    unique_rle_i32 => i32, unique_rle_u32 => u32, unique_rle_f32 => f32, unique_rle_i64 => i64,
+    unique_rle_u64 => u64, unique_rle_f64 => f64);
+per_type!(reduce_by_key_prop:
+    reduce_by_key_i32 => i32, reduce_by_key_u32 => u32, reduce_by_key_f32 => f32,
+    reduce_by_key_i64 => i64, reduce_by_key_u64 => u64, reduce_by_key_f64 => f64);
+per_type!(histogram_prop:
+    histogram_i32 => i32, histogram_u32 => u32, histogram_f32 => f32, histogram_i64 => i64,
+    histogram_u64 => u64, histogram_f64 => f64);
+per_type!(segmented_reduce_prop:
+    segmented_reduce_i32 => i32, segmented_reduce_u32 => u32, segmented_reduce_f32 => f32,
+    segmented_reduce_i64 => i64, segmented_reduce_u64 => u64, segmented_reduce_f64 => f64);
+per_type!(top_k_prop:
+    top_k_i32 => i32, top_k_u32 => u32, top_k_f32 => f32, top_k_i64 => i64, top_k_u64 => u64,
+    top_k_f64 => f64);
 per_type!(reduce_prop:
     reduce_i32 => i32, reduce_u32 => u32, reduce_f32 => f32, reduce_i64 => i64,
     reduce_u64 => u64, reduce_f64 => f64);

@@ -4,13 +4,18 @@
 
 pub mod compact;
 pub mod group;
+pub mod histogram;
 pub mod ladder;
 pub mod par;
+pub mod partition;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 pub mod vote;

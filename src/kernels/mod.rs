@@ -290,6 +290,115 @@ param_blocks! {
         /// Flag bits: the values are input indices (argsort's first pass); write the keys.
         pub flags: u32,
     }
+
+    /// The stable partition's block (`partition`).
+    pub struct PartitionParams {
+        /// Elements.
+        pub n: u32,
+        /// Predicate code (`shaders/vote_predicate.glsl`).
+        pub pred: u32,
+        /// First operand, low word.
+        pub a_lo: u32,
+        /// First operand, high word.
+        pub a_hi: u32,
+        /// Second operand (`in_range`'s upper end), low word.
+        pub b_lo: u32,
+        /// Second operand, high word.
+        pub b_hi: u32,
+        /// Tiles of the input.
+        pub tiles: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad: u32,
+    }
+
+    /// The even-bin histogram's block (`histogram`).
+    pub struct HistogramParams {
+        /// Samples.
+        pub n: u32,
+        /// Bins.
+        pub bins: u32,
+        /// Samples per workgroup.
+        pub chunk: u32,
+        /// Padding.
+        pub pad0: u32,
+        /// `lower`'s bits, low word.
+        pub lower_lo: u32,
+        /// `lower`'s bits, high word.
+        pub lower_hi: u32,
+        /// `upper`'s bits, low word.
+        pub upper_lo: u32,
+        /// `upper`'s bits, high word.
+        pub upper_hi: u32,
+        /// Floats: `bins / (upper - lower)`'s bits, low word.
+        pub scale_lo: u32,
+        /// Floats: the scale's bits, high word.
+        pub scale_hi: u32,
+        /// Integers: `upper - lower`, low word.
+        pub range_lo: u32,
+        /// Integers: `upper - lower`, high word.
+        pub range_hi: u32,
+        /// Integers: the bin width where the bins divide the range evenly (else 0), low word.
+        pub width_lo: u32,
+        /// Integers: the bin width, high word.
+        pub width_hi: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
+    /// The segmented reduce's block (`segmented_reduce`).
+    pub struct SegmentedReduceParams {
+        /// Segments (the short-segment step) or tiles (the tile step) of this launch.
+        pub items: u32,
+        /// Padding to 16 bytes.
+        pub pad0: u32,
+        /// Padding.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
+    /// The top-k's block (`top_k`).
+    pub struct TopKParams {
+        /// Keys.
+        pub n: u32,
+        /// Keys wanted.
+        pub k: u32,
+        /// Count and scatter: tiles; histogram: keys per workgroup.
+        pub tiles: u32,
+        /// Histogram and select: the digit's lowest bit.
+        pub shift: u32,
+        /// Histogram: the mapped bits above the digit, low word.
+        pub mask_lo: u32,
+        /// Histogram: the mapped bits above the digit, high word.
+        pub mask_hi: u32,
+        /// How keys map to sortable bits (the radix sort's codes).
+        pub key_kind: u32,
+        /// Nonzero: the k largest.
+        pub descending: u32,
+        /// Nonzero: the candidates' values are input indices.
+        pub indices: u32,
+        /// Padding to a multiple of 16 bytes.
+        pub pad0: u32,
+        /// Padding.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+    }
+
+    /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
+    /// `reduce_by_key`).
+    pub struct RunsParams {
+        /// Elements.
+        pub n: u32,
+        /// Tiles of the input.
+        pub tiles: u32,
+        /// Polls of unpublished predecessors per look-back before computing them here.
+        pub spin: u32,
+        /// Nonzero: only zero the tile ticket, the tile flags and the run count.
+        pub clear: u32,
+    }
 }
 
 #[cfg(test)]
@@ -440,6 +549,38 @@ mod tests {
             );
         }
         holds("compact", "BLOCK", crate::compact::BLOCK);
+        for elem in ElemKind::ALL {
+            holds(
+                "partition",
+                "ITEMS",
+                crate::partition::items_per_thread(elem.size()),
+            );
+        }
+        holds("partition", "BLOCK", crate::partition::BLOCK);
+        for kernel in ["unique", "run_length", "reduce_by_key"] {
+            holds(kernel, "BLOCK", crate::runs::BLOCK);
+            for k in [4, 8] {
+                holds(kernel, "KEY_WORDS", k as u32 / 4);
+                for v in [0, 4, 8] {
+                    holds(kernel, "ITEMS", crate::runs::items(k, v));
+                }
+            }
+        }
+        for op in crate::reduce::ReduceOp::ALL {
+            holds("reduce_by_key", "OP", op.code());
+        }
+        holds("histogram", "BLOCK", crate::plan::BLOCK);
+        for op in crate::reduce::ReduceOp::ALL {
+            holds("segmented_reduce", "OP", op.code());
+        }
+        holds("segmented_reduce", "ITEMS", crate::reduce::ITEMS);
+        holds("segmented_reduce", "BLOCK", crate::plan::BLOCK);
+        for k in [4, 8] {
+            holds("top_k", "ITEMS", crate::top_k::items(k));
+            holds("top_k", "VALUE_WORDS", k as u32 / 4);
+        }
+        holds("top_k", "VALUE_WORDS", 0);
+        holds("top_k", "BLOCK", crate::plan::BLOCK);
         for rows in [
             crate::stencil::FEW_ROWS,
             crate::stencil::ROWS,

@@ -200,7 +200,6 @@ pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
     fields: &["n", "iters", "seed", "first"],
 };
 
-/// Every parameter block.
 /// The radix sort's histogram (and clearing) block.
 pub const SORT_HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
     name: "SortHistogramParams",
@@ -222,6 +221,48 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
         "flags",
     ],
 };
+/// The stable partition's block.
+pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
+    name: "PartitionParams",
+    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "pad"],
+};
+/// The block of the kernels over runs of equal keys (`unique`, `run_length`,
+/// `reduce_by_key`).
+pub const RUNS_PARAMS: ParamBlock = ParamBlock {
+    name: "RunsParams",
+    fields: &["n", "tiles", "spin", "clear"],
+};
+/// The even-bin histogram's block.
+pub const HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
+    name: "HistogramParams",
+    fields: &[
+        "n", "bins", "chunk", "pad0", "lower_lo", "lower_hi", "upper_lo", "upper_hi", "scale_lo",
+        "scale_hi", "range_lo", "range_hi", "width_lo", "width_hi", "pad1", "pad2",
+    ],
+};
+/// The segmented reduce's block.
+pub const SEGMENTED_REDUCE_PARAMS: ParamBlock = ParamBlock {
+    name: "SegmentedReduceParams",
+    fields: &["items", "pad0", "pad1", "pad2"],
+};
+/// The top-k's block.
+pub const TOP_K_PARAMS: ParamBlock = ParamBlock {
+    name: "TopKParams",
+    fields: &[
+        "n",
+        "k",
+        "tiles",
+        "shift",
+        "mask_lo",
+        "mask_hi",
+        "key_kind",
+        "descending",
+        "indices",
+        "pad0",
+        "pad1",
+        "pad2",
+    ],
+};
 /// Every parameter block.
 pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &REDUCE_PARAMS,
@@ -235,6 +276,11 @@ pub const PARAM_BLOCKS: &[&ParamBlock] = &[
     &CHAIN_PARAMS,
     &SORT_HISTOGRAM_PARAMS,
     &SORT_ONESWEEP_PARAMS,
+    &PARTITION_PARAMS,
+    &RUNS_PARAMS,
+    &HISTOGRAM_PARAMS,
+    &SEGMENTED_REDUCE_PARAMS,
+    &TOP_K_PARAMS,
 ];
 
 // Values shared by several kernels' constants.
@@ -298,6 +344,27 @@ const COMPACT_CONSTS: [Const; 2] = [
     },
 ];
 
+/// The constants of the kernels over runs of equal keys, `OP` (reduce-by-key's) apart.
+const RUNS_CONSTS: [Const; 3] = [
+    // 32-bit words per key.
+    Const {
+        name: "KEY_WORDS",
+        on: On::Both,
+        values: &[1, 2],
+    },
+    // Elements per thread: 16 where keys and values are 4 bytes, else 8.
+    Const {
+        name: "ITEMS",
+        on: On::Both,
+        values: &[16, 8],
+    },
+    Const {
+        name: "BLOCK",
+        on: On::Cuda,
+        values: &[256],
+    },
+];
+
 /// Every kernel, in the order of `shaders/`.
 pub const KERNELS: &[KernelDef] = &[
     KernelDef {
@@ -335,6 +402,51 @@ pub const KERNELS: &[KernelDef] = &[
         consts: &COMPACT_CONSTS,
         cuda: false,
         params: Some(&COMPACT_PARAMS),
+    },
+    KernelDef {
+        name: "histogram",
+        variants: ALL_TYPES,
+        consts: &[
+            // The step: 0 clear, 1 count in shared memory, 2 count in global memory, 3 widen
+            // the counts to u64.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: &[0, 1, 2, 3],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&HISTOGRAM_PARAMS),
+    },
+    KernelDef {
+        name: "partition",
+        variants: ALL_TYPES,
+        consts: &[
+            // The step: 0 count, 1 scatter.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16, 8],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&PARTITION_PARAMS),
     },
     KernelDef {
         name: "reduce",
@@ -406,6 +518,22 @@ pub const KERNELS: &[KernelDef] = &[
     rung("reduce_unrolling4"),
     rung("reduce_unrolling8"),
     KernelDef {
+        name: "reduce_by_key",
+        variants: ALL_TYPES,
+        consts: &[
+            RUNS_CONSTS[0],
+            RUNS_CONSTS[1],
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            RUNS_CONSTS[2],
+        ],
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
+    },
+    KernelDef {
         name: "roofline",
         variants: &["u32"],
         // 0 copy, 1 read, 2 digest.
@@ -416,6 +544,14 @@ pub const KERNELS: &[KernelDef] = &[
         }],
         cuda: true,
         params: Some(&ROOFLINE_PARAMS),
+    },
+    // Run-length encoding: keys as words, lengths u32.
+    KernelDef {
+        name: "run_length",
+        variants: &["u32"],
+        consts: &RUNS_CONSTS,
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
     },
     KernelDef {
         name: "scan",
@@ -459,6 +595,35 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&SCAN_DEVICE_PARAMS),
+    },
+    KernelDef {
+        name: "segmented_reduce",
+        variants: ALL_TYPES,
+        consts: &[
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16],
+            },
+            // 0: one invocation per short segment; 1: one workgroup per tile.
+            Const {
+                name: "STEP",
+                on: On::Both,
+                values: OFF_ON,
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&SEGMENTED_REDUCE_PARAMS),
     },
     // scan_device.glsl with a 32-bit type's tile state in one 64-bit word; the CUDA twin
     // always keeps it so, in scan_device.cu.
@@ -603,6 +768,45 @@ pub const KERNELS: &[KernelDef] = &[
         ],
         cuda: true,
         params: Some(&STENCIL_PARAMS),
+    },
+    KernelDef {
+        name: "top_k",
+        variants: &["b32", "b64"],
+        consts: &[
+            // The step: 0 histogram, 1 select, 2 count, 3 scatter, 4 clear.
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: &[0, 1, 2, 3, 4],
+            },
+            // Keys per invocation of a tile: 16 for 4-byte keys, 8 for 8-byte ones.
+            Const {
+                name: "ITEMS",
+                on: On::Both,
+                values: &[16, 8],
+            },
+            // 32-bit words per value or index: 0 (keys only), 1 or 2.
+            Const {
+                name: "VALUE_WORDS",
+                on: On::Both,
+                values: &[0, 1, 2],
+            },
+            Const {
+                name: "BLOCK",
+                on: On::Cuda,
+                values: &[256],
+            },
+        ],
+        cuda: true,
+        params: Some(&TOP_K_PARAMS),
+    },
+    // Unique: keys as words.
+    KernelDef {
+        name: "unique",
+        variants: &["u32"],
+        consts: &RUNS_CONSTS,
+        cuda: true,
+        params: Some(&RUNS_PARAMS),
     },
     KernelDef {
         name: "vote",

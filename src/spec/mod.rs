@@ -5,9 +5,11 @@
 //! reference depends on nothing above this layer.
 
 pub mod compact;
+pub mod histogram;
 pub mod ladder;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
 pub mod shfl;
 pub mod throughput;

@@ -1,5 +1,5 @@
-// cub_bench: times NVIDIA CUB's device-wide reduce, scan, select and radix sort on random
-// inputs. It is the baseline that `xwarp bench` measures in the same run and prints its own
+// cub_bench: times NVIDIA CUB's device-wide reduce, scan, select, radix sort, partition,
+// unique, run-length encoding, reduce-by-key, segmented reduce and histogram on random inputs. It is the baseline that `xwarp bench` measures in the same run and prints its own
 // times against (`lab/src/bench/cub.rs` embeds this file, builds it with nvcc and parses what it
 // prints).
 //
@@ -12,7 +12,9 @@
 //   cub_bench [--sizes 1024,1048576,...]      element counts              (default 2^10,2^16,2^20,2^24,2^28)
 //             [--types i32,u32,f32,i64,u64,f64]                           (default: all six)
 //             [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,select_if,
-//                      sort_keys,sort_pairs]                              (default: all eight)
+//                      sort_keys,sort_pairs,partition_if,unique,run_length_encode,
+//                      reduce_by_key,segmented_sum_16,segmented_sum_1,histogram_even_256,
+//                      histogram_even_one_bin]                            (default: all sixteen)
 //             [--reps 21]                     timed repetitions per case  (default 21)
 //             [--scrub-bytes 268435456]       L2 scrub buffer, 0 = none   (default 256 MiB)
 //             [--seed 12345]                  input generator seed        (default 12345)
@@ -43,6 +45,20 @@
 //                                          not in place (the inputs are the keys)
 //   sort_pairs                             cub::DeviceRadixSort::SortPairs, the same keys with the
 //                                          uint32 values 0, 1, ..., n - 1 (xwarp's pair values)
+//   partition_if                           cub::DevicePartition::If with select_if's predicate (the
+//                                          others after the selected ones, in reverse order)
+//   unique                                 cub::DeviceSelect::Unique
+//   run_length_encode                      cub::DeviceRunLengthEncode::Encode (int lengths)
+//   reduce_by_key                          cub::DeviceReduce::ReduceByKey, sum, the input as both
+//                                          keys and values
+//   segmented_sum_16 / segmented_sum_1     cub::DeviceSegmentedReduce::Sum over segments of 16
+//                                          elements / over one segment of the whole input
+//   histogram_even_256                     cub::DeviceHistogram::HistogramEven, 256 bins (int
+//                                          counts) over [-2^29, 2^29) (u32 [2^30, 3*2^30), i64
+//                                          [-2^61, 2^61), u64 [2^62, 3*2^62), floats [-2^20, 2^20))
+//   histogram_even_one_bin                 the same bins over an input of its own: n copies of
+//                                          lower + (upper - lower) / 3 (every sample in one bin)
+//   (CUB 3.0.1 has no DeviceTopK: xwarp's top-k is measured against its own sort.)
 // The sorts get a 32-bit item count, so that CUB sorts with 32-bit offsets, its fastest path
 // (a 64-bit count makes CUB use 64-bit offsets); xwarp's sort takes at most 2^30 - 1 keys, and a
 // larger size prints a `skip` line for the sorts.
@@ -84,11 +100,16 @@
 // stderr and exits with status 1.
 
 #ifndef CUB_BENCH_HOST_ONLY
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_partition.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <cub/version.cuh>
+#include <cuda/std/functional>
 #include <cuda_runtime.h>
 #include <cxxabi.h>
 #endif
@@ -322,12 +343,23 @@ enum class Algo {
   ScanExclusive,
   SelectIf,
   SortKeys,
-  SortPairs
+  SortPairs,
+  PartitionIf,
+  Unique,
+  RunLengthEncode,
+  ReduceByKey,
+  SegmentedSum16,
+  SegmentedSum1,
+  HistogramEven256,
+  HistogramEvenOneBin
 };
 
-constexpr Algo kAllAlgos[] = {Algo::ReduceSum,     Algo::ReduceMin,     Algo::ReduceMax,
-                              Algo::ScanInclusive, Algo::ScanExclusive, Algo::SelectIf,
-                              Algo::SortKeys,      Algo::SortPairs};
+constexpr Algo kAllAlgos[] = {Algo::ReduceSum,        Algo::ReduceMin,      Algo::ReduceMax,
+                              Algo::ScanInclusive,    Algo::ScanExclusive,  Algo::SelectIf,
+                              Algo::SortKeys,         Algo::SortPairs,      Algo::PartitionIf,
+                              Algo::Unique,           Algo::RunLengthEncode, Algo::ReduceByKey,
+                              Algo::SegmentedSum16,   Algo::SegmentedSum1,  Algo::HistogramEven256,
+                              Algo::HistogramEvenOneBin};
 
 const char* algo_name(Algo algo) {
   switch (algo) {
@@ -339,11 +371,34 @@ const char* algo_name(Algo algo) {
     case Algo::SelectIf: return "select_if";
     case Algo::SortKeys: return "sort_keys";
     case Algo::SortPairs: return "sort_pairs";
+    case Algo::PartitionIf: return "partition_if";
+    case Algo::Unique: return "unique";
+    case Algo::RunLengthEncode: return "run_length_encode";
+    case Algo::ReduceByKey: return "reduce_by_key";
+    case Algo::SegmentedSum16: return "segmented_sum_16";
+    case Algo::SegmentedSum1: return "segmented_sum_1";
+    case Algo::HistogramEven256: return "histogram_even_256";
+    case Algo::HistogramEvenOneBin: return "histogram_even_one_bin";
   }
   return "?";
 }
 
 bool is_sort(Algo algo) { return algo == Algo::SortKeys || algo == Algo::SortPairs; }
+
+/// The device-wide toolbox's counterparts (run_toolbox_case).
+bool is_toolbox(Algo algo) {
+  switch (algo) {
+    case Algo::PartitionIf:
+    case Algo::Unique:
+    case Algo::RunLengthEncode:
+    case Algo::ReduceByKey:
+    case Algo::SegmentedSum16:
+    case Algo::SegmentedSum1:
+    case Algo::HistogramEven256:
+    case Algo::HistogramEvenOneBin: return true;
+    default: return false;
+  }
+}
 
 const char* const kAllTypes[] = {"i32", "u32", "f32", "i64", "u64", "f64"};
 
@@ -371,7 +426,10 @@ constexpr uint64_t kMaxSize = uint64_t{1} << 40;
 const char kUsage[] =
     "usage: cub_bench [--sizes N,N,...] [--types i32,u32,f32,i64,u64,f64]\n"
     "                 [--algos reduce_sum,reduce_min,reduce_max,scan_inclusive,scan_exclusive,"
-    "select_if,sort_keys,sort_pairs]\n"
+    "select_if,sort_keys,sort_pairs,\n"
+    "                         partition_if,unique,run_length_encode,reduce_by_key,"
+    "segmented_sum_16,\n"
+    "                         segmented_sum_1,histogram_even_256,histogram_even_one_bin]\n"
     "                 [--reps R] [--scrub-bytes B] [--seed S] [--dump-inputs K] [--forms-max N]\n"
     "                 [--launches] [--self-test-checks]\n";
 
@@ -459,7 +517,9 @@ Options parse_args(int argc, char** argv) {
         if (found == std::end(kAllAlgos)) {
           throw UsageError{name + ": unknown algorithm '" + part +
                            "' (known: reduce_sum,reduce_min,reduce_max,scan_inclusive,"
-                           "scan_exclusive,select_if,sort_keys,sort_pairs)"};
+                           "scan_exclusive,select_if,sort_keys,sort_pairs,partition_if,unique,"
+                           "run_length_encode,reduce_by_key,segmented_sum_16,segmented_sum_1,"
+                           "histogram_even_256,histogram_even_one_bin)"};
         }
         opt.algos.push_back(*found);
       }
@@ -1489,6 +1549,318 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The device-wide toolbox (partition, unique, run-length encoding, reduce-by-key, segmented sum,
+// histogram): what xwarp's `lab/src/bench/toolbox.rs` times on the same inputs
+
+/// `[lower, upper)` of the histogram cases: 256 even bins.
+template <typename T>
+std::pair<T, T> histogram_range() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return {static_cast<T>(-1048576.0), static_cast<T>(1048576.0)};
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return {-(int32_t{1} << 29), int32_t{1} << 29};
+  } else if constexpr (std::is_same_v<T, uint32_t>) {
+    return {uint32_t{1} << 30, uint32_t{3} << 30};
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return {-(int64_t{1} << 61), int64_t{1} << 61};
+  } else {
+    return {uint64_t{1} << 62, uint64_t{3} << 62};
+  }
+}
+
+constexpr int kHistogramBins = 256;
+
+/// The histogram cases run on 32-bit samples and doubles (CUB's 64-bit integer binning is left
+/// out of the baseline).
+template <typename T>
+constexpr bool kHistogramTimed = sizeof(T) == 4 || std::is_floating_point_v<T>;
+
+/// The bin of `x` as xwarp defines it (integers exactly; floats by the rounded product with
+/// bins / (upper - lower)), or -1 outside [lower, upper).
+template <typename T>
+int64_t host_bin(T x, T lower, T upper) {
+  if (!(x >= lower && x < upper)) {
+    return -1;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    const T scale = static_cast<T>(kHistogramBins) / (upper - lower);
+    const T b = std::floor((x - lower) * scale);
+    return std::min<int64_t>(static_cast<int64_t>(b), kHistogramBins - 1);
+  } else {
+    using U = std::make_unsigned_t<T>;
+    const unsigned __int128 range = static_cast<U>(static_cast<U>(upper) - static_cast<U>(lower));
+    const unsigned __int128 d = static_cast<U>(static_cast<U>(x) - static_cast<U>(lower));
+    return static_cast<int64_t>(d * kHistogramBins / range);
+  }
+}
+
+/// Calls `f(start, end)` for each run of equal consecutive values (CUB's equality: `==`).
+template <typename T, typename F>
+void for_each_run(const std::vector<T>& in, F&& f) {
+  size_t start = 0;
+  for (size_t i = 1; i <= in.size(); ++i) {
+    if (i == in.size() || !(in[i] == in[i - 1])) {
+      f(start, i);
+      start = i;
+    }
+  }
+}
+
+/// The sum of in[start .. end): wrapping for integers; for floats a long double with the sum of
+/// magnitudes (for float_close).
+template <typename T>
+std::pair<long double, long double> host_sum(const std::vector<T>& in, size_t start, size_t end,
+                                             T* wrapped) {
+  long double sum = 0.0L;
+  long double sum_abs = 0.0L;
+  Bits<T> bits = 0;
+  for (size_t i = start; i < end; ++i) {
+    sum += static_cast<long double>(in[i]);
+    sum_abs += std::fabs(static_cast<long double>(in[i]));
+    bits = static_cast<Bits<T>>(bits + bit_cast<Bits<T>>(in[i]));
+  }
+  *wrapped = bit_cast<T>(bits);
+  return {sum, sum_abs};
+}
+
+/// Whether a device sum matches the host's (exact for integers, close for floats).
+template <typename T>
+bool sum_ok(T got, const std::vector<T>& in, size_t start, size_t end) {
+  T wrapped;
+  const auto [sum, sum_abs] = host_sum(in, start, end, &wrapped);
+  if constexpr (std::is_floating_point_v<T>) {
+    return float_close(got, sum, sum_abs, end - start);
+  } else {
+    return got == wrapped;
+  }
+}
+
+/// Copies `count` elements of `T` from the device.
+template <typename T>
+std::vector<T> download(const void* src, size_t count) {
+  std::vector<T> v(count);
+  if (count > 0) {
+    CUDA_CHECK(cudaMemcpy(v.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+  return v;
+}
+
+/// One toolbox case's outputs checked against the host: "" when right, else what differs.
+template <typename T>
+std::string check_toolbox(Algo algo, const std::vector<T>& in, const DeviceBuffer& out,
+                          const DeviceBuffer& out2, const DeviceBuffer& lengths,
+                          const DeviceBuffer& hist, const DeviceBuffer& count,
+                          const std::vector<int>& offsets) {
+  const size_t n = in.size();
+  const int64_t runs = download<int64_t>(count.get(), 1)[0];
+  const bool counted = algo == Algo::PartitionIf || algo == Algo::Unique ||
+                       algo == Algo::RunLengthEncode || algo == Algo::ReduceByKey;
+  if (counted && (runs < 0 || static_cast<uint64_t>(runs) > n)) {
+    return "count " + std::to_string(runs) + " out of range";
+  }
+  const size_t m = counted ? static_cast<size_t>(runs) : 0;
+  switch (algo) {
+    case Algo::PartitionIf: {
+      std::vector<T> want;
+      std::vector<T> rejected;
+      for (T v : in) {
+        (v > Elem<T>::threshold ? want : rejected).push_back(v);
+      }
+      if (m != want.size()) {
+        return "count " + std::to_string(m) + ", host " + std::to_string(want.size());
+      }
+      want.insert(want.end(), rejected.rbegin(), rejected.rend());
+      return check_bits("element", want, download<T>(out.get(), n));
+    }
+    case Algo::Unique:
+    case Algo::RunLengthEncode:
+    case Algo::ReduceByKey: {
+      std::vector<T> keys;
+      std::vector<std::pair<size_t, size_t>> spans;
+      for_each_run(in, [&](size_t start, size_t end) {
+        keys.push_back(in[start]);
+        if (algo != Algo::Unique) spans.emplace_back(start, end);
+      });
+      if (m != keys.size()) {
+        return "runs " + std::to_string(m) + ", host " + std::to_string(keys.size());
+      }
+      std::string problem = check_bits("key", keys, download<T>(out.get(), m));
+      if (!problem.empty() || algo == Algo::Unique) {
+        return problem;
+      }
+      if (algo == Algo::RunLengthEncode) {
+        const std::vector<int> got = download<int>(lengths.get(), m);
+        for (size_t r = 0; r < m; ++r) {
+          if (static_cast<size_t>(got[r]) != spans[r].second - spans[r].first) {
+            return "length " + std::to_string(r) + ": " + std::to_string(got[r]);
+          }
+        }
+        return "";
+      }
+      const std::vector<T> got = download<T>(out2.get(), m);
+      for (size_t r = 0; r < m; ++r) {
+        if (!sum_ok(got[r], in, spans[r].first, spans[r].second)) {
+          return "sum of run " + std::to_string(r) + ": " + show(got[r]);
+        }
+      }
+      return "";
+    }
+    case Algo::SegmentedSum16:
+    case Algo::SegmentedSum1: {
+      const size_t segments = offsets.size() - 1;
+      const std::vector<T> got = download<T>(out.get(), segments);
+      for (size_t s = 0; s < segments; ++s) {
+        if (!sum_ok(got[s], in, static_cast<size_t>(offsets[s]), static_cast<size_t>(offsets[s + 1]))) {
+          return "sum of segment " + std::to_string(s) + ": " + show(got[s]);
+        }
+      }
+      return "";
+    }
+    case Algo::HistogramEven256:
+    case Algo::HistogramEvenOneBin: {
+      const auto range = histogram_range<T>();
+      std::vector<int64_t> want(kHistogramBins, 0);
+      for (T v : in) {
+        const int64_t b = host_bin(v, range.first, range.second);
+        if (b >= 0) ++want[static_cast<size_t>(b)];
+      }
+      const std::vector<int> got = download<int>(hist.get(), kHistogramBins);
+      int64_t total_want = 0;
+      int64_t total_got = 0;
+      for (int b = 0; b < kHistogramBins; ++b) {
+        total_want += want[b];
+        total_got += got[b];
+        // CUB rounds float bins its own way: a sample on a bin's edge may land next door.
+        const int64_t slack = std::is_floating_point_v<T> ? want[b] / 1000 + 2 : 0;
+        if (std::llabs(got[b] - want[b]) > slack) {
+          return "bin " + std::to_string(b) + ": " + std::to_string(got[b]) + ", host " +
+                 std::to_string(want[b]);
+        }
+      }
+      if (total_got != total_want) {
+        return "total " + std::to_string(total_got) + ", host " + std::to_string(total_want);
+      }
+      return "";
+    }
+    default: return "not a toolbox algorithm";
+  }
+}
+
+/// Checks, warms up and times one toolbox case, and prints its `case` line. The one-bin
+/// histogram runs on an input of its own (n copies of lower + (upper - lower) / 3).
+template <typename T>
+void run_toolbox_case(Algo algo, const std::vector<T>& random_in, const DeviceBuffer& random_dev,
+                      const Options& opt, Scrubber& scrub) {
+  const size_t n = random_in.size();
+  const bool histogram = algo == Algo::HistogramEven256 || algo == Algo::HistogramEvenOneBin;
+  if constexpr (!kHistogramTimed<T>) {
+    if (histogram) {
+      print_skip(algo, Elem<T>::name, n, "64-bit integer samples are not timed");
+      return;
+    }
+  }
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    print_skip(algo, Elem<T>::name, n, "more items than a 32-bit count holds");
+    return;
+  }
+  const int items = static_cast<int>(n);
+  const auto range = histogram_range<T>();
+  const bool one_bin = algo == Algo::HistogramEvenOneBin;
+  std::vector<T> own;
+  std::optional<DeviceBuffer> own_dev;
+  if (one_bin) {
+    own.assign(n, static_cast<T>(range.first + (range.second - range.first) / static_cast<T>(3)));
+    own_dev.emplace(n * sizeof(T));
+    CUDA_CHECK(cudaMemcpy(own_dev->get(), own.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  const std::vector<T>& host_in = one_bin ? own : random_in;
+  const T* in = one_bin ? own_dev->as<T>() : random_dev.as<T>();
+
+  std::vector<int> offsets;
+  if (algo == Algo::SegmentedSum16) {
+    for (size_t s = 0; s * 16 < n; ++s) offsets.push_back(static_cast<int>(s * 16));
+    offsets.push_back(items);
+  } else {
+    offsets = {0, items};
+  }
+  const int segments = static_cast<int>(offsets.size()) - 1;
+  const DeviceBuffer dev_offsets(offsets.size() * sizeof(int));
+  CUDA_CHECK(cudaMemcpy(dev_offsets.get(), offsets.data(), offsets.size() * sizeof(int),
+                        cudaMemcpyHostToDevice));
+  const DeviceBuffer out(n * sizeof(T));
+  const DeviceBuffer out2(algo == Algo::ReduceByKey ? n * sizeof(T) : 0);
+  const DeviceBuffer lengths(algo == Algo::RunLengthEncode ? n * sizeof(int) : 0);
+  const DeviceBuffer hist(kHistogramBins * sizeof(int));
+  const DeviceBuffer count(sizeof(int64_t));
+  T* o = out.as<T>();
+  T* o2 = out2.as<T>();
+  int* len = lengths.as<int>();
+  int* h = hist.as<int>();
+  int64_t* c = count.as<int64_t>();
+  const int* off = dev_offsets.as<int>();
+
+  auto invoke = [&](void* temp, size_t& bytes) -> cudaError_t {
+    switch (algo) {
+      case Algo::PartitionIf:
+        return cub::DevicePartition::If(temp, bytes, in, o, c, items,
+                                        GreaterThan<T>{Elem<T>::threshold});
+      case Algo::Unique: return cub::DeviceSelect::Unique(temp, bytes, in, o, c, items);
+      case Algo::RunLengthEncode:
+        return cub::DeviceRunLengthEncode::Encode(temp, bytes, in, o, len, c, items);
+      case Algo::ReduceByKey:
+        return cub::DeviceReduce::ReduceByKey(temp, bytes, in, o, in, o2, c,
+                                              ::cuda::std::plus<T>{}, items);
+      case Algo::SegmentedSum16:
+      case Algo::SegmentedSum1:
+        return cub::DeviceSegmentedReduce::Sum(temp, bytes, in, o, segments, off, off + 1);
+      case Algo::HistogramEven256:
+      case Algo::HistogramEvenOneBin:
+        if constexpr (kHistogramTimed<T>) {
+          return cub::DeviceHistogram::HistogramEven(temp, bytes, in, h, kHistogramBins + 1,
+                                                     range.first, range.second, items);
+        }
+        break;
+      default: break;
+    }
+    return cudaErrorInvalidValue;
+  };
+
+  size_t temp_bytes = 0;
+  CUDA_CHECK(invoke(nullptr, temp_bytes));
+  const DeviceBuffer temp(std::max<size_t>(temp_bytes, 1));
+  auto call = [&]() {
+    size_t bytes = temp_bytes;
+    CUDA_CHECK(invoke(temp.get(), bytes));
+  };
+
+  // Outputs poisoned (every byte 0xcd), then one call checked against the host.
+  CUDA_CHECK(cudaMemset(o, 0xcd, n * sizeof(T)));
+  CUDA_CHECK(cudaMemset(h, 0xcd, kHistogramBins * sizeof(int)));
+  CUDA_CHECK(cudaMemset(c, 0, sizeof(int64_t)));
+  call();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::string problem = check_toolbox(algo, host_in, out, out2, lengths, hist, count, offsets);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "check %s %s %zu: %s\n", algo_name(algo), Elem<T>::name, n,
+                 problem.c_str());
+  }
+
+  // Host wall: the call plus what makes its result usable on the host (the count, else a
+  // synchronisation).
+  const bool counted = algo == Algo::PartitionIf || algo == Algo::Unique ||
+                       algo == Algo::RunLengthEncode || algo == Algo::ReduceByKey;
+  int64_t runs = 0;
+  auto finish = [&]() {
+    if (counted) {
+      CUDA_CHECK(cudaMemcpy(&runs, c, sizeof runs, cudaMemcpyDeviceToHost));
+    } else {
+      CUDA_CHECK(cudaStreamSynchronize(0));
+    }
+  };
+  time_and_print(algo, Elem<T>::name, n, problem.empty(), call, finish, opt, scrub);
+}
+
 /// Every size and algorithm for one element type.
 template <typename T>
 void run_type(const Options& opt, Scrubber& scrub) {
@@ -1509,6 +1881,8 @@ void run_type(const Options& opt, Scrubber& scrub) {
               fingerprint_of_input = fingerprint(host_in.data(), n, key);
             }
             run_sort_case<T>(algo, host_in, dev_in, *fingerprint_of_input, key, opt, scrub);
+          } else if (is_toolbox(algo)) {
+            run_toolbox_case<T>(algo, host_in, dev_in, opt, scrub);
           } else {
             run_case<T>(algo, host_in, dev_in, opt, scrub);
           }

@@ -14,7 +14,10 @@
 //! the threshold 0 for signed integers and floats, 2^31 for `u32` and 2^63 for `u64`: the same
 //! as [`xwarp::vote::Predicate::Greater`] with that threshold. The radix sorts sort those values
 //! ascending over every bit as keys; `SortPairs` moves the `u32` values `0, 1, ..., n - 1` with
-//! them (the values of xwarp's pair sort in the benchmark).
+//! them (the values of xwarp's pair sort in the benchmark). The toolbox's counterparts
+//! (`DevicePartition::If`, `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode`,
+//! `DeviceReduce::ReduceByKey`, `DeviceSegmentedReduce::Sum`, `DeviceHistogram::HistogramEven`)
+//! compute what [`super::toolbox`] describes; CUB 3.0.1 has no `DeviceTopK`.
 //!
 //! ```no_run
 //! use xwarp_lab::bench::cub::{self, CubConfig};
@@ -107,11 +110,27 @@ pub enum CubAlgo {
     SortKeys,
     /// `cub::DeviceRadixSort::SortPairs` with `u32` values, ascending, every bit, not in place.
     SortPairs,
+    /// `cub::DevicePartition::If` with `v > threshold` (the others come in reverse order).
+    PartitionIf,
+    /// `cub::DeviceSelect::Unique`.
+    Unique,
+    /// `cub::DeviceRunLengthEncode::Encode`.
+    RunLengthEncode,
+    /// `cub::DeviceReduce::ReduceByKey`, sum, the input as keys and values.
+    ReduceByKey,
+    /// `cub::DeviceSegmentedReduce::Sum` over segments of 16 elements.
+    SegmentedSum16,
+    /// `cub::DeviceSegmentedReduce::Sum` over one segment of the whole input.
+    SegmentedSum1,
+    /// `cub::DeviceHistogram::HistogramEven`, 256 bins (the toolbox bench's range).
+    HistogramEven256,
+    /// `cub::DeviceHistogram::HistogramEven`, the same bins, every sample in one of them.
+    HistogramEvenOneBin,
 }
 
 impl CubAlgo {
     /// Every algorithm, in the program's order.
-    pub const ALL: [CubAlgo; 8] = [
+    pub const ALL: [CubAlgo; 16] = [
         CubAlgo::ReduceSum,
         CubAlgo::ReduceMin,
         CubAlgo::ReduceMax,
@@ -120,6 +139,14 @@ impl CubAlgo {
         CubAlgo::SelectIf,
         CubAlgo::SortKeys,
         CubAlgo::SortPairs,
+        CubAlgo::PartitionIf,
+        CubAlgo::Unique,
+        CubAlgo::RunLengthEncode,
+        CubAlgo::ReduceByKey,
+        CubAlgo::SegmentedSum16,
+        CubAlgo::SegmentedSum1,
+        CubAlgo::HistogramEven256,
+        CubAlgo::HistogramEvenOneBin,
     ];
 
     /// The name on the program's command line and in its output (`"reduce_sum"`, ...).
@@ -133,6 +160,14 @@ impl CubAlgo {
             CubAlgo::SelectIf => "select_if",
             CubAlgo::SortKeys => "sort_keys",
             CubAlgo::SortPairs => "sort_pairs",
+            CubAlgo::PartitionIf => "partition_if",
+            CubAlgo::Unique => "unique",
+            CubAlgo::RunLengthEncode => "run_length_encode",
+            CubAlgo::ReduceByKey => "reduce_by_key",
+            CubAlgo::SegmentedSum16 => "segmented_sum_16",
+            CubAlgo::SegmentedSum1 => "segmented_sum_1",
+            CubAlgo::HistogramEven256 => "histogram_even_256",
+            CubAlgo::HistogramEvenOneBin => "histogram_even_one_bin",
         }
     }
 

@@ -13,7 +13,7 @@ use xwarp::throughput::{self, ChainOp};
 use xwarp::vote::PredicateElement;
 
 /// The element types the benchmark runs: every kernel type.
-pub(crate) trait BenchElem: Reduce + PredicateElement {
+pub(crate) trait BenchElem: Reduce + PredicateElement + xwarp::histogram::Sample {
     /// The compaction and vote threshold: about half of the random inputs lie above it.
     const THRESHOLD: Self;
 

@@ -48,6 +48,7 @@ pub mod guard;
 mod merge;
 mod report;
 mod svg;
+pub mod toolbox;
 
 pub use merge::{compare as compare_reports, merge, print_compare, Change};
 pub use report::{
@@ -63,6 +64,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
+use toolbox::Tool;
 use xwarp::compact::{self, Order};
 use xwarp::cpu;
 use xwarp::device::{Device, DeviceType, DeviceVec};
@@ -109,11 +111,14 @@ pub enum Algo {
     SortKeys,
     /// [`Sorter::sort_pairs`] with `u32` values, ascending, every bit.
     SortPairs,
+    /// One of the device-wide toolbox ([`toolbox`]: partition, unique, run-length encoding,
+    /// reduce-by-key, segmented reduce, histogram, top-k).
+    Toolbox(Tool),
 }
 
 impl Algo {
     /// Every algorithm, in table order.
-    pub const ALL: [Algo; 18] = [
+    pub const ALL: [Algo; 27] = [
         Algo::Copy,
         Algo::Read,
         Algo::Reduce(ReduceOp::Sum),
@@ -132,6 +137,15 @@ impl Algo {
         Algo::Vote,
         Algo::SortKeys,
         Algo::SortPairs,
+        Algo::Toolbox(Tool::ALL[0]),
+        Algo::Toolbox(Tool::ALL[1]),
+        Algo::Toolbox(Tool::ALL[2]),
+        Algo::Toolbox(Tool::ALL[3]),
+        Algo::Toolbox(Tool::ALL[4]),
+        Algo::Toolbox(Tool::ALL[5]),
+        Algo::Toolbox(Tool::ALL[6]),
+        Algo::Toolbox(Tool::ALL[7]),
+        Algo::Toolbox(Tool::ALL[8]),
     ];
 
     /// The name in tables, JSON and plot file names.
@@ -152,6 +166,7 @@ impl Algo {
             Algo::Vote => "vote".into(),
             Algo::SortKeys => "sort_keys".into(),
             Algo::SortPairs => "sort_pairs".into(),
+            Algo::Toolbox(t) => t.name(),
         }
     }
 
@@ -167,6 +182,7 @@ impl Algo {
             Algo::Shfl(_) => "shfl",
             Algo::Vote => "vote",
             Algo::SortKeys | Algo::SortPairs => "sort",
+            Algo::Toolbox(t) => t.family(),
         }
     }
 
@@ -209,6 +225,7 @@ impl Algo {
                 n * size + n * 4 + vote::warps(n as usize) as u64 * vote::RECORD_WORDS as u64 * 4
             }
             Algo::SortPairs => 2 * n * (size + 4),
+            Algo::Toolbox(t) => t.bytes(n as usize, size as usize, kept as usize),
             Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) | Algo::SortKeys => {
                 2 * n * size
             }
@@ -226,6 +243,7 @@ impl Algo {
             Algo::Compact(_) => Some("select_if"),
             Algo::SortKeys => Some("sort_keys"),
             Algo::SortPairs => Some("sort_pairs"),
+            Algo::Toolbox(t) => t.cub_name(),
             _ => None,
         }
     }
@@ -243,7 +261,8 @@ impl Algo {
                 spec,
                 format!(
                     "a family (roofline, reduce, scan, compact, stencil, shfl, vote, sort, \
-                     ladder, chain) or one of {}",
+                     partition, unique, run_length, reduce_by_key, segmented_reduce, \
+                     histogram, top_k, ladder, chain) or one of {}",
                     names.join(", ")
                 ),
             ));
@@ -978,6 +997,8 @@ enum Reference<T: BenchElem> {
     Stencil([T; cpu::stencil::POINTS], Vec<T>),
     /// The sorts: checked by their properties ([`check`]), shared by both sorts of one input.
     Sort(Arc<SortInput<T>>),
+    /// A toolbox algorithm's outputs.
+    Tool(toolbox::Expected),
 }
 
 /// What the property checks of a sort need: the input (the pair sort's values are its
@@ -1035,6 +1056,7 @@ impl<T: BenchElem> Reference<T> {
             Algo::SortKeys | Algo::SortPairs => {
                 Reference::Sort(Arc::new(SortInput::of(Arc::new(input.to_vec()), 0x5047)))
             }
+            Algo::Toolbox(t) => Reference::Tool(toolbox::expected(t, input)),
         }
     }
 }
@@ -1049,7 +1071,9 @@ impl<T: BenchElem> Reference<T> {
             }
             Reference::Value(want) => crate::validate::poison_value(&[*want]),
             Reference::Sort(sort) => crate::validate::poison_value(&sort.input),
-            Reference::Multiset(..) | Reference::Words(_) => crate::validate::poison_value(&[]),
+            Reference::Multiset(..) | Reference::Words(_) | Reference::Tool(_) => {
+                crate::validate::poison_value(&[])
+            }
         }
     }
 }
@@ -1097,6 +1121,8 @@ struct Case<'a, T: BenchElem> {
     /// The pair sort's values ([`data::pair_values`]) and their output.
     values_in: DeviceVec<u32>,
     values_out: DeviceVec<u32>,
+    /// A toolbox algorithm's outputs and plan.
+    tool: Option<toolbox::State<T>>,
 }
 
 impl<'a, T: BenchElem> Case<'a, T> {
@@ -1111,6 +1137,7 @@ impl<'a, T: BenchElem> Case<'a, T> {
             Algo::Read => (1, data::read_folds_len::<T>(n), 1),
             Algo::Reduce(_) => (1, 1, 1),
             Algo::Vote => (1, vote::warps(n) * vote::RECORD_WORDS, n),
+            Algo::Toolbox(_) => (1, 1, 1),
             _ => (n, 1, 1),
         };
         let sorter = match algo {
@@ -1135,7 +1162,14 @@ impl<'a, T: BenchElem> Case<'a, T> {
             sorter,
             values_in,
             values_out: DeviceVec::alloc(dev, if algo == Algo::SortPairs { n } else { 1 })?,
+            tool: match algo {
+                Algo::Toolbox(t) => Some(toolbox::State::new(dev, t, n)?),
+                _ => None,
+            },
         };
+        if let Some(t) = &mut case.tool {
+            t.poison(dev, reference.poison())?;
+        }
         case.out.fill(dev, poison())?;
         case.words.fill(dev, 0xcdcd_cdcd)?;
         case.ranks.fill(dev, 0xcdcd_cdcd)?;
@@ -1182,6 +1216,15 @@ impl<'a, T: BenchElem> Case<'a, T> {
             }
             (Algo::Shfl(op), _) => shfl::shfl(dev, op, 32, src, &mut self.out)?,
             (Algo::Vote, _) => vote::vote(dev, pred, src, &mut self.words, &mut self.ranks)?,
+            (Algo::Toolbox(_), _) => {
+                let tool = self.tool.as_mut().ok_or_else(|| {
+                    Error::invalid("tool", "none", "the state made with the case")
+                })?;
+                tool.call(dev, src)?;
+                if finish {
+                    return tool.fetch(dev);
+                }
+            }
             (Algo::SortKeys | Algo::SortPairs, _) => {
                 let sorter = self.sorter.as_mut().ok_or_else(|| {
                     Error::invalid("sorter", "none", "a sorter made with the case")
@@ -1222,6 +1265,10 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 self.dev
                     .read(self.count.raw(), 0, bytemuck::cast_slice_mut(&mut one))
             }
+            Algo::Toolbox(_) => match &self.tool {
+                Some(t) => t.fetch(self.dev),
+                None => self.dev.synchronize(),
+            },
             _ => self.dev.synchronize(),
         }
     }
@@ -1312,6 +1359,10 @@ impl<'a, T: BenchElem> Case<'a, T> {
                 }
                 .map(|()| 0)
             }
+            Reference::Tool(want) => match &self.tool {
+                Some(t) => t.check(dev, want)?,
+                None => Err("no toolbox state".to_string()),
+            },
             Reference::Words(want) => {
                 let mut got = self.words.to_vec(dev)?;
                 if self.algo == Algo::Vote {

@@ -20,14 +20,19 @@ pub use xwarp::cpu::par::par_each;
 
 pub mod compact;
 pub mod group;
+pub mod histogram;
 pub mod ladder;
+pub mod partition;
 pub mod reduce;
 pub mod roofline;
+pub mod runs;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod shfl;
 pub mod sort;
 pub mod stencil;
 pub mod throughput;
+pub mod top_k;
 pub mod vote;
 
 /// Calls `$f::<T>(args)` with `T` the Rust type of an [`ElemKind`](xwarp::ElemKind).
@@ -315,6 +320,25 @@ pub fn poison_value<T: Element>(values: &[T]) -> T {
     }
 }
 
+/// Output slots past an output's length that the toolbox families' cases poison too (an output
+/// of length `n` is a view of the first `n` elements of a longer buffer), so that a write past
+/// the end shows.
+pub const OUTPUT_SLACK: usize = 3;
+
+/// An output of `len` elements on `dev`, a view of a buffer [`OUTPUT_SLACK`] elements longer,
+/// all of it filled with `poison`; returns the view and the whole buffer (read it back to see
+/// the slack too).
+pub fn slack_output<T: Element>(
+    dev: &dyn Device,
+    len: usize,
+    poison: T,
+) -> Result<(xwarp::DeviceVec<T>, xwarp::DeviceVec<T>)> {
+    let mut whole = xwarp::DeviceVec::<T>::alloc(dev, len + OUTPUT_SLACK)?;
+    whole.fill(dev, poison)?;
+    let view = xwarp::DeviceVec::from_raw(whole.raw().clone(), len)?;
+    Ok((view, whole))
+}
+
 /// What one device gave for one case.
 #[derive(Debug)]
 pub enum Outcome {
@@ -452,7 +476,7 @@ pub fn run_all(
 }
 
 /// The algorithm families `validate` knows, in the order it runs them.
-pub const FAMILIES: [&str; 11] = [
+pub const FAMILIES: [&str; 18] = [
     "shfl",
     "vote",
     "compact",
@@ -464,6 +488,13 @@ pub const FAMILIES: [&str; 11] = [
     "throughput",
     "sort",
     "group",
+    "partition",
+    "unique",
+    "run_length",
+    "reduce_by_key",
+    "histogram",
+    "segmented_reduce",
+    "top_k",
 ];
 
 /// Like [`run_all`], for the named families only (names from [`FAMILIES`]; others are
@@ -533,6 +564,23 @@ pub fn run_families_observed(
     }
     if on("group") {
         group::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("partition") {
+        partition::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    for family in ["unique", "run_length", "reduce_by_key"] {
+        if on(family) {
+            runs::run(family, devices, quick, large, &mut rng, &mut tally, report);
+        }
+    }
+    if on("histogram") {
+        histogram::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("segmented_reduce") {
+        segmented_reduce::run(devices, quick, large, &mut rng, &mut tally, report);
+    }
+    if on("top_k") {
+        top_k::run(devices, quick, large, &mut rng, &mut tally, report);
     }
     tally
 }

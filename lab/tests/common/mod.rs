@@ -365,3 +365,30 @@ pub fn subnormal_inputs<T: xwarp::Element>(
         ]
     }
 }
+
+/// Every case of `family` (`unique`, `run_length` or `reduce_by_key`) that `keep` keeps
+/// ([`xwarp_lab::validate::runs::runs_cases`]), on every device; 2^24 + 1 keys too with
+/// `XWARP_LARGE=1`. The kept cases hold every length and every key pattern.
+pub fn runs_cases_for(family: &str, keep: impl Fn(&xwarp_lab::validate::runs::RunsCase) -> bool) {
+    use xwarp_lab::validate::runs::{case_on, runs_cases, KeyPattern, RUNS_LENGTHS};
+    let mut rng = xwarp::Rng::new(seed());
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let cases: Vec<_> = runs_cases(family, false, large)
+        .into_iter()
+        .filter(|c| keep(c))
+        .collect();
+    assert!(RUNS_LENGTHS.iter().all(|&n| cases.iter().any(|c| c.n == n)));
+    assert!(KeyPattern::ALL
+        .iter()
+        .all(|&p| cases.iter().any(|c| c.pattern == p)));
+    let devs: Vec<(String, &dyn xwarp::Device)> = devices()
+        .iter()
+        .map(|d| (d.label.clone(), &*d.dev))
+        .collect();
+    for case in &cases {
+        let r = case_on(&devs, case, &mut rng);
+        assert!(r.passed(), "{r}");
+    }
+    // Validation messages fail the test too.
+    for_each_device(|_| {});
+}

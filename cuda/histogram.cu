@@ -1,0 +1,157 @@
+// Even-bin histogram (CUB's HistogramEven) with CUDA's own intrinsics; the twin of
+// shaders/histogram.comp, whose header describes the bins, the steps (OP: 0 CLEAR, 1 SHARED,
+// 2 GLOBAL, 3 WIDEN) of the plan in src/histogram.rs and the warp-aggregated counting (the
+// lowest lane with a counted sample leads, __ballot_sync finds the lanes of its bin, one atomic
+// counts them). Modelled by src/cpu/histogram.rs.
+//
+// Variant constants: OP, BLOCK (threads per block).
+
+struct HistogramParams {
+    unsigned int n;         // samples
+    unsigned int bins;
+    unsigned int chunk;     // samples per block (a multiple of the block size times BATCH)
+    unsigned int pad0;
+    unsigned int lower_lo;  // lower, upper, the float scale, the integer range and bin width:
+    unsigned int lower_hi;  // two words each, low first
+    unsigned int upper_lo;
+    unsigned int upper_hi;
+    unsigned int scale_lo;
+    unsigned int scale_hi;
+    unsigned int range_lo;
+    unsigned int range_hi;
+    unsigned int width_lo;
+    unsigned int width_hi;
+    unsigned int pad1;
+    unsigned int pad2;
+};
+
+#include "predicate.cuh"
+
+#define SHARED_BINS 4096u
+#define BATCH 4u
+#define NONE 0xffffffffu
+
+typedef unsigned long long xw_u64;
+
+__device__ __forceinline__ xw_u64 xw_words(unsigned int lo, unsigned int hi) {
+    return ((xw_u64)hi << 32) | lo;
+}
+
+// The 96-bit product of a and b: (the low 64 bits, the high 32).
+__device__ __forceinline__ void xw_mul96(xw_u64 a, unsigned int b, xw_u64* lo, unsigned int* hi) {
+    const xw_u64 p0 = (xw_u64)(unsigned int)a * b;
+    const xw_u64 p1 = (a >> 32) * b;
+    *lo = p0 + (p1 << 32);
+    *hi = (unsigned int)(p1 >> 32) + (unsigned int)(*lo < p0);
+}
+
+__device__ __forceinline__ unsigned int xw_bin_int(xw_u64 d, const HistogramParams& p) {
+    const xw_u64 width = xw_words(p.width_lo, p.width_hi);
+    if (width != 0) return (unsigned int)(d / width);
+    const xw_u64 range = xw_words(p.range_lo, p.range_hi);
+    if (sizeof(XW_T) == 4) return (unsigned int)((d * p.bins) / range);
+    // q = floor(d * bins / range) < bins <= 2^24, bit by bit: the largest q with
+    // q * range <= d * bins.
+    xw_u64 dl;
+    unsigned int dh;
+    xw_mul96(d, p.bins, &dl, &dh);
+    unsigned int q = 0;
+    for (int bit = 31 - __clz(p.bins); bit >= 0; --bit) {
+        const unsigned int t = q | (1u << bit);
+        xw_u64 tl;
+        unsigned int th;
+        xw_mul96(range, t, &tl, &th);
+        if (th < dh || (th == dh && tl <= dl)) q = t;
+    }
+    return q;
+}
+
+__device__ __forceinline__ unsigned int xw_bin_scaled(float x, float lower, const HistogramParams& p) {
+    const float scale = __uint_as_float(p.scale_lo);
+    return min((unsigned int)floorf(__fmul_rn(__fsub_rn(x, lower), scale)), p.bins - 1);
+}
+__device__ __forceinline__ unsigned int xw_bin_scaled(double x, double lower, const HistogramParams& p) {
+    const double scale = __longlong_as_double((long long)xw_words(p.scale_lo, p.scale_hi));
+    return min((unsigned int)floor(__dmul_rn(__dsub_rn(x, lower), scale)), p.bins - 1);
+}
+template <typename I>
+__device__ __forceinline__ unsigned int xw_bin_scaled(I x, I lower, const HistogramParams& p) {
+    // Integers: the difference in the unsigned type of the same width, exact.
+    const xw_u64 d = sizeof(I) == 4 ? (xw_u64)((unsigned int)x - (unsigned int)lower)
+                                    : (xw_u64)x - (xw_u64)lower;
+    return xw_bin_int(d, p);
+}
+
+// The bin of sample x, or NONE.
+__device__ __forceinline__ unsigned int xw_bin_of(XW_T x, const HistogramParams& p) {
+    const XW_T lower = xw_pred_operand(p.lower_lo, p.lower_hi);
+    const XW_T upper = xw_pred_operand(p.upper_lo, p.upper_hi);
+    if (!(x >= lower && x < upper)) return NONE;
+    return xw_bin_scaled(x, lower, p);
+}
+
+__device__ __forceinline__ void xw_add(unsigned int* sh, unsigned int* counts, unsigned int b,
+                                       unsigned int c) {
+#if OP == 1
+    atomicAdd(&sh[b], c);
+#else
+    atomicAdd(&counts[b], c);
+#endif
+}
+
+// Counts one bin per thread (NONE: nothing), warp-aggregated. The whole warp calls it.
+__device__ __forceinline__ void xw_count(unsigned int* sh, unsigned int* counts, unsigned int b) {
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    const bool valid = b != NONE;
+    const unsigned int counted = __ballot_sync(XW_FULL_MASK, valid);
+    if (counted == 0) return;
+    const unsigned int leader = __ffs(counted) - 1;
+    const unsigned int lb = __shfl_sync(XW_FULL_MASK, b, leader);
+    const unsigned int peers = __ballot_sync(XW_FULL_MASK, valid && b == lb);
+    if (lane == leader) {
+        xw_add(sh, counts, lb, __popc(peers));
+    } else if (valid && b != lb) {
+        xw_add(sh, counts, b, 1);
+    }
+}
+
+extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __restrict__ samples,
+                                                              unsigned int* counts,
+                                                              unsigned int* __restrict__ wide,
+                                                              HistogramParams p) {
+    __shared__ unsigned int sh[SHARED_BINS];
+    const unsigned int local = threadIdx.x;
+    const unsigned long long i0 = xw_group() * BLOCK + local;
+#if OP == 0
+    if (i0 < p.bins) counts[i0] = 0;
+#elif OP == 3
+    if (i0 < p.bins) {
+        wide[2 * i0] = counts[i0];
+        wide[2 * i0 + 1] = 0;
+    }
+#else
+#if OP == 1
+    for (unsigned int i = local; i < p.bins; i += BLOCK) sh[i] = 0;
+    __syncthreads();
+#endif
+    const unsigned int start = (unsigned int)xw_group() * p.chunk;
+    const unsigned int stop = min(start + p.chunk, p.n);
+    for (unsigned int base = start; base < stop; base += BATCH * BLOCK) {
+        unsigned int b[BATCH];
+#pragma unroll
+        for (unsigned int j = 0; j < BATCH; ++j) {
+            const unsigned int i = base + j * BLOCK + local;
+            b[j] = i < stop ? xw_bin_of(samples[i], p) : NONE;
+        }
+#pragma unroll
+        for (unsigned int j = 0; j < BATCH; ++j) xw_count(sh, counts, b[j]);
+    }
+#if OP == 1
+    __syncthreads();
+    for (unsigned int i = local; i < p.bins; i += BLOCK) {
+        const unsigned int c = sh[i];
+        if (c != 0) atomicAdd(&counts[i], c);
+    }
+#endif
+#endif
+}

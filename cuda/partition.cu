@@ -1,0 +1,118 @@
+// Stable two-way partition by a run-time predicate with CUDA's own intrinsics; the twin of
+// shaders/partition.comp, whose header describes the steps (OP: 0 COUNT, 1 SCATTER) of the plan
+// in src/partition.rs, modelled by src/cpu/partition.rs.
+//
+// A tile is blockDim.x * ITEMS consecutive elements; warp w owns the w-th run of 32 * ITEMS of
+// them and reads it in ITEMS coalesced steps; per step __ballot_sync and __popc rank the
+// passing lanes, and the warps' counts meet in shared memory. Both groups of a tile are staged
+// in shared memory (the passing ones first) and leave in coalesced stores.
+//
+// Variant constants: OP, ITEMS, BLOCK (threads per block).
+
+struct PartitionParams {
+    unsigned int n;      // elements
+    unsigned int pred;   // predicate code (xw_predicate)
+    unsigned int a_lo;   // first operand, low and high word
+    unsigned int a_hi;
+    unsigned int b_lo;   // second operand (in_range's hi)
+    unsigned int b_hi;
+    unsigned int tiles;  // tiles of the input
+    unsigned int pad;
+};
+
+#include "predicate.cuh"
+
+#define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
+
+// Bit j: the element of step j of the thread's run (from `first`) passes; *count gets the
+// warp's passing elements. Called with a constant code, the predicate's switch folds away.
+__device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW_T (&v)[ITEMS],
+                                                     unsigned int first, const PartitionParams& p,
+                                                     XW_T a, XW_T b, unsigned int* count) {
+    unsigned int kept = 0, c = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const bool pass = first + j * XW_WARP < p.n && xw_predicate(v[j], code, a, b);
+        kept |= (unsigned int)pass << j;
+        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    }
+    *count = c;
+    return kept;
+}
+
+extern "C" __global__ __launch_bounds__(BLOCK) void partition(
+    const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* __restrict__ counts,
+    const unsigned int* __restrict__ prefix, unsigned long long* __restrict__ total,
+    PartitionParams p) {
+    __shared__ unsigned int warp_counts[XW_MAX_WARPS];
+    __shared__ XW_T stage[BLOCK * ITEMS];
+    const unsigned int t = (unsigned int)xw_group();
+    const unsigned int local = threadIdx.x;
+    if (OP != 0 && t == 0 && local == 0) {
+        *total = p.tiles == 0 ? 0ull : (unsigned long long)(prefix[p.tiles - 1] + counts[p.tiles - 1]);
+    }
+    // Whole blocks leave together, so __syncthreads below is reached by all.
+    if (t >= p.tiles) return;
+    const unsigned int lane = local % XW_WARP;
+    const unsigned int warp = local / XW_WARP;
+    const unsigned int tile = BLOCK * ITEMS;
+    const unsigned int first = t * tile + warp * XW_WARP * ITEMS + lane;
+    XW_T v[ITEMS];
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const unsigned int i = first + j * XW_WARP;
+        v[j] = i < p.n ? src[i] : XW_T(0);
+    }
+    const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
+    const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
+    // The predicate's code is uniform: one branch here instead of one per element.
+    unsigned int kept, count;
+    switch (p.pred) {
+    case 0: kept = xw_kept_bits(0u, v, first, p, a, b, &count); break;
+    case 1: kept = xw_kept_bits(1u, v, first, p, a, b, &count); break;
+    case 2: kept = xw_kept_bits(2u, v, first, p, a, b, &count); break;
+    case 3: kept = xw_kept_bits(3u, v, first, p, a, b, &count); break;
+    case 4: kept = xw_kept_bits(4u, v, first, p, a, b, &count); break;
+    case 5: kept = xw_kept_bits(5u, v, first, p, a, b, &count); break;
+    default: kept = xw_kept_bits(p.pred, v, first, p, a, b, &count); break;
+    }
+    if (lane == 0) warp_counts[warp] = count;
+    __syncthreads();
+    unsigned int below = 0, tile_count = 0;
+    for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
+        const unsigned int c = warp_counts[w];
+        if (w < warp) below += c;
+        tile_count += c;
+    }
+#if OP == 0
+    if (local == 0) counts[t] = tile_count;
+#elif OP == 1
+    // The element of step j sits at place q = run + j * 32 + lane of the tile, with `at`
+    // passing elements of the tile before it.
+    const unsigned int run = warp * XW_WARP * ITEMS;
+    const unsigned int below_lane = (1u << lane) - 1u;
+    unsigned int at = below;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const bool pass = (kept >> j) & 1u;
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
+        const unsigned int r = at + __popc(ballot & below_lane);
+        const unsigned int q = run + j * XW_WARP + lane;
+        if (first + j * XW_WARP < p.n) stage[pass ? r : tile_count + q - r] = v[j];
+        at += __popc(ballot);
+    }
+    __syncthreads();
+    const unsigned int tile_first = t * tile;
+    const unsigned int len = min(tile, p.n - tile_first);
+    const unsigned int pre = prefix[t];
+    const unsigned int selected = prefix[p.tiles - 1] + counts[p.tiles - 1];
+    // The tile's failing elements start after every passing element and the failing elements
+    // of the tiles before it (tile_first - pre of them).
+    const unsigned int fail_first = selected + tile_first - pre;
+    for (unsigned int i = local; i < len; i += BLOCK) {
+        dst[i < tile_count ? pre + i : fail_first + (i - tile_count)] = stage[i];
+    }
+#else
+#error "unknown OP"
+#endif
+}

@@ -1,0 +1,345 @@
+// Runs of equal consecutive keys, single pass, with CUDA's own intrinsics: the text of
+// unique.cu (XW_RUNS_UNIQUE), run_length.cu (XW_RUNS_RLE) and reduce_by_key.cu (XW_RUNS_RBK);
+// the twin of shaders/runs.glsl, whose header describes the heads and tails, the tile's four
+// steps, the canonical order of a run's reduction, the tile states and the look-back with its
+// fallback. Modelled by src/cpu/runs.rs.
+//
+// Variant constants: KEY_WORDS (32-bit words per key), ITEMS (elements per thread), BLOCK
+// (threads per block); RBK also OP (reduce_op.cuh codes).
+
+struct RunsParams {
+    unsigned int n;      // elements
+    unsigned int tiles;  // tiles of the input
+    unsigned int spin;   // polls of unpublished predecessors per look-back before computing them here
+    unsigned int clear;  // nonzero: zero the ticket and the flags, and the run count
+};
+
+// reduce_by_key.cu includes reduce_op.cuh (the operators on XW_T, by OP) first.
+#if defined(XW_RUNS_RBK)
+typedef XW_T xw_vt;
+__device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return xw_op(a, b); }
+#else
+// RLE counts the elements of a run; UNIQUE carries no value.
+typedef unsigned int xw_vt;
+__device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
+#endif
+
+#define FLAG_AGGREGATE 1u
+#define FLAG_INCLUSIVE 2u
+#define W_FLAGS 4u  // the first flag word; word 0 is the ticket counter
+#define TILE (BLOCK * ITEMS)
+
+typedef unsigned long long xw_key;
+
+struct Carry {
+    unsigned int heads;
+    xw_vt v;
+};
+
+// A value's bits as two words (the high one 0 for 32-bit values), and back.
+__device__ __forceinline__ void xw_vt_bits(xw_vt v, unsigned int* lo, unsigned int* hi) {
+    unsigned long long b = 0;
+    memcpy(&b, &v, sizeof(v));
+    *lo = (unsigned int)b;
+    *hi = (unsigned int)(b >> 32);
+}
+__device__ __forceinline__ xw_vt xw_vt_from(unsigned int lo, unsigned int hi) {
+    const unsigned long long b = ((unsigned long long)hi << 32) | lo;
+    xw_vt v;
+    memcpy(&v, &b, sizeof(v));
+    return v;
+}
+
+__device__ __forceinline__ Carry xw_carry_op(Carry a, Carry b) {
+    Carry c;
+    c.heads = a.heads + b.heads;
+    c.v = b.heads > 0 ? b.v : xw_vop(a.v, b.v);
+    return c;
+}
+
+struct RunsShared {
+    unsigned int inv_heads[BLOCK];  // step 1: each thread's heads
+    xw_vt inv_trail[BLOCK];         // step 1: each thread's trail
+    unsigned int inv_before[BLOCK]; // step 2: H[l]
+    xw_vt inv_carry[BLOCK];         // step 2: C[l]
+    unsigned int lb_flag[BLOCK];    // the look-back window's flags
+    unsigned int lb_m;              // the window's nearest inclusive prefix
+    unsigned int lb_gap;            // a tile above it has published nothing
+    unsigned int word;
+    Carry carry;
+};
+
+struct RunsArgs {
+    const unsigned int* keys;
+    const xw_vt* values;
+    unsigned int* keys_out;
+    xw_vt* values_out;
+    unsigned long long* runs;
+    unsigned int* work;
+    RunsParams p;
+};
+
+__device__ __forceinline__ unsigned int xw_w_aggregates(const RunsParams& p) {
+    return W_FLAGS + (p.tiles + 3u) / 4u * 4u;
+}
+__device__ __forceinline__ unsigned int xw_w_inclusives(const RunsParams& p) {
+    return xw_w_aggregates(p) + 4u * p.tiles;
+}
+
+__device__ __forceinline__ xw_key xw_key_at(const RunsArgs& a, unsigned int i) {
+    if (KEY_WORDS == 2) return ((xw_key)a.keys[2 * i + 1] << 32) | a.keys[2 * i];
+    return a.keys[i];
+}
+
+__device__ __forceinline__ void xw_store_key(const RunsArgs& a, unsigned int r, xw_key k) {
+    if (KEY_WORDS == 2) {
+        a.keys_out[2 * r] = (unsigned int)k;
+        a.keys_out[2 * r + 1] = (unsigned int)(k >> 32);
+    } else {
+        a.keys_out[r] = (unsigned int)k;
+    }
+}
+
+__device__ __forceinline__ xw_vt xw_value_at(const RunsArgs& a, unsigned int i) {
+#if defined(XW_RUNS_RBK)
+    return a.values[i];
+#else
+    return 1u;
+#endif
+}
+
+// One thread piece: its keys, values, and which of its elements are heads and tails (bit j).
+struct Piece {
+    xw_key k[ITEMS];
+    xw_vt v[ITEMS];
+    unsigned int heads;
+    unsigned int tails;
+    unsigned int len;  // its elements below n
+};
+
+__device__ __forceinline__ void xw_load_piece(const RunsArgs& a, unsigned int t, unsigned int l,
+                                              Piece& pc) {
+    const unsigned int n = a.p.n;
+    const unsigned int first = t * TILE + l * ITEMS;
+    pc.len = first < n ? min((unsigned int)ITEMS, n - first) : 0u;
+    pc.heads = 0;
+    pc.tails = 0;
+    const xw_key prev = first > 0 && first < n ? xw_key_at(a, first - 1) : 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        if (j < pc.len) {
+            pc.k[j] = xw_key_at(a, first + j);
+            pc.v[j] = xw_value_at(a, first + j);
+        } else {
+            pc.k[j] = 0;
+            pc.v[j] = xw_vt(0);
+        }
+    }
+    const xw_key next = first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        if (j < pc.len) {
+            const xw_key before = j == 0 ? prev : pc.k[j - 1];
+            const xw_key after = j + 1 == pc.len ? next : pc.k[min(j + 1, (unsigned int)ITEMS - 1)];
+            const bool head = first + j == 0 || pc.k[j] != before;
+            const bool tail = first + j + 1 == n || pc.k[j] != after;
+            pc.heads |= (unsigned int)head << j;
+            pc.tails |= (unsigned int)tail << j;
+        }
+    }
+}
+
+// The trail of a piece: the fold of its values from its last head (or its first value).
+__device__ __forceinline__ xw_vt xw_piece_trail(const Piece& pc) {
+    xw_vt acc = pc.v[0];
+#pragma unroll
+    for (unsigned int j = 1; j < ITEMS; ++j) {
+        if (j < pc.len) acc = ((pc.heads >> j) & 1u) ? pc.v[j] : xw_vop(acc, pc.v[j]);
+    }
+    return acc;
+}
+
+// Steps 1 and 2 for tile t: the tile's aggregate (every thread gets it); with `own`, also H[l]
+// and C[l] in inv_before and inv_carry. Every thread calls it.
+__device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
+                                 bool own) {
+    Piece pc;
+    xw_load_piece(a, t, l, pc);
+    __syncthreads();  // inv_heads and inv_trail may still be read by an earlier summary
+    s.inv_heads[l] = __popc(pc.heads);
+    s.inv_trail[l] = pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0);
+    __syncthreads();
+    if (l == 0) {
+        Carry c;
+        c.heads = 0;
+        c.v = xw_vt(0);
+        const unsigned int valid = a.p.n - t * TILE;  // elements of the tile (at least one)
+        for (unsigned int q = 0; q < BLOCK; ++q) {
+            if (own) {
+                s.inv_before[q] = c.heads;
+                s.inv_carry[q] = c.v;
+            }
+            if (q * ITEMS >= valid) continue;
+            const xw_vt trail = s.inv_trail[q];
+            c.v = q == 0 || s.inv_heads[q] > 0 ? trail : xw_vop(c.v, trail);
+            c.heads += s.inv_heads[q];
+        }
+        s.carry = c;
+    }
+    __syncthreads();
+    return s.carry;
+}
+
+__device__ __forceinline__ void xw_publish(const RunsArgs& a, unsigned int tile, unsigned int flag,
+                                           Carry c) {
+    const unsigned int at =
+        (flag == FLAG_INCLUSIVE ? xw_w_inclusives(a.p) : xw_w_aggregates(a.p)) + 4u * tile;
+    unsigned int lo, hi;
+    xw_vt_bits(c.v, &lo, &hi);
+    volatile unsigned int* w = a.work;
+    w[at] = c.heads;
+    w[at + 1] = lo;
+    w[at + 2] = hi;
+    __threadfence();
+    atomicMax(&a.work[W_FLAGS + tile], flag);
+}
+
+__device__ __forceinline__ unsigned int xw_poll_flag(const RunsArgs& a, unsigned int tile) {
+    return *(const volatile unsigned int*)&a.work[W_FLAGS + tile];
+}
+
+// The published value of `tile` for `flag`, once its flag has reached it.
+__device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned int tile,
+                                                   unsigned int flag) {
+    while (xw_poll_flag(a, tile) < flag) {
+    }
+    __threadfence();
+    const unsigned int at =
+        (flag == FLAG_INCLUSIVE ? xw_w_inclusives(a.p) : xw_w_aggregates(a.p)) + 4u * tile;
+    const volatile unsigned int* w = a.work;
+    Carry c;
+    c.heads = w[at];
+    c.v = xw_vt_from(w[at + 1], w[at + 2]);
+    return c;
+}
+
+// The exclusive prefix E of tile k > 0 (every thread gets it), whose aggregate is `agg`;
+// publishes the tile's inclusive prefix. Every thread calls it.
+__device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, Carry agg,
+                              unsigned int l) {
+    int hi = (int)k - 1;
+    int j = -1;
+    unsigned int polls = 0;
+    while (hi >= 0) {
+        const unsigned int count = (unsigned int)min(hi + 1, (int)BLOCK);
+        unsigned int m;
+        bool gap;
+        for (;;) {
+            if (l == 0) {
+                s.lb_m = count;
+                s.lb_gap = 0;
+            }
+            __syncthreads();
+            if (l < count) {
+                const unsigned int f = xw_poll_flag(a, (unsigned int)hi - l);
+                s.lb_flag[l] = f;
+                if (f == FLAG_INCLUSIVE) atomicMin(&s.lb_m, l);
+            }
+            __syncthreads();
+            m = s.lb_m;
+            if (l < m && s.lb_flag[l] == 0) atomicOr(&s.lb_gap, 1u);
+            __syncthreads();
+            gap = s.lb_gap != 0;
+            __syncthreads();
+            if (!gap || polls >= a.p.spin) break;
+            ++polls;
+        }
+        if (gap) {
+            // Predecessors above the nearest inclusive prefix that published nothing within the
+            // budget: computed here and published (lb_flag is shared, read after a barrier).
+            for (unsigned int i = 0; i < m; ++i) {
+                if (s.lb_flag[i] != 0) continue;
+                const unsigned int tile = (unsigned int)hi - i;
+                const Carry c = xw_tile_summary(a, s, tile, l, false);
+                if (l == 0) xw_publish(a, tile, FLAG_AGGREGATE, c);
+            }
+        }
+        if (m < count) {
+            j = hi - (int)m;
+            break;
+        }
+        hi -= (int)count;
+    }
+    // Fold forward from the nearest inclusive prefix P(j) (or from tile 0): the same left fold
+    // whichever j was found. Tile 0 has a head, so the start without a prefix is never combined
+    // with a value.
+    if (l == 0) {
+        Carry e;
+        e.heads = 0;
+        e.v = xw_vt(0);
+        if (j >= 0) e = xw_read_published(a, (unsigned int)j, FLAG_INCLUSIVE);
+        for (unsigned int t = (unsigned int)(j + 1); t < k; ++t)
+            e = xw_carry_op(e, xw_read_published(a, t, FLAG_AGGREGATE));
+        s.carry = e;
+        xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(e, agg));
+    }
+    __syncthreads();
+    return s.carry;
+}
+
+__device__ __forceinline__ void xw_runs(const RunsArgs& a) {
+    __shared__ RunsShared s;
+    const unsigned int l = threadIdx.x;
+    const RunsParams& p = a.p;
+    if (p.clear) {
+        const unsigned long long i = xw_group() * BLOCK + l;
+        if (i < W_FLAGS + p.tiles) a.work[i] = 0;
+        if (i == 0) *a.runs = 0;
+        return;
+    }
+    // Whole blocks leave together, so __syncthreads below is reached by all.
+    if (xw_group() >= p.tiles) return;
+    // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
+    // started.
+    if (l == 0) s.word = atomicAdd(&a.work[0], 1u);
+    __syncthreads();
+    const unsigned int t = s.word;
+    const Carry agg = xw_tile_summary(a, s, t, l, true);
+    const unsigned int before = s.inv_before[l];
+    const xw_vt carry = s.inv_carry[l];
+    Carry e;
+    e.heads = 0;
+    e.v = xw_vt(0);
+    if (t == 0) {
+        if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
+    } else {
+        if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
+        e = xw_look_back(a, s, t, agg, l);
+    }
+    if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
+    Piece pc;
+    xw_load_piece(a, t, l, pc);
+    unsigned int seen = 0;  // heads of the piece so far
+    xw_vt partial = xw_vt(0);
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        if (j < pc.len) {
+            const bool head = (pc.heads >> j) & 1u;
+            seen += head;
+            partial = head || j == 0 ? pc.v[j] : xw_vop(partial, pc.v[j]);
+            const unsigned int r = e.heads + before + seen;  // the run's index + 1
+#if defined(XW_RUNS_UNIQUE)
+            if (head) xw_store_key(a, r - 1, pc.k[j]);
+#else
+            if ((pc.tails >> j) & 1u) {
+                // The run began in this piece, in an earlier piece of the tile, or in an
+                // earlier tile.
+                const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
+                const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
+                xw_store_key(a, r - 1, pc.k[j]);
+                a.values_out[r - 1] = value;
+            }
+#endif
+        }
+    }
+}

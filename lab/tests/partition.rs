@@ -1,0 +1,227 @@
+//! Stable partition: a worked example, randomized cases against the CPU reference on every
+//! backend for every type, predicate and awkward length (the whole output and its slack past
+//! the end compared bit for bit), float edge values (NaN payloads, ±0, subnormals), and every
+//! bad parameter refused before any GPU work with the outputs untouched.
+
+mod common;
+
+use common::{devices, for_each_device, seed};
+use xwarp::partition::{partition, partition_host};
+use xwarp::vote::{Predicate, PredicateElement};
+use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
+use xwarp_lab::validate::first_mismatch;
+use xwarp_lab::validate::partition::{
+    expected, partition_cases, run_partition, PartitionCase, PARTITION_LENGTHS,
+};
+use xwarp_lab::validate::poison_value;
+use xwarp_lab::validate::vote::{case_input, PredSpec};
+use xwarp_lab::with_elem;
+
+#[test]
+fn odd_numbers_first_then_even_ones() {
+    let input: Vec<u32> = (0..10).collect();
+    let want = [1, 3, 5, 7, 9, 0, 2, 4, 6, 8];
+    assert_eq!(
+        cpu::partition::partition(Predicate::Odd, &input),
+        (5, want.to_vec())
+    );
+    for_each_device(|d| {
+        let got = partition_host(&*d.dev, Predicate::Odd, &input).unwrap();
+        assert_eq!(got, (5, want.to_vec()), "{}", d.label);
+    });
+}
+
+/// Runs `cases` on every device: count, output and slack, bit for bit.
+fn check<T: PredicateElement>(what: &str, input: &[T], pred: Predicate<T>) {
+    let poison = poison_value(input);
+    let want = expected(pred, input, poison);
+    let mut outputs = Vec::new();
+    for_each_device(|d| {
+        let got = run_partition(&*d.dev, pred, input, poison)
+            .unwrap_or_else(|e| panic!("{}: {what} ({pred}): {e}", d.label));
+        if let Some(m) = first_mismatch(&want, &got) {
+            // Index 0 is the count; output element k is index k + 1, the slack after it.
+            let place = match m.index {
+                0 => "the count".to_string(),
+                i if i <= input.len() => format!("output element {}", i - 1),
+                i => format!("slack element {} past the end", i - 1 - input.len()),
+            };
+            panic!("{}: {what} ({pred}): {place}: {m}", d.label);
+        }
+        outputs.push(got);
+    });
+    assert!(
+        outputs.windows(2).all(|w| w[0] == w[1]),
+        "{what}: backends differ"
+    );
+}
+
+fn check_cases<T: PredicateElement>(cases: &[PartitionCase], rng: &mut Rng) {
+    for case in cases {
+        let (input, pred) = case_input::<T>(case.spec, case.n, rng);
+        check(&case.to_string(), &input, pred);
+    }
+}
+
+fn random_cases_for(elem: ElemKind) {
+    let mut rng = Rng::new(seed());
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let cases: Vec<PartitionCase> = partition_cases(false, large)
+        .into_iter()
+        .filter(|c| c.elem == elem)
+        .collect();
+    for n in PARTITION_LENGTHS {
+        for spec in PredSpec::ALL {
+            assert!(cases.iter().any(|c| c.n == n && c.spec == spec));
+        }
+    }
+    with_elem!(elem, check_cases(&cases, &mut rng));
+}
+
+#[test]
+fn random_i32_every_predicate_and_length() {
+    random_cases_for(ElemKind::I32);
+}
+
+#[test]
+fn random_u32_every_predicate_and_length() {
+    random_cases_for(ElemKind::U32);
+}
+
+#[test]
+fn random_f32_every_predicate_and_length() {
+    random_cases_for(ElemKind::F32);
+}
+
+#[test]
+fn random_i64_every_predicate_and_length() {
+    random_cases_for(ElemKind::I64);
+}
+
+#[test]
+fn random_u64_every_predicate_and_length() {
+    random_cases_for(ElemKind::U64);
+}
+
+#[test]
+fn random_f64_every_predicate_and_length() {
+    random_cases_for(ElemKind::F64);
+}
+
+/// Float edges (NaN payloads, ±0, ±∞, subnormals, every magnitude) by parity, sign and
+/// comparison: NaN passes only `NonZero`, -0.0 equals 0.0, and every value keeps its bits.
+#[test]
+fn float_edges_keep_their_bits() {
+    fn run<T: PredicateElement>(input: &[T], zero: T) {
+        for pred in [
+            Predicate::Even,
+            Predicate::Odd,
+            Predicate::NonZero,
+            Predicate::Greater(zero),
+            Predicate::Less(zero),
+        ] {
+            check(
+                &format!("float edges {} n={}", T::KIND, input.len()),
+                input,
+                pred,
+            );
+        }
+    }
+    run(&common::float_edges(), 0.0);
+    run(&common::float_edges_f32(), 0.0f32);
+}
+
+/// A partition that passes 2^24 + 1 elements, half of them; more than a million in the
+/// default run, GPU sizes with `XWARP_LARGE=1`.
+#[test]
+fn long_input_with_a_skewed_predicate() {
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let n = if large { (1 << 24) + 1 } else { 1_000_003 };
+    let mut rng = Rng::new(seed());
+    // Long runs of passing and failing elements, of random lengths.
+    let mut input = Vec::with_capacity(n);
+    while input.len() < n {
+        let run = 1 + rng.below(9000) as usize;
+        let sign = if rng.below(2) == 0 { 1 } else { -1 };
+        input.extend((0..run.min(n - input.len())).map(|k| sign * (k as i32 + 1)));
+    }
+    check(
+        "runs of passing and failing elements",
+        &input,
+        Predicate::Greater(0),
+    );
+}
+
+#[test]
+fn bad_parameters_are_typed_errors_before_any_gpu_work() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let input: Vec<i32> = (0..40).collect();
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[99u64]).unwrap();
+        let mut short = DeviceVec::from_slice(dev, &[-7i32; 39]).unwrap();
+        match partition(dev, Predicate::Odd, &src, &mut short, &mut count) {
+            Err(Error::LengthMismatch {
+                name,
+                expected,
+                actual,
+            }) => assert_eq!((name, expected, actual), ("output", 40, 39)),
+            other => panic!(
+                "{}: expected LengthMismatch(output), got {other:?}",
+                d.label
+            ),
+        }
+        let mut out = DeviceVec::from_slice(dev, &[-7i32; 40]).unwrap();
+        let mut no_count = DeviceVec::<u64>::alloc(dev, 0).unwrap();
+        assert!(matches!(
+            partition(dev, Predicate::Odd, &src, &mut out, &mut no_count),
+            Err(Error::LengthMismatch { name: "count", .. })
+        ));
+        let bad = Predicate::InRange { lo: 3, hi: 2 };
+        assert!(matches!(
+            partition(dev, bad, &src, &mut out, &mut count),
+            Err(Error::InvalidParameter { name: "lo", .. })
+        ));
+        // The output aliasing the input, and the count aliasing the output.
+        let mut alias = DeviceVec::<i32>::from_raw(src.raw().clone(), 40).unwrap();
+        match partition(dev, Predicate::Odd, &src, &mut alias, &mut count) {
+            Err(Error::InvalidParameter { name, allowed, .. }) => {
+                assert_eq!(name, "output");
+                assert!(allowed.contains("no other argument"), "{allowed}");
+            }
+            other => panic!(
+                "{}: expected InvalidParameter(output), got {other:?}",
+                d.label
+            ),
+        }
+        let mut count_alias = DeviceVec::<u64>::from_raw(out.raw().clone(), 1).unwrap();
+        assert!(matches!(
+            partition(dev, Predicate::Odd, &src, &mut out, &mut count_alias),
+            Err(Error::InvalidParameter { name: "count", .. })
+        ));
+        // Nothing was written, and the device keeps working.
+        assert_eq!(short.to_vec(dev).unwrap(), vec![-7; 39], "{}", d.label);
+        assert_eq!(out.to_vec(dev).unwrap(), vec![-7; 40], "{}", d.label);
+        assert_eq!(count.to_vec(dev).unwrap(), [99], "{}", d.label);
+        let (n, got) = partition_host(dev, Predicate::Even, &input).unwrap();
+        assert_eq!(n, 20, "{}", d.label);
+        assert_eq!(got, cpu::partition::partition(Predicate::Even, &input).1);
+    });
+}
+
+#[test]
+fn empty_input_gives_count_0() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let src = DeviceVec::<f64>::alloc(dev, 0).unwrap();
+        let mut dst = DeviceVec::<f64>::alloc(dev, 0).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[77u64]).unwrap();
+        partition(dev, Predicate::NonZero, &src, &mut dst, &mut count).unwrap();
+        assert_eq!(count.to_vec(dev).unwrap(), [0], "{}", d.label);
+    });
+}
+
+#[test]
+fn every_backend_is_tested() {
+    assert!(!devices().is_empty());
+}

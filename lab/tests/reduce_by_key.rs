@@ -1,0 +1,231 @@
+//! Reduce-by-key: a worked example, randomized cases against the CPU reference on every backend
+//! for every operator and value type and for keys of every type (every key distinct, all equal,
+//! short and long runs, hard values repeated: NaN payloads, ±0, subnormals) at every awkward
+//! length, float results bit-identical whatever the look-back finds (spin 0 against the
+//! default, repeatedly), and every bad parameter refused with the outputs untouched.
+
+mod common;
+
+use common::{devices, for_each_device, seed};
+use xwarp::reduce::ReduceOp;
+use xwarp::reduce_by_key::{reduce_by_key, reduce_by_key_host, reduce_by_key_tuned, Tuning};
+use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
+use xwarp_lab::validate::runs::RunsOp;
+
+#[test]
+fn sums_of_each_run() {
+    let keys = [1u32, 1, 2, 2, 2, 1];
+    let values = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let want = (vec![1, 2, 1], vec![3.0, 12.0, 6.0]);
+    assert_eq!(
+        cpu::runs::reduce_by_key(ReduceOp::Sum, &keys, &values),
+        want
+    );
+    for_each_device(|d| {
+        let got = reduce_by_key_host(&*d.dev, ReduceOp::Sum, &keys, &values).unwrap();
+        assert_eq!(got, want, "{}", d.label);
+        // A run of one value keeps its bits: no identity enters (-0.0 stays -0.0).
+        let got = reduce_by_key_host(&*d.dev, ReduceOp::Sum, &[5u64, 6], &[-0.0f64, 1.0]).unwrap();
+        assert_eq!(got.1[0].to_bits(), (-0.0f64).to_bits(), "{}", d.label);
+    });
+}
+
+fn values_of(value: ElemKind) {
+    common::runs_cases_for(
+        "reduce_by_key",
+        |c| matches!(c.op, RunsOp::ReduceByKey(_, v) if v == value),
+    );
+}
+
+#[test]
+fn values_i32_every_operator() {
+    values_of(ElemKind::I32);
+}
+
+#[test]
+fn values_u32_every_operator() {
+    values_of(ElemKind::U32);
+}
+
+#[test]
+fn values_f32_every_operator_and_key_type() {
+    values_of(ElemKind::F32);
+}
+
+#[test]
+fn values_i64_every_operator() {
+    values_of(ElemKind::I64);
+}
+
+#[test]
+fn values_u64_every_operator() {
+    values_of(ElemKind::U64);
+}
+
+#[test]
+fn values_f64_every_operator_and_key_type() {
+    values_of(ElemKind::F64);
+}
+
+/// Float sums over long runs whose tile pieces the look-back folds: the same bits with the
+/// fallback forced (spin 0) and without, call after call.
+#[test]
+fn float_sums_are_the_same_bits_whatever_the_look_back_finds() {
+    let mut rng = Rng::new(seed());
+    let n = 400_003;
+    let mut keys = Vec::with_capacity(n);
+    while keys.len() < n {
+        let len = (1 + rng.below(50_000) as usize).min(n - keys.len());
+        keys.extend(std::iter::repeat_n(rng.next_u64() as u32, len));
+    }
+    let values: Vec<f32> = (0..n)
+        .map(|_| (rng.next_u64() as i32 as f32) * 2f32.powi(-(rng.below(40) as i32)))
+        .collect();
+    let (want_keys, want) = cpu::runs::reduce_by_key(ReduceOp::Sum, &keys, &values);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let k_in = DeviceVec::from_slice(dev, &keys).unwrap();
+        let v_in = DeviceVec::from_slice(dev, &values).unwrap();
+        let mut k_out = DeviceVec::<u32>::alloc(dev, n).unwrap();
+        let mut v_out = DeviceVec::<f32>::alloc(dev, n).unwrap();
+        let mut count = DeviceVec::alloc(dev, 1).unwrap();
+        for rep in 0..6 {
+            let tuning = Tuning {
+                spin: if rep % 2 == 0 {
+                    0
+                } else {
+                    Tuning::default().spin
+                },
+            };
+            v_out.fill(dev, f32::from_bits(0x7fcd_cdcd)).unwrap();
+            reduce_by_key_tuned(
+                dev,
+                ReduceOp::Sum,
+                &k_in,
+                &v_in,
+                &mut k_out,
+                &mut v_out,
+                &mut count,
+                tuning,
+            )
+            .unwrap();
+            let runs = want.len();
+            assert_eq!(count.to_vec(dev).unwrap(), [runs as u64], "{}", d.label);
+            assert_eq!(
+                k_out.to_vec(dev).unwrap()[..runs],
+                want_keys[..],
+                "{}",
+                d.label
+            );
+            let got: Vec<u32> = v_out.to_vec(dev).unwrap()[..runs]
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            let want_bits: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want_bits, "{}: rep {rep} {tuning:?}", d.label);
+        }
+    });
+}
+
+#[test]
+fn bad_parameters_are_typed_errors_before_any_gpu_work() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let keys = DeviceVec::from_slice(dev, &[3u32, 3, 4]).unwrap();
+        let values = DeviceVec::from_slice(dev, &[1.0f32, 2.0, 3.0]).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[99u64]).unwrap();
+        let mut k_out = DeviceVec::from_slice(dev, &[7u32; 3]).unwrap();
+        let mut v_out = DeviceVec::from_slice(dev, &[8.0f32; 3]).unwrap();
+        let two = DeviceVec::from_slice(dev, &[1.0f32, 2.0]).unwrap();
+        match reduce_by_key(
+            dev,
+            ReduceOp::Sum,
+            &keys,
+            &two,
+            &mut k_out,
+            &mut v_out,
+            &mut count,
+        ) {
+            Err(Error::LengthMismatch {
+                name,
+                expected,
+                actual,
+            }) => assert_eq!((name, expected, actual), ("values", 3, 2)),
+            other => panic!(
+                "{}: expected LengthMismatch(values), got {other:?}",
+                d.label
+            ),
+        }
+        let mut short = DeviceVec::from_slice(dev, &[8.0f32; 2]).unwrap();
+        assert!(matches!(
+            reduce_by_key(
+                dev,
+                ReduceOp::Sum,
+                &keys,
+                &values,
+                &mut k_out,
+                &mut short,
+                &mut count
+            ),
+            Err(Error::LengthMismatch {
+                name: "values_out",
+                ..
+            })
+        ));
+        assert!(matches!(
+            reduce_by_key(
+                dev,
+                ReduceOp::Xor,
+                &keys,
+                &values,
+                &mut k_out,
+                &mut v_out,
+                &mut count
+            ),
+            Err(Error::InvalidParameter { name: "op", .. })
+        ));
+        let mut alias = DeviceVec::<f32>::from_raw(values.raw().clone(), 3).unwrap();
+        assert!(matches!(
+            reduce_by_key(
+                dev,
+                ReduceOp::Max,
+                &keys,
+                &values,
+                &mut k_out,
+                &mut alias,
+                &mut count
+            ),
+            Err(Error::InvalidParameter {
+                name: "values_out",
+                ..
+            })
+        ));
+        let mut none = DeviceVec::<u64>::alloc(dev, 0).unwrap();
+        assert!(matches!(
+            reduce_by_key(
+                dev,
+                ReduceOp::Sum,
+                &keys,
+                &values,
+                &mut k_out,
+                &mut v_out,
+                &mut none
+            ),
+            Err(Error::LengthMismatch {
+                name: "num_runs",
+                ..
+            })
+        ));
+        assert_eq!(k_out.to_vec(dev).unwrap(), [7, 7, 7], "{}", d.label);
+        assert_eq!(v_out.to_vec(dev).unwrap(), [8.0; 3], "{}", d.label);
+        assert_eq!(short.to_vec(dev).unwrap(), [8.0; 2], "{}", d.label);
+        assert_eq!(count.to_vec(dev).unwrap(), [99], "{}", d.label);
+        let got = reduce_by_key_host(dev, ReduceOp::Sum, &[3u32, 3, 4], &[1.0f32, 2.0, 3.0]);
+        assert_eq!(got.unwrap(), (vec![3, 4], vec![3.0, 3.0]), "{}", d.label);
+    });
+}
+
+#[test]
+fn every_backend_is_tested() {
+    assert!(!devices().is_empty());
+}

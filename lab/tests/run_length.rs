@@ -1,0 +1,126 @@
+//! Run-length encoding: a worked example, randomized cases against the CPU reference on every
+//! backend for every key type and pattern (every key distinct, all equal, short and long runs,
+//! hard values repeated: NaN payloads, ±0, subnormals) at every awkward length, the look-back's
+//! fallback forced by spin 0, and every bad parameter refused with the outputs untouched.
+
+mod common;
+
+use common::{devices, for_each_device};
+use xwarp::run_length::{encode, encode_host};
+use xwarp::{cpu, DeviceVec, ElemKind, Error};
+
+#[test]
+fn keys_and_lengths_of_each_run() {
+    let keys = [7i32, 7, 7, -1, 7, 7];
+    let want = (vec![7, -1, 7], vec![3, 1, 2]);
+    assert_eq!(cpu::runs::run_length(&keys), want);
+    for_each_device(|d| {
+        assert_eq!(encode_host(&*d.dev, &keys).unwrap(), want, "{}", d.label);
+        // One run of every key (length n) and n runs of length 1.
+        let same = vec![2.5f64; 5000];
+        assert_eq!(
+            encode_host(&*d.dev, &same).unwrap(),
+            (vec![2.5], vec![5000]),
+            "{}",
+            d.label
+        );
+        let distinct: Vec<u64> = (0..5000).collect();
+        assert_eq!(
+            encode_host(&*d.dev, &distinct).unwrap(),
+            (distinct.clone(), vec![1; 5000]),
+            "{}",
+            d.label
+        );
+    });
+}
+
+#[test]
+fn keys_i32() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::I32);
+}
+
+#[test]
+fn keys_u32() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::U32);
+}
+
+#[test]
+fn keys_f32() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::F32);
+}
+
+#[test]
+fn keys_i64() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::I64);
+}
+
+#[test]
+fn keys_u64() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::U64);
+}
+
+#[test]
+fn keys_f64() {
+    common::runs_cases_for("run_length", |c| c.key == ElemKind::F64);
+}
+
+#[test]
+fn bad_parameters_are_typed_errors_before_any_gpu_work() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let keys = DeviceVec::from_slice(dev, &[3i32, 3, 4]).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[99u64]).unwrap();
+        let mut out = DeviceVec::from_slice(dev, &[7i32; 3]).unwrap();
+        let mut lengths = DeviceVec::from_slice(dev, &[8u32; 3]).unwrap();
+        let mut short = DeviceVec::from_slice(dev, &[8u32; 2]).unwrap();
+        match encode(dev, &keys, &mut out, &mut short, &mut count) {
+            Err(Error::LengthMismatch {
+                name,
+                expected,
+                actual,
+            }) => assert_eq!((name, expected, actual), ("lengths", 3, 2)),
+            other => panic!(
+                "{}: expected LengthMismatch(lengths), got {other:?}",
+                d.label
+            ),
+        }
+        let mut none = DeviceVec::<u64>::alloc(dev, 0).unwrap();
+        assert!(matches!(
+            encode(dev, &keys, &mut out, &mut lengths, &mut none),
+            Err(Error::LengthMismatch {
+                name: "num_runs",
+                ..
+            })
+        ));
+        let mut alias = DeviceVec::<i32>::from_raw(keys.raw().clone(), 3).unwrap();
+        assert!(matches!(
+            encode(dev, &keys, &mut alias, &mut lengths, &mut count),
+            Err(Error::InvalidParameter {
+                name: "keys_out",
+                ..
+            })
+        ));
+        let mut lengths_alias = DeviceVec::<u32>::from_raw(out.raw().clone(), 3).unwrap();
+        assert!(matches!(
+            encode(dev, &keys, &mut out, &mut lengths_alias, &mut count),
+            Err(Error::InvalidParameter {
+                name: "lengths",
+                ..
+            })
+        ));
+        assert_eq!(out.to_vec(dev).unwrap(), [7, 7, 7], "{}", d.label);
+        assert_eq!(lengths.to_vec(dev).unwrap(), [8, 8, 8], "{}", d.label);
+        assert_eq!(count.to_vec(dev).unwrap(), [99], "{}", d.label);
+        assert_eq!(
+            encode_host(dev, &[3i32, 3, 4]).unwrap(),
+            (vec![3, 4], vec![2, 1]),
+            "{}",
+            d.label
+        );
+    });
+}
+
+#[test]
+fn every_backend_is_tested() {
+    assert!(!devices().is_empty());
+}

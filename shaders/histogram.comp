@@ -1,0 +1,169 @@
+#version 450
+// Even-bin histogram (CUB's HistogramEven); the twin of cuda/histogram.cu, modelled by
+// src/cpu/histogram.rs. Which bin a sample falls in is src/spec/histogram.rs: integers
+// floor((x - lower) * bins / (upper - lower)) exactly, in 64-bit arithmetic (a division by the
+// bin width where the bins divide the range evenly; for 64-bit samples otherwise a bitwise long
+// division on 96-bit products); floats floor((x - lower) * scale), each operation rounded on its
+// own, the top edge's rounding counted in the last bin. NaN and samples outside
+// [lower, upper) are not counted.
+//
+// OP selects one step of the plan in src/histogram.rs:
+//   CLEAR   zero counts[0 .. bins) (32-bit counts: the output, or the scratch of a u64 output);
+//   SHARED  workgroup g counts samples g * chunk .. (g + 1) * chunk into bins in shared memory,
+//           then adds its nonzero bins to counts with one atomic each (bins <= SHARED_BINS);
+//   GLOBAL  the same straight into counts (more bins than shared memory holds);
+//   WIDEN   wide[b] = counts[b] as u64 (two words, low first).
+// Samples are read in coalesced steps of BATCH loads in flight per invocation. A subgroup
+// counts one step at once, warp-aggregated: the lowest lane with a counted sample is the leader,
+// a ballot finds every lane whose sample falls in the leader's bin, and the leader adds them
+// with one atomic; the other lanes add their own. So samples that all fall in one bin cost one
+// atomic per subgroup step instead of one per sample, and spread samples cost one each.
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+#include "vote_predicate.glsl"
+#include "tile_ballot.glsl"
+
+layout(constant_id = 1) const uint OP = 0u;
+
+const uint OP_CLEAR = 0u;
+const uint OP_SHARED = 1u;
+const uint OP_GLOBAL = 2u;
+const uint OP_WIDEN = 3u;
+
+layout(std430, binding = 0) readonly buffer Samples { T samples[]; };
+layout(std430, binding = 1) buffer Counts { uint counts[]; };
+layout(std430, binding = 2) writeonly buffer Wide { uint wide[]; };
+layout(push_constant) uniform Params {
+    uint n;         // samples
+    uint bins;
+    uint chunk;     // samples per workgroup (a multiple of the workgroup size times BATCH)
+    uint pad0;
+    uint lower_lo;  // lower, upper, the float scale, the integer range and bin width: two words
+    uint lower_hi;  // each, low first
+    uint upper_lo;
+    uint upper_hi;
+    uint scale_lo;
+    uint scale_hi;
+    uint range_lo;
+    uint range_hi;
+    uint width_lo;
+    uint width_hi;
+    uint pad1;
+    uint pad2;
+} p;
+
+const uint SHARED_BINS = 4096u;
+const uint BATCH = 4u;
+const uint NONE = 0xffffffffu;
+
+shared uint sh[SHARED_BINS];
+
+#if !defined(XW_T_FLOAT) && defined(XW_T_64)
+// The 96-bit product of a and b: (the low 64 bits, the high 32).
+void mul96(uint64_t a, uint b, out uint64_t lo, out uint hi) {
+    uvec2 w = unpackUint2x32(a);
+    uint64_t p0 = uint64_t(w.x) * b;
+    uint64_t p1 = uint64_t(w.y) * b;
+    lo = p0 + (p1 << 32);
+    hi = uint(p1 >> 32) + uint(lo < p0);
+}
+#endif
+
+// The bin of sample x, or NONE.
+uint bin_of(T x) {
+    T lower = xw_pred_operand(p.lower_lo, p.lower_hi);
+    T upper = xw_pred_operand(p.upper_lo, p.upper_hi);
+    if (!(x >= lower && x < upper)) return NONE;
+#if defined(XW_T_FLOAT)
+    T scale = xw_pred_operand(p.scale_lo, p.scale_hi);
+    return min(uint(floor((x - lower) * scale)), p.bins - 1u);
+#elif defined(XW_T_64)
+    uint64_t d = uint64_t(x) - uint64_t(lower);
+    uint64_t width = packUint2x32(uvec2(p.width_lo, p.width_hi));
+    if (width != 0ul) return uint(d / width);
+    // q = floor(d * bins / range) < bins <= 2^24, bit by bit: the largest q with
+    // q * range <= d * bins.
+    uint64_t range = packUint2x32(uvec2(p.range_lo, p.range_hi));
+    uint64_t dl;
+    uint dh;
+    mul96(d, p.bins, dl, dh);
+    uint q = 0u;
+    for (int bit = findMSB(p.bins); bit >= 0; --bit) {
+        uint t = q | (1u << uint(bit));
+        uint64_t tl;
+        uint th;
+        mul96(range, t, tl, th);
+        if (th < dh || (th == dh && tl <= dl)) q = t;
+    }
+    return q;
+#else
+    uint d = uint(x) - uint(lower);
+    if (p.width_lo != 0u) return d / p.width_lo;
+    uint64_t range = packUint2x32(uvec2(p.range_lo, p.range_hi));
+    return uint((uint64_t(d) * uint64_t(p.bins)) / range);
+#endif
+}
+
+void add(uint b, uint c) {
+    if (OP == OP_SHARED) {
+        atomicAdd(sh[min(b, SHARED_BINS - 1u)], c);
+    } else {
+        atomicAdd(counts[b], c);
+    }
+}
+
+// Counts one bin per invocation (NONE: nothing), warp-aggregated. Uniform control flow.
+void count(uint b) {
+    bool valid = b != NONE;
+    uvec4 counted = subgroupBallot(valid);
+    if (counted == uvec4(0u)) return;
+    uint leader = subgroupBallotFindLSB(counted);
+    uint lb = subgroupShuffle(b, leader);
+    uvec4 peers = subgroupBallot(valid && b == lb);
+    if (gl_SubgroupInvocationID == leader) {
+        add(lb, ballot_count(peers));
+    } else if (valid && b != lb) {
+        add(b, 1u);
+    }
+}
+
+void main() {
+    uint local = gl_LocalInvocationIndex;
+    uint block = gl_WorkGroupSize.x;
+    uint i0 = xw_group() * block + local;
+    if (OP == OP_CLEAR) {
+        if (i0 < p.bins) counts[i0] = 0u;
+        return;
+    }
+    if (OP == OP_WIDEN) {
+        if (i0 < p.bins) {
+            wide[2u * i0] = counts[i0];
+            wide[2u * i0 + 1u] = 0u;
+        }
+        return;
+    }
+    if (OP == OP_SHARED) {
+        for (uint i = local; i < p.bins; i += block) sh[i] = 0u;
+        barrier();
+    }
+    uint start = xw_group() * p.chunk;
+    uint stop = min(start + p.chunk, p.n);
+    for (uint base = start; base < stop; base += BATCH * block) {
+        uint b[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+            uint i = base + j * block + local;
+            b[j] = i < stop ? bin_of(samples[i]) : NONE;
+        }
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) count(b[j]);
+    }
+    if (OP == OP_SHARED) {
+        barrier();
+        for (uint i = local; i < p.bins; i += block) {
+            uint c = sh[i];
+            if (c != 0u) atomicAdd(counts[i], c);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+#version 450
+// Stable two-way partition by a run-time predicate; the twin of cuda/partition.cu, modelled by
+// src/cpu/partition.rs. A call is three steps (src/partition.rs):
+//   COUNT    per tile t, the elements that pass the predicate: counts[t].
+//   (then)   an exclusive device scan of the tile counts (xwarp::scan, itself a decoupled
+//            look-back with its no-deadlock fallback): prefix[t], the passing elements of the
+//            tiles before t.
+//   SCATTER  per tile t, with P = prefix[t] and S = prefix[tiles - 1] + counts[tiles - 1] (every
+//            passing element): the tile's passing elements go to P + their rank, its others to
+//            S + (t * TILE - P) + their rank, each group in input order. Workgroup 0 also writes
+//            S as the u64 count.
+// The total S must be known before any element that fails can be placed (it starts the second
+// part), so the input is read twice: once to count, once to scatter.
+//
+// A tile is gl_WorkGroupSize.x * ITEMS consecutive elements laid out as in compact.glsl:
+// subgroup s owns the s-th run of gl_SubgroupSize * ITEMS of them and reads it in ITEMS
+// coalesced steps; per step one ballot ranks the passing lanes, and the subgroups' counts meet
+// in shared memory. An element at place q of the tile with r passing elements before it has
+// rank r among the passing ones and q - r among the others. Both groups are staged in shared
+// memory (the passing ones first) and leave in coalesced stores: each is contiguous in the
+// output.
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+#include "vote_predicate.glsl"
+#include "tile_ballot.glsl"
+
+layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER
+layout(constant_id = 2) const uint ITEMS = 16u;
+
+const uint OP_COUNT = 0u;
+
+layout(std430, binding = 0) readonly buffer Src { T src[]; };
+layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
+layout(std430, binding = 2) buffer Counts { uint counts[]; };
+layout(std430, binding = 3) readonly buffer Prefix { uint prefix[]; };
+layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
+layout(push_constant) uniform Params {
+    uint n;      // elements
+    uint pred;   // predicate code (vote_predicate.glsl)
+    uint a_lo;   // first operand, low and high word
+    uint a_hi;
+    uint b_lo;   // second operand (in_range's hi)
+    uint b_hi;
+    uint tiles;  // tiles of the input
+    uint pad;
+} p;
+
+const uint TILE = gl_WorkGroupSize.x * ITEMS;
+
+shared uint sg_counts[gl_WorkGroupSize.x];
+shared T stage[TILE];
+
+// Bit j: the element of step j of the caller's run (from `first`) passes; `count` gets the
+// subgroup's passing elements. Called with a constant code, the predicate's switch folds away.
+uint kept_bits(uint code, T v[ITEMS], uint first, T a, T b, out uint count) {
+    uint kept = 0u;
+    count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = first + j * gl_SubgroupSize < p.n && xw_predicate(v[j], code, a, b);
+        kept |= uint(pass) << j;
+        count += ballot_count(subgroupBallot(pass));
+    }
+    return kept;
+}
+
+void main() {
+    uint t = xw_group();
+    uint local = gl_LocalInvocationIndex;
+    if (OP != OP_COUNT && t == 0u && local == 0u) {
+        uint s = p.tiles == 0u ? 0u : prefix[p.tiles - 1u] + counts[p.tiles - 1u];
+        total[0] = s;
+        total[1] = 0u;
+    }
+    // Whole workgroups leave together, so the barriers below stay uniform.
+    if (t >= p.tiles) return;
+    uint first = t * TILE + gl_SubgroupID * gl_SubgroupSize * ITEMS + gl_SubgroupInvocationID;
+    T v[ITEMS];
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        uint i = first + j * gl_SubgroupSize;
+        v[j] = i < p.n ? src[i] : T(0);
+    }
+    T a = xw_pred_operand(p.a_lo, p.a_hi);
+    T b = xw_pred_operand(p.b_lo, p.b_hi);
+    // The predicate's code is uniform: one branch here instead of one per element.
+    uint kept;
+    uint count;
+    switch (p.pred) {
+    case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, a, b, count); break;
+    case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, a, b, count); break;
+    case XW_PRED_NONZERO: kept = kept_bits(XW_PRED_NONZERO, v, first, a, b, count); break;
+    case XW_PRED_GREATER: kept = kept_bits(XW_PRED_GREATER, v, first, a, b, count); break;
+    case XW_PRED_LESS: kept = kept_bits(XW_PRED_LESS, v, first, a, b, count); break;
+    case XW_PRED_IN_RANGE: kept = kept_bits(XW_PRED_IN_RANGE, v, first, a, b, count); break;
+    default: kept = kept_bits(p.pred, v, first, a, b, count); break;
+    }
+    if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
+    barrier();
+    uint below = 0u;
+    uint tile_count = 0u;
+    for (uint s = 0u; s < xw_num_subgroups(); ++s) {
+        uint c = sg_counts[s];
+        if (s < gl_SubgroupID) below += c;
+        tile_count += c;
+    }
+    if (OP == OP_COUNT) {
+        if (local == 0u) counts[t] = tile_count;
+        return;
+    }
+    // The element of step j sits at place q = run + j * gl_SubgroupSize + lane of the tile,
+    // with `at` passing elements of the tile before it.
+    uint run = gl_SubgroupID * gl_SubgroupSize * ITEMS;
+    uint at = below;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = ((kept >> j) & 1u) != 0u;
+        uvec4 ballot = subgroupBallot(pass);
+        uint r = at + ballot_rank(ballot);
+        uint q = run + j * gl_SubgroupSize + gl_SubgroupInvocationID;
+        if (first + j * gl_SubgroupSize < p.n) {
+            stage[min(pass ? r : tile_count + q - r, TILE - 1u)] = v[j];
+        }
+        at += ballot_count(ballot);
+    }
+    barrier();
+    uint tile_first = t * TILE;
+    uint len = min(TILE, p.n - tile_first);
+    uint pre = prefix[t];
+    uint selected = prefix[p.tiles - 1u] + counts[p.tiles - 1u];
+    // The tile's failing elements start after every passing element and the failing elements
+    // of the tiles before it (tile_first - pre of them).
+    uint fail_first = selected + tile_first - pre;
+    for (uint i = local; i < len; i += gl_WorkGroupSize.x) {
+        dst[i < tile_count ? pre + i : fail_first + (i - tile_count)] = stage[i];
+    }
+}

@@ -1,0 +1,390 @@
+// Runs of equal consecutive keys, single pass: the text of unique.comp (XW_RUNS_UNIQUE),
+// run_length.comp (XW_RUNS_RLE) and reduce_by_key.comp (XW_RUNS_RBK); the twin of
+// cuda/runs.cuh, modelled by src/cpu/runs.rs. Keys are compared by their bits (KEY_WORDS
+// 32-bit words each), so a float key equals only a key of the same bits: +0.0 and -0.0 differ,
+// and a NaN equals a NaN of the same payload.
+//
+// Element i is a head when i = 0 or key[i] differs from key[i - 1], a tail when i = n - 1 or
+// key[i] differs from key[i + 1]; run r spans head r .. tail r. UNIQUE writes the key of head r
+// to keys_out[r]; RLE writes the key of tail r and the run's length to keys_out[r] and
+// values_out[r]; RBK writes the key of tail r and the reduction of the run's values. Every mode
+// writes the number of runs (u64) to `runs`.
+//
+// Tiles of TILE = gl_WorkGroupSize.x * ITEMS elements; invocation l (gl_LocalInvocationIndex)
+// owns the ITEMS consecutive elements from l * ITEMS: its *thread piece*. The canonical order of
+// a run's reduction (README, "Deterministic floats"): the run is cut into thread pieces and
+// tile pieces (at global indices that are multiples of ITEMS and of TILE); each thread piece
+// folds its values left to right from its first value, each tile piece folds its thread pieces
+// left to right, and the run folds its tile pieces left to right. No identity enters.
+//
+// In a tile:
+//   1. each invocation reads its keys (and the key before and after its piece) and values: its
+//      heads, tails, head count and *trail* (the fold of its values from its last head, or its
+//      first value, to its end);
+//   2. invocation 0 folds the thread pieces in order: C[l] is the fold of the trails of the
+//      invocations before l since the last head before l (C[0]: none), and H[l] the heads
+//      before l. The tile's aggregate is A = (heads of the tile, C[BLOCK]): its head count and
+//      the tile piece of its last run;
+//   3. the tile's exclusive prefix E = (heads before the tile, the fold of the tile pieces of
+//      the run that enters the tile) by decoupled look-back over the tile states, with the
+//      operator (h1, v1) + (h2, v2) = (h1 + h2, h2 > 0 ? v2 : op(v1, v2)), which folds tile
+//      pieces left to right; E(k) is always the left fold A(0) + ... + A(k - 1), whichever
+//      published prefix the look-back finds (as in scan_device.glsl), so its bits do not depend
+//      on timing;
+//   4. each invocation walks its elements again: a tail's run value is its thread piece's
+//      partial fold, after C[l] when the run began in an earlier invocation, after E's value
+//      when it began in an earlier tile; its run index is E's heads + H[l] + the heads of the
+//      piece so far - 1.
+//
+// Tile states live in `work`: word 0 the tile ticket counter, then a flag word per tile (0
+// nothing yet, 1 the aggregate, 2 the inclusive prefix; words only grow, by atomicMax), then four
+// words per tile of aggregate and four of inclusive prefix (heads, the value's two words). A
+// value is written before its flag, with a buffer barrier between; a reader polls the flag with
+// a relaxed atomic load, then reads the value after a barrier. The look-back polls a window of
+// up to BLOCK predecessors at once, one per invocation, until every tile above the window's
+// nearest inclusive prefix has published its aggregate. Tiles are numbered in the order
+// workgroups take a ticket, so a tile's predecessors have started. Vulkan promises no forward
+// progress between workgroups: after `spin` polls in all (one budget per look-back; llvmpipe
+// ends an invocation's loops after 65535 iterations in total), the workgroup computes every
+// unpublished predecessor of the window itself (the very bits its owner will publish) and
+// publishes its aggregate. It cannot deadlock on any conformant device.
+//
+// The including kernel includes common.glsl first; reduce_by_key.comp also declares OP and
+// includes reduce_op.glsl (the operators on the value type T).
+#extension GL_KHR_memory_scope_semantics : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint KEY_WORDS = 1u;  // 32-bit words per key: 1 or 2
+layout(constant_id = 2) const uint ITEMS = 16u;     // elements per invocation
+
+#if defined(XW_RUNS_RBK)
+#define VT T
+#else
+#define VT uint
+#endif
+
+const uint FLAG_AGGREGATE = 1u;
+const uint FLAG_INCLUSIVE = 2u;
+const uint W_FLAGS = 4u;  // the first flag word; word 0 is the ticket counter
+
+layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
+layout(std430, binding = 1) readonly buffer Values { VT values[]; };  // RBK only
+layout(std430, binding = 2) writeonly buffer KeysOut { uint keys_out[]; };
+layout(std430, binding = 3) writeonly buffer ValuesOut { VT values_out[]; };  // RLE, RBK
+layout(std430, binding = 4) writeonly buffer Runs { uint runs[]; };  // the u64 count, low first
+layout(std430, binding = 5) coherent buffer Work { uint work[]; };
+layout(push_constant) uniform Params {
+    uint n;      // elements
+    uint tiles;  // tiles of the input
+    uint spin;   // polls of unpublished predecessors per look-back before computing them here
+    uint clear;  // nonzero: zero the ticket and the flags, and the run count
+} p;
+
+const uint BLOCK = gl_WorkGroupSize.x;
+const uint TILE = BLOCK * ITEMS;
+
+// A tile's aggregate or prefix: heads, and the value of its last run (none when heads is 0 and
+// nothing came before).
+struct Carry {
+    uint heads;
+    VT v;
+};
+
+shared uint inv_heads[BLOCK];  // step 1: each invocation's heads
+shared VT inv_trail[BLOCK];    // step 1: each invocation's trail
+shared uint inv_before[BLOCK]; // step 2: H[l]
+shared VT inv_carry[BLOCK];    // step 2: C[l]
+shared uint lb_flag[BLOCK];    // the look-back window's flags
+shared uint lb_m;              // the window's nearest inclusive prefix
+shared uint lb_gap;            // a tile above it has published nothing
+shared uint s_word;
+shared Carry s_carry;
+
+uint w_aggregates() { return W_FLAGS + (p.tiles + 3u) / 4u * 4u; }
+uint w_inclusives() { return w_aggregates() + 4u * p.tiles; }
+
+uvec2 key_at(uint i) {
+    return KEY_WORDS == 2u ? uvec2(keys[2u * i], keys[2u * i + 1u]) : uvec2(keys[i], 0u);
+}
+
+void store_key(uint r, uvec2 k) {
+    if (KEY_WORDS == 2u) {
+        keys_out[2u * r] = k.x;
+        keys_out[2u * r + 1u] = k.y;
+    } else {
+        keys_out[r] = k.x;
+    }
+}
+
+#if defined(XW_RUNS_RBK)
+VT value_at(uint i) { return values[i]; }
+VT vop(VT a, VT b) { return xw_op(a, b); }
+#if defined(XW_T_64)
+uvec2 vt_bits(VT v) {
+#if defined(XW_T_FLOAT)
+    return unpackDouble2x32(v);
+#else
+    return unpackUint2x32(uint64_t(v));
+#endif
+}
+VT vt_from(uvec2 b) {
+#if defined(XW_T_FLOAT)
+    return packDouble2x32(b);
+#else
+    return VT(packUint2x32(b));
+#endif
+}
+#else
+uvec2 vt_bits(VT v) {
+#if defined(XW_T_FLOAT)
+    return uvec2(floatBitsToUint(v), 0u);
+#else
+    return uvec2(uint(v), 0u);
+#endif
+}
+VT vt_from(uvec2 b) {
+#if defined(XW_T_FLOAT)
+    return uintBitsToFloat(b.x);
+#else
+    return VT(b.x);
+#endif
+}
+#endif
+#else
+// RLE counts the elements of a run; UNIQUE carries no value.
+VT value_at(uint i) { return 1u; }
+VT vop(VT a, VT b) { return a + b; }
+uvec2 vt_bits(VT v) { return uvec2(v, 0u); }
+VT vt_from(uvec2 b) { return b.x; }
+#endif
+
+Carry carry_op(Carry a, Carry b) {
+    Carry c;
+    c.heads = a.heads + b.heads;
+    c.v = b.heads > 0u ? b.v : vop(a.v, b.v);
+    return c;
+}
+
+// One thread piece: its keys and values, which of its elements are heads and tails (bit j),
+// and how many of its elements lie below n.
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+                out uint tails, out uint len) {
+    uint first = t * TILE + l * ITEMS;
+    len = first < p.n ? min(ITEMS, p.n - first) : 0u;
+    heads = 0u;
+    tails = 0u;
+    uvec2 prev = first > 0u && first < p.n ? key_at(first - 1u) : uvec2(0u);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+            k[j] = key_at(first + j);
+            v[j] = value_at(first + j);
+        } else {
+            k[j] = uvec2(0u);
+            v[j] = VT(0);
+        }
+    }
+    uvec2 next = first + len < p.n ? key_at(first + len) : uvec2(0u);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+            uvec2 before = j == 0u ? prev : k[j - 1u];
+            uvec2 after = j + 1u == len ? next : k[min(j + 1u, ITEMS - 1u)];
+            bool head = first + j == 0u || k[j] != before;
+            bool tail = first + j + 1u == p.n || k[j] != after;
+            heads |= uint(head) << j;
+            tails |= uint(tail) << j;
+        }
+    }
+}
+
+// The trail of a piece: the fold of its values from its last head (or its first value).
+VT piece_trail(VT v[ITEMS], uint heads, uint len) {
+    VT acc = v[0];
+    [[unroll]] for (uint j = 1u; j < ITEMS; ++j) {
+        if (j < len) acc = ((heads >> j) & 1u) != 0u ? v[j] : vop(acc, v[j]);
+    }
+    return acc;
+}
+
+// Steps 1 and 2 for tile t: the tile's aggregate (every invocation gets it); with `own`, also
+// H[l] and C[l] in inv_before and inv_carry. Uniform control flow.
+Carry tile_summary(uint t, uint l, bool own) {
+    uvec2 k[ITEMS];
+    VT v[ITEMS];
+    uint heads, tails, len;
+    load_piece(t, l, k, v, heads, tails, len);
+    barrier();  // inv_heads and inv_trail may still be read by an earlier summary
+    inv_heads[l] = bitCount(heads);
+    inv_trail[l] = len > 0u ? piece_trail(v, heads, len) : VT(0);
+    barrier();
+    if (l == 0u) {
+        Carry c;
+        c.heads = 0u;
+        c.v = VT(0);
+        uint valid = p.n - t * TILE;  // elements of the tile (at least one)
+        for (uint q = 0u; q < BLOCK; ++q) {
+            if (own) {
+                inv_before[q] = c.heads;
+                inv_carry[q] = c.v;
+            }
+            if (q * ITEMS >= valid) continue;
+            VT trail = inv_trail[q];
+            c.v = q == 0u || inv_heads[q] > 0u ? trail : vop(c.v, trail);
+            c.heads += inv_heads[q];
+        }
+        s_carry = c;
+    }
+    barrier();
+    return s_carry;
+}
+
+void publish(uint tile, uint flag, Carry c) {
+    uint at = (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
+    uvec2 b = vt_bits(c.v);
+    work[at] = c.heads;
+    work[at + 1u] = b.x;
+    work[at + 2u] = b.y;
+    memoryBarrierBuffer();
+    atomicMax(work[W_FLAGS + tile], flag);
+}
+
+uint poll_flag(uint tile) {
+    return atomicLoad(work[W_FLAGS + tile], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                      gl_SemanticsRelaxed);
+}
+
+// The published value of `tile` for `flag`, once its flag has reached it.
+Carry read_published(uint tile, uint flag) {
+    while (poll_flag(tile) < flag) {
+    }
+    memoryBarrierBuffer();
+    uint at = (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
+    Carry c;
+    c.heads = work[at];
+    c.v = vt_from(uvec2(work[at + 1u], work[at + 2u]));
+    return c;
+}
+
+// The exclusive prefix E of tile k > 0 (every invocation gets it), whose aggregate is `agg`;
+// publishes the tile's inclusive prefix. Uniform control flow.
+Carry look_back(uint k, Carry agg, uint l) {
+    int hi = int(k) - 1;
+    int j = -1;
+    uint polls = 0u;
+    while (hi >= 0) {
+        uint count = uint(min(hi + 1, int(BLOCK)));
+        uint m;
+        bool gap;
+        while (true) {
+            if (l == 0u) {
+                lb_m = count;
+                lb_gap = 0u;
+            }
+            barrier();
+            if (l < count) {
+                uint f = poll_flag(uint(hi) - l);
+                lb_flag[l] = f;
+                if (f == FLAG_INCLUSIVE) atomicMin(lb_m, l);
+            }
+            barrier();
+            m = lb_m;
+            if (l < m && lb_flag[l] == 0u) atomicOr(lb_gap, 1u);
+            barrier();
+            gap = lb_gap != 0u;
+            barrier();
+            if (!gap || polls >= p.spin) break;
+            ++polls;
+        }
+        if (gap) {
+            // Predecessors above the nearest inclusive prefix that published nothing within the
+            // budget: computed here and published (lb_flag is uniform: shared, read after a
+            // barrier).
+            for (uint i = 0u; i < m; ++i) {
+                if (lb_flag[i] != 0u) continue;
+                uint tile = uint(hi) - i;
+                Carry a = tile_summary(tile, l, false);
+                if (l == 0u) publish(tile, FLAG_AGGREGATE, a);
+            }
+        }
+        if (m < count) {
+            j = hi - int(m);
+            break;
+        }
+        hi -= int(count);
+    }
+    // Fold forward from the nearest inclusive prefix P(j) (or from tile 0): E = P(j) + A(j + 1)
+    // + ... + A(k - 1), the same left fold whichever j was found. Tile 0 has a head, so the
+    // start without a prefix is never combined with a value.
+    if (l == 0u) {
+        Carry e;
+        e.heads = 0u;
+        e.v = VT(0);
+        if (j >= 0) e = read_published(uint(j), FLAG_INCLUSIVE);
+        for (uint t = uint(j + 1); t < k; ++t) e = carry_op(e, read_published(t, FLAG_AGGREGATE));
+        s_carry = e;
+        publish(k, FLAG_INCLUSIVE, carry_op(e, agg));
+    }
+    barrier();
+    return s_carry;
+}
+
+void main() {
+    uint l = gl_LocalInvocationIndex;
+    if (p.clear != 0u) {
+        uint i = xw_group() * BLOCK + l;
+        if (i < W_FLAGS + p.tiles) work[i] = 0u;
+        if (i == 0u) {
+            runs[0] = 0u;
+            runs[1] = 0u;
+        }
+        return;
+    }
+    // Whole workgroups leave together, so the barriers below stay uniform.
+    if (xw_group() >= p.tiles) return;
+    // Tiles are numbered in the order workgroups take a ticket, so a tile's predecessors have
+    // started.
+    if (l == 0u) s_word = atomicAdd(work[0], 1u);
+    barrier();
+    uint t = s_word;
+    Carry agg = tile_summary(t, l, true);
+    uint before = inv_before[l];
+    VT carry = inv_carry[l];
+    Carry e;
+    e.heads = 0u;
+    e.v = VT(0);
+    if (t == 0u) {
+        if (l == 0u) publish(0u, FLAG_INCLUSIVE, agg);
+    } else {
+        if (l == 0u) publish(t, FLAG_AGGREGATE, agg);
+        e = look_back(t, agg, l);
+    }
+    if (t + 1u == p.tiles && l == 0u) {
+        runs[0] = e.heads + agg.heads;
+        runs[1] = 0u;
+    }
+    uvec2 k[ITEMS];
+    VT v[ITEMS];
+    uint heads, tails, len;
+    load_piece(t, l, k, v, heads, tails, len);
+    uint seen = 0u;  // heads of the piece so far
+    VT partial = VT(0);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+            bool head = ((heads >> j) & 1u) != 0u;
+            seen += uint(head);
+            partial = head || j == 0u ? v[j] : vop(partial, v[j]);
+            uint r = e.heads + before + seen;  // the run's index + 1
+#if defined(XW_RUNS_UNIQUE)
+            if (head) store_key(r - 1u, k[j]);
+#else
+            if (((tails >> j) & 1u) != 0u) {
+                // The run began in this piece, in an earlier piece of the tile, or in an earlier
+                // tile.
+                VT local = seen > 0u || l == 0u ? partial : vop(carry, partial);
+                VT value = seen == 0u && before == 0u ? vop(e.v, local) : local;
+                store_key(r - 1u, k[j]);
+                values_out[r - 1u] = value;
+            }
+#endif
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Stable two-way partition by a run-time [`Predicate`] (CUB's `DevicePartition::If`, with both
+//! parts in input order).
+//!
+//! The output holds the elements that pass first, in input order, then the others, also in
+//! input order; the number that pass lands in a [`DeviceVec<u64>`]. Everything stays on the
+//! device, so an application can chain further kernels with no host copy.
+//!
+//! Three steps, in tiles of [`BLOCK`] threads × [`items_per_thread`] elements (16 KiB of input),
+//! ranked by subgroup ballots as in the stable compaction ([`crate::compact`]):
+//! 1. `partition` (count): each tile's passing count;
+//! 2. [`crate::scan::device_scan`] of the tile counts (exclusive sum): each tile's offset, by
+//!    the decoupled look-back with its fallback that cannot deadlock;
+//! 3. `partition` (scatter): each tile stages its passing elements and its others in shared
+//!    memory and writes both runs with coalesced stores, the passing ones at the tile's offset,
+//!    the others after every passing element (the total, which the scan's last entry gives).
+//!
+//! The first part's length must be known before any element of the second part can be placed,
+//! so the input is read twice: once to count, once to move.
+//!
+//! ```no_run
+//! # fn main() -> xwarp::Result<()> {
+//! use xwarp::partition::partition_host;
+//! use xwarp::vote::Predicate;
+//! let dev = xwarp::backend::open_default()?;
+//! let input: Vec<u32> = (0..10).collect();
+//! let (count, out) = partition_host(&*dev, Predicate::Odd, &input)?;
+//! assert_eq!(count, 5);
+//! assert_eq!(out, [1, 3, 5, 7, 9, 0, 2, 4, 6, 8]);
+//! # Ok(()) }
+//! ```
+//!
+//! # Limits
+//! At most [`plan::MAX_LAUNCH_ELEMS`] elements, and no more than one kernel binding spans. Every
+//! check happens before anything is launched, so a refused call leaves its outputs untouched.
+
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::error::{Error, Result};
+use crate::kernels::PartitionParams;
+use crate::plan;
+use crate::reduce::ReduceOp;
+use crate::scan::{self, ScanKind};
+pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
+use crate::vote::{Predicate, PredicateElement};
+
+/// The steps of the plan: `OP` in `shaders/partition.comp` and `cuda/partition.cu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Count = 0,
+    Scatter = 1,
+}
+
+/// Partitions `input` by `pred` into `output` (the same length, another buffer): the passing
+/// elements first and the others after them, each in input order; `count[0]` gets the number
+/// that pass (`count` holds at least one element and is a buffer of its own).
+pub fn partition<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+    count: &mut DeviceVec<u64>,
+) -> Result<()> {
+    validate(dev, pred, input, output, count)?;
+    let info = dev.info();
+    let n = input.len();
+    let tile = tile_elems(T::KIND.size());
+    let tiles = n.div_ceil(tile);
+    let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
+    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
+    let mut consts = vec![("OP", 0), ("ITEMS", items_per_thread(T::KIND.size()))];
+    // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
+    if info.backend == BackendKind::Cuda {
+        consts.push(("BLOCK", BLOCK));
+    }
+    let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
+    let params = PartitionParams {
+        n: n as u32,
+        pred: code,
+        a_lo,
+        a_hi,
+        b_lo,
+        b_hi,
+        tiles: tiles as u32,
+        pad: 0,
+    };
+    let launch = |step: Step, prefix: &DeviceVec<u32>| -> Result<()> {
+        let mut consts = consts.clone();
+        consts[0].1 = step as u32;
+        dev.launch(&Launch {
+            kernel: Kernel {
+                name: "partition",
+                elem: T::KIND,
+                consts: &consts,
+            },
+            block: BLOCK,
+            // The scatter's workgroup 0 writes the count, even of an empty input.
+            groups: plan::grid(info, tiles.max(1) as u64)?,
+            bindings: &[
+                input.binding(0, n),
+                output.binding(0, n),
+                counts.binding(0, tiles),
+                prefix.binding(0, tiles),
+                count.binding(0, 1),
+            ],
+            params: bytemuck::bytes_of(&params),
+        })
+    };
+    if tiles > 0 {
+        launch(Step::Count, &prefix)?;
+        scan::device_scan(
+            dev,
+            ReduceOp::Sum,
+            ScanKind::Exclusive,
+            &counts,
+            &mut prefix,
+        )?;
+    }
+    launch(Step::Scatter, &prefix)
+}
+
+/// [`partition`] on host data: uploads, runs, and downloads the count and the output.
+pub fn partition_host<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &[T],
+) -> Result<(u64, Vec<T>)> {
+    pred.validate()?;
+    let src = DeviceVec::from_slice(dev, input)?;
+    let mut dst = DeviceVec::alloc(dev, input.len())?;
+    let mut count = DeviceVec::alloc(dev, 1)?;
+    partition(dev, pred, &src, &mut dst, &mut count)?;
+    Ok((count.to_vec(dev)?[0], dst.to_vec(dev)?))
+}
+
+fn validate<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &DeviceVec<T>,
+    output: &DeviceVec<T>,
+    count: &DeviceVec<u64>,
+) -> Result<()> {
+    pred.validate()?;
+    if output.len() != input.len() {
+        return Err(Error::LengthMismatch {
+            name: "output",
+            expected: input.len() as u64,
+            actual: output.len() as u64,
+        });
+    }
+    if count.is_empty() {
+        return Err(Error::LengthMismatch {
+            name: "count",
+            expected: 1,
+            actual: 0,
+        });
+    }
+    plan::check_distinct(
+        "partition",
+        &[("output", output.raw()), ("count", count.raw())],
+        &[("input", input.raw())],
+    )?;
+    let info = dev.info();
+    plan::check_launch_len(info, "input.len()", input.len(), T::KIND.size())?;
+    plan::require(
+        info,
+        T::KIND,
+        SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT,
+    )
+}
+
+// The partition's tile is the compaction's, on the crate's common block.
+const _: () = assert!(BLOCK == plan::BLOCK);

@@ -1,0 +1,146 @@
+//! What unique ([`crate::unique`]), run-length encoding ([`crate::run_length`]) and
+//! reduce-by-key ([`crate::reduce_by_key`]) share: runs of equal consecutive keys found in one
+//! pass over the input, in tiles whose exclusive prefixes (the runs before them, and the value of
+//! the run entering them) come from a decoupled look-back with a fallback that cannot deadlock.
+//!
+//! Keys of every element type are compared by their bits: `+0.0` and `-0.0` are different
+//! keys, and a NaN equals only a NaN of the same payload. The shaders' header
+//! (`shaders/runs.glsl`) describes the kernels in full.
+//!
+//! # Limits
+//! At most [`plan::MAX_LAUNCH_ELEMS`] elements, and no more than one kernel binding spans.
+//! Every check happens before anything is launched, so a refused call leaves its outputs
+//! untouched.
+
+use crate::device::{Binding, Device, DeviceVec, Kernel, Launch};
+use crate::element::{ElemKind, Element};
+use crate::error::{Error, Result};
+use crate::kernels::RunsParams;
+use crate::plan;
+pub use crate::spec::runs::{items, tile, BLOCK};
+
+/// Default [`Tuning::spin`].
+pub const DEFAULT_SPIN: u32 = 1 << 12;
+
+/// Knobs that change speed, never results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Polls of unpublished predecessor tiles per look-back before a tile computes them itself
+    /// (one budget per look-back); 0 computes a predecessor at the first unpublished poll.
+    pub spin: u32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { spin: DEFAULT_SPIN }
+    }
+}
+
+/// One call of a runs kernel: its name, variant and bindings (the values' and the values
+/// output's bindings hold the keys where a mode has none).
+pub(crate) struct RunsCall<'a> {
+    pub kernel: &'static str,
+    /// The values' type (`u32` for unique and run-length encoding).
+    pub elem: ElemKind,
+    pub key_bytes: usize,
+    pub value_bytes: usize,
+    /// Reduce-by-key's operator code.
+    pub op: Option<u32>,
+    pub n: usize,
+    pub keys: Binding<'a>,
+    pub values: Binding<'a>,
+    pub keys_out: Binding<'a>,
+    pub values_out: Binding<'a>,
+    pub runs: Binding<'a>,
+    pub tuning: Tuning,
+}
+
+/// Zeroes the tile states and the run count, then runs the tiles (none for an empty input).
+pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
+    let info = dev.info();
+    let tiles = call.n.div_ceil(tile(call.key_bytes, call.value_bytes));
+    // The ticket counter and a flag per tile (from word 4), then four words of aggregate and
+    // four of inclusive prefix per tile (`w_aggregates` in the kernels).
+    let head = 4 + tiles.div_ceil(4) * 4;
+    let work = DeviceVec::<u32>::alloc(dev, head + 8 * tiles)?;
+    let mut consts = vec![
+        ("KEY_WORDS", (call.key_bytes / 4) as u32),
+        ("ITEMS", items(call.key_bytes, call.value_bytes)),
+    ];
+    if let Some(op) = call.op {
+        consts.push(("OP", op));
+    }
+    // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
+    if info.backend == crate::device::BackendKind::Cuda {
+        consts.push(("BLOCK", BLOCK));
+    }
+    let kernel = Kernel {
+        name: call.kernel,
+        elem: call.elem,
+        consts: &consts,
+    };
+    let bindings = [
+        call.keys,
+        call.values,
+        call.keys_out,
+        call.values_out,
+        call.runs,
+        work.binding(0, work.len()),
+    ];
+    let mut params = RunsParams {
+        n: call.n as u32,
+        tiles: tiles as u32,
+        spin: call.tuning.spin,
+        clear: 1,
+    };
+    dev.launch(&Launch {
+        kernel,
+        block: BLOCK,
+        groups: plan::grid(info, (4 + tiles).div_ceil(BLOCK as usize) as u64)?,
+        bindings: &bindings,
+        params: bytemuck::bytes_of(&params),
+    })?;
+    if tiles == 0 {
+        return Ok(());
+    }
+    params.clear = 0;
+    dev.launch(&Launch {
+        kernel,
+        block: BLOCK,
+        groups: plan::grid(info, tiles as u64)?,
+        bindings: &bindings,
+        params: bytemuck::bytes_of(&params),
+    })
+}
+
+/// Fails unless `output` holds at least `n` elements.
+pub(crate) fn check_output(name: &'static str, n: usize, output: usize) -> Result<()> {
+    if output < n {
+        return Err(Error::LengthMismatch {
+            name,
+            expected: n as u64,
+            actual: output as u64,
+        });
+    }
+    Ok(())
+}
+
+/// The checks every runs call makes on its keys and run count: the length limit and a count
+/// slot.
+pub(crate) fn check_common<K: Element>(
+    dev: &dyn Device,
+    keys: &DeviceVec<K>,
+    num_runs: &DeviceVec<u64>,
+) -> Result<()> {
+    if num_runs.is_empty() {
+        return Err(Error::LengthMismatch {
+            name: "num_runs",
+            expected: 1,
+            actual: 0,
+        });
+    }
+    plan::check_launch_len(dev.info(), "keys.len()", keys.len(), K::KIND.size())
+}
+
+// The runs kernels' block is the crate's common block.
+const _: () = assert!(BLOCK == plan::BLOCK);
