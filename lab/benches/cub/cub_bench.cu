@@ -868,6 +868,22 @@ std::pair<size_t, size_t> first_failing(size_t n, const F& ok) {
   return {f, c};
 }
 
+/// Compares bit patterns element by element, on every core; reports the first difference.
+template <typename T>
+std::string check_bits(const char* what, const std::vector<T>& want, const std::vector<T>& got) {
+  if (want.size() != got.size()) {
+    return std::string(what) + ": " + std::to_string(got.size()) + " elements, host " +
+           std::to_string(want.size());
+  }
+  const auto bad = first_failing(want.size(), [&](size_t i) {
+    return bit_cast<Bits<T>>(got[i]) == bit_cast<Bits<T>>(want[i]);
+  });
+  if (bad.first == SIZE_MAX) return "";
+  const size_t i = bad.first;
+  return std::string(what) + " element " + std::to_string(i) + ": " + show(got[i]) + ", host " +
+         show(want[i]);
+}
+
 /// Checks sorted keys without sorting: in CUB's ascending order, and the same multiset of bit
 /// patterns as the input (`want` is the input's fingerprint under `key`).
 template <typename T>

@@ -252,7 +252,12 @@ impl Algo {
     pub fn parse_list(spec: &str) -> Result<Vec<Algo>> {
         let list: Vec<Algo> = Algo::ALL
             .into_iter()
-            .filter(|a| a.name() == spec || a.family() == spec)
+            .filter(|a| {
+                a.name() == spec
+                    || a.family() == spec
+                    || (spec == "toolbox" && matches!(a, Algo::Toolbox(_)))
+                    || (spec == "core" && !matches!(a, Algo::Toolbox(_)))
+            })
             .collect();
         if list.is_empty() {
             let names: Vec<String> = Algo::ALL.iter().map(|a| a.name()).collect();
@@ -262,7 +267,8 @@ impl Algo {
                 format!(
                     "a family (roofline, reduce, scan, compact, stencil, shfl, vote, sort, \
                      partition, unique, run_length, reduce_by_key, segmented_reduce, \
-                     histogram, top_k, ladder, chain) or one of {}",
+                     histogram, top_k, ladder, chain), `core` (all but the toolbox), \
+                     `toolbox` (its seven families) or one of {}",
                     names.join(", ")
                 ),
             ));
@@ -341,13 +347,17 @@ pub struct Forms {
 
 impl Config {
     /// The full run: sizes 2^10 … 2^28, the types `i32`, `u32` (the type the sort's targets
-    /// name) and `f32`, every algorithm with its launch breakdown, the ladder at 2^24 and the
+    /// name) and `f32`, every algorithm but the toolbox's (`--algo toolbox` or `--algo
+    /// core,toolbox` adds them) with its launch breakdown, the ladder at 2^24 and the
     /// throughput chains.
     pub fn full(seed: u64) -> Self {
         Config {
             sizes: (10..=28).map(|k| 1usize << k).collect(),
             types: vec![ElemKind::I32, ElemKind::U32, ElemKind::F32],
-            algos: Algo::ALL.to_vec(),
+            algos: Algo::ALL
+                .into_iter()
+                .filter(|a| !matches!(a, Algo::Toolbox(_)))
+                .collect(),
             ladder: true,
             ladder_n: 1 << 24,
             chain: true,
