@@ -244,7 +244,7 @@ pub fn judge(report: &mut Report, flags: &mut [Flag], retimed: &Retimed) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{Config, CubInfo};
+    use crate::bench::Config;
 
     fn record(
         backend: &str,
@@ -254,42 +254,18 @@ mod tests {
         min_us: f64,
         max_us: f64,
     ) -> Record {
-        Record {
-            backend: backend.into(),
-            algo: algo.into(),
-            elem: "i32".into(),
-            n,
-            bytes: 8 * n as u64,
-            gpu: Stats {
-                median: median_us * 1e-6,
-                min: min_us * 1e-6,
-                max: max_us * 1e-6,
-            },
-            host: Stats::default(),
-            gbs: 0.0,
-            roof_fraction: None,
-            vs_cub: None,
-            keys_per_s: None,
-            forms: None,
-            launches: None,
-        }
+        let gpu = Stats {
+            median: median_us * 1e-6,
+            min: min_us * 1e-6,
+            max: max_us * 1e-6,
+        };
+        crate::bench::test_record(backend, algo, n, gpu)
     }
 
     fn report(records: Vec<Record>) -> Report {
         Report {
-            date: String::new(),
-            config: Config::quick(1),
-            devices: Vec::new(),
-            unavailable: Vec::new(),
-            cub: CubInfo::default(),
             records,
-            ladder: Vec::new(),
-            chains: Vec::new(),
-            skipped: Vec::new(),
-            failures: Vec::new(),
-            wall_s: 0.0,
-            phases: Default::default(),
-            flags: Vec::new(),
+            ..Report::empty(Config::quick(1), Vec::new())
         }
     }
 

@@ -189,38 +189,15 @@ mod tests {
     use super::*;
 
     fn rec(backend: &str, n: usize, median: f64, min: f64, max: f64) -> Record {
-        Record {
-            backend: backend.into(),
-            algo: "copy".into(),
-            elem: "i32".into(),
-            n,
-            bytes: 8 * n as u64,
-            gpu: Stats { median, min, max },
-            host: Stats::default(),
-            gbs: 8.0 * n as f64 / median / 1e9,
-            roof_fraction: None,
-            vs_cub: None,
-            keys_per_s: None,
-            forms: None,
-            launches: None,
-        }
+        super::super::test_record(backend, "copy", n, Stats { median, min, max })
     }
 
     fn report(records: Vec<Record>, wall_s: f64) -> Report {
         Report {
-            date: "2026-11-25".into(),
-            config: super::super::Config::quick(1),
-            devices: Vec::new(),
-            unavailable: Vec::new(),
-            cub: Default::default(),
             records,
-            ladder: Vec::new(),
-            chains: Vec::new(),
             skipped: vec!["x".into()],
-            failures: Vec::new(),
             wall_s,
-            phases: Default::default(),
-            flags: Vec::new(),
+            ..Report::empty(super::super::Config::quick(1), Vec::new())
         }
     }
 

@@ -479,6 +479,27 @@ pub struct Record {
     pub launches: Option<Vec<LaunchRow>>,
 }
 
+/// A record of `algo` on `i32` at `n` timed at `gpu` on `backend`, nothing else measured: for
+/// the tests of the reports.
+#[cfg(test)]
+pub(crate) fn test_record(backend: &str, algo: &str, n: usize, gpu: Stats) -> Record {
+    Record {
+        backend: backend.into(),
+        algo: algo.into(),
+        elem: "i32".into(),
+        n,
+        bytes: 8 * n as u64,
+        gpu,
+        host: Stats::default(),
+        gbs: 8.0 * n as f64 / gpu.median / 1e9,
+        roof_fraction: None,
+        vs_cub: None,
+        keys_per_s: None,
+        forms: None,
+        launches: None,
+    }
+}
+
 /// One command of a call's launch breakdown ([`Device::time_launches`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaunchRow {
@@ -590,6 +611,25 @@ pub struct Report {
 }
 
 impl Report {
+    /// A report of `config` on `devices` with nothing measured yet, dated today.
+    pub fn empty(config: Config, devices: Vec<DeviceEntry>) -> Report {
+        Report {
+            date: report::utc_date(),
+            config,
+            devices,
+            unavailable: Vec::new(),
+            cub: CubInfo::default(),
+            records: Vec::new(),
+            ladder: Vec::new(),
+            chains: Vec::new(),
+            skipped: Vec::new(),
+            failures: Vec::new(),
+            wall_s: 0.0,
+            phases: Default::default(),
+            flags: Vec::new(),
+        }
+    }
+
     /// Adds the time since `since` to phase `name`.
     fn phase(&mut self, name: &str, since: Instant) {
         *self.phases.entry(name.into()).or_default() += since.elapsed().as_secs_f64();
@@ -642,21 +682,7 @@ pub fn run(
             r.flags.clear();
             r
         }
-        None => Report {
-            date: report::utc_date(),
-            config: cfg.clone(),
-            devices: entries,
-            unavailable: Vec::new(),
-            cub: CubInfo::default(),
-            records: Vec::new(),
-            ladder: Vec::new(),
-            chains: Vec::new(),
-            skipped: Vec::new(),
-            failures: Vec::new(),
-            wall_s: 0.0,
-            phases: Default::default(),
-            flags: Vec::new(),
-        },
+        None => Report::empty(cfg.clone(), entries),
     };
     let wall_before = report.wall_s;
     let scrubs: Vec<Option<Scrub>> = devices
