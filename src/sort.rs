@@ -86,12 +86,15 @@ pub const DEFAULT_SPIN: u32 = 1 << 12;
 /// Default workgroup size where the subgroup size allows it (see [`TilePlan`]).
 pub const DEFAULT_BLOCK: u32 = 256;
 /// [`Tuning::items`] where it is 0 (the default): keys per invocation for 32-bit keys and
-/// values, on CUDA and on Vulkan (measured on an H100, NOTES.md: CUDA's compiler keeps 24
-/// keys a thread in 64 registers, NVIDIA's Vulkan compiler needs more for the same kernel).
-pub const DEFAULT_ITEMS: (u32, u32) = (24, 16);
-/// Default [`Tuning::min_blocks`]: four blocks of 256 threads a multiprocessor, at most 64
-/// registers a thread (float keys at 24 a thread would take 80, and three blocks).
-pub const DEFAULT_MIN_BLOCKS: u32 = 4;
+/// values, on CUDA and on Vulkan (measured on an H100, NOTES.md: u32 keys at 2^28, CUDA 1631
+/// µs a digit pass at 20 against 1781 at 16 and 2040 at 24, where the compiler spills or
+/// takes 108 registers; Vulkan 1996 at 16, 1960 at 24, 2176 at 20). Pairs of 32-bit keys and
+/// values get the most that fit in shared memory (16 at 48 KiB).
+pub const DEFAULT_ITEMS: (u32, u32) = (20, 16);
+/// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 20 keys
+/// a thread then takes 64 registers, four blocks of 256 a multiprocessor; a bound of four
+/// blocks made no faster pass at 16 or 24 keys, NOTES.md).
+pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].

@@ -20,16 +20,15 @@ use std::sync::Mutex;
 /// 2. per remaining digit, lowest first: every rank sorts its part stably by the digit (a
 ///    one-digit [`Sorter`] call), and the digit's counts of every rank give each key its place
 ///    in the vector sorted stably by that digit — its bucket's start, the bucket's keys on the
-///    ranks before, its rank within the bucket here — so each rank sends one contiguous run to
-///    each rank whose part of the output layout that run lands in (one exchange round);
-/// 3. a rank that received runs of several ranks and several digit values sorts them stably by
-///    the digit again: runs arrive in rank order, each sorted by the digit, and the stable sort
-///    orders them by (digit, sending rank, place there), which is the global order.
+///    ranks before, its rank within the bucket here; so each rank's run of one digit value
+///    lands on consecutive places, and goes (split where the output layout splits it) straight
+///    to its place on the rank that holds it (one exchange round, a piece per digit value and
+///    destination).
 ///
 /// After the last digit every rank holds its part of the output in global order. The result is
 /// the one stable sort of the whole vector, so it equals one device's [`Sorter`] result. Each
-/// remaining digit costs two one-digit sorts and one exchange of the whole vector: a
-/// one-device sort costs one one-digit sort per digit.
+/// remaining digit costs one one-digit sort on every rank and one exchange of the whole vector,
+/// where a one-device sort costs the one-digit sort alone.
 pub struct GroupSorter<K: Element> {
     tuning: Tuning,
     ranks: Vec<Mutex<Storage<K>>>,
@@ -406,28 +405,22 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 rv.all_gather(r, &mine)?
             };
             let plan = plan_pass(&counts, &self.out_lens);
-            let merge = plan.merge[r];
-            let other = match part {
-                At::Scratch(k) => At::Scratch(1 - k),
-                _ => At::Scratch(1),
+            let received = match (last, part) {
+                (true, _) => At::Output,
+                (false, At::Scratch(k)) => At::Scratch(1 - k),
+                (false, _) => At::Scratch(1),
             };
-            let received = if last && !merge { At::Output } else { other };
             self.send_pass(rank, st, &plan, part, received)?;
             cur_len = self.out_lens[r];
             cur = received;
-            // 3. Runs of several ranks and digit values: stable by the digit again.
-            if merge {
-                let to = if last { At::Output } else { part };
-                self.sort_digit(dev, st, r, received, to, cur_len, digits[d].clone())?;
-                cur = to;
-            }
         }
         debug_assert_eq!(cur, At::Output);
         Ok(())
     }
 
-    /// One exchange round: rank `r`'s part at `from` (its current layout) goes where `plan`
-    /// says; what it receives lands at `to` (the output's layout), in sending-rank order.
+    /// One exchange round: rank `r`'s part at `from` (its current layout, sorted stably by the
+    /// pass's digit) goes where `plan` says; what it receives lands at its places at `to` (the
+    /// output's layout).
     fn send_pass(
         &self,
         rank: Rank<'_>,
@@ -437,37 +430,37 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         to: At,
     ) -> Result<()> {
         let r = rank.rank;
-        let sent: usize = plan.send[r].iter().map(|s| s.1).sum();
+        let sent: usize = plan
+            .runs
+            .iter()
+            .filter(|run| run.from == r)
+            .map(|run| run.count)
+            .sum();
         let (src_keys, src_values) = self.at(st, r, from, sent)?;
         let (dst_keys, dst_values) = self.at(st, r, to, self.out_lens[r])?;
-        let (ks, vs) = (K::KIND.size() as u64, V::KIND.size() as u64);
+        let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
         let mut sends = Vec::new();
-        for (d, &(first, count)) in plan.send[r].iter().enumerate() {
-            if count > 0 {
+        let mut recvs = Vec::new();
+        for run in &plan.runs {
+            if run.from == r {
                 let values = src_values.as_ref().map(DeviceVec::raw);
                 push_run(
                     &mut sends,
-                    d,
+                    run.to,
                     (src_keys.raw(), values),
-                    (ks, vs),
-                    (first, count),
+                    sizes,
+                    (run.src, run.count),
                 );
             }
-        }
-        let mut recvs = Vec::new();
-        let mut at = 0usize;
-        for (s, send) in plan.send.iter().enumerate() {
-            let count = send[r].1;
-            if count > 0 {
+            if run.to == r {
                 let values = dst_values.as_ref().map(DeviceVec::raw);
                 push_run(
                     &mut recvs,
-                    s,
+                    run.from,
                     (dst_keys.raw(), values),
-                    (ks, vs),
-                    (at, count),
+                    sizes,
+                    (run.dst, run.count),
                 );
-                at += count;
             }
         }
         rank.ex.exchange(r, &sends, &recvs)
@@ -499,77 +492,70 @@ fn push_run<'a>(
     }
 }
 
-/// Where one pass moves the keys.
+/// One run of a pass: `count` keys of one digit value from rank `from`'s index `src` (its
+/// part sorted stably by the digit) to rank `to`'s index `dst` (its part of the output
+/// layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    from: usize,
+    to: usize,
+    src: usize,
+    dst: usize,
+    count: usize,
+}
+
+/// Where one pass moves the keys: its runs ordered by sender, receiver, then digit value, so
+/// that a sender's sends to one rank and that rank's receives from it come in the same order.
 #[derive(Debug, PartialEq, Eq)]
 struct PassPlan {
-    /// `send[s][d]`: the first index and the number of the keys of rank `s` (sorted stably by
-    /// the digit) that go to rank `d`; each rank's runs are consecutive, in destination order.
-    send: Vec<Vec<(usize, usize)>>,
-    /// `merge[d]`: whether rank `d` receives runs of several ranks holding several digit
-    /// values, which must then be sorted by the digit again.
-    merge: Vec<bool>,
+    runs: Vec<Run>,
 }
 
 /// The plan of one pass from `counts[s][b]`, the number of keys of digit value (bucket) `b` on
 /// rank `s` (each rank's keys sorted stably by the digit), to the layout `out_lens`.
 ///
 /// In the vector sorted stably by the digit, bucket `b` starts at `G[b]` (the keys of every
-/// lower bucket), and rank `s`'s keys of bucket `b` follow those of the ranks before it:
-/// they take places `P[s][b] ..` consecutively. A rank's places grow with its local index
-/// (`P[s][b] + counts[s][b] ≤ P[s][b + 1]`), so the keys it sends to each rank are one run.
+/// lower bucket), and rank `s`'s keys of bucket `b` follow those of the ranks before it: they
+/// take places `P[s][b] ..` consecutively, in their local order. So each (rank, bucket) is one
+/// run of places, cut where the output layout's parts begin.
 fn plan_pass(counts: &[Vec<u64>], out_lens: &[usize]) -> PassPlan {
     let ranks = counts.len();
     let buckets = counts.first().map_or(0, Vec::len);
-    let totals: Vec<u64> = (0..buckets)
-        .map(|b| counts.iter().map(|row| row[b]).sum())
-        .collect();
     let mut place = vec![vec![0u64; buckets]; ranks];
-    let mut start = 0u64;
-    let mut bucket_start = vec![0u64; buckets];
+    let mut at = 0u64;
     for b in 0..buckets {
-        bucket_start[b] = start;
-        let mut at = start;
         for s in 0..ranks {
             place[s][b] = at;
             at += counts[s][b];
         }
-        start += totals[b];
     }
     let mut bounds = vec![0u64; ranks + 1];
     for d in 0..ranks {
         bounds[d + 1] = bounds[d] + out_lens[d] as u64;
     }
-    // Keys of rank s whose places lie below x.
-    let below = |s: usize, x: u64| -> u64 {
-        (0..buckets)
-            .map(|b| counts[s][b].min(x.saturating_sub(place[s][b])))
-            .sum()
-    };
-    let send: Vec<Vec<(usize, usize)>> = (0..ranks)
-        .map(|s| {
-            (0..ranks)
-                .map(|d| {
-                    let lo = below(s, bounds[d]);
-                    let hi = below(s, bounds[d + 1]);
-                    (lo as usize, (hi - lo) as usize)
-                })
-                .collect()
-        })
-        .collect();
-    let merge = (0..ranks)
-        .map(|d| {
-            let sources = (0..ranks).filter(|&s| send[s][d].1 > 0).count();
-            let values = (0..buckets)
-                .filter(|&b| {
-                    totals[b] > 0
-                        && bucket_start[b] < bounds[d + 1]
-                        && bucket_start[b] + totals[b] > bounds[d]
-                })
-                .count();
-            sources > 1 && values > 1
-        })
-        .collect();
-    PassPlan { send, merge }
+    let mut runs = Vec::new();
+    for s in 0..ranks {
+        for d in 0..ranks {
+            // The local index of rank s's first key of bucket b.
+            let mut local = 0u64;
+            for b in 0..buckets {
+                let (first, count) = (place[s][b], counts[s][b]);
+                let lo = first.max(bounds[d]);
+                let hi = (first + count).min(bounds[d + 1]);
+                if lo < hi {
+                    runs.push(Run {
+                        from: s,
+                        to: d,
+                        src: (local + lo - first) as usize,
+                        dst: (lo - bounds[d]) as usize,
+                        count: (hi - lo) as usize,
+                    });
+                }
+                local += count;
+            }
+        }
+    }
+    PassPlan { runs }
 }
 
 #[cfg(test)]
@@ -580,7 +566,6 @@ mod tests {
     /// The pass plans on the host, with a stable sort by digit for each rank's local sorts:
     /// the distributed LSD sort must give the one stable sort for any layouts.
     fn simulate(keys: &[u32], in_lens: &[usize], out_lens: &[usize], digit_bits: u32) -> Vec<u32> {
-        let ranks = in_lens.len();
         let mut parts: Vec<Vec<(u32, usize)>> = Vec::new();
         let mut at = 0;
         for &n in in_lens {
@@ -602,25 +587,32 @@ mod tests {
                 })
                 .collect();
             let plan = plan_pass(&counts, out_lens);
-            let mut next = vec![Vec::new(); ranks];
-            for (d, dst) in next.iter_mut().enumerate() {
-                for (part, send) in parts.iter().zip(&plan.send) {
-                    let (first, n) = send[d];
-                    dst.extend_from_slice(&part[first..first + n]);
-                }
-                assert_eq!(dst.len(), out_lens[d]);
-                if plan.merge[d] {
-                    dst.sort_by_key(|&(k, _)| digit(k));
-                } else {
-                    let sorted = {
-                        let mut s = dst.clone();
-                        s.sort_by_key(|&(k, _)| digit(k));
-                        s
-                    };
-                    assert_eq!(*dst, sorted, "merge skipped where it was needed");
+            // Where the runs put the keys, against the whole vector sorted stably by the digit.
+            let mut next: Vec<Vec<Option<(u32, usize)>>> =
+                out_lens.iter().map(|&n| vec![None; n]).collect();
+            for run in &plan.runs {
+                for i in 0..run.count {
+                    let slot = &mut next[run.to][run.dst + i];
+                    assert!(slot.is_none(), "place written twice: {run:?}");
+                    *slot = Some(parts[run.from][run.src + i]);
                 }
             }
-            parts = next;
+            let mut whole: Vec<(u32, usize)> = parts.concat();
+            whole.sort_by_key(|&(k, _)| digit(k));
+            let placed: Vec<(u32, usize)> = next
+                .into_iter()
+                .flatten()
+                .map(|slot| slot.expect("a place left empty"))
+                .collect();
+            assert_eq!(placed, whole, "not the vector sorted stably by the digit");
+            let mut at = 0;
+            parts = out_lens
+                .iter()
+                .map(|&n| {
+                    at += n;
+                    placed[at - n..at].to_vec()
+                })
+                .collect();
         }
         let mut want: Vec<(u32, usize)> = keys.iter().copied().zip(0..).collect();
         want.sort();
@@ -660,12 +652,29 @@ mod tests {
     }
 
     #[test]
-    fn a_rank_sends_one_run_per_destination() {
+    fn each_digit_value_goes_straight_to_its_place() {
         // Two ranks, two buckets: rank 0 holds [0, 1, 1], rank 1 holds [0, 1].
         let plan = plan_pass(&[vec![1, 2], vec![1, 1]], &[2, 3]);
-        // Sorted: 0 (r0), 0 (r1), 1, 1 (r0), 1 (r1): rank 0's bucket 0 goes to rank 0, its
-        // bucket 1 to rank 1; rank 1's 0 to rank 0 and its 1 to rank 1.
-        assert_eq!(plan.send, vec![vec![(0, 1), (1, 2)], vec![(0, 1), (1, 1)]]);
-        assert_eq!(plan.merge, vec![false, false]);
+        // Sorted: 0 (r0), 0 (r1), 1, 1 (r0), 1 (r1): rank 0's 0 goes to rank 0's place 0, its
+        // 1s to rank 1's places 0 and 1; rank 1's 0 to rank 0's place 1, its 1 to rank 1's 2.
+        let run = |from, to, src, dst, count| Run {
+            from,
+            to,
+            src,
+            dst,
+            count,
+        };
+        assert_eq!(
+            plan.runs,
+            vec![
+                run(0, 0, 0, 0, 1),
+                run(0, 1, 1, 0, 2),
+                run(1, 0, 0, 1, 1),
+                run(1, 1, 1, 2, 1)
+            ]
+        );
+        // A bucket cut by the layout: three keys of one value on rank 0, parts of 1 and 2.
+        let plan = plan_pass(&[vec![0, 3], vec![0, 0]], &[1, 2]);
+        assert_eq!(plan.runs, vec![run(0, 0, 0, 0, 1), run(0, 1, 1, 0, 2)]);
     }
 }

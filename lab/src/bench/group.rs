@@ -4,8 +4,10 @@
 //! Weak scaling: each size is the length *per rank*, so the group's vector holds `N` times as
 //! many elements ([`xwarp::group::split_even`]: the layout with the one-device float bits), and
 //! the one-device figure is one rank's share on rank 0's device. Every case is checked first:
-//! the group against the CPU reference of the group orders ([`xwarp::cpu::group`]; the sorts
-//! against the one stable sort) and the one-device call against the CPU.
+//! the group's reduce and scan against the CPU reference of the group orders
+//! ([`xwarp::cpu::group`]) and the one-device call against the CPU; the sorts by the bench's
+//! exact property checks on every core (keys in order and the input's multiset; pairs a stable
+//! permutation of the input), as the one-device sorts are.
 //!
 //! Both are timed the same way, as host wall time per call from idle devices to finished ones
 //! (every rank's device synchronized before and after): a group call spans several devices and
@@ -17,10 +19,11 @@
 //! figures measure what the group's algorithms cost on that device, not scaling across GPUs:
 //! the report says so.
 
+use super::check::{check_sorted_keys, check_sorted_pairs, Fingerprint, FingerprintKey};
 use super::data::{random_input, BenchElem};
 use super::Stats;
+use crate::validate::first_mismatch_nan_as_class;
 use crate::validate::group::split;
-use crate::validate::{first_mismatch, first_mismatch_nan_as_class};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Instant;
@@ -313,15 +316,17 @@ fn case<T: BenchElem>(
             let mut one = Sorter::<T>::new(dev, n)?;
             if algo == GroupAlgo::SortKeys {
                 sorter.sort_keys(group, &x, &mut y, order, bits.clone())?;
-                let want = cpu::sort::sort_keys(&data, order, bits.clone());
-                if let Some(m) = first_mismatch(&want, &y.to_vec(group)?) {
-                    return Err(wrong("group sort", m));
-                }
+                let key = FingerprintKey::new(cfg.seed ^ n as u64);
+                check_sorted_keys(&Fingerprint::of(&data, key), key, &y.to_vec(group)?, order)
+                    .map_err(|m| wrong("group sort", m))?;
                 one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())?;
-                let want = cpu::sort::sort_keys(mine, order, bits.clone());
-                if let Some(m) = first_mismatch(&want, &one_out.to_vec(dev)?) {
-                    return Err(wrong("one-device sort", m));
-                }
+                check_sorted_keys(
+                    &Fingerprint::of(mine, key),
+                    key,
+                    &one_out.to_vec(dev)?,
+                    order,
+                )
+                .map_err(|m| wrong("one-device sort", m))?;
                 (
                     wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
                         sorter.sort_keys(group, &x, &mut y, order, bits.clone())
@@ -335,13 +340,8 @@ fn case<T: BenchElem>(
                 let v = GroupVec::from_slice(group, &values, &lens)?;
                 let mut vy = GroupVec::<u32>::alloc(group, &lens)?;
                 sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())?;
-                let (wk, wv) = cpu::sort::sort_pairs(&data, &values, order, bits.clone());
-                if let Some(m) = first_mismatch(&wk, &y.to_vec(group)?) {
-                    return Err(wrong("group sort (keys)", m));
-                }
-                if let Some(m) = first_mismatch(&wv, &vy.to_vec(group)?) {
-                    return Err(wrong("group sort (values)", m));
-                }
+                check_sorted_pairs(&data, &y.to_vec(group)?, &vy.to_vec(group)?, order)
+                    .map_err(|m| wrong("group sort", m))?;
                 let one_v = DeviceVec::from_slice(dev, &values[..n])?;
                 let mut one_vy = DeviceVec::<u32>::alloc(dev, n)?;
                 one.sort_pairs(
@@ -353,12 +353,8 @@ fn case<T: BenchElem>(
                     order,
                     bits.clone(),
                 )?;
-                let (wk, wv) = cpu::sort::sort_pairs(mine, &values[..n], order, bits.clone());
-                if first_mismatch(&wk, &one_out.to_vec(dev)?).is_some()
-                    || first_mismatch(&wv, &one_vy.to_vec(dev)?).is_some()
-                {
-                    return Err(wrong("one-device sort", "differs from the CPU"));
-                }
+                check_sorted_pairs(mine, &one_out.to_vec(dev)?, &one_vy.to_vec(dev)?, order)
+                    .map_err(|m| wrong("one-device sort", m))?;
                 (
                     wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
                         sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())
