@@ -12,6 +12,7 @@
 #define FLAG_AGGREGATE 1u
 #define FLAG_INCLUSIVE 2u
 #define XW_LB (XW_SCAN_BLOCK * LB_TILES)  // predecessors one look-back step reads
+#define XW_NEAR_POLLS 64                 // polls of the near look-back (shaders: NEAR_POLLS)
 
 struct ScanDeviceParams {
     unsigned int n;      // elements in this launch (a chunk of whole tiles)
@@ -96,8 +97,49 @@ struct LookBack {
     unsigned flags[XW_LB];  // flags[i]: its flag as read (the fallback's list)
     unsigned m[2];        // nearest inclusive prefix of the window, per poll parity
     unsigned last;        // the last inclusive prefix of a window read upwards, plus one
+    unsigned near;        // whether the near look-back found the prefix
     T value;
 };
+
+// The near look-back, by the first warp alone (no block barrier): lane i polls tile k - 1 - i
+// until every tile above the nearest inclusive prefix among the 32 (offset m) has published;
+// then the warp folds P(k - 1 - m) and the aggregates after it in order (the same left fold
+// as the window's) and lane 0 publishes. Sets lb.near and lb.value; the caller meets the other
+// warps at a barrier. Without an inclusive prefix among the 32, or after XW_NEAR_POLLS polls
+// (at most spin + 1) with a gap, lb.near is false and the window look-back below takes over.
+__device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregates,
+                               T* inclusives, unsigned spin, LookBack& lb) {
+    const unsigned lane = threadIdx.x;
+    const unsigned count = min(k, (unsigned)XW_WARP);
+    unsigned m = count;
+    bool near = false;
+    T v = xw_identity(T(0));
+    unsigned f = 0;
+    for (unsigned poll = 0; poll < min(spin + 1, (unsigned)XW_NEAR_POLLS); ++poll) {
+        v = xw_identity(T(0));
+        f = lane < count ? read_flag(flags, k - 1 - lane, v) : 0u;
+        const unsigned incl = __ballot_sync(0xffffffffu, lane < count && f == FLAG_INCLUSIVE);
+        m = incl ? (unsigned)__ffs(incl) - 1 : count;
+        const unsigned gap = __ballot_sync(0xffffffffu, lane < m && f == 0u);
+        if (gap == 0u) {
+            near = incl != 0u;
+            break;
+        }
+    }
+    if constexpr (!XW_PACKED) {
+        __threadfence();
+        if (near && lane <= m) v = read_value(aggregates, inclusives, k - 1 - lane, f);
+    }
+    if (near) {
+        T e = __shfl_sync(0xffffffffu, v, m);
+        for (int i = (int)m - 1; i >= 0; --i) e = xw_op(e, __shfl_sync(0xffffffffu, v, i));
+        if (lane == 0) {
+            lb.value = e;
+            publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
+        }
+    }
+    if (lane == 0) lb.near = near;
+}
 
 // Reduces the window's tiles i < m whose flag reads 0 (tile hi - i, or lo + i upwards) here,
 // publishes their aggregates and puts them in lb.values. Every thread calls it.
@@ -173,6 +215,10 @@ __device__ unsigned poll_window(const unsigned* flags, const T* aggregates, cons
 __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned* flags,
                        T* aggregates, T* inclusives, const ScanDeviceParams& p, T* warp_totals) {
     __shared__ LookBack lb;
+    // Usually a tile among the 32 before has published its inclusive prefix.
+    if (threadIdx.x < XW_WARP) look_back_near(k, total, flags, aggregates, inclusives, p.spin, lb);
+    __syncthreads();
+    if (lb.near) return lb.value;
     // Find the nearest inclusive prefix j (-1: none), making sure every tile after it has
     // published its aggregate. Usually it lies in the first window: then the fold is done here.
     int hi = (int)k - 1;
