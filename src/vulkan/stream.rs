@@ -342,6 +342,40 @@ impl VulkanDevice {
 
     /// Starts recording if needed, and separates the next command from earlier ones.
     pub(super) fn begin(&self, s: &mut Stream) -> Result<()> {
+        self.start(s)?;
+        let d = &self.core.device;
+        if s.commands > 0 {
+            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::SHADER_READ
+                        | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE,
+                );
+            // SAFETY: recording command buffer of this device.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    s.cmd,
+                    stages,
+                    stages,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                )
+            };
+        }
+        s.commands += 1;
+        Ok(())
+    }
+
+    /// Starts recording if needed (with the dependency on earlier submissions a new recording
+    /// takes), without separating what comes next from the commands already recorded: for
+    /// timestamps and query resets, which touch no buffer (a bottom-of-pipe timestamp is
+    /// written only once every earlier command has finished, with no barrier before it).
+    fn start(&self, s: &mut Stream) -> Result<()> {
         let d = &self.core.device;
         if !s.recording {
             let flags = if s.reusable {
@@ -385,30 +419,6 @@ impl VulkanDevice {
                 };
             }
         }
-        if s.commands > 0 {
-            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::SHADER_READ
-                        | vk::AccessFlags::SHADER_WRITE
-                        | vk::AccessFlags::TRANSFER_READ
-                        | vk::AccessFlags::TRANSFER_WRITE,
-                );
-            // SAFETY: recording command buffer of this device.
-            unsafe {
-                d.cmd_pipeline_barrier(
-                    s.cmd,
-                    stages,
-                    stages,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
-                )
-            };
-        }
-        s.commands += 1;
         Ok(())
     }
 
@@ -853,7 +863,9 @@ impl VulkanDevice {
             let mut s = self.stream_lock();
             self.refuse_in_recording(&s, "Device::time")?;
             self.flush(&mut s)?;
-            self.begin(&mut s)?;
+            // No barrier after these: they touch no buffer, so the first command of `work`
+            // needs none (timestamps and the reset take no place in the command count).
+            self.start(&mut s)?;
             // SAFETY: recording command buffer; the query pool holds `queries` queries.
             unsafe {
                 let d = &self.core.device;
@@ -872,7 +884,8 @@ impl VulkanDevice {
         let worked = work();
         let mut s = self.stream_lock();
         let names = s.stamps.take().unwrap_or_default();
-        self.begin(&mut s)?;
+        // A bottom-of-pipe timestamp waits for every earlier command: no barrier before it.
+        self.start(&mut s)?;
         // SAFETY: recording command buffer; query 1 was reset above.
         unsafe {
             self.core.device.cmd_write_timestamp(
