@@ -16,10 +16,8 @@
 // and folds the aggregates A(j+1) .. A(k-1) onto it in order, one invocation doing the
 // arithmetic, so the bits do not depend on which j it found, that is on timing.
 //
-// The look-back first tries the near predecessors with the first subgroup alone (one lane per
-// tile, no workgroup barrier until it has the prefix), which is where the nearest inclusive
-// prefix usually is; failing that, it reads a window of LB_TILES predecessors per invocation at
-// once (invocation i reads tiles hi - i - r * BLOCK, r < LB_TILES), polling until every tile above the window's
+// The look-back reads a window of LB_TILES predecessors per invocation at once (invocation i
+// reads tiles hi - i - r * BLOCK, r < LB_TILES), polling until every tile above the window's
 // nearest inclusive prefix has published at least its aggregate; with no inclusive prefix in
 // the window, the whole window must be published and the look-back moves on to the tiles
 // below. The workgroup meets in shared memory (no subgroup operation is involved), so the
@@ -92,9 +90,6 @@ shared uint lb_flags[LB_WINDOW];  // its flag as read (the fallback's list)
 shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
 shared uint lb_gap[2];  // a tile above it has not published, per poll parity
 shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
-shared uint s_near;     // whether the near look-back found the prefix
-// Polls of the near look-back before the window look-back takes over.
-const uint NEAR_POLLS = 64u;
 shared T s_value;
 
 #if !defined(XW_T_64)
@@ -271,67 +266,33 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
     return m;
 }
 
-// The near look-back, by the first subgroup alone (no workgroup barrier): lane i polls tile
-// k - 1 - i until every tile above the nearest inclusive prefix among the subgroup's
-// (offset m) has published; then the subgroup folds P(k - 1 - m) and the aggregates after it
-// in order (the same left fold as the window's) and lane 0 publishes. Sets s_near and
-// s_value; the caller meets the other subgroups at a barrier. Without an inclusive prefix in
-// reach, or after NEAR_POLLS polls (at most spin + 1) with a gap, s_near is 0 and the window
-// look-back takes over.
-// Shuffles only (the scan's subgroup operation classes); uniform in the subgroup.
-void look_back_near(uint k, T total) {
-    uint lane = gl_SubgroupInvocationID;
-    uint count = min(k, gl_SubgroupSize);
-    uint m = count;
-    bool near = false;
-    T v = xw_identity();
-    uint f = 0u;
-    // A loop that every lane runs to its end (no break: the subgroup stays converged).
-    bool stop = false;
-    for (uint poll = 0u; poll < min(p.spin + 1u, NEAR_POLLS); ++poll) {
-        if (!stop) {
-            v = xw_identity();
-            f = 0u;
-            if (lane < count) {
-#if defined(XW_PACKED)
-                f = read_state(k - 1u - lane, v);
-#else
-                f = poll_word(k - 1u - lane);
-#endif
-            }
-            // The nearest inclusive prefix's offset (count: none), then whether a tile above
-            // it has not published, across the subgroup by butterflies.
-            uint at = lane < count && f == FLAG_INCLUSIVE ? lane : count;
-            for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) at = min(at, subgroupShuffleXor(at, d));
-            m = at;
-            uint gap = lane < m && f == 0u ? 1u : 0u;
-            for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) gap |= subgroupShuffleXor(gap, d);
-            stop = gap == 0u;
+// e folded with count values of the window, lb_values[from], lb_values[from + step], ... in
+// that order (the canonical left fold). The fold is one invocation's chain of dependent
+// operations on the look-back's critical path; exact float sums (SUBNORMALS 1) would put the
+// exact sum's test and branch into every link of it (the f32 scan took 3.1x the time of its
+// native variant at 2^28 on an H100), so they fold in the driver's arithmetic first, testing
+// each sum beside the chain as xw_add does, and fold again exactly only where a sum left the
+// range where the driver's sum is the exact one: the same bits either way.
+T fold_window(T e, int from, int count, int step) {
+#if defined(XW_T_FLOAT)
+    if (OP == 0u && SUBNORMALS == 1u) {
+        T x = e;
+        bool slow = false;
+        for (int i = 0; i < count; ++i) {
+            precise T r = x + lb_values[from + i * step];
+            slow = slow || xw_biased_exp(r) < XW_SUM_FAST_EXP;
+            x = r;
         }
+        if (!slow) return x;
     }
-    near = stop && m < count;
-#if !defined(XW_PACKED)
-    memoryBarrierBuffer();
-    if (near && lane <= m) v = read_value(k - 1u - lane, f);
 #endif
-    if (near) {
-        T e = xw_shuffle(v, m);
-        for (int i = int(m) - 1; i >= 0; --i) e = xw_op(e, xw_shuffle(v, uint(i)));
-        if (lane == 0u) {
-            s_value = e;
-            publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
-        }
-    }
-    if (lane == 0u) s_near = near ? 1u : 0u;
+    for (int i = 0; i < count; ++i) e = xw_op(e, lb_values[from + i * step]);
+    return e;
 }
 
 // The exclusive prefix of global tile k > 0 (every invocation gets it), whose total is `total`;
 // publishes the tile's inclusive prefix as soon as it is known. Uniform control flow.
 T look_back(uint k, T total, uint local) {
-    // Usually a tile among the subgroup's reach has published its inclusive prefix.
-    if (gl_SubgroupID == 0u) look_back_near(k, total);
-    barrier();
-    if (s_near != 0u) return s_value;
     // Find the nearest inclusive prefix j (-1: none), making sure every tile after it has
     // published its aggregate. Usually it lies in the first window: then the fold is done here.
     int hi = int(k) - 1;
@@ -346,7 +307,7 @@ T look_back(uint k, T total, uint local) {
             // after it.
             if (local == 0u) {
                 T e = lb_values[m];
-                for (int i = int(m) - 1; i >= 0; --i) e = xw_op(e, lb_values[i]);
+                e = fold_window(e, int(m) - 1, int(m), -1);
                 s_value = e;
                 publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
             }
@@ -405,7 +366,7 @@ T look_back(uint k, T total, uint local) {
         if (gap) reduce_missing(lo, false, c, local);
         if (local == 0u) {
             if (last != 0u) e = lb_values[last - 1u];
-            for (uint t = last; t < c; ++t) e = xw_op(e, lb_values[t]);
+            e = fold_window(e, int(last), int(c) - int(last), 1);
         }
         barrier();
     }
