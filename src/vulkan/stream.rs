@@ -343,29 +343,12 @@ impl VulkanDevice {
     /// Starts recording if needed, and separates the next command from earlier ones.
     pub(super) fn begin(&self, s: &mut Stream) -> Result<()> {
         self.start(s)?;
-        let d = &self.core.device;
         if s.commands > 0 {
-            let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::SHADER_READ
-                        | vk::AccessFlags::SHADER_WRITE
-                        | vk::AccessFlags::TRANSFER_READ
-                        | vk::AccessFlags::TRANSFER_WRITE,
-                );
-            // SAFETY: recording command buffer of this device.
-            unsafe {
-                d.cmd_pipeline_barrier(
-                    s.cmd,
-                    stages,
-                    stages,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
-                )
-            };
+            self.barrier_before_use(
+                s.cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+            );
         }
         s.commands += 1;
         Ok(())
@@ -397,29 +380,45 @@ impl VulkanDevice {
             // submission order. A recording may be replayed behind anything, so it always
             // starts with one.
             if self.external || s.reusable || !s.in_flight.is_empty() {
-                let barrier = vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-                    .dst_access_mask(
-                        vk::AccessFlags::SHADER_READ
-                            | vk::AccessFlags::SHADER_WRITE
-                            | vk::AccessFlags::TRANSFER_READ
-                            | vk::AccessFlags::TRANSFER_WRITE,
-                    );
-                // SAFETY: recording command buffer of this device.
-                unsafe {
-                    d.cmd_pipeline_barrier(
-                        s.cmd,
-                        vk::PipelineStageFlags::ALL_COMMANDS,
-                        vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                        vk::DependencyFlags::empty(),
-                        &[barrier],
-                        &[],
-                        &[],
-                    )
-                };
+                self.barrier_before_use(
+                    s.cmd,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::AccessFlags::MEMORY_WRITE,
+                );
             }
         }
         Ok(())
+    }
+
+    /// A barrier in `cmd` that makes what `src_access` wrote in `src_stages` visible to later
+    /// compute shaders and transfers, reading or writing.
+    fn barrier_before_use(
+        &self,
+        cmd: vk::CommandBuffer,
+        src_stages: vk::PipelineStageFlags,
+        src_access: vk::AccessFlags,
+    ) {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(src_access)
+            .dst_access_mask(
+                vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE,
+            );
+        // SAFETY: `cmd` is a recording command buffer of this device (the callers hold the
+        // stream and have begun it).
+        unsafe {
+            self.core.device.cmd_pipeline_barrier(
+                cmd,
+                src_stages,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
     }
 
     /// Ends the recording of `f`: on an application's device, first a barrier that makes what
