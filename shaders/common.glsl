@@ -26,6 +26,30 @@
 #elif defined(XW_TYPE_F64_EXACT) || defined(XW_TYPE_F64_FLUSH)
 #define XW_TYPE_F64 1
 #endif
+// The reduction ladder's `_vmm` variants (i32_vmm, ...): the same element type, compiled under
+// the Vulkan memory model (a device's `vulkanMemoryModel` feature), where a buffer can be
+// coherent within the workgroup only (`workgroupcoherent`), as global memory is between the
+// threads of a CUDA block at __syncthreads(). Under the GLSL memory model the only coherence a
+// buffer can ask for is `coherent`, which is device-wide, and a driver honours it by keeping
+// every access out of the SM's cache.
+#if defined(XW_TYPE_I32_VMM) || defined(XW_TYPE_U32_VMM) || defined(XW_TYPE_I64_VMM) || \
+    defined(XW_TYPE_U64_VMM)
+#pragma use_vulkan_memory_model
+#extension GL_KHR_memory_scope_semantics : require
+#define XW_VULKAN_MEMORY_MODEL 1
+#define XW_WORKGROUP_COHERENT workgroupcoherent
+#else
+#define XW_WORKGROUP_COHERENT coherent
+#endif
+#if defined(XW_TYPE_I32_VMM)
+#define XW_TYPE_I32 1
+#elif defined(XW_TYPE_U32_VMM)
+#define XW_TYPE_U32 1
+#elif defined(XW_TYPE_I64_VMM)
+#define XW_TYPE_I64 1
+#elif defined(XW_TYPE_U64_VMM)
+#define XW_TYPE_U64 1
+#endif
 #if defined(XW_TYPE_I32)
 #define T int
 #elif defined(XW_TYPE_U32)

@@ -9,7 +9,8 @@
 //                    (a scratch copy in device memory: the chapter-3 rungs) or `smem[i]` (shared
 //                    memory: reduce_smem);
 //   LADDER_GLOBAL    when LADDER_AT lies in device memory (then barriers also order buffer
-//                    memory, and the scratch buffer must be declared `coherent`).
+//                    memory, and the scratch buffer must be declared XW_WORKGROUP_COHERENT:
+//                    `workgroupcoherent` in the `_vmm` variants, else `coherent`).
 // Sums wrap on overflow, as the kernels of the book do on int (OpIAdd wraps).
 
 layout(push_constant) uniform Params {
@@ -21,25 +22,36 @@ layout(push_constant) uniform Params {
 // The first element of this workgroup's slice of the scratch buffer (chapter-3 rungs).
 uint ladder_base;
 
-// A workgroup-wide step boundary: __syncthreads() of the CUDA twin.
+// A workgroup-wide step boundary: __syncthreads() of the CUDA twin. Under the Vulkan memory
+// model (the `_vmm` variants) a workgroup-scope barrier that releases and acquires buffer
+// memory, which is what __syncthreads() promises for global memory; otherwise a device-scope
+// buffer barrier on a `coherent` buffer.
 void ladder_barrier() {
-#ifdef LADDER_GLOBAL
+#if defined(LADDER_GLOBAL) && defined(XW_VULKAN_MEMORY_MODEL)
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease);
+#elif defined(LADDER_GLOBAL)
     memoryBarrierBuffer();
+    barrier();
 #else
     memoryBarrierShared();
-#endif
     barrier();
+#endif
 }
 
 // A subgroup-wide step boundary: what __syncwarp() is in the CUDA twin, for the steps that
 // stay inside one subgroup.
 void ladder_subgroup_barrier() {
-#ifdef LADDER_GLOBAL
+#if defined(LADDER_GLOBAL) && defined(XW_VULKAN_MEMORY_MODEL)
+    controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease);
+#elif defined(LADDER_GLOBAL)
     subgroupMemoryBarrierBuffer();
+    subgroupBarrier();
 #else
     subgroupMemoryBarrierShared();
-#endif
     subgroupBarrier();
+#endif
 }
 
 // The sum of the `items` data blocks this thread starts with (unrolling 2/4/8: elements

@@ -14,7 +14,7 @@
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
-layout(std430, binding = 1) coherent buffer Work { T work[]; };
+layout(std430, binding = 1) XW_WORKGROUP_COHERENT buffer Work { T work[]; };
 layout(std430, binding = 2) writeonly buffer Dst { T dst[]; };
 
 #define LADDER_AT(i) work[ladder_base + (i)]

@@ -194,6 +194,13 @@ pub struct DeviceInfo {
     /// and tiles done in one 64-bit word with them, in two counters without (slower; same
     /// results).
     pub int64_atomics: bool,
+    /// Whether kernels may keep device memory coherent within a workgroup only, as
+    /// `__syncthreads()` does for global memory in a CUDA block (always on CUDA; on Vulkan the
+    /// device's `vulkanMemoryModel` with `vulkanMemoryModelDeviceScope`, Vulkan 1.2). The reduction ladder's in-place rungs then
+    /// synchronise their scratch buffer at workgroup scope; without it they declare it
+    /// `coherent` (device scope), which a driver may serve from a cache level further out (the
+    /// same results, more time).
+    pub workgroup_coherence: bool,
     /// How kernels treat `f32` subnormals.
     pub subnormals_f32: Subnormals,
     /// How kernels treat `f64` subnormals.
@@ -1015,6 +1022,7 @@ mod tests {
             int64: true,
             float64: true,
             int64_atomics: true,
+            workgroup_coherence: false,
             subnormals_f32: Subnormals::Guaranteed,
             subnormals_f64: Subnormals::Guaranteed,
         }

@@ -197,6 +197,7 @@ mod tests {
             int64: true,
             float64: true,
             int64_atomics: true,
+            workgroup_coherence: false,
             subnormals_f32: crate::device::Subnormals::Guaranteed,
             subnormals_f64: crate::device::Subnormals::Guaranteed,
         };

@@ -1011,6 +1011,7 @@ mod tests {
             int64: false,
             float64: false,
             int64_atomics: false,
+            workgroup_coherence: false,
             subnormals_f32: Subnormals::Guaranteed,
             subnormals_f64: Subnormals::Guaranteed,
         }

@@ -249,7 +249,7 @@ fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: boo
 }
 
 /// The rows of `xwarp info`'s table, in the order of [`device_facts`].
-const INFO_ROWS: [&str; 12] = [
+const INFO_ROWS: [&str; 13] = [
     "name",
     "vendor, type",
     "driver",
@@ -257,6 +257,7 @@ const INFO_ROWS: [&str; 12] = [
     "subgroup ops",
     "max binding",
     "shared memory",
+    "workgroup coherence",
     "opened",
     "self-test",
     "float controls",
@@ -273,7 +274,7 @@ struct OpenFacts {
 }
 
 /// A device's column of `xwarp info`: the listed facts, then those of `opened`.
-fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [String; 12] {
+fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [String; 13] {
     let (status, self_test, float_controls, [f32_, f64_]) = match opened {
         Ok(o) => (
             "yes".to_string(),
@@ -308,6 +309,11 @@ fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [Str
         d.subgroup_features.to_string().replace('|', " | "),
         format!("{} bytes", d.max_binding_bytes),
         format!("{} bytes", d.shared_memory_bytes),
+        if d.workgroup_coherence {
+            "yes (the ladder's in-place rungs at workgroup scope)".to_string()
+        } else {
+            "no (the ladder's in-place rungs coherent device-wide)".to_string()
+        },
         status,
         self_test.unwrap_or_else(none),
         float_controls.unwrap_or_else(none),

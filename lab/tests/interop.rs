@@ -14,7 +14,9 @@ use ash::vk;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::{Arc, Mutex};
 use xwarp::compact::{compact, Order};
+use xwarp::cpu::ladder::{self as cpu_ladder, LadderElem};
 use xwarp::device::RawBuffer;
+use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{device_reduce, ReduceOp};
 use xwarp::scan::{device_scan, device_scan_in_place, ScanKind};
 use xwarp::shfl::{shfl, ShflOp};
@@ -25,6 +27,7 @@ use xwarp::{Device, DeviceVec, Element, Error, Rng};
 use xwarp_lab::validate::compact::{
     compact_cases, comparable, expected_output, run_compact, CompactCase,
 };
+use xwarp_lab::validate::ladder::run_ladder_on;
 use xwarp_lab::validate::reduce::ReduceInput;
 use xwarp_lab::validate::scan::{expected, run_scan, scan_cases, ScanCase, Scope};
 use xwarp_lab::validate::vote::case_input;
@@ -223,6 +226,12 @@ impl App {
             }
             if features.shader_buffer_int64_atomics {
                 info = info.push_next(&mut atomic64);
+            }
+            let mut memory_model = vk::PhysicalDeviceVulkanMemoryModelFeatures::default()
+                .vulkan_memory_model(true)
+                .vulkan_memory_model_device_scope(true);
+            if features.vulkan_memory_model {
+                info = info.push_next(&mut memory_model);
             }
             let device = instance
                 .create_device(physical_device, &info, None)
@@ -914,6 +923,77 @@ fn offers_executable_info(app: &App) -> bool {
         app.instance
             .get_physical_device_features2(app.physical_device, &mut f2);
         pexf.pipeline_executable_info == vk::TRUE
+    }
+}
+
+/// The ladder's in-place rungs on an application's device with `vulkanMemoryModel` enabled
+/// (where offered: their `_vmm` variants, the scratch buffer coherent within the workgroup)
+/// and without it (`coherent`, device-wide): every rung at every block size on fresh random
+/// inputs of awkward lengths against the CPU reference, partials and total, into poisoned
+/// outputs, and the variant each one ran named in the kernel statistics where offered.
+#[test]
+fn ladder_runs_with_and_without_the_vulkan_memory_model() {
+    let probe = App::new(None);
+    let req = VulkanDevice::requirements(&probe.instance, probe.api_version, probe.physical_device)
+        .unwrap();
+    let offered = req.optional.vulkan_memory_model;
+    let stats = offers_executable_info(&probe);
+    close_and_check(probe);
+    if !offered {
+        eprintln!("the device has no vulkanMemoryModel: only the coherent rungs run");
+    }
+    let mut rng = Rng::new(common::seed());
+    for on in [offered, false] {
+        let app = App::new(Some(VulkanFeatures {
+            vulkan_memory_model: on,
+            pipeline_executable_info: stats,
+            ..req.features()
+        }));
+        let xw = app.xwarp(None);
+        assert_eq!(xw.info().workgroup_coherence, on);
+        ladder_case::<i32>(&xw, &mut rng);
+        ladder_case::<u64>(&xw, &mut rng);
+        if stats {
+            let labels: Vec<String> = xw.kernel_stats().into_iter().map(|k| k.kernel).collect();
+            for kernel in LadderKernel::ALL {
+                let mine: Vec<_> = labels
+                    .iter()
+                    .filter(|l| l.starts_with(&format!("{} ", kernel.name())))
+                    .collect();
+                assert!(!mine.is_empty(), "{kernel}: not in {labels:?}");
+                for l in mine {
+                    let vmm = l.split(' ').nth(1).is_some_and(|v| v.ends_with("_vmm"));
+                    assert_eq!(vmm, on && kernel.uses_scratch(), "{l}");
+                }
+            }
+        }
+        drop(xw);
+        close_and_check(app);
+    }
+}
+
+/// Every rung at every block size on `xw` for fresh random inputs of a few lengths.
+fn ladder_case<T: LadderElem>(xw: &VulkanDevice, rng: &mut Rng) {
+    for n in [1usize, 33, 4097, 1_000_003] {
+        let input: Vec<T> = (0..n).map(|_| T::random(rng)).collect();
+        let src = DeviceVec::from_slice(xw, &input).unwrap();
+        let total = cpu_ladder::reduce(&input);
+        for kernel in LadderKernel::ALL {
+            for block in ladder::blocks::<T>(xw.info(), kernel) {
+                let case = format!("{kernel} block={block} {} n={n}", T::KIND);
+                let mut want = cpu_ladder::block_sums(kernel, block, &input);
+                want.push(total);
+                let got = run_ladder_on(xw, kernel, block, &src, poison_value(&want))
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                if let Some(m) = first_mismatch(&want, &got) {
+                    panic!("{case}: {m}");
+                }
+            }
+        }
+        assert!(
+            src.to_vec(xw).unwrap() == input,
+            "n={n}: the input was modified"
+        );
     }
 }
 

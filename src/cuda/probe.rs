@@ -143,6 +143,7 @@ pub(super) fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         int64: true,
         float64: true,
         int64_atomics: true,
+        workgroup_coherence: true,
         // NVRTC compiles without --ftz: every kernel keeps subnormals.
         subnormals_f32: Subnormals::Guaranteed,
         subnormals_f64: Subnormals::Guaranteed,

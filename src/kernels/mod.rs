@@ -20,7 +20,7 @@ mod source;
 
 pub use table::{
     field_words, kernel, Const, KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS,
-    PARAM_BLOCKS, SUBNORMAL_VARIANTS,
+    MEMORY_MODEL_VARIANTS, PARAM_BLOCKS, SUBNORMAL_VARIANTS,
 };
 
 use crate::error::{Error, Result};

@@ -8,7 +8,8 @@
 //! so a declaration inside `#if` counts as declared.
 
 use super::table::{
-    KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS, SUBNORMAL_VARIANTS,
+    KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS, MEMORY_MODEL_VARIANTS,
+    SUBNORMAL_VARIANTS,
 };
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -642,6 +643,7 @@ pub fn check_table(comps: &[(String, String)], cus: &[String]) -> Vec<String> {
             if !ELEMENT_VARIANTS.contains(v)
                 && !BIT_VARIANTS.contains(v)
                 && !SUBNORMAL_VARIANTS.contains(v)
+                && !MEMORY_MODEL_VARIANTS.contains(v)
             {
                 errors.push(format!(
                     "src/kernels/table.rs: kernel `{}`: unknown variant `{v}`",

@@ -112,6 +112,11 @@ pub const BIT_VARIANTS: &[&str] = &["b32", "b64"];
 /// `_exact` keeps them in software, `_flush` flushes them in the kernel (as a flushing driver
 /// does, for tests). The plain `f32` and `f64` use the driver's arithmetic.
 pub const SUBNORMAL_VARIANTS: &[&str] = &["f32_exact", "f64_exact", "f32_flush", "f64_flush"];
+/// Variants of the integer types compiled under the Vulkan memory model
+/// (`#pragma use_vulkan_memory_model`), for devices with `vulkanMemoryModel`: the reduction
+/// ladder's in-place rungs, whose scratch buffer is then `workgroupcoherent` where the GLSL
+/// memory model can only say `coherent` (device scope).
+pub const MEMORY_MODEL_VARIANTS: &[&str] = &["i32_vmm", "u32_vmm", "i64_vmm", "u64_vmm"];
 
 const INTEGERS: &[&str] = &["i32", "u32", "i64", "u64"];
 /// Every element type, with the float types' subnormal variants: kernels that compute on
@@ -304,6 +309,23 @@ const fn rung(name: &'static str) -> KernelDef {
     }
 }
 
+/// The integer types and their Vulkan-memory-model variants: the ladder's rungs that work in
+/// place on a scratch buffer in device memory.
+const INTEGERS_AND_MEMORY_MODEL: &[&str] = &[
+    "i32", "u32", "i64", "u64", "i32_vmm", "u32_vmm", "i64_vmm", "u64_vmm",
+];
+
+/// A rung of the reduction ladder that works in place in device memory (chapter 3's).
+const fn global_rung(name: &'static str) -> KernelDef {
+    KernelDef {
+        name,
+        variants: INTEGERS_AND_MEMORY_MODEL,
+        consts: &[],
+        cuda: true,
+        params: Some(&REDUCE_PARAMS),
+    }
+}
+
 /// The constants of both device-scan kernels on Vulkan.
 const SCAN_DEVICE_CONSTS: [Const; 4] = [
     Const {
@@ -474,7 +496,7 @@ pub const KERNELS: &[KernelDef] = &[
     },
     KernelDef {
         name: "reduce_complete_unroll",
-        variants: INTEGERS,
+        variants: INTEGERS_AND_MEMORY_MODEL,
         consts: &[Const {
             name: "IBLOCK",
             on: On::Both,
@@ -483,7 +505,7 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: true,
         params: Some(&REDUCE_PARAMS),
     },
-    rung("reduce_complete_unroll_warps8"),
+    global_rung("reduce_complete_unroll_warps8"),
     KernelDef {
         name: "reduce_device",
         variants: ALL_TYPES,
@@ -508,15 +530,15 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: true,
         params: Some(&REDUCE_PARAMS),
     },
-    rung("reduce_interleaved"),
-    rung("reduce_neighbored"),
-    rung("reduce_neighbored_less"),
+    global_rung("reduce_interleaved"),
+    global_rung("reduce_neighbored"),
+    global_rung("reduce_neighbored_less"),
     rung("reduce_shfl"),
     rung("reduce_smem"),
-    rung("reduce_unroll_warps8"),
-    rung("reduce_unrolling2"),
-    rung("reduce_unrolling4"),
-    rung("reduce_unrolling8"),
+    global_rung("reduce_unroll_warps8"),
+    global_rung("reduce_unrolling2"),
+    global_rung("reduce_unrolling4"),
+    global_rung("reduce_unrolling8"),
     KernelDef {
         name: "reduce_by_key",
         variants: ALL_TYPES,

@@ -40,6 +40,14 @@ pub struct VulkanFeatures {
     /// [`Device::kernel_stats`]. xwarp runs without it, so [`VulkanRequirements`] never asks
     /// for it.
     pub pipeline_executable_info: bool,
+    /// `vulkanMemoryModel` together with `vulkanMemoryModelDeviceScope`
+    /// (`VkPhysicalDeviceVulkanMemoryModelFeatures` or `VkPhysicalDeviceVulkan12Features`;
+    /// Vulkan 1.2): the reduction ladder's in-place rungs then keep their scratch buffer
+    /// coherent within the workgroup only, as CUDA does, which is faster than the device-wide
+    /// coherence they use without it (see [`DeviceInfo::workgroup_coherence`]). Enable both or
+    /// neither: with `vulkanMemoryModel` alone no shader may use device scope, which xwarp's
+    /// other kernels do.
+    pub vulkan_memory_model: bool,
 }
 
 /// What an application must enable on its device for [`VulkanDevice::from_external`], as
@@ -53,9 +61,10 @@ pub struct VulkanRequirements {
     /// `computeFullSubgroups` where the device supports them).
     pub required: VulkanFeatures,
     /// Features xwarp uses when enabled (`shaderInt64`, `shaderFloat64`,
-    /// `shaderBufferInt64Atomics` where supported); without the first two the kernels of those
-    /// types are refused with [`Error::MissingFeature`], without the third the device scan
-    /// takes its slower 32-bit tile state.
+    /// `shaderBufferInt64Atomics`, `vulkanMemoryModel` where supported); without the first two
+    /// the kernels of those types are refused with [`Error::MissingFeature`], without the third
+    /// the device scan takes its slower 32-bit tile state, without the fourth the reduction
+    /// ladder's in-place rungs their slower device-wide coherence.
     pub optional: VulkanFeatures,
     /// A queue family with compute support, the one xwarp would pick itself (timestamps
     /// first, then no graphics); any compute family works.
@@ -76,6 +85,8 @@ impl VulkanRequirements {
                 || self.optional.compute_full_subgroups,
             pipeline_executable_info: self.required.pipeline_executable_info
                 || self.optional.pipeline_executable_info,
+            vulkan_memory_model: self.required.vulkan_memory_model
+                || self.optional.vulkan_memory_model,
         }
     }
 }
@@ -244,6 +255,7 @@ fn external_plan(
             shader_int64: p.int64,
             shader_float64: p.float64,
             shader_buffer_int64_atomics: p.atomic64,
+            vulkan_memory_model: p.memory_model && api >= vk::API_VERSION_1_2,
             ..VulkanFeatures::default()
         },
         queue_family_index,
@@ -373,6 +385,9 @@ impl VulkanDevice {
         p.int64 = p.int64 && on.shader_int64;
         p.float64 = p.float64 && on.shader_float64;
         p.atomic64 = p.atomic64 && p.int64 && on.shader_buffer_int64_atomics;
+        // The Vulkan memory model as a 1.2 feature: the instance must ask for 1.2 as well.
+        p.memory_model =
+            p.memory_model && on.vulkan_memory_model && ext.api_version >= vk::API_VERSION_1_2;
         // Statistics only where the application enabled both the extension and the feature.
         let stats_ext = ash::khr::pipeline_executable_properties::NAME;
         p.executable_stats = p.executable_stats
@@ -398,6 +413,7 @@ impl VulkanDevice {
         p.info.int64 = p.int64;
         p.info.float64 = p.float64;
         p.info.int64_atomics = p.atomic64;
+        p.info.workgroup_coherence = p.memory_model;
         p.info.driver.push_str(", application's device");
         let core = Core::new(&inst, ext.device, pd, &p.info.name, false)?;
         Self::attach(

@@ -11,6 +11,7 @@ use super::VulkanFeatures;
 use crate::device::{check_launch, kernel_label, KernelStats, Launch, LaunchLimits, MAX_PARAMS};
 #[cfg(doc)]
 use crate::device::{Device, DeviceInfo};
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use ash::vk;
 use std::ffi::CStr;
@@ -33,6 +34,18 @@ pub(super) struct PipelineKey {
 pub(super) struct Layout {
     pub(super) set: vk::DescriptorSetLayout,
     pub(super) pipeline: vk::PipelineLayout,
+}
+
+/// The variant of an integer kernel compiled under the Vulkan memory model (see
+/// `MEMORY_MODEL_VARIANTS` in `crate::kernels`).
+fn memory_model_variant(elem: ElemKind) -> Option<&'static str> {
+    match elem {
+        ElemKind::I32 => Some("i32_vmm"),
+        ElemKind::U32 => Some("u32_vmm"),
+        ElemKind::I64 => Some("i64_vmm"),
+        ElemKind::U64 => Some("u64_vmm"),
+        _ => None,
+    }
 }
 
 impl VulkanDevice {
@@ -87,10 +100,16 @@ impl VulkanDevice {
     ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
-        // variant for the element type where the kernel has one.
+        // variant for the element type where the kernel has one. Under the Vulkan memory
+        // model, a kernel's `_vmm` variant where it has one.
         let (variant, spirv) = self
             .float_variant(k.elem)
             .and_then(|v| find_shader(k.name, v))
+            .or_else(|| {
+                memory_model_variant(k.elem)
+                    .filter(|_| self.info.workgroup_coherence)
+                    .and_then(|v| find_shader(k.name, v))
+            })
             .or_else(|| find_shader(k.name, k.elem.name()))
             .or_else(|| find_shader(k.name, k.elem.bits_name()))
             .ok_or_else(|| Error::MissingKernel {

@@ -44,6 +44,8 @@ pub(super) struct Probe {
     pub(super) float64: bool,
     /// `shaderBufferInt64Atomics` (with `shaderInt64`; Vulkan 1.2 devices).
     pub(super) atomic64: bool,
+    /// `vulkanMemoryModel` (Vulkan 1.2): the ladder's `_vmm` variants may run.
+    pub(super) memory_model: bool,
     /// `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo`: pipelines are
     /// created capturing the compiler's statistics, for [`Device::kernel_stats`].
     pub(super) executable_stats: bool,
@@ -146,13 +148,14 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         let mut sscf = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
         let mut pexf = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let mut a64f = vk::PhysicalDeviceShaderAtomicInt64Features::default();
+        let mut vmmf = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
         let executable_ext = has_ext(ash::khr::pipeline_executable_properties::NAME);
         let mut f2 = vk::PhysicalDeviceFeatures2::default();
         if size_control_known {
             f2 = f2.push_next(&mut sscf);
         }
         if api >= vk::API_VERSION_1_2 {
-            f2 = f2.push_next(&mut a64f);
+            f2 = f2.push_next(&mut a64f).push_next(&mut vmmf);
         }
         if executable_ext {
             f2 = f2.push_next(&mut pexf);
@@ -161,6 +164,12 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         let features = f2.features;
         let atomic64 = features.shader_int64 == vk::TRUE
             && a64f.shader_buffer_int64_atomics == vk::TRUE
+            && api >= vk::API_VERSION_1_2;
+        // With vulkanMemoryModel on, a shader under the GLSL memory model may no longer use Device
+        // scope (its `coherent` buffers and buffer barriers do) unless
+        // vulkanMemoryModelDeviceScope is on as well: the model is used only with both.
+        let memory_model = vmmf.vulkan_memory_model == vk::TRUE
+            && vmmf.vulkan_memory_model_device_scope == vk::TRUE
             && api >= vk::API_VERSION_1_2;
 
         let compute = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE);
@@ -247,6 +256,7 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
                 int64: features.shader_int64 == vk::TRUE,
                 float64: features.shader_float64 == vk::TRUE,
                 int64_atomics: atomic64,
+                workgroup_coherence: memory_model,
                 // Until the self-test at open has measured them.
                 subnormals_f32: Subnormals::Observed,
                 subnormals_f64: if features.shader_float64 == vk::TRUE {
@@ -262,6 +272,7 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
             int64: features.shader_int64 == vk::TRUE,
             float64: features.shader_float64 == vk::TRUE,
             atomic64,
+            memory_model,
             executable_stats: executable_ext && pexf.pipeline_executable_info == vk::TRUE,
             max_block: limits.max_compute_work_group_size[0]
                 .min(limits.max_compute_work_group_invocations),
@@ -432,6 +443,12 @@ impl VulkanDevice {
             .shader_buffer_int64_atomics(true);
         if p.atomic64 {
             info = info.push_next(&mut a64f);
+        }
+        let mut vmmf = vk::PhysicalDeviceVulkanMemoryModelFeatures::default()
+            .vulkan_memory_model(true)
+            .vulkan_memory_model_device_scope(true);
+        if p.memory_model {
+            info = info.push_next(&mut vmmf);
         }
         // SAFETY: the create info and its chain live until the call returns; only features
         // and extensions the probe found supported are enabled.

@@ -429,6 +429,7 @@ mod tests {
             int64: true,
             float64: true,
             int64_atomics: false,
+            workgroup_coherence: false,
             subnormals_f32: Subnormals::Observed,
             subnormals_f64: Subnormals::Observed,
         }

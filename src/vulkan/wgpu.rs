@@ -297,6 +297,9 @@ fn create_vulkan_device(
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
         .subgroup_size_control(want.subgroup_size_control)
         .compute_full_subgroups(want.compute_full_subgroups);
+    let mut memory_model_features = vk::PhysicalDeviceVulkanMemoryModelFeatures::default()
+        .vulkan_memory_model(true)
+        .vulkan_memory_model_device_scope(true);
     let ext_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
@@ -315,6 +318,7 @@ fn create_vulkan_device(
     // invalid, so xwarp's flags are set in wgpu-hal's.
     let mut size_flags = None;
     let mut atomics = false;
+    let mut memory_model = None;
     // SAFETY: `info.p_next` is the chain wgpu-hal linked from `phd`'s structures, which `info`
     // borrows mutably and which live until the device is created; every structure begins
     // with sType and pNext, and a structure is written only as the type its sType names.
@@ -342,6 +346,28 @@ fn create_vulkan_device(
                     }
                     atomics = f.shader_buffer_int64_atomics == vk::TRUE;
                 }
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES => {
+                    let f = &mut *next.cast::<vk::PhysicalDeviceVulkanMemoryModelFeatures<'_>>();
+                    if want.vulkan_memory_model {
+                        f.vulkan_memory_model = vk::TRUE;
+                        f.vulkan_memory_model_device_scope = vk::TRUE;
+                    }
+                    memory_model = Some(
+                        f.vulkan_memory_model == vk::TRUE
+                            && f.vulkan_memory_model_device_scope == vk::TRUE,
+                    );
+                }
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_2_FEATURES => {
+                    let f = &mut *next.cast::<vk::PhysicalDeviceVulkan12Features<'_>>();
+                    if want.vulkan_memory_model {
+                        f.vulkan_memory_model = vk::TRUE;
+                        f.vulkan_memory_model_device_scope = vk::TRUE;
+                    }
+                    memory_model = Some(
+                        f.vulkan_memory_model == vk::TRUE
+                            && f.vulkan_memory_model_device_scope == vk::TRUE,
+                    );
+                }
                 _ => {}
             }
             next = (*next).p_next;
@@ -355,6 +381,14 @@ fn create_vulkan_device(
         }
         None => (false, false),
     };
+    let memory_model = match memory_model {
+        Some(on) => on,
+        None if want.vulkan_memory_model => {
+            info = info.push_next(&mut memory_model_features);
+            true
+        }
+        None => false,
+    };
     // SAFETY: `info` and everything it points to live until the call returns; it enables
     // extensions and features the physical device offers (wgpu-hal's choice for `features`,
     // and what `VulkanDevice::requirements` found supported).
@@ -367,6 +401,7 @@ fn create_vulkan_device(
         compute_full_subgroups,
         shader_buffer_int64_atomics: atomics,
         pipeline_executable_info: false,
+        vulkan_memory_model: memory_model,
     };
     Ok((raw, extensions, enabled))
 }
@@ -482,6 +517,7 @@ impl WgpuXwarp {
                             | ::wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX,
                     ),
                 pipeline_executable_info: enabled.pipeline_executable_info,
+                vulkan_memory_model: enabled.vulkan_memory_model,
             };
             let api_version = instance_api_version(shared);
             let req = VulkanDevice::requirements(&instance, api_version, pd)?;

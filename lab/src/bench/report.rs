@@ -891,6 +891,7 @@ mod tests {
             int64: false,
             float64: false,
             int64_atomics: false,
+            workgroup_coherence: false,
             subnormals_f32: xwarp::device::Subnormals::Guaranteed,
             subnormals_f64: xwarp::device::Subnormals::Guaranteed,
         }
