@@ -28,6 +28,7 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #define FLAG_INCLUSIVE 2u
 #define W_FLAGS 4u  // the first flag word; word 0 is the ticket counter
 #define TILE (BLOCK * ITEMS)
+#define CHUNK 16u  // threads whose heads one thread sums in step 2
 
 typedef unsigned long long xw_key;
 
@@ -63,9 +64,12 @@ struct RunsShared {
     unsigned int inv_before[BLOCK]; // step 2: H[l]
     xw_vt inv_carry[BLOCK];         // step 2: C[l]
     unsigned int lb_flag[BLOCK];    // the look-back window's flags
-    Carry lb_val[BLOCK];            // the first window's values, read at once
+    unsigned int inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK threads
+    Carry lb_val[BLOCK];            // a window's values, read at once
     unsigned int lb_m;              // the window's nearest inclusive prefix
     unsigned int lb_gap;            // a tile above it has published nothing
+    unsigned int lb_heads;          // the heads of the values read, summed
+    unsigned int lb_head;           // the nearest value read with a head, by its window index
     unsigned int word;
     Carry carry;
 };
@@ -160,32 +164,68 @@ __device__ __forceinline__ xw_vt xw_piece_trail(const Piece& pc) {
     return acc;
 }
 
+// Step 2's left fold of the trails, which a head restarts, run as one fold per segment: thread
+// r < pieces with a head (or r = 0) folds from its trail on through the threads after it until
+// the next head, writing C[q] (the value before q) for each q it passes; the last segment's
+// thread carries on to BLOCK and returns the tile's value (true), which no other thread reaches.
+// Every C[q] is the serial fold's value, bit for bit, and no thread folds what another does.
+__device__ __forceinline__ bool xw_segment_fold(RunsShared& s, unsigned int r,
+                                                unsigned int pieces, bool own, xw_vt* tile_v) {
+    xw_vt acc = s.inv_trail[r];
+    unsigned int q = r + 1;
+    for (; q < BLOCK; ++q) {
+        if (own) s.inv_carry[q] = acc;
+        if (q < pieces) {
+            if (s.inv_heads[q] > 0) return false;
+            acc = xw_vop(acc, s.inv_trail[q]);
+        }
+    }
+    *tile_v = acc;
+    return true;
+}
+
 // Steps 1 and 2 for tile t: the tile's aggregate (every thread gets it); with `own`, also H[l]
-// and C[l] in inv_before and inv_carry. Every thread calls it.
+// and C[l] in inv_before and inv_carry. Every thread calls it. Step 2 is the left fold of the
+// pieces' (heads, trail) in thread order, computed in parallel: H[l] sums integers (through
+// per-chunk sums), C[l] and the aggregate's value come from xw_segment_fold. (One thread
+// folding all BLOCK pieces in turn kept every tile waiting on a chain of BLOCK shared-memory
+// reads; now the chain is as long as the longest run of threads without a head.)
 __device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
                                  bool own) {
     Piece pc;
     xw_load_piece(a, t, l, pc);
-    __syncthreads();  // inv_heads and inv_trail may still be read by an earlier summary
+    __syncthreads();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
     s.inv_heads[l] = __popc(pc.heads);
     s.inv_trail[l] = pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0);
     __syncthreads();
+    if (l < BLOCK / CHUNK) {
+        unsigned int sum = 0;
+#pragma unroll
+        for (unsigned int i = 0; i < CHUNK; ++i) sum += s.inv_heads[l * CHUNK + i];
+        s.inv_chunk[l] = sum;
+    }
+    // Threads with elements: the first `pieces` (a thread past the end has no heads, and the
+    // fold skips it).
+    const unsigned int valid = a.p.n - t * TILE;  // elements of the tile (at least one)
+    const unsigned int pieces = min((valid + ITEMS - 1) / ITEMS, (unsigned int)BLOCK);
+    if (own && l == 0) s.inv_carry[0] = xw_vt(0);
+    xw_vt tile_v;
+    if (l < pieces && (l == 0 || s.inv_heads[l] > 0) &&
+        xw_segment_fold(s, l, pieces, own, &tile_v))
+        s.carry.v = tile_v;
+    __syncthreads();
+    if (own) {
+        unsigned int h = 0;
+        const unsigned int c = l / CHUNK;
+        for (unsigned int i = 0; i < c; ++i) h += s.inv_chunk[i];
+        for (unsigned int r = c * CHUNK; r < l; ++r) h += s.inv_heads[r];
+        s.inv_before[l] = h;
+    }
     if (l == 0) {
-        Carry c;
-        c.heads = 0;
-        c.v = xw_vt(0);
-        const unsigned int valid = a.p.n - t * TILE;  // elements of the tile (at least one)
-        for (unsigned int q = 0; q < BLOCK; ++q) {
-            if (own) {
-                s.inv_before[q] = c.heads;
-                s.inv_carry[q] = c.v;
-            }
-            if (q * ITEMS >= valid) continue;
-            const xw_vt trail = s.inv_trail[q];
-            c.v = q == 0 || s.inv_heads[q] > 0 ? trail : xw_vop(c.v, trail);
-            c.heads += s.inv_heads[q];
-        }
-        s.carry = c;
+        unsigned int heads = 0;
+#pragma unroll
+        for (unsigned int i = 0; i < BLOCK / CHUNK; ++i) heads += s.inv_chunk[i];
+        s.carry.heads = heads;
     }
     __syncthreads();
     return s.carry;
@@ -239,6 +279,8 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             if (l == 0) {
                 s.lb_m = count;
                 s.lb_gap = 0;
+                s.lb_heads = 0;
+                s.lb_head = BLOCK;
             }
             __syncthreads();
             if (l < count) {
@@ -261,13 +303,22 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             // already seen), and folded from shared memory in the same order as below: one
             // thread reading them one after another made the look-back a chain of memory round
             // trips (the toolbox's runs at 0.02-0.03x CUB's speed at 2^24 on an H100).
-            if (l <= m)
-                s.lb_val[l] = xw_read_published(a, (unsigned int)hi - l,
-                                                l == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+            // The fold (from m down to 0) is the heads' sum and, for the value, the fold from
+            // the nearest value with a head (lb_head) down: what it skips, a head overwrites.
+            if (l <= m) {
+                const Carry c = xw_read_published(a, (unsigned int)hi - l,
+                                                  l == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+                s.lb_val[l] = c;
+                atomicAdd(&s.lb_heads, c.heads);
+                if (l < m && c.heads > 0) atomicMin(&s.lb_head, l);
+            }
             __syncthreads();
             if (l == 0) {
-                Carry e = s.lb_val[m];
-                for (unsigned int i = m; i-- > 0;) e = xw_carry_op(e, s.lb_val[i]);
+                const unsigned int from = min(s.lb_head, m);
+                Carry e;
+                e.heads = s.lb_heads;
+                e.v = s.lb_val[from].v;
+                for (unsigned int i = from; i-- > 0;) e.v = xw_vop(e.v, s.lb_val[i].v);
                 s.carry = e;
                 xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(e, agg));
             }
@@ -301,16 +352,30 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
         e.v = xw_vt(0);
         if (j >= 0) e = xw_read_published(a, (unsigned int)j, FLAG_INCLUSIVE);
         s.carry = e;
+        s.lb_heads = 0;
+        s.lb_head = 0;
     }
     for (unsigned int lo = (unsigned int)(j + 1); lo < k; lo += BLOCK) {
         const unsigned int c = min(k - lo, (unsigned int)BLOCK);
         __syncthreads();  // the previous window's fold has read lb_val
-        if (l < c) s.lb_val[l] = xw_read_published(a, lo + l, FLAG_AGGREGATE);
+        if (l < c) {
+            const Carry v = xw_read_published(a, lo + l, FLAG_AGGREGATE);
+            s.lb_val[l] = v;
+            atomicAdd(&s.lb_heads, v.heads);
+            if (v.heads > 0) atomicMax(&s.lb_head, l + 1);
+        }
         __syncthreads();
         if (l == 0) {
+            // The window's fold: the heads' sum, and the value folded from the last value
+            // with a head (index lb_head - 1), or from the carry when none has one.
             Carry e = s.carry;
-            for (unsigned int i = 0; i < c; ++i) e = xw_carry_op(e, s.lb_val[i]);
+            const unsigned int last = s.lb_head;
+            e.heads += s.lb_heads;
+            if (last > 0) e.v = s.lb_val[last - 1].v;
+            for (unsigned int i = last; i < c; ++i) e.v = xw_vop(e.v, s.lb_val[i].v);
             s.carry = e;
+            s.lb_heads = 0;
+            s.lb_head = 0;
         }
     }
     if (l == 0) xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(s.carry, agg));

@@ -82,6 +82,7 @@ layout(push_constant) uniform Params {
 
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
+const uint CHUNK = 16u;  // invocations whose heads one invocation sums in step 2
 
 // A tile's aggregate or prefix: heads, and the value of its last run (none when heads is 0 and
 // nothing came before).
@@ -95,9 +96,12 @@ shared VT inv_trail[BLOCK];    // step 1: each invocation's trail
 shared uint inv_before[BLOCK]; // step 2: H[l]
 shared VT inv_carry[BLOCK];    // step 2: C[l]
 shared uint lb_flag[BLOCK];    // the look-back window's flags
-shared Carry lb_val[BLOCK];    // the first window's values, read at once
+shared uint inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK invocations
+shared Carry lb_val[BLOCK];    // a window's values, read at once
 shared uint lb_m;              // the window's nearest inclusive prefix
 shared uint lb_gap;            // a tile above it has published nothing
+shared uint lb_heads;          // the heads of the values read, summed
+shared uint lb_head;           // the nearest value read with a head, by its window index
 shared uint s_word;
 shared Carry s_carry;
 
@@ -206,33 +210,63 @@ VT piece_trail(VT v[ITEMS], uint heads, uint len) {
     return acc;
 }
 
+// Step 2's left fold of the trails, which a head restarts, run as one fold per segment:
+// invocation r < pieces with a head (or r = 0) folds from its trail on through the invocations
+// after it until the next head, writing C[q] (the value before q) for each q it passes; the
+// last segment's invocation carries on to BLOCK and writes the tile's value into s_carry.v,
+// which no other invocation reaches. Every C[q] is the serial fold's value, bit for bit, and
+// no invocation folds what another does.
+void segment_fold(uint r, uint pieces, bool own) {
+    VT acc = inv_trail[r];
+    for (uint q = r + 1u; q < BLOCK; ++q) {
+        if (own) inv_carry[q] = acc;
+        if (q < pieces) {
+            if (inv_heads[q] > 0u) return;
+            acc = vop(acc, inv_trail[q]);
+        }
+    }
+    s_carry.v = acc;
+}
+
 // Steps 1 and 2 for tile t: the tile's aggregate (every invocation gets it); with `own`, also
-// H[l] and C[l] in inv_before and inv_carry. Uniform control flow.
+// H[l] and C[l] in inv_before and inv_carry. Uniform control flow. Step 2 is the left fold of
+// the pieces' (heads, trail) in invocation order, computed in parallel: H[l] sums integers
+// (through per-chunk sums), C[l] and the aggregate's value come from segment_fold. (One
+// invocation folding all BLOCK pieces in turn kept every tile waiting on a chain of BLOCK
+// shared-memory reads; now the chain is as long as the longest run of invocations without a
+// head.)
 Carry tile_summary(uint t, uint l, bool own) {
     uvec2 k[ITEMS];
     VT v[ITEMS];
     uint heads, tails, len;
     load_piece(t, l, k, v, heads, tails, len);
-    barrier();  // inv_heads and inv_trail may still be read by an earlier summary
+    barrier();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
     inv_heads[l] = bitCount(heads);
     inv_trail[l] = len > 0u ? piece_trail(v, heads, len) : VT(0);
     barrier();
+    if (l < BLOCK / CHUNK) {
+        uint sum = 0u;
+        [[unroll]] for (uint i = 0u; i < CHUNK; ++i) sum += inv_heads[l * CHUNK + i];
+        inv_chunk[l] = sum;
+    }
+    // Invocations with elements: the first `pieces` (one past the end has no heads, and the
+    // fold skips it).
+    uint valid = p.n - t * TILE;  // elements of the tile (at least one)
+    uint pieces = min((valid + ITEMS - 1u) / ITEMS, BLOCK);
+    if (own && l == 0u) inv_carry[0] = VT(0);
+    if (l < pieces && (l == 0u || inv_heads[l] > 0u)) segment_fold(l, pieces, own);
+    barrier();
+    if (own) {
+        uint h = 0u;
+        uint c = l / CHUNK;
+        for (uint i = 0u; i < c; ++i) h += inv_chunk[i];
+        for (uint r = c * CHUNK; r < l; ++r) h += inv_heads[r];
+        inv_before[l] = h;
+    }
     if (l == 0u) {
-        Carry c;
-        c.heads = 0u;
-        c.v = VT(0);
-        uint valid = p.n - t * TILE;  // elements of the tile (at least one)
-        for (uint q = 0u; q < BLOCK; ++q) {
-            if (own) {
-                inv_before[q] = c.heads;
-                inv_carry[q] = c.v;
-            }
-            if (q * ITEMS >= valid) continue;
-            VT trail = inv_trail[q];
-            c.v = q == 0u || inv_heads[q] > 0u ? trail : vop(c.v, trail);
-            c.heads += inv_heads[q];
-        }
-        s_carry = c;
+        uint heads = 0u;
+        [[unroll]] for (uint i = 0u; i < BLOCK / CHUNK; ++i) heads += inv_chunk[i];
+        s_carry.heads = heads;
     }
     barrier();
     return s_carry;
@@ -279,6 +313,8 @@ Carry look_back(uint k, Carry agg, uint l) {
             if (l == 0u) {
                 lb_m = count;
                 lb_gap = 0u;
+                lb_heads = 0u;
+                lb_head = BLOCK;
             }
             barrier();
             if (l < count) {
@@ -301,13 +337,21 @@ Carry look_back(uint k, Carry agg, uint l) {
             // flag already seen), and folded from shared memory in the same order as below:
             // one thread reading them one after another made the look-back a chain of memory
             // round trips (the toolbox's runs at 0.02-0.03x CUB's speed at 2^24 on an H100).
+            // The fold (from m down to 0) is the heads' sum and, for the value, the fold from
+            // the nearest value with a head (lb_head) down: what it skips, a head overwrites.
             if (l <= m) {
-                lb_val[l] = read_published(uint(hi) - l, l == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+                Carry c = read_published(uint(hi) - l, l == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+                lb_val[l] = c;
+                atomicAdd(lb_heads, c.heads);
+                if (l < m && c.heads > 0u) atomicMin(lb_head, l);
             }
             barrier();
             if (l == 0u) {
-                Carry e = lb_val[m];
-                for (int i = int(m) - 1; i >= 0; --i) e = carry_op(e, lb_val[i]);
+                uint from = min(lb_head, m);
+                Carry e;
+                e.heads = lb_heads;
+                e.v = lb_val[from].v;
+                for (int i = int(from) - 1; i >= 0; --i) e.v = vop(e.v, lb_val[i].v);
                 s_carry = e;
                 publish(k, FLAG_INCLUSIVE, carry_op(e, agg));
             }
@@ -342,16 +386,30 @@ Carry look_back(uint k, Carry agg, uint l) {
         e.v = VT(0);
         if (j >= 0) e = read_published(uint(j), FLAG_INCLUSIVE);
         s_carry = e;
+        lb_heads = 0u;
+        lb_head = 0u;
     }
     for (uint lo = uint(j + 1); lo < k; lo += BLOCK) {
         uint c = min(k - lo, BLOCK);
         barrier();  // the previous window's fold has read lb_val
-        if (l < c) lb_val[l] = read_published(lo + l, FLAG_AGGREGATE);
+        if (l < c) {
+            Carry a = read_published(lo + l, FLAG_AGGREGATE);
+            lb_val[l] = a;
+            atomicAdd(lb_heads, a.heads);
+            if (a.heads > 0u) atomicMax(lb_head, l + 1u);
+        }
         barrier();
         if (l == 0u) {
+            // The window's fold: the heads' sum, and the value folded from the last value
+            // with a head (index lb_head - 1), or from the carry when none has one.
             Carry e = s_carry;
-            for (uint i = 0u; i < c; ++i) e = carry_op(e, lb_val[i]);
+            uint last = lb_head;
+            e.heads += lb_heads;
+            if (last > 0u) e.v = lb_val[last - 1u].v;
+            for (uint i = last; i < c; ++i) e.v = vop(e.v, lb_val[i].v);
             s_carry = e;
+            lb_heads = 0u;
+            lb_head = 0u;
         }
     }
     if (l == 0u) publish(k, FLAG_INCLUSIVE, carry_op(s_carry, agg));
