@@ -273,7 +273,8 @@ impl VulkanDevice {
     /// xwarp creates on the device only its own command pool, fence, query pool, descriptor
     /// pools, layouts, shader modules, pipelines and an allocator for its own memory (which
     /// holds, from the start, the small buffer of [`Device::counters`], zeroed by a fill that
-    /// goes out with xwarp's first submit), and destroys only those. Dropping the returned
+    /// goes out with xwarp's first submit, and a 64 KiB host-visible staging buffer for small
+    /// reads and writes), and destroys only those. Dropping the returned
     /// device waits for xwarp's own submitted work (its fence), never for the device or queue
     /// as a whole.
     ///

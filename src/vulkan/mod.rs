@@ -294,6 +294,8 @@ impl VulkanDevice {
         subnormals: SubnormalMode,
     ) -> Result<Self> {
         let d = &core.device;
+        // Freed by its drop on the error paths below.
+        let staging = stream::Staging::new(&core)?;
         let frame = stream::new_frame(d, family.0)?;
         // SAFETY: a valid create info on a live device; destroyed in Drop (or here on failure).
         let qp = unsafe {
@@ -334,7 +336,7 @@ impl VulkanDevice {
             },
             query_pool,
             timer: Mutex::new(()),
-            stream: Mutex::new(Stream::new(frame)),
+            stream: Mutex::new(Stream::new(frame, staging)),
             stream_turn: std::sync::Condvar::new(),
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
