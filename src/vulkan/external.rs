@@ -285,7 +285,8 @@ impl VulkanDevice {
     /// xwarp creates on the device only its own command pool, fence, query pool, descriptor
     /// pools, layouts, shader modules, pipelines and an allocator for its own memory (which
     /// holds, from the start, the small buffer of [`Device::counters`], zeroed by a fill that
-    /// goes out with xwarp's first submit), and destroys only those. Dropping the returned
+    /// goes out with xwarp's first submit, and a 64 KiB host-visible staging buffer for small
+    /// reads and writes), and destroys only those. Dropping the returned
     /// device waits for xwarp's own submitted work (its fence), never for the device or queue
     /// as a whole.
     ///
@@ -396,6 +397,13 @@ impl VulkanDevice {
                 .enabled_extensions
                 .iter()
                 .any(|e| e.as_c_str() == stats_ext);
+        // Push descriptors only where the application enabled their extension.
+        let push_descriptor = ash::khr::push_descriptor::NAME;
+        p.push_descriptor = p.push_descriptor
+            && ext
+                .enabled_extensions
+                .iter()
+                .any(|e| e.as_c_str() == push_descriptor);
         // Before Vulkan 1.2 the float controls (subnormals kept where asked) need their
         // extension enabled by the application; without it kernels ask for nothing.
         let float_controls = ash::khr::shader_float_controls::NAME;

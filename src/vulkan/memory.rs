@@ -100,6 +100,28 @@ impl VkBuffer {
         location: MemoryLocation,
         name: &str,
     ) -> Result<Self> {
+        Self::create(core, bytes, location, name, false)
+    }
+
+    /// [`Self::new`] in memory of its own (a dedicated allocation) rather than a piece of one
+    /// of the allocator's shared blocks: for a small buffer that lives as long as the device,
+    /// which then keeps no shared block from being given back.
+    pub(super) fn dedicated(
+        core: &Arc<Core>,
+        bytes: u64,
+        location: MemoryLocation,
+        name: &str,
+    ) -> Result<Self> {
+        Self::create(core, bytes, location, name, true)
+    }
+
+    fn create(
+        core: &Arc<Core>,
+        bytes: u64,
+        location: MemoryLocation,
+        name: &str,
+        dedicated: bool,
+    ) -> Result<Self> {
         let _guard = lifecycle();
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
@@ -123,7 +145,11 @@ impl VkBuffer {
             requirements,
             location,
             linear: true,
-            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            allocation_scheme: if dedicated {
+                AllocationScheme::DedicatedBuffer(buffer)
+            } else {
+                AllocationScheme::GpuAllocatorManaged
+            },
         });
         let allocation = match allocation {
             Ok(a) => a,

@@ -20,8 +20,9 @@ include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
 const SETS_PER_POOL: u32 = 256;
-/// Most bindings a launch may carry; descriptor pools are sized for it.
-const MAX_BINDINGS: u32 = 8;
+/// Most bindings a launch may carry; descriptor pools are sized for it, and push descriptors
+/// are used only where the device allows this many (`maxPushDescriptors`).
+pub(super) const MAX_BINDINGS: u32 = 8;
 
 #[derive(Hash, PartialEq, Eq, Clone)]
 pub(super) struct PipelineKey {
@@ -29,6 +30,14 @@ pub(super) struct PipelineKey {
     variant: &'static str,
     block: u32,
     consts: Vec<(&'static str, u32)>,
+}
+
+/// What a pipeline layout is made for: how many buffers a launch binds, and the bytes of its
+/// push-constant range (a multiple of 4; 0 for none).
+#[derive(Hash, PartialEq, Eq, Clone, Copy, Debug)]
+pub(super) struct LayoutKey {
+    pub(super) bindings: u32,
+    pub(super) push_bytes: u32,
 }
 
 pub(super) struct Layout {
@@ -48,12 +57,34 @@ fn memory_model_variant(elem: ElemKind) -> Option<&'static str> {
     }
 }
 
+/// A launch's pipeline with what recording it needs.
+struct Bound {
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    /// Bytes of the layout's push-constant range (0: none).
+    push_bytes: u32,
+}
+
+/// The bytes of the push-constant range of kernel `name`'s pipelines: its parameter block's
+/// size as the kernel table declares it (which the build holds each shader's push-constant
+/// block to), rounded up to a multiple of 4; 0 for a kernel without one. A kernel the table
+/// does not list keeps the largest block a launch may carry.
+fn push_bytes(name: &str) -> u32 {
+    let bytes = match crate::kernels::kernel(name) {
+        Some(k) => k.params.map_or(0, |p| p.bytes()),
+        None => MAX_PARAMS,
+    };
+    bytes.min(MAX_PARAMS).next_multiple_of(4) as u32
+}
+
 impl VulkanDevice {
-    fn layout(&self, bindings: u32) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
+    fn layout(&self, key: LayoutKey) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
         let mut layouts = lock(&self.layouts);
-        if let Some(l) = layouts.get(&bindings) {
+        if let Some(l) = layouts.get(&key) {
             return Ok((l.set, l.pipeline));
         }
+        let bindings = key.bindings;
         let d = &self.core.device;
         let b: Vec<_> = (0..bindings)
             .map(|i| {
@@ -64,22 +95,34 @@ impl VulkanDevice {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
-        // SAFETY: valid create infos on a live device; destroyed in Drop.
+        // Made for pushing where launches push their descriptors (`record_launch`).
+        let flags = if self.push_descriptor.is_some() {
+            vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR
+        } else {
+            vk::DescriptorSetLayoutCreateFlags::empty()
+        };
+        // SAFETY: valid create infos on a live device (a layout for pushing only with
+        // VK_KHR_push_descriptor enabled, and with no more bindings than maxPushDescriptors:
+        // see `Probe::push_descriptor`); destroyed in Drop.
         unsafe {
             let set = d
                 .create_descriptor_set_layout(
-                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&b),
+                    &vk::DescriptorSetLayoutCreateInfo::default()
+                        .flags(flags)
+                        .bindings(&b),
                     None,
                 )
                 .map_err(Error::vk("vkCreateDescriptorSetLayout"))?;
             let sets = [set];
             let ranges = [vk::PushConstantRange::default()
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
-                .size(MAX_PARAMS as u32)];
+                .size(key.push_bytes)];
+            // A range may not be empty: a kernel without parameters has none.
+            let ranges = if key.push_bytes > 0 { &ranges[..] } else { &[] };
             let pipeline = d.create_pipeline_layout(
                 &vk::PipelineLayoutCreateInfo::default()
                     .set_layouts(&sets)
-                    .push_constant_ranges(&ranges),
+                    .push_constant_ranges(ranges),
                 None,
             );
             let pipeline = match pipeline {
@@ -89,15 +132,12 @@ impl VulkanDevice {
                     return Err(Error::vk("vkCreatePipelineLayout")(e));
                 }
             };
-            layouts.insert(bindings, Layout { set, pipeline });
+            layouts.insert(key, Layout { set, pipeline });
             Ok((set, pipeline))
         }
     }
 
-    fn pipeline(
-        &self,
-        launch: &Launch<'_>,
-    ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
+    fn pipeline(&self, launch: &Launch<'_>) -> Result<Bound> {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
         // variant for the element type where the kernel has one. Under the Vulkan memory
@@ -116,7 +156,17 @@ impl VulkanDevice {
                 kernel: k.name.to_string(),
                 variant: format!("element type {}", k.elem),
             })?;
-        let (set_layout, layout) = self.layout(launch.bindings.len() as u32)?;
+        let push_bytes = push_bytes(k.name);
+        let (set_layout, layout) = self.layout(LayoutKey {
+            bindings: launch.bindings.len() as u32,
+            push_bytes,
+        })?;
+        let bound = |pipeline| Bound {
+            pipeline,
+            layout,
+            set_layout,
+            push_bytes,
+        };
         let key = PipelineKey {
             name: k.name,
             variant,
@@ -125,7 +175,7 @@ impl VulkanDevice {
         };
         let mut pipelines = lock(&self.pipelines);
         if let Some(&p) = pipelines.get(&key) {
-            return Ok((p, layout, set_layout));
+            return Ok(bound(p));
         }
         let d = &self.core.device;
         let module = {
@@ -203,7 +253,7 @@ impl VulkanDevice {
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
         pipelines.insert(key, p);
-        Ok((p, layout, set_layout))
+        Ok(bound(p))
     }
 
     fn descriptor_set(
@@ -268,54 +318,77 @@ impl VulkanDevice {
     /// [`Device::launch`]: binds the buffers and parameters and records the dispatch.
     pub(super) fn record_launch(&self, launch: &Launch<'_>) -> Result<()> {
         check_launch(&self.info, &self.launch_limits(), launch)?;
-        let buffers = launch
-            .bindings
-            .iter()
-            .map(|b| self.target(b.buffer))
-            .collect::<Result<Vec<_>>>()?;
-        let (pipeline, layout, set_layout) = self.pipeline(launch)?;
+        // At most MAX_BINDINGS (checked above): the descriptors live on the stack.
+        let mut infos = [vk::DescriptorBufferInfo::default(); MAX_BINDINGS as usize];
+        for (info, b) in infos.iter_mut().zip(launch.bindings) {
+            let target = self.target(b.buffer)?;
+            *info = vk::DescriptorBufferInfo::default()
+                .buffer(target.buffer)
+                .offset(target.base + b.offset)
+                .range(b.bytes);
+        }
+        let infos = &infos[..launch.bindings.len().min(MAX_BINDINGS as usize)];
+        let Bound {
+            pipeline,
+            layout,
+            set_layout,
+            push_bytes,
+        } = self.pipeline(launch)?;
+        // The kernel's block: what the launch passes, zero-padded to the block's size (bytes
+        // beyond it, which the kernel never reads, are not pushed).
+        let mut params = [0u8; MAX_PARAMS];
+        let given = launch.params.len().min(push_bytes as usize);
+        params[..given].copy_from_slice(&launch.params[..given]);
+        let params = &params[..push_bytes as usize];
         let mut s = self.stream_lock();
-        let set = self.descriptor_set(&mut s, set_layout)?;
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
-            .bindings
-            .iter()
-            .zip(&buffers)
-            .map(|(b, vb)| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(vb.buffer)
-                    .offset(vb.base + b.offset)
-                    .range(b.bytes)]
-            })
-            .collect();
-        let writes: Vec<_> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
+        // Pushed descriptors need no set; otherwise a fresh one from the frame's pools.
+        let set = match self.push_descriptor {
+            Some(_) => None,
+            None => Some(self.descriptor_set(&mut s, set_layout)?),
+        };
+        let writes: [vk::WriteDescriptorSet<'_>; MAX_BINDINGS as usize] =
+            std::array::from_fn(|i| {
                 vk::WriteDescriptorSet::default()
-                    .dst_set(set)
+                    .dst_set(set.unwrap_or_default())
                     .dst_binding(i as u32)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
-        let mut params = [0u8; MAX_PARAMS];
-        params[..launch.params.len()].copy_from_slice(launch.params);
+                    .buffer_info(infos.get(i..=i).unwrap_or_default())
+            });
+        let writes = &writes[..infos.len()];
         self.begin(&mut s)?;
-        // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
-        // buffers are alive until the submit finishes; ranges and limits were checked above.
+        // SAFETY: recording command buffer of this device; pipeline, layout and buffers are
+        // alive until the submit finishes, and ranges and limits were checked above. Pushed
+        // descriptors go to set 0 of a layout made for pushing (the device's set layouts all
+        // are, see `layout`); otherwise the set is unused by pending work (freshly allocated)
+        // and written before it is bound. The pushed bytes are exactly the layout's
+        // push-constant range (none when it has none), which covers the kernel's block (see
+        // `push_bytes`).
         unsafe {
             let d = &self.core.device;
-            d.update_descriptor_sets(&writes, &[]);
             d.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-            d.cmd_bind_descriptor_sets(
-                s.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                layout,
-                0,
-                &[set],
-                &[],
-            );
-            d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
+            match (&self.push_descriptor, set) {
+                (Some(push), _) => push.cmd_push_descriptor_set(
+                    s.cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    layout,
+                    0,
+                    writes,
+                ),
+                (None, set) => {
+                    d.update_descriptor_sets(writes, &[]);
+                    d.cmd_bind_descriptor_sets(
+                        s.cmd,
+                        vk::PipelineBindPoint::COMPUTE,
+                        layout,
+                        0,
+                        &[set.unwrap_or_default()],
+                        &[],
+                    );
+                }
+            }
+            if !params.is_empty() {
+                d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, params);
+            }
             d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1);
         }
         for b in launch.bindings {
@@ -323,6 +396,17 @@ impl VulkanDevice {
         }
         self.stamp(&mut s, launch.kernel.name);
         Ok(())
+    }
+
+    /// Whether launches push their buffers' descriptors into the command buffer
+    /// (`VK_KHR_push_descriptor`) rather than allocate and write a descriptor set each: where
+    /// the device offers the extension with room for a launch's bindings (on an application's
+    /// device: where the application enabled it, listing it in
+    /// [`ExternalVulkan::enabled_extensions`](super::ExternalVulkan::enabled_extensions)), unless
+    /// [`PUSH_DESCRIPTORS_ENV`](super::PUSH_DESCRIPTORS_ENV) turned them off when the device
+    /// opened.
+    pub fn pushes_descriptors(&self) -> bool {
+        self.push_descriptor.is_some()
     }
 
     /// Whether pipelines capture the compiler's statistics, which [`Device::kernel_stats`]
@@ -451,6 +535,105 @@ mod tests {
             *dst = src as std::ffi::c_char;
         }
         s
+    }
+
+    /// The extent in bytes of the push-constant block a module declares (0: none): the end of
+    /// its last member, from the members' `Offset` decorations and types.
+    fn push_block_extent(words: &[u32]) -> u32 {
+        use std::collections::HashMap;
+        const OP_TYPE_INT: u32 = 21;
+        const OP_TYPE_FLOAT: u32 = 22;
+        const OP_TYPE_VECTOR: u32 = 23;
+        const OP_TYPE_ARRAY: u32 = 28;
+        const OP_TYPE_STRUCT: u32 = 30;
+        const OP_TYPE_POINTER: u32 = 32;
+        const OP_CONSTANT: u32 = 43;
+        const OP_VARIABLE: u32 = 59;
+        const OP_DECORATE: u32 = 71;
+        const OP_MEMBER_DECORATE: u32 = 72;
+        const DECORATION_ARRAY_STRIDE: u32 = 6;
+        const DECORATION_OFFSET: u32 = 35;
+        const PUSH_CONSTANT: u32 = 9;
+        let mut insts: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut constants: HashMap<u32, u32> = HashMap::new();
+        let mut strides: HashMap<u32, u32> = HashMap::new();
+        let mut offsets: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut push_types = Vec::new();
+        let mut at = 5;
+        while at < words.len() {
+            let count = (words[at] >> 16) as usize;
+            let op = words[at] & 0xffff;
+            let w = &words[at..at + count];
+            match op {
+                OP_TYPE_INT | OP_TYPE_FLOAT | OP_TYPE_VECTOR | OP_TYPE_ARRAY | OP_TYPE_STRUCT
+                | OP_TYPE_POINTER => {
+                    insts.insert(w[1], w.to_vec());
+                }
+                OP_CONSTANT => {
+                    constants.insert(w[2], w[3]);
+                }
+                OP_DECORATE if w[2] == DECORATION_ARRAY_STRIDE => {
+                    strides.insert(w[1], w[3]);
+                }
+                OP_MEMBER_DECORATE if w[3] == DECORATION_OFFSET => {
+                    offsets.insert((w[1], w[2]), w[4]);
+                }
+                OP_VARIABLE if w[3] == PUSH_CONSTANT => push_types.push(w[1]),
+                _ => {}
+            }
+            at += count;
+        }
+        fn size(
+            id: u32,
+            insts: &HashMap<u32, Vec<u32>>,
+            constants: &HashMap<u32, u32>,
+            strides: &HashMap<u32, u32>,
+            offsets: &HashMap<(u32, u32), u32>,
+        ) -> u32 {
+            let w = &insts[&id];
+            let of = |t| size(t, insts, constants, strides, offsets);
+            match w[0] & 0xffff {
+                OP_TYPE_INT | OP_TYPE_FLOAT => w[2] / 8,
+                OP_TYPE_VECTOR => of(w[2]) * w[3],
+                OP_TYPE_ARRAY => {
+                    strides.get(&id).copied().unwrap_or_else(|| of(w[2])) * constants[&w[3]]
+                }
+                OP_TYPE_STRUCT => (2..w.len())
+                    .map(|m| offsets[&(id, m as u32 - 2)] + of(w[m]))
+                    .max()
+                    .unwrap_or(0),
+                other => panic!("type opcode {other} in a push-constant block"),
+            }
+        }
+        push_types
+            .iter()
+            .map(|p| size(insts[p][3], &insts, &constants, &strides, &offsets))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every shader's push-constant block is exactly the push-constant range of its kernel's
+    /// pipelines (the size its parameter block is declared with), and a kernel without
+    /// parameters has no range.
+    #[test]
+    fn push_constant_ranges_cover_every_shader_block() {
+        for (name, variant, bytes) in SHADERS {
+            let words = ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap();
+            let extent = push_block_extent(&words);
+            let range = push_bytes(name);
+            // A block the compiler dropped (unused) needs no range.
+            assert!(
+                extent == range || extent == 0,
+                "{name} ({variant}): block of {extent} bytes, range of {range}"
+            );
+            assert_eq!(range % 4, 0, "{name}");
+        }
+        assert_eq!(push_bytes("selftest"), 0);
+        assert_eq!(push_bytes("no such kernel"), MAX_PARAMS as u32);
+        for k in crate::kernels::KERNELS {
+            let want = k.params.map_or(0, |p| p.bytes()) as u32;
+            assert_eq!(push_bytes(k.name), want, "{}", k.name);
+        }
     }
 
     /// Every shader with the float modes added is still valid SPIR-V for Vulkan 1.2 (checked

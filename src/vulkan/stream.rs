@@ -44,6 +44,51 @@ fn copy_regions(src: u64, dst: u64, bytes: u64) -> Vec<vk::BufferCopy> {
 /// the work on the host's cores, so its waiter blocks at once rather than take one from it.
 const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// Bytes of the staging buffer each device keeps for small reads and writes
+/// ([`Staging`]); larger ones stage through a buffer of their own.
+pub(super) const STAGING_BYTES: u64 = 64 << 10;
+
+/// Where a piece of the staging buffer starts: pieces begin at multiples of this.
+const STAGING_ALIGN: u64 = 16;
+
+/// The device's staging buffer for small reads and writes: host-visible, mapped for its whole
+/// life, and handed out in pieces from its start, one per write or read.
+///
+/// A piece holds a write's bytes until the copy out of it has run, or receives a read's bytes
+/// until the host has copied them out. Pieces are handed out only while the stream is locked,
+/// and the whole buffer is handed out again from its start only once no work that uses it is
+/// being recorded or pending: the frame being recorded has no piece of it
+/// ([`Frame::uses_staging`]) and every submit that had one has finished (`busy_until`). A read
+/// submits, waits and copies its bytes out without unlocking the stream, so no other piece is
+/// handed out over them meanwhile. Writes and reads are refused while a recording is open
+/// ([`Device::record`]), so no recording (replayed any number of times later) holds a piece.
+pub(super) struct Staging {
+    buffer: VkBuffer,
+    /// Bytes handed out, from the start, since the buffer was last free.
+    used: u64,
+    /// The latest ticket whose submit holds a piece (0: none yet).
+    busy_until: u64,
+}
+
+impl Staging {
+    /// A staging buffer of [`STAGING_BYTES`] on `core`'s device.
+    pub(super) fn new(core: &Arc<super::memory::Core>) -> Result<Self> {
+        let buffer = VkBuffer::dedicated(
+            core,
+            STAGING_BYTES,
+            MemoryLocation::GpuToCpu,
+            "xwarp staging",
+        )?;
+        // Mapped from the start (gpu-allocator maps host-visible memory for its whole life).
+        buffer.with_mapped(|_| ())?;
+        Ok(Staging {
+            buffer,
+            used: 0,
+            busy_until: 0,
+        })
+    }
+}
+
 /// One command buffer with what its submit needs: its own pool (reset as a whole once the
 /// submit has finished), fence, descriptor pools, and what it keeps alive.
 pub(super) struct Frame {
@@ -55,7 +100,10 @@ pub(super) struct Frame {
     /// Commands recorded since it began.
     pub(super) commands: u32,
     pub(super) keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    /// Staging buffers of writes too large for the device's [`Staging`] buffer.
     pub(super) staging: Vec<VkBuffer>,
+    /// Whether a command recorded here uses a piece of the device's [`Staging`] buffer.
+    pub(super) uses_staging: bool,
     pub(super) desc_pools: Vec<vk::DescriptorPool>,
     pub(super) desc_pool_current: usize,
     /// Recorded for [`Device::record`]: begun for simultaneous use, replayed many times.
@@ -69,9 +117,11 @@ pub(super) struct Pending {
 }
 
 /// The device's command stream: the frame being recorded, the frames submitted and not yet
-/// seen finished (oldest first), spare frames, and the ticket numbers.
+/// seen finished (oldest first), spare frames, the ticket numbers, and the staging buffer of
+/// small reads and writes.
 pub(super) struct Stream {
     frame: Frame,
+    small_staging: Staging,
     in_flight: VecDeque<Pending>,
     spare: Vec<Frame>,
     /// The latest ticket number handed out (0: none yet).
@@ -100,10 +150,11 @@ impl std::ops::DerefMut for Stream {
 }
 
 impl Stream {
-    /// A stream recording into `frame`.
-    pub(super) fn new(frame: Frame) -> Self {
+    /// A stream recording into `frame`, staging small reads and writes through `staging`.
+    pub(super) fn new(frame: Frame, staging: Staging) -> Self {
         Stream {
             frame,
+            small_staging: staging,
             in_flight: VecDeque::new(),
             spare: Vec::new(),
             issued: 0,
@@ -187,6 +238,7 @@ pub(super) fn new_frame(d: &ash::Device, family: u32) -> Result<Frame> {
             commands: 0,
             keep: Vec::new(),
             staging: Vec::new(),
+            uses_staging: false,
             desc_pools: Vec::new(),
             desc_pool_current: 0,
             reusable: false,
@@ -244,6 +296,7 @@ impl VulkanDevice {
         f.recording = false;
         f.commands = 0;
         f.reusable = false;
+        f.uses_staging = false;
         f.keep.clear();
         f.staging.clear();
     }
@@ -494,6 +547,9 @@ impl VulkanDevice {
             return Err(e);
         }
         s.issued += 1;
+        if frame.uses_staging {
+            s.small_staging.busy_until = s.issued;
+        }
         s.in_flight.push_back(Pending {
             ticket: s.issued,
             frame,
@@ -713,7 +769,10 @@ impl VulkanDevice {
             .map_err(Error::vk("vkWaitForFences"))
     }
 
-    /// [`Device::write`]: stages `src` and records its copy into `dst`.
+    /// [`Device::write`]: stages `src` and records its copy into `dst`. Up to
+    /// [`STAGING_BYTES`] go through a free piece of the device's [`Staging`] buffer; larger
+    /// writes, and any while no piece is free, through a staging buffer of their own, freed
+    /// once the submit has finished.
     pub(super) fn upload(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
         dst.check_range(offset, src.len() as u64)?;
         let target = self.target(dst)?.require(
@@ -722,6 +781,35 @@ impl VulkanDevice {
         )?;
         if src.is_empty() {
             return Ok(());
+        }
+        let bytes = src.len() as u64;
+        {
+            let mut s = self.stream_lock();
+            self.refuse_in_recording(&s, "Device::write")?;
+            if let Some(at) = self.staging_room(&mut s, bytes)? {
+                // The piece is free: no recorded or pending command uses it (`staging_room`).
+                s.small_staging
+                    .buffer
+                    .with_mapped(|m| m[at as usize..][..src.len()].copy_from_slice(src))?;
+                self.begin(&mut s)?;
+                let regions = copy_regions(at, target.base + offset, bytes);
+                // SAFETY: recording command buffer of this device; the staging buffer lives as
+                // long as the stream, and `dst` is kept alive until the submit finishes; the
+                // regions lie inside both (the piece inside the staging buffer, the range
+                // inside `dst`, checked above).
+                unsafe {
+                    self.core.device.cmd_copy_buffer(
+                        s.cmd,
+                        s.small_staging.buffer.buffer,
+                        target.buffer,
+                        &regions,
+                    )
+                };
+                self.take_staging(&mut s, at, bytes);
+                s.keep.push(dst.keep_alive());
+                self.stamp(&mut s, "write");
+                return Ok(());
+            }
         }
         let staging = VkBuffer::new(
             &self.core,
@@ -785,6 +873,9 @@ impl VulkanDevice {
     }
 
     /// [`Device::read`]: records a copy into staging memory, submits, waits and copies out.
+    /// The staging memory is a piece of the device's [`Staging`] buffer for up to
+    /// [`STAGING_BYTES`] where one is free (writes not yet waited for may hold it all), else a
+    /// buffer of its own.
     pub(super) fn download(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
         src.check_range(offset, dst.len() as u64)?;
         let source = self.target(src)?.require(
@@ -794,23 +885,73 @@ impl VulkanDevice {
         if dst.is_empty() {
             return self.synchronize();
         }
+        let bytes = dst.len() as u64;
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::read")?;
+        if let Some(at) = self.staging_room(&mut s, bytes)? {
+            self.begin(&mut s)?;
+            let staging = s.small_staging.buffer.buffer;
+            self.record_download(
+                &s,
+                (source.buffer, source.base + offset),
+                (staging, at),
+                bytes,
+            );
+            self.take_staging(&mut s, at, bytes);
+            s.keep.push(src.keep_alive());
+            self.flush(&mut s)?;
+            // Still locked since the piece was found: no later write or read was handed these
+            // bytes, and the flush waited for the copy into them.
+            return s
+                .small_staging
+                .buffer
+                .with_mapped(|m| dst.copy_from_slice(&m[at as usize..][..dst.len()]));
+        }
+        drop(s);
         let staging = VkBuffer::new(
             &self.core,
-            dst.len() as u64,
+            bytes,
             MemoryLocation::GpuToCpu,
             "xwarp download",
         )?;
         let mut s = self.stream_lock();
         self.refuse_in_recording(&s, "Device::read")?;
         self.begin(&mut s)?;
-        let regions = copy_regions(source.base + offset, 0, dst.len() as u64);
+        self.record_download(
+            &s,
+            (source.buffer, source.base + offset),
+            (staging.buffer, 0),
+            bytes,
+        );
+        s.keep.push(src.keep_alive());
+        self.flush(&mut s)?;
+        drop(s);
+        staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
+    }
+
+    /// Records the copy of a read: `bytes` from `(buffer, offset)` `from` into the host-visible
+    /// `(buffer, offset)` `to`, then a barrier that makes them visible to the host once the
+    /// submit's fence has signalled.
+    ///
+    /// Both buffers must stay alive until the submit has finished, and both ranges must lie
+    /// inside their buffers.
+    fn record_download(
+        &self,
+        s: &Stream,
+        from: (vk::Buffer, u64),
+        to: (vk::Buffer, u64),
+        bytes: u64,
+    ) {
+        let regions = copy_regions(from.1, to.1, bytes);
         let to_host = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ);
-        // SAFETY: both buffers are alive until the wait below; the regions lie inside both.
+        // SAFETY: recording command buffer of this device (the caller holds the stream and
+        // has begun it); the caller keeps both buffers alive until the submit has finished,
+        // and the regions lie inside both.
         unsafe {
             let d = &self.core.device;
-            d.cmd_copy_buffer(s.cmd, source.buffer, staging.buffer, &regions);
+            d.cmd_copy_buffer(s.cmd, from.0, to.0, &regions);
             d.cmd_pipeline_barrier(
                 s.cmd,
                 vk::PipelineStageFlags::TRANSFER,
@@ -821,10 +962,36 @@ impl VulkanDevice {
                 &[],
             );
         }
-        s.keep.push(src.keep_alive());
-        self.flush(&mut s)?;
-        drop(s);
-        staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
+    }
+
+    /// Where a piece of `bytes` of the staging buffer can start now, if one is free (never for
+    /// more than [`STAGING_BYTES`]). It only finds the piece: [`Self::take_staging`] hands it
+    /// out once the command that uses it is recorded, under the same lock of the stream.
+    fn staging_room(&self, s: &mut Stream, bytes: u64) -> Result<Option<u64>> {
+        if bytes > STAGING_BYTES {
+            return Ok(None);
+        }
+        // The whole buffer is free again once nothing recorded or pending uses it.
+        let free = |s: &Stream| !s.frame.uses_staging && s.done >= s.small_staging.busy_until;
+        if free(s) {
+            s.small_staging.used = 0;
+        }
+        let fits = |s: &Stream| s.small_staging.used + bytes <= STAGING_BYTES;
+        if !fits(s) && !s.frame.uses_staging && !s.in_flight.is_empty() {
+            // Without waiting: the submits that used it may have finished unseen.
+            self.retire(s, false)?;
+            if free(s) {
+                s.small_staging.used = 0;
+            }
+        }
+        Ok(fits(s).then_some(s.small_staging.used))
+    }
+
+    /// Hands out the piece of `bytes` at `at` that [`Self::staging_room`] found, to the frame
+    /// being recorded, whose command using it has just been recorded.
+    fn take_staging(&self, s: &mut Stream, at: u64, bytes: u64) {
+        s.small_staging.used = (at + bytes).next_multiple_of(STAGING_ALIGN);
+        s.frame.uses_staging = true;
     }
 
     /// [`Device::time`]: timestamps around `work`, one timer at a time.
