@@ -118,11 +118,6 @@ struct App {
 impl App {
     /// Creates everything with what xwarp asks for, or with `features` instead when given.
     fn new(override_features: Option<VulkanFeatures>) -> App {
-        App::with_extensions(override_features, &[])
-    }
-
-    /// [`App::new`], enabling the device extensions `extra` besides.
-    fn with_extensions(override_features: Option<VulkanFeatures>, extra: &[&CStr]) -> App {
         // SAFETY: the test owns every object it creates here and destroys them in `Drop`, in
         // reverse order; all create infos live until their calls return.
         unsafe {
@@ -203,7 +198,6 @@ impl App {
             if features.pipeline_executable_info {
                 extensions.push(ash::khr::pipeline_executable_properties::NAME.to_owned());
             }
-            extensions.extend(extra.iter().map(|e| (*e).to_owned()));
             let ext_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
             let core = vk::PhysicalDeviceFeatures::default()
                 .shader_int64(features.shader_int64)
@@ -1280,95 +1274,4 @@ fn scan_case<T: ReduceInput>(xw: &VulkanDevice, case: &ScanCase, atomics: bool, 
     let got = run_scan(xw, case, &input, poison_value(&want)).unwrap();
     let at = format!("{case}, 64-bit atomics {atomics}");
     assert!(first_mismatch(&want, &got).is_none(), "{at}");
-}
-
-/// Whether the application's physical device offers the device extension `name`.
-fn offers_extension(app: &App, name: &CStr) -> bool {
-    // SAFETY: a plain query on the application's live instance and its physical device.
-    unsafe {
-        app.instance
-            .enumerate_device_extension_properties(app.physical_device)
-            .unwrap()
-            .iter()
-            .any(|e| e.extension_name_as_c_str() == Ok(name))
-    }
-}
-
-/// A reduce, a scan and a replayed recording of both on `xw`, checked against the host.
-fn reduce_scan_and_replay(xw: &VulkanDevice, label: &str) {
-    let dev: &dyn Device = xw;
-    let data: Vec<u32> = (0..5000u32)
-        .map(|i| i.wrapping_mul(2654435761) >> 20)
-        .collect();
-    let sum = data.iter().fold(0u32, |a, &b| a.wrapping_add(b));
-    let input = DeviceVec::from_slice(dev, &data).unwrap();
-    let mut total = DeviceVec::<u32>::alloc(dev, 1).unwrap();
-    let mut scan = DeviceVec::<u32>::alloc(dev, data.len()).unwrap();
-    let recording = dev
-        .record(&mut || {
-            device_reduce(dev, ReduceOp::Sum, &input, &mut total, 0)?;
-            device_scan(dev, ReduceOp::Sum, ScanKind::Inclusive, &input, &mut scan)
-        })
-        .unwrap();
-    let want_scan: Vec<u32> = data
-        .iter()
-        .scan(0u32, |a, &b| {
-            *a = a.wrapping_add(b);
-            Some(*a)
-        })
-        .collect();
-    for round in 0..3 {
-        total.fill(dev, u32::MAX).unwrap();
-        scan.fill(dev, u32::MAX).unwrap();
-        let ticket = dev.replay(&recording).unwrap();
-        dev.wait(ticket).unwrap();
-        assert_eq!(total.to_vec(dev).unwrap(), [sum], "{label}: round {round}");
-        assert_eq!(
-            scan.to_vec(dev).unwrap(),
-            want_scan,
-            "{label}: round {round}"
-        );
-    }
-    assert_eq!(
-        xwarp::reduce::device_reduce_host(dev, ReduceOp::Sum, &data).unwrap(),
-        sum,
-        "{label}"
-    );
-}
-
-/// Descriptors are pushed (`VK_KHR_push_descriptor`) on an application's device only where
-/// the application enabled the extension, and set from pools otherwise; both give the same
-/// results, replays included. xwarp's own device pushes them wherever the device offers it.
-#[test]
-fn descriptors_are_pushed_only_where_the_application_enabled_it() {
-    let name = ash::khr::push_descriptor::NAME;
-    let app = App::new(None);
-    let offered = offers_extension(&app, name);
-    let xw = app.xwarp(None);
-    assert!(!xw.pushes_descriptors(), "not enabled by the application");
-    reduce_scan_and_replay(&xw, "descriptor sets");
-    drop(xw);
-    // Unless the environment turns pushing off (`PUSH_DESCRIPTORS_ENV`).
-    let allowed = !std::env::var(xwarp::vulkan::PUSH_DESCRIPTORS_ENV)
-        .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
-    let own = common::open_vulkan();
-    if own.info().name == app.name {
-        assert_eq!(own.pushes_descriptors(), offered && allowed, "{}", app.name);
-    }
-    drop(own);
-    close_and_check(app);
-    if !offered {
-        println!("the device does not offer {name:?}: nothing more to check");
-        return;
-    }
-    let app = App::with_extensions(None, &[name]);
-    let xw = app.xwarp(None);
-    assert_eq!(
-        xw.pushes_descriptors(),
-        allowed,
-        "enabled by the application"
-    );
-    reduce_scan_and_replay(&xw, "pushed descriptors");
-    drop(xw);
-    close_and_check(app);
 }

@@ -397,13 +397,6 @@ impl VulkanDevice {
                 .enabled_extensions
                 .iter()
                 .any(|e| e.as_c_str() == stats_ext);
-        // Push descriptors only where the application enabled their extension.
-        let push_descriptor = ash::khr::push_descriptor::NAME;
-        p.push_descriptor = p.push_descriptor
-            && ext
-                .enabled_extensions
-                .iter()
-                .any(|e| e.as_c_str() == push_descriptor);
         // Before Vulkan 1.2 the float controls (subnormals kept where asked) need their
         // extension enabled by the application; without it kernels ask for nothing.
         let float_controls = ash::khr::shader_float_controls::NAME;

@@ -38,14 +38,6 @@
 //! [`Device::kernel_stats`] reports per pipeline and executable (what they are is the driver's
 //! choice: instruction counts, registers, spills, ...).
 //!
-//! Where the device offers `VK_KHR_push_descriptor`, it is enabled and each launch pushes its
-//! buffers' descriptors into the command buffer; elsewhere each launch allocates a descriptor
-//! set from pools its command buffer owns (reset once its submit has finished) and writes it
-//! ([`VulkanDevice::pushes_descriptors`]; [`PUSH_DESCRIPTORS_ENV`] turns pushing off). A
-//! launch pushes only the bytes of its kernel's parameter block as push constants. Reads and
-//! writes of up to 64 KiB stage through a host-visible buffer each device keeps mapped; larger
-//! ones through a staging buffer of their own.
-//!
 //! # Using an application's Vulkan device
 //!
 //! [`VulkanDevice::from_external`] opens the backend on an instance, device and queue the
@@ -80,10 +72,7 @@
 //!   ([`DeviceInfo::subnormals_f32`]);
 //! - optional: `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo` (see
 //!   [`VulkanFeatures::pipeline_executable_info`]); without them [`Device::kernel_stats`]
-//!   reports nothing;
-//! - optional: `VK_KHR_push_descriptor`, used where it is listed in
-//!   [`ExternalVulkan::enabled_extensions`]: launches then push their descriptors instead of
-//!   allocating descriptor sets, which costs less host and GPU time per launch.
+//!   reports nothing.
 //!
 //! Nothing else: no buffer device address, no timeline semaphores, no descriptor indexing.
 //!
@@ -146,31 +135,6 @@ pub use selftest::SelfTestReport;
 /// without [`VulkanOptions::subnormals`] (applications' devices included): `auto` (the
 /// default), `native`, `emulate` or `flush`.
 pub const SUBNORMALS_ENV: &str = "XWARP_SUBNORMALS";
-
-/// The environment variable that turns push descriptors off for every Vulkan device opened
-/// after it is set: `0`, `off` or `false` make launches allocate and write descriptor sets
-/// even where the device offers `VK_KHR_push_descriptor` (to test that path, or to compare
-/// the two); unset, empty, `1`, `on` or `true` leave them on where offered (see
-/// [`VulkanDevice::pushes_descriptors`]).
-pub const PUSH_DESCRIPTORS_ENV: &str = "XWARP_PUSH_DESCRIPTORS";
-
-/// Whether [`PUSH_DESCRIPTORS_ENV`] leaves push descriptors on.
-///
-/// Errors: [`Error::InvalidParameter`] naming the variable for a value it does not know.
-fn push_descriptors_allowed() -> Result<bool> {
-    match std::env::var(PUSH_DESCRIPTORS_ENV) {
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "1" | "on" | "true" => Ok(true),
-            "0" | "off" | "false" => Ok(false),
-            _ => Err(Error::invalid(
-                PUSH_DESCRIPTORS_ENV,
-                v,
-                "one of: 1, on, true, 0, off, false",
-            )),
-        },
-        Err(_) => Ok(true),
-    }
-}
 
 /// How a Vulkan device's float kernels treat subnormals, chosen when it opens: the result is
 /// [`DeviceInfo::subnormals_f32`] and [`DeviceInfo::subnormals_f64`].
@@ -301,11 +265,6 @@ pub struct VulkanDevice {
     /// `VK_KHR_pipeline_executable_properties`, where enabled: pipelines capture the
     /// compiler's statistics, which [`Device::kernel_stats`] reads through it.
     executable_properties: Option<ash::khr::pipeline_executable_properties::Device>,
-    /// `VK_KHR_push_descriptor`, where enabled (and not turned off by
-    /// [`PUSH_DESCRIPTORS_ENV`]): descriptor set layouts are made for pushing, and each launch
-    /// pushes its buffers' descriptors into its command buffer. Otherwise each launch allocates
-    /// a descriptor set from its frame's pools and writes it.
-    push_descriptor: Option<ash::khr::push_descriptor::Device>,
     /// Whether the device, instance and queue are an application's ([`Self::from_external`]).
     external: bool,
     /// The application's lock around its uses of the queue, if it gave one.
@@ -334,7 +293,6 @@ impl VulkanDevice {
         (external, queue_lock): (bool, Option<Arc<Mutex<()>>>),
         subnormals: SubnormalMode,
     ) -> Result<Self> {
-        let push_descriptor = p.push_descriptor && push_descriptors_allowed()?;
         let d = &core.device;
         // Freed by its drop on the error paths below.
         let staging = stream::Staging::new(&core)?;
@@ -388,9 +346,6 @@ impl VulkanDevice {
                     &core._instance.instance,
                     &core.device,
                 )
-            }),
-            push_descriptor: push_descriptor.then(|| {
-                ash::khr::push_descriptor::Device::new(&core._instance.instance, &core.device)
             }),
             external,
             queue_lock,

@@ -20,9 +20,8 @@ include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
 /// Descriptor sets per pool; pools are added as needed and reset after each submit.
 const SETS_PER_POOL: u32 = 256;
-/// Most bindings a launch may carry; descriptor pools are sized for it, and push descriptors
-/// are used only where the device allows this many (`maxPushDescriptors`).
-pub(super) const MAX_BINDINGS: u32 = 8;
+/// Most bindings a launch may carry; descriptor pools are sized for it.
+const MAX_BINDINGS: u32 = 8;
 
 #[derive(Hash, PartialEq, Eq, Clone)]
 pub(super) struct PipelineKey {
@@ -95,21 +94,11 @@ impl VulkanDevice {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
-        // Made for pushing where launches push their descriptors (`record_launch`).
-        let flags = if self.push_descriptor.is_some() {
-            vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR
-        } else {
-            vk::DescriptorSetLayoutCreateFlags::empty()
-        };
-        // SAFETY: valid create infos on a live device (a layout for pushing only with
-        // VK_KHR_push_descriptor enabled, and with no more bindings than maxPushDescriptors:
-        // see `Probe::push_descriptor`); destroyed in Drop.
+        // SAFETY: valid create infos on a live device; destroyed in Drop.
         unsafe {
             let set = d
                 .create_descriptor_set_layout(
-                    &vk::DescriptorSetLayoutCreateInfo::default()
-                        .flags(flags)
-                        .bindings(&b),
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&b),
                     None,
                 )
                 .map_err(Error::vk("vkCreateDescriptorSetLayout"))?;
@@ -318,74 +307,64 @@ impl VulkanDevice {
     /// [`Device::launch`]: binds the buffers and parameters and records the dispatch.
     pub(super) fn record_launch(&self, launch: &Launch<'_>) -> Result<()> {
         check_launch(&self.info, &self.launch_limits(), launch)?;
-        // At most MAX_BINDINGS (checked above): the descriptors live on the stack.
-        let mut infos = [vk::DescriptorBufferInfo::default(); MAX_BINDINGS as usize];
-        for (info, b) in infos.iter_mut().zip(launch.bindings) {
-            let target = self.target(b.buffer)?;
-            *info = vk::DescriptorBufferInfo::default()
-                .buffer(target.buffer)
-                .offset(target.base + b.offset)
-                .range(b.bytes);
-        }
-        let infos = &infos[..launch.bindings.len().min(MAX_BINDINGS as usize)];
+        let buffers = launch
+            .bindings
+            .iter()
+            .map(|b| self.target(b.buffer))
+            .collect::<Result<Vec<_>>>()?;
         let Bound {
             pipeline,
             layout,
             set_layout,
             push_bytes,
         } = self.pipeline(launch)?;
+        let mut s = self.stream_lock();
+        let set = self.descriptor_set(&mut s, set_layout)?;
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
+            .bindings
+            .iter()
+            .zip(&buffers)
+            .map(|(b, vb)| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(vb.buffer)
+                    .offset(vb.base + b.offset)
+                    .range(b.bytes)]
+            })
+            .collect();
+        let writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
         // The kernel's block: what the launch passes, zero-padded to the block's size (bytes
         // beyond it, which the kernel never reads, are not pushed).
         let mut params = [0u8; MAX_PARAMS];
         let given = launch.params.len().min(push_bytes as usize);
         params[..given].copy_from_slice(&launch.params[..given]);
         let params = &params[..push_bytes as usize];
-        let mut s = self.stream_lock();
-        // Pushed descriptors need no set; otherwise a fresh one from the frame's pools.
-        let set = match self.push_descriptor {
-            Some(_) => None,
-            None => Some(self.descriptor_set(&mut s, set_layout)?),
-        };
-        let writes: [vk::WriteDescriptorSet<'_>; MAX_BINDINGS as usize] =
-            std::array::from_fn(|i| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set.unwrap_or_default())
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(infos.get(i..=i).unwrap_or_default())
-            });
-        let writes = &writes[..infos.len()];
         self.begin(&mut s)?;
-        // SAFETY: recording command buffer of this device; pipeline, layout and buffers are
-        // alive until the submit finishes, and ranges and limits were checked above. Pushed
-        // descriptors go to set 0 of a layout made for pushing (the device's set layouts all
-        // are, see `layout`); otherwise the set is unused by pending work (freshly allocated)
-        // and written before it is bound. The pushed bytes are exactly the layout's
-        // push-constant range (none when it has none), which covers the kernel's block (see
-        // `push_bytes`).
+        // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
+        // buffers are alive until the submit finishes; ranges and limits were checked above;
+        // the pushed bytes are exactly the layout's push-constant range (none when it has
+        // none), which covers the kernel's block (see `push_bytes`).
         unsafe {
             let d = &self.core.device;
+            d.update_descriptor_sets(&writes, &[]);
             d.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-            match (&self.push_descriptor, set) {
-                (Some(push), _) => push.cmd_push_descriptor_set(
-                    s.cmd,
-                    vk::PipelineBindPoint::COMPUTE,
-                    layout,
-                    0,
-                    writes,
-                ),
-                (None, set) => {
-                    d.update_descriptor_sets(writes, &[]);
-                    d.cmd_bind_descriptor_sets(
-                        s.cmd,
-                        vk::PipelineBindPoint::COMPUTE,
-                        layout,
-                        0,
-                        &[set.unwrap_or_default()],
-                        &[],
-                    );
-                }
-            }
+            d.cmd_bind_descriptor_sets(
+                s.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &[set],
+                &[],
+            );
             if !params.is_empty() {
                 d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, params);
             }
@@ -396,17 +375,6 @@ impl VulkanDevice {
         }
         self.stamp(&mut s, launch.kernel.name);
         Ok(())
-    }
-
-    /// Whether launches push their buffers' descriptors into the command buffer
-    /// (`VK_KHR_push_descriptor`) rather than allocate and write a descriptor set each: where
-    /// the device offers the extension with room for a launch's bindings (on an application's
-    /// device: where the application enabled it, listing it in
-    /// [`ExternalVulkan::enabled_extensions`](super::ExternalVulkan::enabled_extensions)), unless
-    /// [`PUSH_DESCRIPTORS_ENV`](super::PUSH_DESCRIPTORS_ENV) turned them off when the device
-    /// opened.
-    pub fn pushes_descriptors(&self) -> bool {
-        self.push_descriptor.is_some()
     }
 
     /// Whether pipelines capture the compiler's statistics, which [`Device::kernel_stats`]

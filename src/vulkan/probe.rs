@@ -49,9 +49,6 @@ pub(super) struct Probe {
     /// `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo`: pipelines are
     /// created capturing the compiler's statistics, for [`Device::kernel_stats`].
     pub(super) executable_stats: bool,
-    /// `VK_KHR_push_descriptor` with room for a launch's bindings (`maxPushDescriptors`):
-    /// launches push their buffers' descriptors instead of allocating descriptor sets.
-    pub(super) push_descriptor: bool,
     pub(super) max_block: u32,
     pub(super) max_workgroup_subgroups: u32,
     pub(super) timestamp_period: f32,
@@ -136,8 +133,6 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         let float_controls_ext =
             api < vk::API_VERSION_1_2 && has_ext(ash::khr::shader_float_controls::NAME);
         let float_controls_known = api >= vk::API_VERSION_1_2 || float_controls_ext;
-        let push_descriptor_ext = has_ext(ash::khr::push_descriptor::NAME);
-        let mut push_descriptor = vk::PhysicalDevicePushDescriptorPropertiesKHR::default();
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sub);
         if size_control_known {
             p2 = p2.push_next(&mut ssc);
@@ -147,9 +142,6 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         }
         if float_controls_known {
             p2 = p2.push_next(&mut float_controls);
-        }
-        if push_descriptor_ext {
-            p2 = p2.push_next(&mut push_descriptor);
         }
         i.get_physical_device_properties2(pd, &mut p2);
 
@@ -282,8 +274,6 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
             atomic64,
             memory_model,
             executable_stats: executable_ext && pexf.pipeline_executable_info == vk::TRUE,
-            push_descriptor: push_descriptor_ext
-                && push_descriptor.max_push_descriptors >= super::pipeline::MAX_BINDINGS,
             max_block: limits.max_compute_work_group_size[0]
                 .min(limits.max_compute_work_group_invocations),
             max_workgroup_subgroups: ssc.max_compute_workgroup_subgroups,
@@ -427,9 +417,6 @@ impl VulkanDevice {
         }
         if p.executable_stats {
             ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
-        }
-        if p.push_descriptor {
-            ext_names.push(ash::khr::push_descriptor::NAME.as_ptr());
         }
         if p.float_controls_ext && p.denorms != Denorms::default() {
             ext_names.push(ash::khr::shader_float_controls::NAME.as_ptr());
