@@ -686,7 +686,17 @@ fn repeated_sorts_allocate_nothing() {
             .sort_keys(dev, &short, &mut short_out, SortOrder::Descending, 4..12)
             .unwrap();
         dev.synchronize().unwrap();
-        assert_eq!(dev.memory_usage().unwrap(), before, "{}", d.label);
+        let after = dev.memory_usage().unwrap();
+        assert_eq!(
+            (after.buffers, after.bytes),
+            (before.buffers, before.bytes),
+            "{}: a shorter sort allocated",
+            d.label
+        );
+        // CUDA's reserve is the device-wide use the driver reports (see above).
+        if dev.info().backend == xwarp::BackendKind::Vulkan {
+            assert_eq!(after.reserved_bytes, before.reserved_bytes, "{}", d.label);
+        }
         let want = cpu::sort_keys(&keys[..n / 3], SortOrder::Descending, 4..12);
         assert_eq!(
             bits(&short_out.to_vec(dev).unwrap()),
