@@ -237,7 +237,7 @@ pub struct FloatControls {
 
 use instance::{lifecycle, lock};
 use memory::Core;
-use pipeline::{Layout, LayoutKey, PipelineKey};
+use pipeline::{Layout, PipelineKey};
 use probe::{Denorms, Probe};
 use stream::Stream;
 
@@ -259,7 +259,7 @@ pub struct VulkanDevice {
     stream: Mutex<Stream>,
     /// Signalled when a recording ends ([`Device::record`]), for the threads waiting for it.
     stream_turn: std::sync::Condvar,
-    layouts: Mutex<HashMap<LayoutKey, Layout>>,
+    layouts: Mutex<HashMap<u32, Layout>>,
     modules: Mutex<HashMap<(&'static str, &'static str), vk::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
     /// `VK_KHR_pipeline_executable_properties`, where enabled: pipelines capture the

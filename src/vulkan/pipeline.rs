@@ -31,14 +31,6 @@ pub(super) struct PipelineKey {
     consts: Vec<(&'static str, u32)>,
 }
 
-/// What a pipeline layout is made for: how many buffers a launch binds, and the bytes of its
-/// push-constant range (a multiple of 4; 0 for none).
-#[derive(Hash, PartialEq, Eq, Clone, Copy, Debug)]
-pub(super) struct LayoutKey {
-    pub(super) bindings: u32,
-    pub(super) push_bytes: u32,
-}
-
 pub(super) struct Layout {
     pub(super) set: vk::DescriptorSetLayout,
     pub(super) pipeline: vk::PipelineLayout,
@@ -56,34 +48,12 @@ fn memory_model_variant(elem: ElemKind) -> Option<&'static str> {
     }
 }
 
-/// A launch's pipeline with what recording it needs.
-struct Bound {
-    pipeline: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set_layout: vk::DescriptorSetLayout,
-    /// Bytes of the layout's push-constant range (0: none).
-    push_bytes: u32,
-}
-
-/// The bytes of the push-constant range of kernel `name`'s pipelines: its parameter block's
-/// size as the kernel table declares it (which the build holds each shader's push-constant
-/// block to), rounded up to a multiple of 4; 0 for a kernel without one. A kernel the table
-/// does not list keeps the largest block a launch may carry.
-fn push_bytes(name: &str) -> u32 {
-    let bytes = match crate::kernels::kernel(name) {
-        Some(k) => k.params.map_or(0, |p| p.bytes()),
-        None => MAX_PARAMS,
-    };
-    bytes.min(MAX_PARAMS).next_multiple_of(4) as u32
-}
-
 impl VulkanDevice {
-    fn layout(&self, key: LayoutKey) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
+    fn layout(&self, bindings: u32) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
         let mut layouts = lock(&self.layouts);
-        if let Some(l) = layouts.get(&key) {
+        if let Some(l) = layouts.get(&bindings) {
             return Ok((l.set, l.pipeline));
         }
-        let bindings = key.bindings;
         let d = &self.core.device;
         let b: Vec<_> = (0..bindings)
             .map(|i| {
@@ -105,13 +75,11 @@ impl VulkanDevice {
             let sets = [set];
             let ranges = [vk::PushConstantRange::default()
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
-                .size(key.push_bytes)];
-            // A range may not be empty: a kernel without parameters has none.
-            let ranges = if key.push_bytes > 0 { &ranges[..] } else { &[] };
+                .size(MAX_PARAMS as u32)];
             let pipeline = d.create_pipeline_layout(
                 &vk::PipelineLayoutCreateInfo::default()
                     .set_layouts(&sets)
-                    .push_constant_ranges(ranges),
+                    .push_constant_ranges(&ranges),
                 None,
             );
             let pipeline = match pipeline {
@@ -121,12 +89,15 @@ impl VulkanDevice {
                     return Err(Error::vk("vkCreatePipelineLayout")(e));
                 }
             };
-            layouts.insert(key, Layout { set, pipeline });
+            layouts.insert(bindings, Layout { set, pipeline });
             Ok((set, pipeline))
         }
     }
 
-    fn pipeline(&self, launch: &Launch<'_>) -> Result<Bound> {
+    fn pipeline(
+        &self,
+        launch: &Launch<'_>,
+    ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
         // variant for the element type where the kernel has one. Under the Vulkan memory
@@ -145,17 +116,7 @@ impl VulkanDevice {
                 kernel: k.name.to_string(),
                 variant: format!("element type {}", k.elem),
             })?;
-        let push_bytes = push_bytes(k.name);
-        let (set_layout, layout) = self.layout(LayoutKey {
-            bindings: launch.bindings.len() as u32,
-            push_bytes,
-        })?;
-        let bound = |pipeline| Bound {
-            pipeline,
-            layout,
-            set_layout,
-            push_bytes,
-        };
+        let (set_layout, layout) = self.layout(launch.bindings.len() as u32)?;
         let key = PipelineKey {
             name: k.name,
             variant,
@@ -164,7 +125,7 @@ impl VulkanDevice {
         };
         let mut pipelines = lock(&self.pipelines);
         if let Some(&p) = pipelines.get(&key) {
-            return Ok(bound(p));
+            return Ok((p, layout, set_layout));
         }
         let d = &self.core.device;
         let module = {
@@ -242,7 +203,7 @@ impl VulkanDevice {
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
         pipelines.insert(key, p);
-        Ok(bound(p))
+        Ok((p, layout, set_layout))
     }
 
     fn descriptor_set(
@@ -312,12 +273,7 @@ impl VulkanDevice {
             .iter()
             .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
-        let Bound {
-            pipeline,
-            layout,
-            set_layout,
-            push_bytes,
-        } = self.pipeline(launch)?;
+        let (pipeline, layout, set_layout) = self.pipeline(launch)?;
         let mut s = self.stream_lock();
         let set = self.descriptor_set(&mut s, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
@@ -342,17 +298,11 @@ impl VulkanDevice {
                     .buffer_info(info)
             })
             .collect();
-        // The kernel's block: what the launch passes, zero-padded to the block's size (bytes
-        // beyond it, which the kernel never reads, are not pushed).
         let mut params = [0u8; MAX_PARAMS];
-        let given = launch.params.len().min(push_bytes as usize);
-        params[..given].copy_from_slice(&launch.params[..given]);
-        let params = &params[..push_bytes as usize];
+        params[..launch.params.len()].copy_from_slice(launch.params);
         self.begin(&mut s)?;
         // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
-        // buffers are alive until the submit finishes; ranges and limits were checked above;
-        // the pushed bytes are exactly the layout's push-constant range (none when it has
-        // none), which covers the kernel's block (see `push_bytes`).
+        // buffers are alive until the submit finishes; ranges and limits were checked above.
         unsafe {
             let d = &self.core.device;
             d.update_descriptor_sets(&writes, &[]);
@@ -365,9 +315,7 @@ impl VulkanDevice {
                 &[set],
                 &[],
             );
-            if !params.is_empty() {
-                d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, params);
-            }
+            d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
             d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1);
         }
         for b in launch.bindings {
@@ -503,105 +451,6 @@ mod tests {
             *dst = src as std::ffi::c_char;
         }
         s
-    }
-
-    /// The extent in bytes of the push-constant block a module declares (0: none): the end of
-    /// its last member, from the members' `Offset` decorations and types.
-    fn push_block_extent(words: &[u32]) -> u32 {
-        use std::collections::HashMap;
-        const OP_TYPE_INT: u32 = 21;
-        const OP_TYPE_FLOAT: u32 = 22;
-        const OP_TYPE_VECTOR: u32 = 23;
-        const OP_TYPE_ARRAY: u32 = 28;
-        const OP_TYPE_STRUCT: u32 = 30;
-        const OP_TYPE_POINTER: u32 = 32;
-        const OP_CONSTANT: u32 = 43;
-        const OP_VARIABLE: u32 = 59;
-        const OP_DECORATE: u32 = 71;
-        const OP_MEMBER_DECORATE: u32 = 72;
-        const DECORATION_ARRAY_STRIDE: u32 = 6;
-        const DECORATION_OFFSET: u32 = 35;
-        const PUSH_CONSTANT: u32 = 9;
-        let mut insts: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut constants: HashMap<u32, u32> = HashMap::new();
-        let mut strides: HashMap<u32, u32> = HashMap::new();
-        let mut offsets: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut push_types = Vec::new();
-        let mut at = 5;
-        while at < words.len() {
-            let count = (words[at] >> 16) as usize;
-            let op = words[at] & 0xffff;
-            let w = &words[at..at + count];
-            match op {
-                OP_TYPE_INT | OP_TYPE_FLOAT | OP_TYPE_VECTOR | OP_TYPE_ARRAY | OP_TYPE_STRUCT
-                | OP_TYPE_POINTER => {
-                    insts.insert(w[1], w.to_vec());
-                }
-                OP_CONSTANT => {
-                    constants.insert(w[2], w[3]);
-                }
-                OP_DECORATE if w[2] == DECORATION_ARRAY_STRIDE => {
-                    strides.insert(w[1], w[3]);
-                }
-                OP_MEMBER_DECORATE if w[3] == DECORATION_OFFSET => {
-                    offsets.insert((w[1], w[2]), w[4]);
-                }
-                OP_VARIABLE if w[3] == PUSH_CONSTANT => push_types.push(w[1]),
-                _ => {}
-            }
-            at += count;
-        }
-        fn size(
-            id: u32,
-            insts: &HashMap<u32, Vec<u32>>,
-            constants: &HashMap<u32, u32>,
-            strides: &HashMap<u32, u32>,
-            offsets: &HashMap<(u32, u32), u32>,
-        ) -> u32 {
-            let w = &insts[&id];
-            let of = |t| size(t, insts, constants, strides, offsets);
-            match w[0] & 0xffff {
-                OP_TYPE_INT | OP_TYPE_FLOAT => w[2] / 8,
-                OP_TYPE_VECTOR => of(w[2]) * w[3],
-                OP_TYPE_ARRAY => {
-                    strides.get(&id).copied().unwrap_or_else(|| of(w[2])) * constants[&w[3]]
-                }
-                OP_TYPE_STRUCT => (2..w.len())
-                    .map(|m| offsets[&(id, m as u32 - 2)] + of(w[m]))
-                    .max()
-                    .unwrap_or(0),
-                other => panic!("type opcode {other} in a push-constant block"),
-            }
-        }
-        push_types
-            .iter()
-            .map(|p| size(insts[p][3], &insts, &constants, &strides, &offsets))
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Every shader's push-constant block is exactly the push-constant range of its kernel's
-    /// pipelines (the size its parameter block is declared with), and a kernel without
-    /// parameters has no range.
-    #[test]
-    fn push_constant_ranges_cover_every_shader_block() {
-        for (name, variant, bytes) in SHADERS {
-            let words = ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap();
-            let extent = push_block_extent(&words);
-            let range = push_bytes(name);
-            // A block the compiler dropped (unused) needs no range.
-            assert!(
-                extent == range || extent == 0,
-                "{name} ({variant}): block of {extent} bytes, range of {range}"
-            );
-            assert_eq!(range % 4, 0, "{name}");
-        }
-        assert_eq!(push_bytes("selftest"), 0);
-        assert_eq!(push_bytes("no such kernel"), MAX_PARAMS as u32);
-        for k in crate::kernels::KERNELS {
-            let want = k.params.map_or(0, |p| p.bytes()) as u32;
-            assert_eq!(push_bytes(k.name), want, "{}", k.name);
-        }
     }
 
     /// Every shader with the float modes added is still valid SPIR-V for Vulkan 1.2 (checked
