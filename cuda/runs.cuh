@@ -36,7 +36,7 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #else
 #define VALUE_WORDS 1u
 #endif
-#define STAGE_WORDS (TILE * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS))
+#define STAGE_WORDS ((TILE + 1) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS))
 // A word's place in the staging buffer: one padding word after every 32, so that the threads
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.
 #define XW_PAD(w) ((w) + (w) / 32u)
@@ -77,6 +77,8 @@ struct RunsShared {
     unsigned int lb_flag[BLOCK];    // the look-back window's flags
     unsigned int inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK threads
     unsigned int stage[XW_PAD(STAGE_WORDS)];  // a tile's keys, then its values, as words
+    unsigned int out_lo;                      // the tile's first output place
+    unsigned int out_hi;                      // one past its last
     Carry lb_val[BLOCK];            // a window's values, read at once
     unsigned int lb_m;              // the window's nearest inclusive prefix
     unsigned int lb_gap;            // a tile above it has published nothing
@@ -106,15 +108,6 @@ __device__ __forceinline__ unsigned int xw_w_inclusives(const RunsParams& p) {
 __device__ __forceinline__ xw_key xw_key_at(const RunsArgs& a, unsigned int i) {
     if (KEY_WORDS == 2) return ((xw_key)a.keys[2 * i + 1] << 32) | a.keys[2 * i];
     return a.keys[i];
-}
-
-__device__ __forceinline__ void xw_store_key(const RunsArgs& a, unsigned int r, xw_key k) {
-    if (KEY_WORDS == 2) {
-        a.keys_out[2 * r] = (unsigned int)k;
-        a.keys_out[2 * r + 1] = (unsigned int)(k >> 32);
-    } else {
-        a.keys_out[r] = (unsigned int)k;
-    }
 }
 
 __device__ __forceinline__ xw_vt xw_value_at(const RunsArgs& a, unsigned int i) {
@@ -430,6 +423,48 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
     return s.carry;
 }
 
+// Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
+// a key, or with `values` the run's value, at each tail) at its place in the tile's output,
+// r - e.heads, and widens [lo, hi) to cover those places.
+__device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc, Carry e,
+                                                 unsigned int before, xw_vt carry, unsigned int l,
+                                                 bool values, unsigned int* lo, unsigned int* hi) {
+    unsigned int seen = 0;  // heads of the piece so far
+    xw_vt partial = xw_vt(0);
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        if (j < pc.len) {
+            const bool head = (pc.heads >> j) & 1u;
+            seen += head;
+            partial = head || j == 0 ? pc.v[j] : xw_vop(partial, pc.v[j]);
+            const unsigned int at = before + seen;  // the run's index + 1 - e.heads
+#if defined(XW_RUNS_UNIQUE)
+            const bool out = head;
+#else
+            const bool out = (pc.tails >> j) & 1u;
+#endif
+            if (out) {
+                *lo = min(*lo, at);
+                *hi = max(*hi, at + 1);
+                if (!values) {
+                    s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
+                    if (KEY_WORDS == 2)
+                        s.stage[XW_PAD(KEY_WORDS * at + 1)] = (unsigned int)(pc.k[j] >> 32);
+                } else {
+                    // The run began in this piece, in an earlier piece of the tile, or in an
+                    // earlier tile.
+                    const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
+                    const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
+                    unsigned int w0, w1;
+                    xw_vt_bits(value, &w0, &w1);
+                    s.stage[XW_PAD(VALUE_WORDS * at)] = w0;
+                    if (VALUE_WORDS == 2) s.stage[XW_PAD(VALUE_WORDS * at + 1)] = w1;
+                }
+            }
+        }
+    }
+}
+
 __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     __shared__ RunsShared s;
     const unsigned int l = threadIdx.x;
@@ -462,27 +497,35 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
     Piece pc;
     xw_load_piece(a, s, t, l, pc);
-    unsigned int seen = 0;  // heads of the piece so far
-    xw_vt partial = xw_vt(0);
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        if (j < pc.len) {
-            const bool head = (pc.heads >> j) & 1u;
-            seen += head;
-            partial = head || j == 0 ? pc.v[j] : xw_vop(partial, pc.v[j]);
-            const unsigned int r = e.heads + before + seen;  // the run's index + 1
-#if defined(XW_RUNS_UNIQUE)
-            if (head) xw_store_key(a, r - 1, pc.k[j]);
-#else
-            if ((pc.tails >> j) & 1u) {
-                // The run began in this piece, in an earlier piece of the tile, or in an
-                // earlier tile.
-                const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
-                const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
-                xw_store_key(a, r - 1, pc.k[j]);
-                a.values_out[r - 1] = value;
-            }
-#endif
-        }
+    // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
+    // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
+    // then written by all threads at once, consecutive threads writing consecutive words (each
+    // thread storing its own outputs used 4 of every 32 bytes written).
+    if (l == 0) {
+        s.out_lo = TILE + 1;
+        s.out_hi = 0;
     }
+    __syncthreads();  // every thread has read its piece from the stage
+    unsigned int lo = TILE + 1, hi = 0;
+    xw_stage_outputs(s, pc, e, before, carry, l, false, &lo, &hi);
+    if (hi > 0) {
+        atomicMin(&s.out_lo, lo);
+        atomicMax(&s.out_hi, hi);
+    }
+    __syncthreads();
+    const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
+    // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0).
+    const unsigned long long base = (unsigned long long)e.heads * KEY_WORDS;
+    for (unsigned int w = out_lo * KEY_WORDS + l; w < out_hi * KEY_WORDS; w += BLOCK)
+        a.keys_out[base + w - KEY_WORDS] = s.stage[XW_PAD(w)];
+#if !defined(XW_RUNS_UNIQUE)
+    __syncthreads();  // the keys are written out
+    xw_stage_outputs(s, pc, e, before, carry, l, true, &lo, &hi);
+    __syncthreads();
+    for (unsigned int i = out_lo + l; i < out_hi; i += BLOCK) {
+        a.values_out[(unsigned long long)e.heads + i - 1] =
+            xw_vt_from(s.stage[XW_PAD(VALUE_WORDS * i)],
+                       VALUE_WORDS == 2 ? s.stage[XW_PAD(VALUE_WORDS * i + 1)] : 0u);
+    }
+#endif
 }

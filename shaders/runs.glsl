@@ -90,7 +90,7 @@ const uint VALUE_WORDS = 2u;
 #else
 const uint VALUE_WORDS = 1u;
 #endif
-const uint STAGE_WORDS = TILE * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
+const uint STAGE_WORDS = (TILE + 1u) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
 
 // A tile's aggregate or prefix: heads, and the value of its last run (none when heads is 0 and
 // nothing came before).
@@ -108,6 +108,8 @@ shared uint inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK i
 // A tile's keys, then its values, as words; one padding word after every 32 (stage_at), so that
 // the invocations of a subgroup reading words ITEMS * KEY_WORDS apart hit different banks.
 shared uint stage[STAGE_WORDS + STAGE_WORDS / 32u];
+shared uint out_lo;  // the tile's first output place
+shared uint out_hi;  // one past its last
 shared Carry lb_val[BLOCK];    // a window's values, read at once
 shared uint lb_m;              // the window's nearest inclusive prefix
 shared uint lb_gap;            // a tile above it has published nothing
@@ -121,15 +123,6 @@ uint w_inclusives() { return w_aggregates() + 4u * p.tiles; }
 
 uvec2 key_at(uint i) {
     return KEY_WORDS == 2u ? uvec2(keys[2u * i], keys[2u * i + 1u]) : uvec2(keys[i], 0u);
-}
-
-void store_key(uint r, uvec2 k) {
-    if (KEY_WORDS == 2u) {
-        keys_out[2u * r] = k.x;
-        keys_out[2u * r + 1u] = k.y;
-    } else {
-        keys_out[r] = k.x;
-    }
 }
 
 #if defined(XW_RUNS_RBK)
@@ -461,6 +454,47 @@ Carry look_back(uint k, Carry agg, uint l) {
     return s_carry;
 }
 
+// Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
+// a key, or with `values` the run's value, at each tail) at its place in the tile's output,
+// r - e.heads; returns the places it covers as [x, y) (y = 0: none).
+uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
+                    uint before, VT carry, uint l, bool values) {
+    uint lo = TILE + 1u;
+    uint hi = 0u;
+    uint seen = 0u;  // heads of the piece so far
+    VT partial = VT(0);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+            bool head = ((heads >> j) & 1u) != 0u;
+            seen += uint(head);
+            partial = head || j == 0u ? v[j] : vop(partial, v[j]);
+            uint at = before + seen;  // the run's index + 1 - e.heads
+#if defined(XW_RUNS_UNIQUE)
+            bool emit = head;
+#else
+            bool emit = ((tails >> j) & 1u) != 0u;
+#endif
+            if (emit) {
+                lo = min(lo, at);
+                hi = max(hi, at + 1u);
+                if (!values) {
+                    stage[stage_at(KEY_WORDS * at)] = k[j].x;
+                    if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
+                } else {
+                    // The run began in this piece, in an earlier piece of the tile, or in an
+                    // earlier tile.
+                    VT local = seen > 0u || l == 0u ? partial : vop(carry, partial);
+                    VT value = seen == 0u && before == 0u ? vop(e.v, local) : local;
+                    uvec2 b = vt_bits(value);
+                    stage[stage_at(VALUE_WORDS * at)] = b.x;
+                    if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
+                }
+            }
+        }
+    }
+    return uvec2(lo, hi);
+}
+
 void main() {
     uint l = gl_LocalInvocationIndex;
     if (p.clear != 0u) {
@@ -499,26 +533,35 @@ void main() {
     VT v[ITEMS];
     uint heads, tails, len;
     load_piece(t, l, k, v, heads, tails, len);
-    uint seen = 0u;  // heads of the piece so far
-    VT partial = VT(0);
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        if (j < len) {
-            bool head = ((heads >> j) & 1u) != 0u;
-            seen += uint(head);
-            partial = head || j == 0u ? v[j] : vop(partial, v[j]);
-            uint r = e.heads + before + seen;  // the run's index + 1
-#if defined(XW_RUNS_UNIQUE)
-            if (head) store_key(r - 1u, k[j]);
-#else
-            if (((tails >> j) & 1u) != 0u) {
-                // The run began in this piece, in an earlier piece of the tile, or in an earlier
-                // tile.
-                VT local = seen > 0u || l == 0u ? partial : vop(carry, partial);
-                VT value = seen == 0u && before == 0u ? vop(e.v, local) : local;
-                store_key(r - 1u, k[j]);
-                values_out[r - 1u] = value;
-            }
-#endif
-        }
+    // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
+    // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
+    // then written by all invocations at once, consecutive invocations writing consecutive
+    // words (each storing its own outputs used 4 of every 32 bytes written, on the CUDA twin).
+    if (l == 0u) {
+        out_lo = TILE + 1u;
+        out_hi = 0u;
     }
+    barrier();  // every invocation has read its piece from the stage
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
+    if (range.y > 0u) {
+        atomicMin(out_lo, range.x);
+        atomicMax(out_hi, range.y);
+    }
+    barrier();
+    uint lo = out_lo;
+    uint hi = out_hi;
+    // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0).
+    for (uint w = lo * KEY_WORDS + l; w < hi * KEY_WORDS; w += BLOCK) {
+        keys_out[e.heads * KEY_WORDS + w - KEY_WORDS] = stage[stage_at(w)];
+    }
+#if !defined(XW_RUNS_UNIQUE)
+    barrier();  // the keys are written out
+    stage_outputs(k, v, heads, tails, len, e, before, carry, l, true);
+    barrier();
+    for (uint i = lo + l; i < hi; i += BLOCK) {
+        values_out[e.heads + i - 1u] =
+            vt_from(uvec2(stage[stage_at(VALUE_WORDS * i)],
+                          VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * i + 1u)] : 0u));
+    }
+#endif
 }
