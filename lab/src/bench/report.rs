@@ -479,7 +479,7 @@ fn flag_lines(report: &Report) -> Vec<String> {
 }
 
 /// The launch breakdown of the cases that queue several commands, at the sizes of
-/// [`launch_sizes`]: each command's median GPU time, then the whole call's and the copy kernel's
+/// `launch_sizes`: each command's median GPU time, then the whole call's and the copy kernel's
 /// at the same size and backend (the bytes one pass over the input moves).
 pub fn print_launches(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let rows = launch_rows(report);
