@@ -160,6 +160,7 @@ fn info_tabulates_each_device() {
             "subgroup ops",
             "max binding",
             "shared memory",
+            "workgroup coherence",
             "opened",
             "self-test",
             "float controls",
