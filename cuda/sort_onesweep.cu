@@ -88,31 +88,46 @@ __device__ void scan_digits(SortShared& s, unsigned which) {
     __syncthreads();
 }
 
+// The lanes of the warp whose digit has bit BIT equal to this lane's: the ballot of the bit,
+// complemented where this lane's bit is clear. Written in PTX so that the bit tests of all
+// eight calls become predicates taken from the digit at once (`R2P`), leaving a vote, a
+// predicated complement and an AND per bit (C++ spent two more instructions per bit on
+// shifts and selects, Nsight Compute on an H100).
+template <unsigned BIT>
+__device__ __forceinline__ unsigned same_bit_lanes(unsigned d) {
+    unsigned lanes;
+    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+        "and.b32 t, %1, %2;\n\t"
+        "setp.ne.u32 p, t, 0;\n\t"
+        "vote.sync.ballot.b32 %0, p, 0xffffffff;\n\t"
+        "@!p not.b32 %0, %0;\n\t}"
+        : "=r"(lanes)
+        : "r"(d), "n"(1u << BIT));
+    return lanes;
+}
+
 // The place in the tile of the key with digit `d` of this lane, in this step: where the warp's
 // next key of digit `d` goes (`offsets[d]`, the warp's running offset of the digit) plus the
-// lanes below with the same digit. The lowest lane of the digit moves the offset on by their
-// number; an atomic add, so the next step's lowest lane (maybe another lane) sees it without a
-// warp barrier. Every lane of the warp calls it.
-__device__ __forceinline__ unsigned rank_in_warp(unsigned d, unsigned* offsets) {
+// lanes below with the same digit. The highest lane of the digit moves the offset on by their
+// number, which is its own count of matching lanes at or below it, so one population count
+// serves both; an atomic add, so the next step's highest lane (maybe another lane) sees it
+// without a warp barrier. Every lane of the warp calls it.
+__device__ __forceinline__ unsigned rank_in_warp(unsigned d, unsigned* offsets, unsigned lane,
+                                                 unsigned lane_le) {
     unsigned match;
     if (MATCH_ANY) {
         match = __match_any_sync(XW_FULL_MASK, d);
     } else {
         // A fixed eight ballots: a narrower last digit has zeros above, where all lanes agree.
-        match = XW_FULL_MASK;
-#pragma unroll
-        for (unsigned bit = 0; bit < 8u; ++bit) {
-            const unsigned set = (d >> bit) & 1u;
-            const unsigned b = __ballot_sync(XW_FULL_MASK, set != 0u);
-            match &= set != 0u ? b : ~b;
-        }
+        match = same_bit_lanes<0>(d) & same_bit_lanes<1>(d) & same_bit_lanes<2>(d) &
+                same_bit_lanes<3>(d) & same_bit_lanes<4>(d) & same_bit_lanes<5>(d) &
+                same_bit_lanes<6>(d) & same_bit_lanes<7>(d);
     }
-    const unsigned lane = threadIdx.x % XW_WARP;
-    const unsigned below = __popc(match & ((1u << lane) - 1u));
-    const unsigned leader = __ffs(match) - 1u;
+    const unsigned upto = __popc(match & lane_le);  // matching lanes at or below this one
+    const unsigned leader = 31u - __clz(match);
     unsigned old = 0;
-    if (lane == leader) old = atomicAdd(&offsets[d], __popc(match));
-    return __shfl_sync(XW_FULL_MASK, old, leader) + below;
+    if (lane == leader) old = atomicAdd(&offsets[d], upto);
+    return __shfl_sync(XW_FULL_MASK, old, leader) + upto - 1u;
 }
 
 // Counts the digits of tile j (not the last) from the pass's input and publishes them: as
@@ -199,6 +214,56 @@ __device__ __forceinline__ KEY staged_key(const SortShared& s, unsigned at) {
     return m;
 }
 
+// The values of this thread's keys (places first, first + 32, ... of the tile; the first
+// `valid` exist; FULL: all) go to their keys' places `ranks` in the staging area's second part.
+template <bool FULL>
+__device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __restrict__ vals_in,
+                                             const unsigned (&ranks)[ITEMS], unsigned tile_base,
+                                             unsigned first, unsigned valid, bool index_values) {
+    unsigned v[ITEMS][VALUE_WORDS == 0 ? 1 : VALUE_WORDS];
+#pragma unroll
+    for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned pos = first + i * XW_WARP;
+        const unsigned src = tile_base + pos;
+#pragma unroll
+        for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+            v[i][w] = !FULL && pos >= valid ? 0u
+                      : index_values        ? (w == 0 ? src : 0u)
+                                            : vals_in[src * VALUE_WORDS + w];
+        }
+    }
+#pragma unroll
+    for (unsigned i = 0; i < ITEMS; ++i) {
+#pragma unroll
+        for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+            s.stage[VALUES_AT + ranks[i] * VALUE_WORDS + w] = v[i][w];
+        }
+    }
+}
+
+// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; FULL: all) go to
+// s.acc[d] + place, d the key's digit, each value with its key. Every thread calls it.
+template <bool FULL>
+__device__ __forceinline__ void scatter(const SortShared& s, KEY* __restrict__ keys_out,
+                                        unsigned* __restrict__ vals_out,
+                                        const SortOnesweepParams& p, unsigned valid,
+                                        bool write_keys) {
+    const unsigned mask = (1u << p.digit_bits) - 1u;
+#pragma unroll
+    for (unsigned r = 0; r < ITEMS; ++r) {
+        const unsigned at = threadIdx.x + r * BLOCK;
+        if (FULL || at < valid) {
+            const KEY m = staged_key(s, at);
+            const unsigned dest = s.acc[xw_digit(m, p.shift, mask)] + at;
+            if (write_keys) keys_out[dest] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
+#pragma unroll
+            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+                vals_out[dest * VALUE_WORDS + w] = s.stage[VALUES_AT + at * VALUE_WORDS + w];
+            }
+        }
+    }
+}
+
 #if MIN_BLOCKS > 0
 #define XW_SORT_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
 #else
@@ -230,10 +295,17 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     }
 
     KEY keys[ITEMS];
+    if (valid == TILE) {
+        // A whole tile (all but maybe the last): no bounds, one base address.
+        const KEY* __restrict__ src = keys_in + tile_base + run + lane;
 #pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned pos = run + i * XW_WARP + lane;
-        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
+        for (unsigned i = 0; i < ITEMS; ++i) keys[i] = xw_sort_map(src[i * XW_WARP], XW_KEY_KIND, XW_DESCENDING);
+    } else {
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            const unsigned pos = run + i * XW_WARP + lane;
+            keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
+        }
     }
     // Early counts: each warp counts its keys' digits, so the tile's counts are published
     // before the ranking, long before any successor's look-back needs them.
@@ -274,35 +346,23 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
     // places for their values.
-    unsigned ranks[VALUE_WORDS == 0 ? 1 : ITEMS];
+    unsigned lane_le;  // this lane and the lanes below it
+    asm("mov.u32 %0, %%lanemask_le;" : "=r"(lane_le));
+    unsigned ranks[ITEMS];  // only pairs keep them (unused, they cost nothing)
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned at = rank_in_warp(xw_digit(keys[i], p.shift, mask), offsets);
+        const unsigned at = rank_in_warp(xw_digit(keys[i], p.shift, mask), offsets, lane, lane_le);
         stage_key(s, at, keys[i]);
-        ranks[VALUE_WORDS == 0 ? 0 : i] = at;
+        ranks[i] = at;
     }
     // The values go to the same places, in the staging area's second part, before the
     // look-back: their loads overlap the wait.
     if (VALUE_WORDS != 0) {
         const bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0;
-        unsigned v[VALUE_WORDS == 0 ? 1 : ITEMS][VALUE_WORDS == 0 ? 1 : VALUE_WORDS];
-#pragma unroll
-        for (unsigned i = 0; i < ITEMS; ++i) {
-            const unsigned pos = run + i * XW_WARP + lane;
-            const unsigned src = tile_base + pos;
-#pragma unroll
-            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                v[i][w] = pos >= valid ? 0u
-                          : index_values ? (w == 0 ? src : 0u)
-                                         : vals_in[src * VALUE_WORDS + w];
-            }
-        }
-#pragma unroll
-        for (unsigned i = 0; i < ITEMS; ++i) {
-#pragma unroll
-            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                s.stage[VALUES_AT + ranks[VALUE_WORDS == 0 ? 0 : i] * VALUE_WORDS + w] = v[i][w];
-            }
+        if (valid == TILE) {
+            stage_values<true>(s, vals_in, ranks, tile_base, run + lane, valid, index_values);
+        } else {
+            stage_values<false>(s, vals_in, ranks, tile_base, run + lane, valid, index_values);
         }
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
@@ -311,17 +371,9 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 
     // Place t of the sorted tile, of digit d, goes to s.acc[d] + t, its value with it.
     const bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0;
-#pragma unroll
-    for (unsigned r = 0; r < ITEMS; ++r) {
-        const unsigned at = local + r * BLOCK;
-        if (at < valid) {
-            const KEY m = staged_key(s, at);
-            const unsigned dest = s.acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
-#pragma unroll
-            for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                vals_out[dest * VALUE_WORDS + w] = s.stage[VALUES_AT + at * VALUE_WORDS + w];
-            }
-        }
+    if (valid == TILE) {
+        scatter<true>(s, keys_out, vals_out, p, TILE, write_keys);
+    } else {
+        scatter<false>(s, keys_out, vals_out, p, valid, write_keys);
     }
 }

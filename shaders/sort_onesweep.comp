@@ -18,10 +18,10 @@
 // gives where each digit's keys start in the tile; each subgroup's running offset of a digit
 // starts there plus the earlier subgroups' counts of it. Then per step, eight ballots (one per
 // digit bit) give each lane the lanes holding its digit (AND of the ballots, or of their
-// complements); the lowest of them moves the subgroup's offset of the digit on by their number
+// complements); the highest of them moves the subgroup's offset of the digit on by their number
 // (an atomic add, which returns the offset before) and every lane's place in the tile is that
-// offset plus the matching lanes below it (subgroupBallotExclusiveBitCount: any width of
-// ballot). Equal digits keep their input order throughout, so every pass is stable.
+// offset plus the matching lanes below it (subgroupBallotInclusiveBitCount less one: any width
+// of ballot). Equal digits keep their input order throughout, so every pass is stable.
 // A workgroup has at most HIST_SG subgroups (src/sort.rs sizes the workgroup by the smallest
 // subgroup size the device may run), so the subgroup counts take HIST_SG * RADIX words of
 // shared memory, beside the staging area of the sorted tile.
@@ -148,38 +148,36 @@ void scan_digits(uint which, uint local) {
 
 // The place in the tile of this invocation's key with digit `d`, in this step: where the
 // subgroup's next key of digit `d` goes (s_stage[offsets + d], the subgroup's running offset of
-// the digit) plus the invocations below with the same digit. The lowest invocation of the digit
-// moves the offset on by their number with an atomic add, so the next step's lowest invocation
-// (maybe another) sees it without a barrier. Uniform control flow.
+// the digit) plus the invocations below with the same digit. The highest invocation of the
+// digit moves the offset on by their number, which is its own count of matching invocations
+// at or below it (one bit count serves both), with an atomic add, so the next step's highest
+// invocation (maybe another) sees it without a barrier. Uniform control flow.
 uint rank_in_subgroup(uint d, uint offsets) {
     // A fixed eight ballots: a narrower last digit has zeros above, where all invocations agree.
-    uint below;
-    uint count;
+    uint upto;
     uint leader;
     if (BALLOT_WORDS == 1u) {
         uint match = subgroupBallot(true).x;
         [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
-            bool set = ((d >> bit) & 1u) != 0u;
+            bool set = (d & (1u << bit)) != 0u;
             uint b = subgroupBallot(set).x;
             match &= set ? b : ~b;
         }
-        below = bitCount(match & gl_SubgroupLtMask.x);
-        count = bitCount(match);
-        leader = uint(findLSB(match));
+        upto = bitCount(match & gl_SubgroupLeMask.x);
+        leader = uint(findMSB(match));
     } else {
         uvec4 match = subgroupBallot(true);
         [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
-            bool set = ((d >> bit) & 1u) != 0u;
+            bool set = (d & (1u << bit)) != 0u;
             uvec4 b = subgroupBallot(set);
             match &= set ? b : ~b;
         }
-        below = subgroupBallotExclusiveBitCount(match);
-        count = subgroupBallotBitCount(match);
-        leader = subgroupBallotFindLSB(match);
+        upto = subgroupBallotInclusiveBitCount(match);
+        leader = subgroupBallotFindMSB(match);
     }
     uint old = 0u;
-    if (gl_SubgroupInvocationID == leader) old = atomicAdd(s_offsets[offsets + d], count);
-    return subgroupShuffle(old, leader) + below;
+    if (gl_SubgroupInvocationID == leader) old = atomicAdd(s_offsets[offsets + d], upto);
+    return subgroupShuffle(old, leader) + upto - 1u;
 }
 
 // Counts the digits of tile j (not the last) from the pass's input and publishes them: as
@@ -272,6 +270,16 @@ KEY staged_key(uint at) {
 #endif
 }
 
+// Place `at` of the sorted tile, of digit d, goes to s_acc[d] + at, its value with it.
+void scatter(uint at, uint mask, bool write_keys) {
+    KEY m = staged_key(at);
+    uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
+    if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
+    [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+        vals_out[dest * VALUE_WORDS + w] = s_stage[VALUES_AT + at * VALUE_WORDS + w];
+    }
+}
+
 void main() {
     uint local = xw_local();
     if (xw_group() >= p.tiles) return;
@@ -293,10 +301,18 @@ void main() {
     }
 
     KEY keys[ITEMS];
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint pos = run + i * gl_SubgroupSize + lane;
-        keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], KEY_KIND, DESCENDING)
-                              : KEY_MAX;
+    if (valid == TILE) {
+        // A whole tile (all but maybe the last): no bounds.
+        uint first = tile_base + run + lane;
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            keys[i] = xw_sort_map(keys_in[first + i * gl_SubgroupSize], KEY_KIND, DESCENDING);
+        }
+    } else {
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            uint pos = run + i * gl_SubgroupSize + lane;
+            keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], KEY_KIND, DESCENDING)
+                                  : KEY_MAX;
+        }
     }
     // Early counts: each subgroup counts its keys' digits, so the tile's counts are published
     // before the ranking, long before any successor's look-back needs them.
@@ -372,15 +388,12 @@ void main() {
 
     // Place t of the sorted tile, of digit d, goes to s_acc[d] + t, its value with it.
     bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
-    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
-        uint at = local + r * BLOCK;
-        if (at < valid) {
-            KEY m = staged_key(at);
-            uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
-            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                vals_out[dest * VALUE_WORDS + w] = s_stage[VALUES_AT + at * VALUE_WORDS + w];
-            }
+    if (valid == TILE) {
+        [[unroll]] for (uint r = 0u; r < ITEMS; ++r) scatter(local + r * BLOCK, mask, write_keys);
+    } else {
+        [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+            uint at = local + r * BLOCK;
+            if (at < valid) scatter(at, mask, write_keys);
         }
     }
 }
