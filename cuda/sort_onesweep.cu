@@ -30,14 +30,12 @@ struct SortOnesweepParams {
 #define FLAG_WRITE_KEYS 2u    // store the sorted keys (argsort's last pass does not)
 
 #define TILE (BLOCK * ITEMS)
-// Where the staged values start: after the tile's keys.
-#define VALUES_AT (TILE * KEY_WORDS)
 // Digits per thread where the block is narrower than the radix.
 #define DPT ((RADIX + BLOCK - 1u) / BLOCK)
 
 struct SortShared {
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
-    unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, then its values
+    unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
     unsigned count[RADIX];        // the tile's count of each digit
     unsigned scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
     unsigned acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -215,52 +213,76 @@ __device__ __forceinline__ KEY staged_key(const SortShared& s, unsigned at) {
 }
 
 // The values of this thread's keys (places first, first + 32, ... of the tile; the first
-// `valid` exist; FULL: all) go to their keys' places `ranks` in the staging area's second part.
+// `valid` exist; FULL: all) go to their keys' places `ranks` in the staging area.
 template <bool FULL>
 __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __restrict__ vals_in,
                                              const unsigned (&ranks)[ITEMS], unsigned tile_base,
                                              unsigned first, unsigned valid, bool index_values) {
-    unsigned v[ITEMS][VALUE_WORDS == 0 ? 1 : VALUE_WORDS];
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned pos = first + i * XW_WARP;
         const unsigned src = tile_base + pos;
 #pragma unroll
         for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-            v[i][w] = !FULL && pos >= valid ? 0u
-                      : index_values        ? (w == 0 ? src : 0u)
-                                            : vals_in[src * VALUE_WORDS + w];
-        }
-    }
-#pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-#pragma unroll
-        for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-            s.stage[VALUES_AT + ranks[i] * VALUE_WORDS + w] = v[i][w];
+            s.stage[ranks[i] * VALUE_WORDS + w] = !FULL && pos >= valid ? 0u
+                                                  : index_values ? (w == 0 ? src : 0u)
+                                                                 : vals_in[src * VALUE_WORDS + w];
         }
     }
 }
 
 // Places local, local + BLOCK, ... of the sorted tile (the first `valid`; FULL: all) go to
-// s.acc[d] + place, d the key's digit, each value with its key. Every thread calls it.
+// s.acc[d] + place, d the key's digit; pairs keep each place's destination in `dest` for its
+// value. Every thread calls it.
 template <bool FULL>
-__device__ __forceinline__ void scatter(const SortShared& s, KEY* __restrict__ keys_out,
-                                        unsigned* __restrict__ vals_out,
-                                        const SortOnesweepParams& p, unsigned valid,
-                                        bool write_keys) {
+__device__ __forceinline__ void scatter_keys(const SortShared& s, KEY* __restrict__ keys_out,
+                                             const SortOnesweepParams& p, unsigned valid,
+                                             bool write_keys, unsigned (&dest)[ITEMS]) {
     const unsigned mask = (1u << p.digit_bits) - 1u;
 #pragma unroll
     for (unsigned r = 0; r < ITEMS; ++r) {
         const unsigned at = threadIdx.x + r * BLOCK;
         if (FULL || at < valid) {
             const KEY m = staged_key(s, at);
-            const unsigned dest = s.acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
+            dest[r] = s.acc[xw_digit(m, p.shift, mask)] + at;
+            if (write_keys) keys_out[dest[r]] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
+        }
+    }
+}
+
+// The staged values of the places scatter_keys wrote go to the same destinations.
+template <bool FULL>
+__device__ __forceinline__ void scatter_values(const SortShared& s, unsigned* __restrict__ vals_out,
+                                               unsigned valid, const unsigned (&dest)[ITEMS]) {
+#pragma unroll
+    for (unsigned r = 0; r < ITEMS; ++r) {
+        const unsigned at = threadIdx.x + r * BLOCK;
+        if (FULL || at < valid) {
 #pragma unroll
             for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                vals_out[dest * VALUE_WORDS + w] = s.stage[VALUES_AT + at * VALUE_WORDS + w];
+                vals_out[dest[r] * VALUE_WORDS + w] = s.stage[at * VALUE_WORDS + w];
             }
         }
+    }
+}
+
+// The tile's keys, then (pairs) its values, go out from the staging area (see scatter_keys).
+template <bool FULL>
+__device__ __forceinline__ void scatter(SortShared& s, KEY* __restrict__ keys_out,
+                                        const unsigned* __restrict__ vals_in,
+                                        unsigned* __restrict__ vals_out,
+                                        const SortOnesweepParams& p, unsigned valid,
+                                        const unsigned (&ranks)[ITEMS], unsigned tile_base,
+                                        unsigned first) {
+    unsigned dest[ITEMS];
+    scatter_keys<FULL>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, dest);
+    if (VALUE_WORDS != 0) {
+        // The values take the keys' places in the staging area once every key has left it.
+        __syncthreads();
+        stage_values<FULL>(s, vals_in, ranks, tile_base, first, valid,
+                           (p.flags & FLAG_INDEX_VALUES) != 0);
+        __syncthreads();
+        scatter_values<FULL>(s, vals_out, valid, dest);
     }
 }
 
@@ -345,35 +367,24 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     __syncthreads();
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
-    // places for their values.
+    // places for their values, which are loaded once the keys have left (see scatter).
     unsigned lane_le;  // this lane and the lanes below it
     asm("mov.u32 %0, %%lanemask_le;" : "=r"(lane_le));
-    unsigned ranks[ITEMS];  // only pairs keep them (unused, they cost nothing)
+    unsigned ranks[ITEMS];  // pairs keep them for the values (keys only: optimised away)
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned at = rank_in_warp(xw_digit(keys[i], p.shift, mask), offsets, lane, lane_le);
         stage_key(s, at, keys[i]);
         ranks[i] = at;
     }
-    // The values go to the same places, in the staging area's second part, before the
-    // look-back: their loads overlap the wait.
-    if (VALUE_WORDS != 0) {
-        const bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0;
-        if (valid == TILE) {
-            stage_values<true>(s, vals_in, ranks, tile_base, run + lane, valid, index_values);
-        } else {
-            stage_values<false>(s, vals_in, ranks, tile_base, run + lane, valid, index_values);
-        }
-    }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
     for (unsigned b = local; b < RADIX; b += BLOCK) s.acc[b] -= s.scan[0][b];
     __syncthreads();
 
     // Place t of the sorted tile, of digit d, goes to s.acc[d] + t, its value with it.
-    const bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0;
     if (valid == TILE) {
-        scatter<true>(s, keys_out, vals_out, p, TILE, write_keys);
+        scatter<true>(s, keys_out, vals_in, vals_out, p, TILE, ranks, tile_base, run + lane);
     } else {
-        scatter<false>(s, keys_out, vals_out, p, valid, write_keys);
+        scatter<false>(s, keys_out, vals_in, vals_out, p, valid, ranks, tile_base, run + lane);
     }
 }

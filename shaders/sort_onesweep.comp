@@ -47,9 +47,10 @@
 //
 // Scatter: each key goes to shared memory at its place in the sorted tile; then invocation t
 // takes places t, t + BLOCK, ... in turn, so that keys of one digit go out as runs of
-// consecutive stores. Values (pairs, or the key's input index for argsort) are loaded once the
-// places are known, before the look-back (their loads overlap its wait), and go to the same
-// places in the staging area's second part; each key's value leaves with it.
+// consecutive stores. Values (pairs, or the key's input index for argsort) are loaded once
+// every key has left the staging area, go to their keys' places there, and leave for their
+// keys' destinations: the staging area needs the wider of a key and a value per place, not
+// both, so pairs get the tiles keys get.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -97,13 +98,11 @@ layout(push_constant) uniform Params {
 
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
-// Where the staged values start: after the tile's keys.
-const uint VALUES_AT = TILE * KEY_WORDS;
 // Digits per invocation where the workgroup is narrower than the radix.
 const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
 
 shared uint s_offsets[HIST_SG * RADIX];  // per subgroup and digit: its count, then its place
-shared uint s_stage[STAGE_WORDS];  // the sorted tile: its keys, then its values
+shared uint s_stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
 shared uint s_count[RADIX];        // the tile's count of each digit
 shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
 shared uint s_acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -270,14 +269,21 @@ KEY staged_key(uint at) {
 #endif
 }
 
-// Place `at` of the sorted tile, of digit d, goes to s_acc[d] + at, its value with it.
-void scatter(uint at, uint mask, bool write_keys) {
+// Place `at` of the sorted tile, of digit d, goes to s_acc[d] + at; returns that destination
+// (for the place's value).
+uint scatter_key(uint at, uint mask, bool write_keys) {
     KEY m = staged_key(at);
     uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
     if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
-    [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-        vals_out[dest * VALUE_WORDS + w] = s_stage[VALUES_AT + at * VALUE_WORDS + w];
-    }
+    return dest;
+}
+
+// The value of step i's key of this invocation (tile place `pos`, input place `src`), or 0
+// past the input.
+uint value_word(uint pos, uint src, uint valid, uint w, bool index_values) {
+    if (pos >= valid) return 0u;
+    if (index_values) return w == 0u ? src : 0u;
+    return vals_in[src * VALUE_WORDS + w];
 }
 
 void main() {
@@ -355,45 +361,47 @@ void main() {
     barrier();
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
-    // places for their values.
+    // places for their values, which are loaded once the keys have left (below).
     uint ranks[ITEMS];
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
         uint at = rank_in_subgroup(xw_digit(keys[i], p.shift, mask), offsets);
         stage_key(at, keys[i]);
         if (VALUE_WORDS != 0u) ranks[i] = at;
     }
-    // The values go to the same places, in the staging area's second part, before the
-    // look-back: their loads overlap the wait.
-    if (VALUE_WORDS != 0u) {
-        bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
-        uint v[ITEMS * 2u];
-        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            uint pos = run + i * gl_SubgroupSize + lane;
-            uint src = tile_base + pos;
-            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                v[i * 2u + w] = pos >= valid ? 0u
-                               : index_values ? (w == 0u ? src : 0u)
-                                              : vals_in[src * VALUE_WORDS + w];
-            }
-        }
-        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                s_stage[VALUES_AT + ranks[i] * VALUE_WORDS + w] = v[i * 2u + w];
-            }
-        }
-    }
     if (k > 0u) look_back(k, last, local);
     for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
     barrier();
 
-    // Place t of the sorted tile, of digit d, goes to s_acc[d] + t, its value with it.
+    // Place t of the sorted tile, of digit d, goes to s_acc[d] + t; pairs keep each place's
+    // destination for its value.
     bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
-    if (valid == TILE) {
-        [[unroll]] for (uint r = 0u; r < ITEMS; ++r) scatter(local + r * BLOCK, mask, write_keys);
-    } else {
+    bool full = valid == TILE;
+    uint dest[ITEMS];
+    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+        uint at = local + r * BLOCK;
+        if (full || at < valid) dest[r] = scatter_key(at, mask, write_keys);
+    }
+    if (VALUE_WORDS != 0u) {
+        // The values take the keys' places in the staging area once every key has left it:
+        // loaded as the keys were (step i, lane l: place run + i * subgroup size + l), staged
+        // at their keys' places, then written out like them.
+        barrier();
+        bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            uint pos = run + i * gl_SubgroupSize + lane;
+            uint src = tile_base + pos;
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                s_stage[ranks[i] * VALUE_WORDS + w] = value_word(pos, src, valid, w, index_values);
+            }
+        }
+        barrier();
         [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
             uint at = local + r * BLOCK;
-            if (at < valid) scatter(at, mask, write_keys);
+            if (full || at < valid) {
+                [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                    vals_out[dest[r] * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
+                }
+            }
         }
     }
 }

@@ -226,7 +226,8 @@ pub struct TilePlan {
     /// Most subgroups a workgroup may have (block / the smallest subgroup size the device may
     /// run): each keeps its own digit counts in shared memory.
     pub subgroups: u32,
-    /// Shared words for the sorted tile's staged keys, then its staged values.
+    /// Shared words for the sorted tile's staged keys, later its staged values (the wider of
+    /// the two per key).
     pub stage_words: u32,
     /// The most lanes a subgroup of the device may have (the largest subgroup size).
     pub lanes: u32,
@@ -280,9 +281,10 @@ impl TilePlan {
             }
         };
         let words = (key_bytes.max(value_bytes) / 4).max(1) as u32;
-        // The staging area holds the sorted tile's keys, then its values.
+        // The staging area holds the sorted tile's keys, later (pairs) its values.
         let key_words = (key_bytes / 4).max(1) as u32;
         let value_words = (value_bytes / 4) as u32;
+        let stage_width = key_words.max(value_words);
         let cuda = info.backend == crate::device::BackendKind::Cuda;
         let pick = |(on_cuda, on_vulkan): (u32, u32)| if cuda { on_cuda } else { on_vulkan };
         let (name, requested) = if words == 2 {
@@ -306,7 +308,7 @@ impl TilePlan {
                     block,
                     items,
                     subgroups,
-                    stage_words: block * items * (key_words + value_words),
+                    stage_words: block * items * stage_width,
                     lanes: info.max_subgroup_size.max(sg),
                 };
                 if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
@@ -1039,7 +1041,7 @@ mod tests {
                     assert_eq!(p.block % 32, 0);
                     assert_eq!(p.block % max, 0);
                     assert!(p.subgroups * sg_min >= p.block);
-                    assert!(p.stage_words as usize >= p.tile() * (kb + vb) / 4);
+                    assert!(p.stage_words as usize >= p.tile() * kb.max(vb) / 4);
                 }
             }
         }
