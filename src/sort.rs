@@ -88,8 +88,9 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// [`Tuning::items`] where it is 0 (the default): keys per invocation for 32-bit keys and
 /// values, on CUDA and on Vulkan (measured on an H100, NOTES.md: u32 keys at 2^28, CUDA 1631
 /// µs a digit pass at 20 against 1781 at 16 and 2040 at 24, where the compiler spills or
-/// takes 108 registers; Vulkan 1996 at 16, 1960 at 24, 2176 at 20). Pairs of 32-bit keys and
-/// values get the most that fit in shared memory (16 at 48 KiB).
+/// takes 108 registers; Vulkan 1996 at 16, 1960 at 24, 2176 at 20). Pairs take the same: the
+/// staging area holds a key or a value per place, never both (version 16, u32 pairs at 2^26:
+/// CUDA 627 µs a pass at 20 against 701 at 16; Vulkan 634 at 16 against 670 at 20).
 pub const DEFAULT_ITEMS: (u32, u32) = (20, 16);
 /// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 20 keys
 /// a thread then takes 64 registers, four blocks of 256 a multiprocessor; a bound of four
