@@ -76,11 +76,14 @@ void mul96(uint64_t a, uint b, out uint64_t lo, out uint hi) {
 uint bin_of(T x) {
     T lower = xw_pred_operand(p.lower_lo, p.lower_hi);
     T upper = xw_pred_operand(p.upper_lo, p.upper_hi);
-    if (!(x >= lower && x < upper)) return NONE;
 #if defined(XW_T_FLOAT)
+    // Compared and computed by float_ops.glsl, so that subnormal samples, bounds and
+    // differences bin as IEEE 754 says on a driver that flushes them too (the variant _exact).
+    if (!(xw_less_equal(lower, x) && xw_less(x, upper))) return NONE;
     T scale = xw_pred_operand(p.scale_lo, p.scale_hi);
-    return min(uint(floor((x - lower) * scale)), p.bins - 1u);
+    return min(uint(floor(xw_mul(xw_add(x, xw_negate(lower)), scale))), p.bins - 1u);
 #elif defined(XW_T_64)
+    if (!(x >= lower && x < upper)) return NONE;
     uint64_t d = uint64_t(x) - uint64_t(lower);
     uint64_t width = packUint2x32(uvec2(p.width_lo, p.width_hi));
     if (width != 0ul) return uint(d / width);
@@ -100,6 +103,7 @@ uint bin_of(T x) {
     }
     return q;
 #else
+    if (!(x >= lower && x < upper)) return NONE;
     uint d = uint(x) - uint(lower);
     if (p.width_lo != 0u) return d / p.width_lo;
     uint64_t range = packUint2x32(uvec2(p.range_lo, p.range_hi));

@@ -5,8 +5,9 @@
 //! `floor((x - lower) · bins / (upper - lower))`; for floats `floor((x - lower) · scale)` with
 //! `scale = bins / (upper - lower)`, each operation rounded to the sample's type on its own (the
 //! top edge's rounding counts in the last bin). Samples outside `[lower, upper)` and NaN are not
-//! counted. A device that flushes subnormals (`DeviceInfo::subnormals_f32`) may bin a float
-//! whose difference from `lower` is subnormal differently.
+//! counted. Subnormal samples, bounds and differences bin as IEEE 754 says on every device:
+//! where the driver flushes them (`DeviceInfo::subnormals_f32` is `Emulated`) the float
+//! comparisons and the two operations run in the exact arithmetic the other float kernels use.
 //!
 //! Each workgroup counts a contiguous chunk of samples into bins in shared memory (up to
 //! [`SHARED_BINS`] bins; more go straight to device memory) and then adds its nonzero bins to

@@ -1,7 +1,7 @@
 //! Subnormal floats in every float family, on every device: reductions (both warp forms, block
 //! and device; sum, product, min and max), scans (warp, block and device; inclusive and
-//! exclusive; sum, min and max), both stencil variants, and the compaction and vote predicates
-//! that compare, on inputs made of subnormals and on normal inputs whose exact results are
+//! exclusive; sum, min and max), both stencil variants, the compaction and vote predicates
+//! that compare, and the float histogram's bins, on inputs made of subnormals and on normal inputs whose exact results are
 //! subnormal ([`common::subnormal_inputs`]), and single sums, products, minima and maxima of
 //! operand pairs drawn to reach every path of the exact arithmetic (ties in the subnormal
 //! range, its edges, cancellation, overflow, infinities, NaN): bit for bit against the CPU
@@ -487,6 +487,83 @@ fn predicates_f32() {
 #[test]
 fn predicates_f64() {
     predicates::<f64>();
+}
+
+/// A sample about the subnormal range of `T` (`f32` or `f64`): subnormals of both signs (half of
+/// them), zeros of both signs, normals of a few times the smallest normal, hard values (NaN
+/// payloads, infinities, large magnitudes).
+fn subnormal_sample<T: Element>(rng: &mut Rng) -> T {
+    let (frac, width) = if T::KIND == ElemKind::F32 {
+        (23u32, 32u32)
+    } else {
+        (52, 64)
+    };
+    let sign = rng.below(2) << (width - 1);
+    match rng.below(16) {
+        0..=7 => {
+            let m = ((rng.next_u64() & ((1u64 << frac) - 1)) >> rng.below(u64::from(frac))).max(1);
+            common::float_from_bits(sign | m)
+        }
+        8 | 9 => common::float_from_bits(sign),
+        10..=12 => {
+            let exp = 1 + rng.below(4);
+            let m = rng.next_u64() & ((1u64 << frac) - 1);
+            common::float_from_bits(sign | (exp << frac) | m)
+        }
+        _ => T::random_hard(rng, HardValues::ALL),
+    }
+}
+
+/// The float histogram over ranges whose bounds, width or samples' differences from the lower
+/// bound are subnormal ([0, 4N), [-4N, -N/8), [-N/2, N/2) for N the smallest normal), samples
+/// from [`subnormal_sample`], at [`SIZES`]: the comparisons with the bounds and the bin's
+/// difference and product are where flushing moves samples (a flushed subnormal sample falls in
+/// bin 0 or out of the range).
+fn histograms<T: xwarp::histogram::Sample>() {
+    use xwarp_lab::validate::histogram::run_histogram;
+    let mut rng = Rng::new(seed());
+    let mut flushes = Flushes::default();
+    let n_min: f64 = if T::KIND == ElemKind::F32 {
+        2f64.powi(-126)
+    } else {
+        2f64.powi(-1022)
+    };
+    let ranges = [
+        (0.0, 4.0 * n_min),
+        (-4.0 * n_min, -n_min / 8.0),
+        (-n_min / 2.0, n_min / 2.0),
+    ];
+    for (lo, hi) in ranges {
+        let (lower, upper): (T, T) = (common::float_from_f64(lo), common::float_from_f64(hi));
+        for bins in [1, 3, 13] {
+            if T::plan(lower, upper, bins).is_err() {
+                continue;
+            }
+            let label = format!("histogram {} [{lower:?}, {upper:?}) bins {bins}", T::KIND);
+            for n in SIZES {
+                let samples: Vec<T> = (0..n).map(|_| subnormal_sample(&mut rng)).collect();
+                let want = xwarp::cpu::histogram::histogram_even(&samples, bins, lower, upper);
+                flushes.check(
+                    (&label, &format!("{label} n={n}")),
+                    T::KIND,
+                    &want,
+                    first_mismatch,
+                    |dev| run_histogram(dev, &samples, bins, lower, upper, false),
+                );
+            }
+        }
+    }
+    flushes.assert_flushing_changes_each();
+}
+
+#[test]
+fn histograms_f32() {
+    histograms::<f32>();
+}
+
+#[test]
+fn histograms_f64() {
+    histograms::<f64>();
 }
 
 /// Operand pairs (a, b) for `op`, drawn to reach every path of the exact arithmetic: for sums,
