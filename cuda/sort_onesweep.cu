@@ -5,7 +5,8 @@
 // Variant constants: ITEMS, VALUE_WORDS (0 keys only; 1 or 2 words per value), HIST_SG (warps
 // per block), STAGE_WORDS (shared words for counts and staging), MATCH_ANY (1: a digit's lanes
 // from __match_any_sync; 0: from one __ballot_sync per digit bit, as the Vulkan twin),
-// BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none).
+// BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none),
+// WHOLE (1: the whole sort of a single tile, every pass, in one launch; 0: one digit pass).
 
 #include "sort_common.cuh"
 
@@ -24,6 +25,8 @@ struct SortOnesweepParams {
     unsigned int clear_next;  // nonzero: clear this tile's row of the next pass's states
     unsigned int spin;        // polls of unpublished states per thread before counting tiles here
     unsigned int flags;       // FLAG_INDEX_VALUES | FLAG_WRITE_KEYS
+    unsigned int passes;      // WHOLE: the passes of the bit range, from shift on
+    unsigned int end_bit;     // WHOLE: the bit range's end
 };
 
 #define FLAG_INDEX_VALUES 1u  // the values are the keys' input indices (argsort's first pass)
@@ -286,6 +289,101 @@ __device__ __forceinline__ void scatter(SortShared& s, KEY* __restrict__ keys_ou
     }
 }
 
+// The whole sort in one block (variant WHOLE: one tile holds every key; see the Vulkan twin):
+// every pass of the bit range ranks the tile as a digit pass does and takes it back from the
+// staging area in the ranked order, which the next pass's ranking then keeps for equal digits;
+// no histogram launch, no look-back. Each pass writes its digit's histogram row, as the
+// histogram launch would. Every thread calls it.
+__device__ void sort_whole(SortShared& s, const KEY* __restrict__ keys_in, KEY* __restrict__ keys_out,
+                           const unsigned* __restrict__ vals_in, unsigned* __restrict__ vals_out,
+                           unsigned* work, const SortOnesweepParams& p) {
+    const unsigned local = threadIdx.x;
+    const unsigned sg = local / XW_WARP;
+    const unsigned lane = local % XW_WARP;
+    const unsigned run = sg * XW_WARP * ITEMS;
+    const unsigned valid = p.n;
+    unsigned* offsets = &s.offsets[sg * RADIX];
+    unsigned lane_le;
+    asm("mov.u32 %0, %%lanemask_le;" : "=r"(lane_le));
+    const bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0;
+    KEY keys[ITEMS];
+    unsigned v[ITEMS][VALUE_WORDS == 0 ? 1 : VALUE_WORDS];
+#pragma unroll
+    for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned pos = run + i * XW_WARP + lane;
+        keys[i] = pos < valid ? xw_sort_map(keys_in[pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
+#pragma unroll
+        for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+            v[i][w] = pos >= valid ? 0u
+                      : index_values ? (w == 0 ? pos : 0u)
+                                     : vals_in[pos * VALUE_WORDS + w];
+        }
+    }
+    for (unsigned pass = 0; pass < p.passes; ++pass) {
+        const unsigned shift = p.shift + 8u * pass;
+        const unsigned mask = xw_digit_mask(shift, p.end_bit);
+        for (unsigned i = local; i < HIST_SG * RADIX; i += BLOCK) s.offsets[i] = 0;
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) atomicAdd(&offsets[xw_digit(keys[i], shift, mask)], 1u);
+        __syncthreads();
+        for (unsigned b = local; b < RADIX; b += BLOCK) {
+            unsigned sum = 0;
+            for (unsigned w = 0; w < HIST_SG; ++w) sum += s.offsets[w * RADIX + b];
+            s.scan[0][b] = sum;
+            // The padding keys (all ones in every digit) are not the input's.
+            work[XW_SORT_HIST + pass * RADIX + b] = sum - (b == mask ? TILE - valid : 0u);
+        }
+        __syncthreads();
+        scan_digits(s, 0);
+        for (unsigned b = local; b < RADIX; b += BLOCK) {
+            unsigned at = s.scan[0][b];
+            for (unsigned w = 0; w < HIST_SG; ++w) {
+                const unsigned c = s.offsets[w * RADIX + b];
+                s.offsets[w * RADIX + b] = at;
+                at += c;
+            }
+        }
+        __syncthreads();
+        unsigned ranks[ITEMS];
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            ranks[i] = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
+            stage_key(s, ranks[i], keys[i]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) keys[i] = staged_key(s, run + i * XW_WARP + lane);
+        if (VALUE_WORDS != 0) {
+            __syncthreads();
+#pragma unroll
+            for (unsigned i = 0; i < ITEMS; ++i) {
+#pragma unroll
+                for (unsigned w = 0; w < VALUE_WORDS; ++w) s.stage[ranks[i] * VALUE_WORDS + w] = v[i][w];
+            }
+            __syncthreads();
+#pragma unroll
+            for (unsigned i = 0; i < ITEMS; ++i) {
+#pragma unroll
+                for (unsigned w = 0; w < VALUE_WORDS; ++w) {
+                    v[i][w] = s.stage[(run + i * XW_WARP + lane) * VALUE_WORDS + w];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    const bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0;
+#pragma unroll
+    for (unsigned i = 0; i < ITEMS; ++i) {
+        const unsigned pos = run + i * XW_WARP + lane;
+        if (pos < valid) {
+            if (write_keys) keys_out[pos] = xw_sort_unmap(keys[i], XW_KEY_KIND, XW_DESCENDING);
+#pragma unroll
+            for (unsigned w = 0; w < VALUE_WORDS; ++w) vals_out[pos * VALUE_WORDS + w] = v[i][w];
+        }
+    }
+}
+
 #if MIN_BLOCKS > 0
 #define XW_SORT_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
 #else
@@ -299,6 +397,10 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     __shared__ SortShared s;
     const unsigned local = threadIdx.x;
     if ((unsigned)xw_group() >= p.tiles) return;
+    if (WHOLE) {
+        sort_whole(s, keys_in, keys_out, vals_in, vals_out, work, p);
+        return;
+    }
     if (local == 0) s.tile = atomicAdd(&work[XW_SORT_COUNTERS + p.pass], 1u);
     for (unsigned i = local; i < HIST_SG * RADIX; i += BLOCK) s.offsets[i] = 0;
     __syncthreads();

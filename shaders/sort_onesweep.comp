@@ -71,6 +71,9 @@ layout(constant_id = 4) const uint STAGE_WORDS = 8192u;  // shared words for the
 layout(constant_id = 8) const uint BALLOT_WORDS = 4u;
 // How keys map to sortable bits (KIND_*) and the order: 2 * kind + descending.
 layout(constant_id = 9) const uint KEY_ORDER = 0u;
+// 1: the whole sort of a single tile in this one launch (every pass; see sort_whole), 0: one
+// digit pass.
+layout(constant_id = 10) const uint WHOLE = 0u;
 const uint KEY_KIND = KEY_ORDER / 2u;
 const bool DESCENDING = (KEY_ORDER & 1u) != 0u;
 
@@ -94,6 +97,8 @@ layout(push_constant) uniform Params {
     uint clear_next;   // nonzero: clear this tile's row of the next pass's states
     uint spin;         // polls of unpublished states per invocation before counting tiles here
     uint flags;        // FLAG_INDEX_VALUES | FLAG_WRITE_KEYS
+    uint passes;       // WHOLE: the passes of the bit range, from shift on
+    uint end_bit;      // WHOLE: the bit range's end
 } p;
 
 const uint BLOCK = gl_WorkGroupSize.x;
@@ -286,9 +291,104 @@ uint value_word(uint pos, uint src, uint valid, uint w, bool index_values) {
     return vals_in[src * VALUE_WORDS + w];
 }
 
+// The whole sort in one workgroup (WHOLE, where one tile holds every key): every pass of the bit
+// range ranks the tile as a digit pass does (early counts, the scan over digits, the ballot
+// ranking into the staging area) and takes the keys back from the staging area in ranked
+// order: invocation step i, lane l of subgroup s takes place s * gl_SubgroupSize * ITEMS +
+// i * gl_SubgroupSize + l, the order in which the next pass ranks, so equal digits keep the
+// previous passes' order and the sort is stable as the digit passes make it. Padding keys (the
+// largest mapped key) stay at the places past the input. No histogram launch, no look-back:
+// one launch for a sort of up to a tile of keys; each pass writes its digit's histogram row
+// (the padding left out), as the histogram launch would. Values follow their keys through the
+// staging area after them. Uniform control flow.
+void sort_whole(uint local) {
+    uint sg = min(xw_subgroup_id(), HIST_SG - 1u);
+    uint lane = gl_SubgroupInvocationID;
+    uint run = sg * gl_SubgroupSize * ITEMS;
+    uint offsets = sg * RADIX;
+    uint valid = p.n;
+    uint groups = min(gl_NumSubgroups, HIST_SG);
+    bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
+    KEY keys[ITEMS];
+    uint v[ITEMS * 2u];
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint pos = run + i * gl_SubgroupSize + lane;
+        keys[i] = pos < valid ? xw_sort_map(keys_in[pos], KEY_KIND, DESCENDING) : KEY_MAX;
+        [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+            v[i * 2u + w] = value_word(pos, pos, valid, w, index_values);
+        }
+    }
+    for (uint pass = 0u; pass < p.passes; ++pass) {
+        uint shift = p.shift + 8u * pass;
+        uint mask = xw_digit_mask(shift, p.end_bit);
+        for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_offsets[i] = 0u;
+        barrier();
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            atomicAdd(s_offsets[offsets + xw_digit(keys[i], shift, mask)], 1u);
+        }
+        barrier();
+        for (uint b = local; b < RADIX; b += BLOCK) {
+            uint sum = 0u;
+            for (uint s = 0u; s < groups; ++s) sum += s_offsets[s * RADIX + b];
+            s_scan[0][b] = sum;
+            work[XW_SORT_HIST + pass * RADIX + b] = sum - (b == mask ? TILE - valid : 0u);
+        }
+        barrier();
+        scan_digits(0u, local);
+        for (uint b = local; b < RADIX; b += BLOCK) {
+            uint at = s_scan[0][b];
+            for (uint s = 0u; s < groups; ++s) {
+                uint c = s_offsets[s * RADIX + b];
+                s_offsets[s * RADIX + b] = at;
+                at += c;
+            }
+        }
+        barrier();
+        uint ranks[ITEMS];
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            ranks[i] = rank_in_subgroup(xw_digit(keys[i], shift, mask), offsets);
+            stage_key(ranks[i], keys[i]);
+        }
+        barrier();
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            keys[i] = staged_key(run + i * gl_SubgroupSize + lane);
+        }
+        if (VALUE_WORDS != 0u) {
+            barrier();
+            [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+                [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                    s_stage[ranks[i] * VALUE_WORDS + w] = v[i * 2u + w];
+                }
+            }
+            barrier();
+            [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+                uint at = run + i * gl_SubgroupSize + lane;
+                [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                    v[i * 2u + w] = s_stage[at * VALUE_WORDS + w];
+                }
+            }
+        }
+        barrier();
+    }
+    bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint pos = run + i * gl_SubgroupSize + lane;
+        if (pos < valid) {
+            if (write_keys) keys_out[pos] = xw_sort_unmap(keys[i], KEY_KIND, DESCENDING);
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                vals_out[pos * VALUE_WORDS + w] = v[i * 2u + w];
+            }
+        }
+    }
+}
+
 void main() {
     uint local = xw_local();
     if (xw_group() >= p.tiles) return;
+    if (WHOLE != 0u) {
+        sort_whole(local);
+        return;
+    }
     if (local == 0u) s_tile = atomicAdd(work[XW_SORT_COUNTERS + p.pass], 1u);
     for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_offsets[i] = 0u;
     barrier();

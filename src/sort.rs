@@ -36,7 +36,9 @@
 //! width.
 //!
 //! # Algorithm (Onesweep, Adinets & Merrill 2022)
-//! One launch clears the work buffer, one counts every 8-bit digit of the range at once
+//! A sort whose keys fit one tile takes one launch: one workgroup ranks the tile by every
+//! digit in turn, the tile staying in it (`sort_onesweep`'s variant `WHOLE`). Longer sorts:
+//! one launch clears the work buffer, one counts every 8-bit digit of the range at once
 //! (`sort_histogram`), then one launch per digit, `ceil((end_bit - begin_bit) / 8)` of them
 //! (the last digit may be narrower), sorts the keys by that digit (`sort_onesweep`): each
 //! workgroup takes a tile of `block × items` keys, ranks them inside the tile by a multi-split
@@ -120,6 +122,10 @@ const HISTOGRAM_BLOCK: u32 = 256;
 const CLEAR_ITEMS: u32 = 4;
 /// Fewest keys a histogram workgroup reads.
 const HISTOGRAM_MIN_CHUNK: usize = 8 * HISTOGRAM_BLOCK as usize;
+/// Keys per invocation that a sort of one tile may take below the tile plan's (the fewest that
+/// hold its keys): each of its passes ranks the whole tile, padding included.
+const WHOLE_ITEMS: [u32; 6] = [1, 2, 4, 8, 12, 16];
+
 /// `sort_onesweep` flags.
 const FLAG_INDEX_VALUES: u32 = 1;
 const FLAG_WRITE_KEYS: u32 = 2;
@@ -769,6 +775,61 @@ impl<K: Element> Sorter<K> {
         let vals = |raw| whole(raw, value_bytes);
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
 
+        if tiles == 1 {
+            // One tile holds every key: the whole sort in one launch (every pass; it writes
+            // the histogram rows too, for `digit_counts`), with the fewest keys per invocation
+            // of WHOLE_ITEMS that hold them (each pass ranks the whole tile, padding included).
+            let need = n.div_ceil(plan.block as usize) as u32;
+            let items = WHOLE_ITEMS
+                .into_iter()
+                .find(|&i| i >= need && i < plan.items)
+                .unwrap_or(plan.items);
+            let small = TilePlan {
+                items,
+                stage_words: plan.stage_words / plan.items * items,
+                ..plan
+            };
+            let consts = onesweep_consts(&small, vw, key_order, &self.tuning, info.backend, true);
+            let mut flags = 0;
+            let dst = match keys_out {
+                Some(out) => {
+                    flags |= FLAG_WRITE_KEYS;
+                    out
+                }
+                // Argsort stores no keys: its key binding is only a placeholder.
+                None => keys_in.raw(),
+            };
+            let (vin, vout) = match values {
+                Values::None => (work_b, work_b),
+                Values::Pairs { input, output, .. } => (vals(input), vals(output)),
+                Values::Indices { output, .. } => {
+                    flags |= FLAG_INDEX_VALUES;
+                    (work_b, vals(output))
+                }
+            };
+            let params = SortOnesweepParams {
+                n: n as u32,
+                tiles: 1,
+                shift: bits.start,
+                spin: self.tuning.spin,
+                flags,
+                passes: passes as u32,
+                end_bit: bits.end,
+                ..SortOnesweepParams::zeroed()
+            };
+            return dev.launch(&Launch {
+                kernel: Kernel {
+                    name: "sort_onesweep",
+                    elem: K::KIND,
+                    consts: &consts,
+                },
+                block: plan.block,
+                groups: plan::grid(info, 1)?,
+                bindings: &[keys(keys_in.raw()), keys(dst), vin, vout, work_b],
+                params: bytemuck::bytes_of(&params),
+            });
+        }
+
         // Zero the histograms, the tile counters and the first pass's tile states; count.
         let clear_words = WORK_STATES as usize + rows;
         self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
@@ -797,7 +858,7 @@ impl<K: Element> Sorter<K> {
                 value_tmp
             }
         };
-        let consts = onesweep_consts(&plan, vw, key_order, &self.tuning, info.backend);
+        let consts = onesweep_consts(&plan, vw, key_order, &self.tuning, info.backend, false);
         let onesweep = Kernel {
             name: "sort_onesweep",
             elem: K::KIND,
@@ -844,6 +905,8 @@ impl<K: Element> Sorter<K> {
                 clear_next: u32::from(d + 1 < passes),
                 spin: self.tuning.spin,
                 flags,
+                passes: 1,
+                end_bit: bits.end,
             };
             dev.launch(&Launch {
                 kernel: onesweep,
@@ -895,6 +958,7 @@ fn onesweep_consts(
     key_order: u32,
     tuning: &Tuning,
     backend: crate::device::BackendKind,
+    whole: bool,
 ) -> Vec<(&'static str, u32)> {
     let mut consts = vec![
         ("ITEMS", plan.items),
@@ -911,6 +975,7 @@ fn onesweep_consts(
         consts.push(("BALLOT_WORDS", if plan.lanes <= 32 { 1 } else { 4 }));
     }
     consts.push(("KEY_ORDER", key_order));
+    consts.push(("WHOLE", u32::from(whole)));
     consts
 }
 

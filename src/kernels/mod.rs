@@ -289,6 +289,10 @@ param_blocks! {
         pub spin: u32,
         /// Flag bits: the values are input indices (argsort's first pass); write the keys.
         pub flags: u32,
+        /// The whole-sort variant (`WHOLE`): the passes of the bit range, from `shift` on.
+        pub passes: u32,
+        /// The whole-sort variant: the bit range's end (the last digit may be narrower).
+        pub end_bit: u32,
     }
 
     /// The stable partition's block (`partition`).

@@ -224,6 +224,8 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
         "clear_next",
         "spin",
         "flags",
+        "passes",
+        "end_bit",
     ],
 };
 /// The stable partition's block.
@@ -767,6 +769,12 @@ pub const KERNELS: &[KernelDef] = &[
                 name: "KEY_ORDER",
                 on: On::Both,
                 values: KEY_ORDERS,
+            },
+            // 1: the whole sort of one tile in one launch (every pass), 0: one digit pass.
+            Const {
+                name: "WHOLE",
+                on: On::Both,
+                values: OFF_ON,
             },
         ],
         cuda: true,
