@@ -107,6 +107,22 @@ __device__ __forceinline__ unsigned same_bit_lanes(unsigned d) {
     return lanes;
 }
 
+// s.scan[0] (each digit's count) becomes where each digit starts in the tile, and s.offsets
+// (each warp's count of each digit) where each warp's keys of the digit start: the digit's
+// start, then the warps before. Every thread calls it.
+__device__ void warp_places(SortShared& s) {
+    scan_digits(s, 0);
+    for (unsigned b = threadIdx.x; b < RADIX; b += BLOCK) {
+        unsigned at = s.scan[0][b];
+        for (unsigned w = 0; w < HIST_SG; ++w) {
+            const unsigned c = s.offsets[w * RADIX + b];
+            s.offsets[w * RADIX + b] = at;
+            at += c;
+        }
+    }
+    __syncthreads();
+}
+
 // The place in the tile of the key with digit `d` of this lane, in this step: where the warp's
 // next key of digit `d` goes (`offsets[d]`, the warp's running offset of the digit) plus the
 // lanes below with the same digit. The highest lane of the digit moves the offset on by their
@@ -335,16 +351,7 @@ __device__ void sort_whole(SortShared& s, const KEY* __restrict__ keys_in, KEY* 
             work[XW_SORT_HIST + pass * RADIX + b] = sum - (b == mask ? TILE - valid : 0u);
         }
         __syncthreads();
-        scan_digits(s, 0);
-        for (unsigned b = local; b < RADIX; b += BLOCK) {
-            unsigned at = s.scan[0][b];
-            for (unsigned w = 0; w < HIST_SG; ++w) {
-                const unsigned c = s.offsets[w * RADIX + b];
-                s.offsets[w * RADIX + b] = at;
-                at += c;
-            }
-        }
-        __syncthreads();
+        warp_places(s);
         unsigned ranks[ITEMS];
 #pragma unroll
         for (unsigned i = 0; i < ITEMS; ++i) {
@@ -456,17 +463,7 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
             s.acc[b] = offset;
         }
     }
-    scan_digits(s, 0);
-    // Per digit, each warp's first place in the tile: the digit's start, then the warps before.
-    for (unsigned b = local; b < RADIX; b += BLOCK) {
-        unsigned at = s.scan[0][b];
-        for (unsigned w = 0; w < HIST_SG; ++w) {
-            const unsigned c = s.offsets[w * RADIX + b];
-            s.offsets[w * RADIX + b] = at;
-            at += c;
-        }
-    }
-    __syncthreads();
+    warp_places(s);
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
     // places for their values, which are loaded once the keys have left (see scatter).

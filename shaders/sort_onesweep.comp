@@ -150,6 +150,23 @@ void scan_digits(uint which, uint local) {
     barrier();
 }
 
+// s_scan[0] (each digit's count) becomes where each digit starts in the tile, and s_offsets
+// (each subgroup's count of each digit) where each subgroup's keys of the digit start: the
+// digit's start, then the subgroups before. Uniform control flow.
+void subgroup_places(uint local) {
+    scan_digits(0u, local);
+    uint groups = min(gl_NumSubgroups, HIST_SG);
+    for (uint b = local; b < RADIX; b += BLOCK) {
+        uint at = s_scan[0][b];
+        for (uint s = 0u; s < groups; ++s) {
+            uint c = s_offsets[s * RADIX + b];
+            s_offsets[s * RADIX + b] = at;
+            at += c;
+        }
+    }
+    barrier();
+}
+
 // The place in the tile of this invocation's key with digit `d`, in this step: where the
 // subgroup's next key of digit `d` goes (s_stage[offsets + d], the subgroup's running offset of
 // the digit) plus the invocations below with the same digit. The highest invocation of the
@@ -334,16 +351,7 @@ void sort_whole(uint local) {
             work[XW_SORT_HIST + pass * RADIX + b] = sum - (b == mask ? TILE - valid : 0u);
         }
         barrier();
-        scan_digits(0u, local);
-        for (uint b = local; b < RADIX; b += BLOCK) {
-            uint at = s_scan[0][b];
-            for (uint s = 0u; s < groups; ++s) {
-                uint c = s_offsets[s * RADIX + b];
-                s_offsets[s * RADIX + b] = at;
-                at += c;
-            }
-        }
-        barrier();
+        subgroup_places(local);
         uint ranks[ITEMS];
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
             ranks[i] = rank_in_subgroup(xw_digit(keys[i], shift, mask), offsets);
@@ -447,18 +455,7 @@ void main() {
             s_acc[b] = offset;
         }
     }
-    scan_digits(0u, local);
-    // Per digit, each subgroup's first place in the tile: the digit's start, then the
-    // subgroups before.
-    for (uint b = local; b < RADIX; b += BLOCK) {
-        uint at = s_scan[0][b];
-        for (uint s = 0u; s < groups; ++s) {
-            uint c = s_offsets[s * RADIX + b];
-            s_offsets[s * RADIX + b] = at;
-            at += c;
-        }
-    }
-    barrier();
+    subgroup_places(local);
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
     // places for their values, which are loaded once the keys have left (below).
