@@ -184,6 +184,10 @@ pub struct DeviceInfo {
     pub max_groups: [u32; 3],
     /// Shared (workgroup) memory per workgroup, bytes.
     pub shared_memory_bytes: u32,
+    /// Largest workgroup (threads per block) a kernel may launch with: Vulkan's
+    /// `maxComputeWorkGroupSize[0]` and `maxComputeWorkGroupInvocations`, the smaller; 1024 on
+    /// CUDA.
+    pub max_block: u32,
     /// Whether kernels may compute on 64-bit integers (Vulkan `shaderInt64`).
     pub int64: bool,
     /// Whether kernels may compute on `f64` (Vulkan `shaderFloat64`).
@@ -1019,6 +1023,7 @@ mod tests {
             binding_alignment,
             max_groups: [65535; 3],
             shared_memory_bytes: 49152,
+            max_block: 1024,
             int64: true,
             float64: true,
             int64_atomics: true,

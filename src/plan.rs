@@ -194,6 +194,7 @@ mod tests {
             binding_alignment: 16,
             max_groups: [65535; 3],
             shared_memory_bytes: 49152,
+            max_block: 1024,
             int64: true,
             float64: true,
             int64_atomics: true,

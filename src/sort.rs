@@ -36,8 +36,10 @@
 //! width.
 //!
 //! # Algorithm (Onesweep, Adinets & Merrill 2022)
-//! A sort whose keys fit one tile takes one launch: one workgroup ranks the tile by every
-//! digit in turn, the tile staying in it (`sort_onesweep`'s variant `WHOLE`). Longer sorts:
+//! A sort whose keys fit one workgroup takes one launch: the workgroup ranks them by every
+//! digit in turn, the keys staying in it (`sort_onesweep`'s variant `WHOLE`; up to
+//! [`WHOLE_MAX_BLOCK`] invocations, so 6144 keys of 32 bits where a workgroup has 48 KiB of
+//! shared memory: [`TilePlan::whole`], [`TilePlan::whole_max`]). Longer sorts:
 //! one launch clears the work buffer, one counts every 8-bit digit of the range at once
 //! (`sort_histogram`), then one launch per digit, `ceil((end_bit - begin_bit) / 8)` of them
 //! (the last digit may be narrower), sorts the keys by that digit (`sort_onesweep`): each
@@ -122,9 +124,13 @@ const HISTOGRAM_BLOCK: u32 = 256;
 const CLEAR_ITEMS: u32 = 4;
 /// Fewest keys a histogram workgroup reads.
 const HISTOGRAM_MIN_CHUNK: usize = 8 * HISTOGRAM_BLOCK as usize;
-/// Keys per invocation that a sort of one tile may take below the tile plan's (the fewest that
-/// hold its keys): each of its passes ranks the whole tile, padding included.
-const WHOLE_ITEMS: [u32; 6] = [1, 2, 4, 8, 12, 16];
+/// Keys per invocation a sort in one launch may take besides the digit passes' own (few
+/// values, few compiled variants): each of its passes ranks the whole tile, padding included.
+const WHOLE_ITEMS: [u32; 7] = [1, 2, 4, 6, 8, 12, 16];
+/// Widest workgroup of a sort in one launch ([`TilePlan::whole`]): 512 invocations rank 4096
+/// keys faster than 256 (an H100, NOTES.md version 17); wider, the subgroups' digit counts
+/// (1 KiB each) leave too little shared memory.
+pub const WHOLE_MAX_BLOCK: u32 = 512;
 
 /// `sort_onesweep` flags.
 const FLAG_INDEX_VALUES: u32 = 1;
@@ -335,6 +341,65 @@ impl TilePlan {
     }
 }
 
+impl TilePlan {
+    /// The tile of the sort of `n` keys in one launch (one workgroup ranks every key by every
+    /// digit; see the module docs), or `None` where `n` needs the digit passes. `self` is the
+    /// digit passes' plan on `info`'s device ([`TilePlan::new`]). The workgroup may
+    /// be wider than the digit passes' (up to [`WHOLE_MAX_BLOCK`], within the device's
+    /// largest workgroup and shared memory) and the keys per invocation fewer: of the
+    /// candidates that hold `n` keys, the fewest keys per invocation (each subgroup ranks its
+    /// keys one step after another, so this is the ranking's chain), then the narrower
+    /// workgroup (less padding). A [`Tuning::block`] pins the workgroup.
+    pub fn whole(&self, info: &DeviceInfo, tuning: &Tuning, n: usize) -> Option<TilePlan> {
+        self.whole_candidates(info, tuning)
+            .filter(|c| c.tile() >= n)
+            .min_by_key(|c| (c.items, c.block))
+    }
+
+    /// The most keys a sort in one launch takes on `info`'s device ([`TilePlan::whole`]).
+    pub fn whole_max(&self, info: &DeviceInfo, tuning: &Tuning) -> usize {
+        self.whole_candidates(info, tuning)
+            .map(|c| c.tile())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every tile a sort in one launch may take: workgroups from the digit passes' up to
+    /// [`WHOLE_MAX_BLOCK`] (doubling; only the digit passes' where [`Tuning::block`] pins it),
+    /// each with [`WHOLE_ITEMS`] keys per invocation or the digit passes' own, where the
+    /// device's shared memory holds them.
+    fn whole_candidates(
+        &self,
+        info: &DeviceInfo,
+        tuning: &Tuning,
+    ) -> impl Iterator<Item = TilePlan> + '_ {
+        let stage_width = self.stage_words / (self.block * self.items).max(1);
+        let sg_min = (self.block / self.subgroups.max(1)).max(1);
+        let widest = if tuning.block.is_some() {
+            self.block
+        } else {
+            WHOLE_MAX_BLOCK.min(info.max_block).max(self.block)
+        };
+        let shared = info.shared_memory_bytes as u64;
+        std::iter::successors(Some(self.block), |b| Some(b * 2))
+            .take_while(move |&b| b <= widest)
+            .flat_map(move |block| {
+                let own = (block == self.block).then_some(self.items);
+                WHOLE_ITEMS
+                    .into_iter()
+                    .chain(own)
+                    .map(move |items| TilePlan {
+                        block,
+                        items,
+                        subgroups: (block / sg_min).max(1),
+                        stage_words: block * items * stage_width,
+                        lanes: self.lanes,
+                    })
+            })
+            .filter(move |c| c.shared_bytes() <= shared)
+    }
+}
+
 /// The largest number of keys of `K` with values of `value_bytes` bytes (0 for none) that one
 /// sort accepts on `info`'s device: [`MAX_LEN`], or fewer where the keys, the values or the
 /// work buffer would not fit in one binding.
@@ -516,7 +581,7 @@ impl<K: Element> Sorter<K> {
         value_bytes: usize,
         passes: usize,
         argsort: bool,
-    ) -> Result<TilePlan> {
+    ) -> Result<(TilePlan, Option<TilePlan>)> {
         let info = dev.info();
         let plan = TilePlan::new(info, &self.tuning, K::KIND.size(), value_bytes)?;
         let limit = max_len::<K>(info, value_bytes, plan.tile());
@@ -531,6 +596,12 @@ impl<K: Element> Sorter<K> {
                 ),
             ));
         }
+        let whole = plan.whole(info, &self.tuning, n);
+        if whole.is_some() {
+            // One launch: the histogram rows (and the counters' place) only, no temporaries.
+            grow(dev, &mut self.work, WORK_STATES as usize)?;
+            return Ok((plan, whole));
+        }
         let tiles = n.div_ceil(plan.tile());
         let work_words = WORK_STATES as usize + 2 * tiles * RADIX as usize;
         grow(dev, &mut self.work, work_words)?;
@@ -542,7 +613,7 @@ impl<K: Element> Sorter<K> {
         grow(dev, &mut self.keys_b, b)?;
         let v = if passes >= 2 { n * value_bytes / 4 } else { 0 };
         grow(dev, &mut self.values, v)?;
-        Ok(plan)
+        Ok((plan, None))
     }
 
     /// Sorts `keys_in` into `keys_out` (same length, another buffer) by bits `bits` of the
@@ -759,7 +830,7 @@ impl<K: Element> Sorter<K> {
         if n == 0 {
             return Ok(());
         }
-        let plan = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        let (plan, one_launch) = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
         let tiles = n.div_ceil(plan.tile());
         // `reserve` made every buffer this call reads; a missing one would be a planning bug,
         // reported rather than risked.
@@ -767,28 +838,17 @@ impl<K: Element> Sorter<K> {
         let work = self.work.as_ref().ok_or_else(missing)?;
         let keys_a = self.keys_a.as_ref().map(DeviceVec::raw);
         let rows = tiles * RADIX as usize;
-        let work_words = WORK_STATES as usize + 2 * rows;
-        let work_b = work.binding(0, work_words);
         let key_bytes = (n * K::KIND.size()) as u64;
         let keys = |raw| whole(raw, key_bytes);
         let value_bytes = (n * 4 * vw as usize) as u64;
         let vals = |raw| whole(raw, value_bytes);
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
 
-        if tiles == 1 {
-            // One tile holds every key: the whole sort in one launch (every pass; it writes
-            // the histogram rows too, for `digit_counts`), with the fewest keys per invocation
-            // of WHOLE_ITEMS that hold them (each pass ranks the whole tile, padding included).
-            let need = n.div_ceil(plan.block as usize) as u32;
-            let items = WHOLE_ITEMS
-                .into_iter()
-                .find(|&i| i >= need && i < plan.items)
-                .unwrap_or(plan.items);
-            let small = TilePlan {
-                items,
-                stage_words: plan.stage_words / plan.items * items,
-                ..plan
-            };
+        if let Some(small) = one_launch {
+            // One workgroup holds every key: the whole sort in one launch (every pass; it
+            // writes the histogram rows too, for `digit_counts`), on the tile
+            // `TilePlan::whole` chose (each pass ranks the whole tile, padding included).
+            let work_b = work.binding(0, WORK_STATES as usize);
             let consts = onesweep_consts(&small, vw, key_order, &self.tuning, info.backend, true);
             let mut flags = 0;
             let dst = match keys_out {
@@ -823,13 +883,14 @@ impl<K: Element> Sorter<K> {
                     elem: K::KIND,
                     consts: &consts,
                 },
-                block: plan.block,
+                block: small.block,
                 groups: plan::grid(info, 1)?,
                 bindings: &[keys(keys_in.raw()), keys(dst), vin, vout, work_b],
                 params: bytemuck::bytes_of(&params),
             });
         }
 
+        let work_b = work.binding(0, WORK_STATES as usize + 2 * rows);
         // Zero the histograms, the tile counters and the first pass's tile states; count.
         let clear_words = WORK_STATES as usize + rows;
         self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
@@ -1076,6 +1137,7 @@ mod tests {
             binding_alignment: 16,
             max_groups: [65535; 3],
             shared_memory_bytes: shared,
+            max_block: 1024,
             int64: false,
             float64: false,
             int64_atomics: false,
@@ -1111,6 +1173,62 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_launch_tiles_fit_and_hold_their_keys() {
+        let t = Tuning::default();
+        for (sg, min, max, pinned) in [
+            (4, 4, 4, true),
+            (8, 8, 8, true),
+            (16, 16, 16, true),
+            (32, 32, 32, true),
+            (32, 8, 32, false),
+            (64, 32, 64, false),
+        ] {
+            for shared in [16384, 32768, 49152] {
+                for max_block in [128, 256, 1024] {
+                    for (kb, vb) in [(4, 0), (4, 4), (8, 0), (8, 8)] {
+                        let mut i = info(sg, min, max, pinned, shared);
+                        i.max_block = max_block;
+                        let p = TilePlan::new(&i, &t, kb, vb).unwrap();
+                        let most = p.whole_max(&i, &t);
+                        assert!(most >= p.tile(), "{p:?}");
+                        let sg_min = if pinned { sg } else { min };
+                        let mut last_items = 0;
+                        for n in [1, 2, 31, 33, 1000, 2048, 3000, 4096, 5121, 6144, most] {
+                            let Some(w) = p.whole(&i, &t, n) else {
+                                assert!(n > most, "{n} of {most}: {p:?}");
+                                continue;
+                            };
+                            assert!(w.tile() >= n && n <= most);
+                            assert!(w.shared_bytes() <= shared as u64, "{w:?}");
+                            assert!(w.block <= max_block.max(p.block) && w.block <= 1024);
+                            assert_eq!(w.block % p.block, 0);
+                            assert!(w.subgroups * sg_min >= w.block);
+                            assert!(w.stage_words as usize >= w.tile() * kb.max(vb) / 4);
+                            // More keys never take fewer keys per invocation.
+                            assert!(w.items >= last_items, "{n}: {w:?}");
+                            last_items = w.items;
+                        }
+                        assert!(p.whole(&i, &t, most + 1).is_none());
+                        // A pinned workgroup stays pinned.
+                        let pin = Tuning {
+                            block: Some(p.block),
+                            ..t
+                        };
+                        let w = p.whole(&i, &pin, 1).unwrap();
+                        assert_eq!(w.block, p.block);
+                    }
+                }
+            }
+        }
+        // A GPU with 48 KiB and subgroups of 32: 512 invocations for 4096 32-bit keys (8 each).
+        let i = info(32, 32, 32, true, 49152);
+        let p = TilePlan::new(&i, &t, 4, 0).unwrap();
+        let w = p.whole(&i, &t, 4096).unwrap();
+        assert_eq!((w.block, w.items), (512, 8));
+        assert_eq!(p.whole_max(&i, &t), 6144);
     }
 
     #[test]

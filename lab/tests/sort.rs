@@ -364,7 +364,7 @@ fn run_cases<K: Element>(cases: &[Case]) {
     }
 }
 
-const SMALL: [usize; 6] = [0, 1, 2, 31, 33, 4097];
+const SMALL: [usize; 8] = [0, 1, 2, 31, 33, 700, 3000, 4097];
 const ORDERS: [SortOrder; 2] = [SortOrder::Ascending, SortOrder::Descending];
 
 /// Every pattern and order at the small sizes, keys, pairs and argsort; one large case.
@@ -525,16 +525,19 @@ fn bit_range_edges() {
     }
 }
 
-/// Sizes around the tile of each device: exactly one tile, one key more or less, two tiles.
+/// Sizes around the tile of each device (exactly one tile, one key more or less, two tiles)
+/// and around the most keys a sort in one launch takes.
 #[test]
 fn sizes_at_tile_edges() {
     let mut sizes = Vec::new();
     for d in devices() {
+        let t = Tuning::default();
         for (kb, vb) in [(4, 0), (8, 8)] {
-            let tile = TilePlan::new(d.dev.info(), &Tuning::default(), kb, vb)
-                .unwrap()
-                .tile();
+            let plan = TilePlan::new(d.dev.info(), &t, kb, vb).unwrap();
+            let tile = plan.tile();
+            let most = plan.whole_max(d.dev.info(), &t);
             sizes.extend([tile - 1, tile, tile + 1, 2 * tile, 3 * tile - 1]);
+            sizes.extend([most - 1, most, most + 1]);
         }
     }
     sizes.sort_unstable();

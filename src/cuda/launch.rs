@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 /// Largest block CUDA launches (every compute capability).
-const MAX_BLOCK: u32 = 1024;
+pub(super) const MAX_BLOCK: u32 = 1024;
 
 /// What CUDA allows of a launch beyond the device's [`DeviceInfo`], for [`check_launch`].
 const LIMITS: LaunchLimits = LaunchLimits {

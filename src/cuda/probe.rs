@@ -140,6 +140,7 @@ pub(super) fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         binding_alignment: BINDING_ALIGNMENT,
         max_groups: [i32::MAX as u32, 65535, 65535],
         shared_memory_bytes: u32::try_from(shared).unwrap_or(0),
+        max_block: super::launch::MAX_BLOCK,
         int64: true,
         float64: true,
         int64_atomics: true,
