@@ -35,6 +35,19 @@ struct SortOnesweepParams {
 #define TILE (BLOCK * ITEMS)
 // Digits per thread where the block is narrower than the radix.
 #define DPT ((RADIX + BLOCK - 1u) / BLOCK)
+// Pairs keep each key's place in the tile (below 2^16: TILE <= 1024 * 32) two to a register,
+// and each place's digit four to a register, until the values follow: 15 registers for 20
+// keys where whole words took 40.
+#define RANK_WORDS ((ITEMS + 1u) / 2u)
+#define DIGIT_WORDS ((ITEMS + 3u) / 4u)
+// How many of this thread's places first, first + stride, ... lie below `valid`: a bound the
+// partial tile's loops compare with their constant step (no predicate kept per step).
+__device__ __forceinline__ unsigned steps_below(unsigned valid, unsigned first, unsigned stride) {
+    return valid > first ? (valid - first + stride - 1u) / stride : 0u;
+}
+__device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WORDS], unsigned i) {
+    return (ranks[i / 2] >> (16 * (i % 2))) & 0xffffu;
+}
 
 struct SortShared {
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
@@ -47,6 +60,7 @@ struct SortShared {
     unsigned sgsum[HIST_SG];
     unsigned tile;
     unsigned stuck;
+    unsigned shift;  // the pass's shift read back for the ranking (see the Vulkan twin)
 };
 
 // Publishes a tile state word with a relaxed store past the L1 cache (see the Vulkan twin for
@@ -235,15 +249,17 @@ __device__ __forceinline__ KEY staged_key(const SortShared& s, unsigned at) {
 // `valid` exist; FULL: all) go to their keys' places `ranks` in the staging area.
 template <bool FULL>
 __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __restrict__ vals_in,
-                                             const unsigned (&ranks)[ITEMS], unsigned tile_base,
+                                             const unsigned (&ranks)[RANK_WORDS], unsigned tile_base,
                                              unsigned first, unsigned valid, bool index_values) {
+    const unsigned steps = FULL ? ITEMS : steps_below(valid, first, XW_WARP);
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned pos = first + i * XW_WARP;
         const unsigned src = tile_base + pos;
+        const unsigned at = packed_rank(ranks, i);
 #pragma unroll
         for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-            s.stage[ranks[i] * VALUE_WORDS + w] = !FULL && pos >= valid ? 0u
+            s.stage[at * VALUE_WORDS + w] = !FULL && i >= steps ? 0u
                                                   : index_values ? (w == 0 ? src : 0u)
                                                                  : vals_in[src * VALUE_WORDS + w];
         }
@@ -251,35 +267,40 @@ __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __re
 }
 
 // Places local, local + BLOCK, ... of the sorted tile (the first `valid`; FULL: all) go to
-// s.acc[d] + place, d the key's digit; pairs keep each place's destination in `dest` for its
-// value. Every thread calls it.
+// s.acc[d] + place, d the key's digit; pairs keep each place's digit in `digits` (four to a
+// register) for its value. Every thread calls it.
 template <bool FULL>
 __device__ __forceinline__ void scatter_keys(const SortShared& s, KEY* __restrict__ keys_out,
                                              const SortOnesweepParams& p, unsigned valid,
-                                             bool write_keys, unsigned (&dest)[ITEMS]) {
+                                             bool write_keys, unsigned (&digits)[DIGIT_WORDS]) {
     const unsigned mask = (1u << p.digit_bits) - 1u;
+    const unsigned steps = FULL ? ITEMS : steps_below(valid, threadIdx.x, BLOCK);
 #pragma unroll
     for (unsigned r = 0; r < ITEMS; ++r) {
         const unsigned at = threadIdx.x + r * BLOCK;
-        if (FULL || at < valid) {
+        if (FULL || r < steps) {
             const KEY m = staged_key(s, at);
-            dest[r] = s.acc[xw_digit(m, p.shift, mask)] + at;
-            if (write_keys) keys_out[dest[r]] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
+            const unsigned d = xw_digit(m, p.shift, mask);
+            if (VALUE_WORDS != 0) digits[r / 4] |= d << (8 * (r % 4));
+            if (write_keys) keys_out[s.acc[d] + at] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
         }
     }
 }
 
-// The staged values of the places scatter_keys wrote go to the same destinations.
+// The staged values of the places scatter_keys wrote go to the same destinations (their
+// digits' bases in s.acc, kept, plus the place).
 template <bool FULL>
 __device__ __forceinline__ void scatter_values(const SortShared& s, unsigned* __restrict__ vals_out,
-                                               unsigned valid, const unsigned (&dest)[ITEMS]) {
+                                               unsigned valid, const unsigned (&digits)[DIGIT_WORDS]) {
+    const unsigned steps = FULL ? ITEMS : steps_below(valid, threadIdx.x, BLOCK);
 #pragma unroll
     for (unsigned r = 0; r < ITEMS; ++r) {
         const unsigned at = threadIdx.x + r * BLOCK;
-        if (FULL || at < valid) {
+        if (FULL || r < steps) {
+            const unsigned dest = s.acc[(digits[r / 4] >> (8 * (r % 4))) & 0xffu] + at;
 #pragma unroll
             for (unsigned w = 0; w < VALUE_WORDS; ++w) {
-                vals_out[dest[r] * VALUE_WORDS + w] = s.stage[at * VALUE_WORDS + w];
+                vals_out[dest * VALUE_WORDS + w] = s.stage[at * VALUE_WORDS + w];
             }
         }
     }
@@ -291,17 +312,19 @@ __device__ __forceinline__ void scatter(SortShared& s, KEY* __restrict__ keys_ou
                                         const unsigned* __restrict__ vals_in,
                                         unsigned* __restrict__ vals_out,
                                         const SortOnesweepParams& p, unsigned valid,
-                                        const unsigned (&ranks)[ITEMS], unsigned tile_base,
+                                        const unsigned (&ranks)[RANK_WORDS], unsigned tile_base,
                                         unsigned first) {
-    unsigned dest[ITEMS];
-    scatter_keys<FULL>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, dest);
+    unsigned digits[DIGIT_WORDS] = {};
+    scatter_keys<FULL>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
     if (VALUE_WORDS != 0) {
         // The values take the keys' places in the staging area once every key has left it.
         __syncthreads();
-        stage_values<FULL>(s, vals_in, ranks, tile_base, first, valid,
+        // The tile's base read back here: the values' loads cannot then move up to the keys'
+        // (where they would hold a register each through the ranking).
+        stage_values<FULL>(s, vals_in, ranks, s.tile * TILE, first, valid,
                            (p.flags & FLAG_INDEX_VALUES) != 0);
         __syncthreads();
-        scatter_values<FULL>(s, vals_out, valid, dest);
+        scatter_values<FULL>(s, vals_out, valid, digits);
     }
 }
 
@@ -408,7 +431,10 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
         sort_whole(s, keys_in, keys_out, vals_in, vals_out, work, p);
         return;
     }
-    if (local == 0) s.tile = atomicAdd(&work[XW_SORT_COUNTERS + p.pass], 1u);
+    if (local == 0) {
+        s.tile = atomicAdd(&work[XW_SORT_COUNTERS + p.pass], 1u);
+        s.shift = p.shift;
+    }
     for (unsigned i = local; i < HIST_SG * RADIX; i += BLOCK) s.offsets[i] = 0;
     __syncthreads();
     const unsigned k = s.tile;
@@ -469,12 +495,13 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     // places for their values, which are loaded once the keys have left (see scatter).
     unsigned lane_le;  // this lane and the lanes below it
     asm("mov.u32 %0, %%lanemask_le;" : "=r"(lane_le));
-    unsigned ranks[ITEMS];  // pairs keep them for the values (keys only: optimised away)
+    unsigned ranks[RANK_WORDS] = {};  // pairs keep them for the values (keys only: optimised away)
+    const unsigned shift = s.shift;
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned at = rank_in_warp(xw_digit(keys[i], p.shift, mask), offsets, lane, lane_le);
+        const unsigned at = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
         stage_key(s, at, keys[i]);
-        ranks[i] = at;
+        ranks[i / 2] |= at << (16 * (i % 2));
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
     for (unsigned b = local; b < RADIX; b += BLOCK) s.acc[b] -= s.scan[0][b];

@@ -116,6 +116,11 @@ shared uint s_fb[RADIX];           // digit counts of a tile counted here (the f
 shared uint s_sgsum[HIST_SG];
 shared uint s_tile;
 shared uint s_stuck;
+// The pass's shift again, read back for the ranking: a value the compiler cannot equate with
+// the push constant, so it recomputes each key's digit and count address there rather than
+// keeping the early counts' ones live across the barriers between (24 registers of the CUDA
+// twin).
+shared uint s_shift;
 
 // Publishes a tile state word. A relaxed store, not an atomicMax: every tile writes only its own
 // words, and where a fallback's aggregate lands after its owner's inclusive prefix, readers
@@ -291,22 +296,25 @@ KEY staged_key(uint at) {
 #endif
 }
 
-// Place `at` of the sorted tile, of digit d, goes to s_acc[d] + at; returns that destination
-// (for the place's value).
-uint scatter_key(uint at, uint mask, bool write_keys) {
-    KEY m = staged_key(at);
-    uint dest = s_acc[xw_digit(m, p.shift, mask)] + at;
-    if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
-    return dest;
-}
-
-// The value of step i's key of this invocation (tile place `pos`, input place `src`), or 0
-// past the input.
-uint value_word(uint pos, uint src, uint valid, uint w, bool index_values) {
-    if (pos >= valid) return 0u;
+// The value of a key of this invocation (input place `src`; `inside`: the place holds one of
+// the input's keys), or 0 past the input.
+uint value_word(bool inside, uint src, uint w, bool index_values) {
+    if (!inside) return 0u;
     if (index_values) return w == 0u ? src : 0u;
     return vals_in[src * VALUE_WORDS + w];
 }
+
+// How many of an invocation's places first, first + stride, ... lie below `valid`: the bound a
+// partial tile's loops compare their step with (no condition kept per step).
+uint steps_below(uint valid, uint first, uint stride) {
+    return valid > first ? (valid - first + stride - 1u) / stride : 0u;
+}
+
+// Pairs keep each key's place in the tile (below 2^16: TILE <= 1024 * 32) two to a word, and
+// each sorted place's digit four to a word, until the values follow (the CUDA twin: 64
+// registers for 20 keys where whole words took 80).
+const uint RANK_WORDS = (ITEMS + 1u) / 2u;
+const uint DIGIT_WORDS = (ITEMS + 3u) / 4u;
 
 // The whole sort in one workgroup (WHOLE, where one tile holds every key): every pass of the bit
 // range ranks the tile as a digit pass does (early counts, the scan over digits, the ballot
@@ -332,7 +340,7 @@ void sort_whole(uint local) {
         uint pos = run + i * gl_SubgroupSize + lane;
         keys[i] = pos < valid ? xw_sort_map(keys_in[pos], KEY_KIND, DESCENDING) : KEY_MAX;
         [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-            v[i * 2u + w] = value_word(pos, pos, valid, w, index_values);
+            v[i * 2u + w] = value_word(pos < valid, pos, w, index_values);
         }
     }
     for (uint pass = 0u; pass < p.passes; ++pass) {
@@ -397,7 +405,10 @@ void main() {
         sort_whole(local);
         return;
     }
-    if (local == 0u) s_tile = atomicAdd(work[XW_SORT_COUNTERS + p.pass], 1u);
+    if (local == 0u) {
+        s_tile = atomicAdd(work[XW_SORT_COUNTERS + p.pass], 1u);
+        s_shift = p.shift;
+    }
     for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_offsets[i] = 0u;
     barrier();
     uint k = s_tile;
@@ -459,44 +470,58 @@ void main() {
 
     // Each key goes to its place in the sorted tile as soon as it is known; pairs keep the
     // places for their values, which are loaded once the keys have left (below).
-    uint ranks[ITEMS];
+    uint ranks[RANK_WORDS];
+    [[unroll]] for (uint j = 0u; j < RANK_WORDS; ++j) ranks[j] = 0u;
+    uint shift = s_shift;
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint at = rank_in_subgroup(xw_digit(keys[i], p.shift, mask), offsets);
+        uint at = rank_in_subgroup(xw_digit(keys[i], shift, mask), offsets);
         stage_key(at, keys[i]);
-        if (VALUE_WORDS != 0u) ranks[i] = at;
+        if (VALUE_WORDS != 0u) ranks[i / 2u] |= at << (16u * (i % 2u));
     }
     if (k > 0u) look_back(k, last, local);
     for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
     barrier();
 
     // Place t of the sorted tile, of digit d, goes to s_acc[d] + t; pairs keep each place's
-    // destination for its value.
+    // digit for its value.
     bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
     bool full = valid == TILE;
-    uint dest[ITEMS];
+    uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
+    uint digits[DIGIT_WORDS];
+    [[unroll]] for (uint j = 0u; j < DIGIT_WORDS; ++j) digits[j] = 0u;
     [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
         uint at = local + r * BLOCK;
-        if (full || at < valid) dest[r] = scatter_key(at, mask, write_keys);
+        if (r < steps) {
+            KEY m = staged_key(at);
+            uint d = xw_digit(m, p.shift, mask);
+            if (VALUE_WORDS != 0u) digits[r / 4u] |= d << (8u * (r % 4u));
+            if (write_keys) keys_out[s_acc[d] + at] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
+        }
     }
     if (VALUE_WORDS != 0u) {
         // The values take the keys' places in the staging area once every key has left it:
         // loaded as the keys were (step i, lane l: place run + i * subgroup size + l), staged
-        // at their keys' places, then written out like them.
+        // at their keys' places, then written out like them. The tile's base is read back
+        // here, so that the values' loads cannot move up to the keys' (a register each held
+        // through the ranking).
         barrier();
         bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
+        uint base = s_tile * TILE + run + lane;
+        uint vsteps = full ? ITEMS : steps_below(valid, run + lane, gl_SubgroupSize);
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            uint pos = run + i * gl_SubgroupSize + lane;
-            uint src = tile_base + pos;
+            uint at = (ranks[i / 2u] >> (16u * (i % 2u))) & 0xffffu;
+            uint src = base + i * gl_SubgroupSize;
             [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                s_stage[ranks[i] * VALUE_WORDS + w] = value_word(pos, src, valid, w, index_values);
+                s_stage[at * VALUE_WORDS + w] = value_word(i < vsteps, src, w, index_values);
             }
         }
         barrier();
         [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
             uint at = local + r * BLOCK;
-            if (full || at < valid) {
+            if (r < steps) {
+                uint dest = s_acc[(digits[r / 4u] >> (8u * (r % 4u))) & 0xffu] + at;
                 [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                    vals_out[dest[r] * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
+                    vals_out[dest * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
                 }
             }
         }

@@ -90,15 +90,15 @@ pub const DEFAULT_SPIN: u32 = 1 << 12;
 /// Default workgroup size where the subgroup size allows it (see [`TilePlan`]).
 pub const DEFAULT_BLOCK: u32 = 256;
 /// [`Tuning::items`] where it is 0 (the default): keys per invocation for 32-bit keys and
-/// values, on CUDA and on Vulkan (measured on an H100, NOTES.md: u32 keys at 2^28, CUDA 1631
-/// µs a digit pass at 20 against 1781 at 16 and 2040 at 24, where the compiler spills or
-/// takes 108 registers; Vulkan 1996 at 16, 1960 at 24, 2176 at 20). Pairs take the same: the
-/// staging area holds a key or a value per place, never both (version 16, u32 pairs at 2^26:
-/// CUDA 627 µs a pass at 20 against 701 at 16; Vulkan 634 at 16 against 670 at 20).
-pub const DEFAULT_ITEMS: (u32, u32) = (20, 16);
-/// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 20 keys
-/// a thread then takes 64 registers, four blocks of 256 a multiprocessor; a bound of four
-/// blocks made no faster pass at 16 or 24 keys, NOTES.md).
+/// values, on CUDA and on Vulkan: [`MAX_ITEMS`], the largest tile a workgroup of 256 holds in
+/// 48 KiB (measured on an H100, NOTES.md version 17, u32 keys at 2^28, µs a digit pass: CUDA
+/// 1136 at 32 against 1224 at 28, 1240 at 24 and 1324 at 20; Vulkan 1683 at 32 against 1802,
+/// 1960 and 2161; u32 pairs CUDA 2065 at 32 against 2381 at 28, Vulkan 2238 against 2355).
+/// Pairs take the same: the staging area holds a key or a value per place, never both.
+pub const DEFAULT_ITEMS: (u32, u32) = (MAX_ITEMS, MAX_ITEMS);
+/// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 32 keys
+/// a thread then takes 64 registers, four blocks of 256 a multiprocessor, as many as its
+/// shared memory allows; earlier bounds made no faster pass, NOTES.md).
 pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
@@ -253,10 +253,10 @@ impl TilePlan {
     }
 
     /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: the
-    /// subgroups' digit offsets, staging, six per-digit arrays, the subgroup sums, two words).
+    /// subgroups' digit offsets, staging, six per-digit arrays, the subgroup sums, three words).
     pub fn shared_bytes(&self) -> u64 {
         let subgroups = self.subgroups as u64;
-        4 * (subgroups * RADIX as u64 + self.stage_words as u64 + 6 * RADIX as u64 + subgroups + 2)
+        4 * (subgroups * RADIX as u64 + self.stage_words as u64 + 6 * RADIX as u64 + subgroups + 3)
     }
 
     /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
@@ -1228,7 +1228,7 @@ mod tests {
         let p = TilePlan::new(&i, &t, 4, 0).unwrap();
         let w = p.whole(&i, &t, 4096).unwrap();
         assert_eq!((w.block, w.items), (512, 8));
-        assert_eq!(p.whole_max(&i, &t), 6144);
+        assert_eq!(p.whole_max(&i, &t), p.tile().max(6144));
     }
 
     #[test]
