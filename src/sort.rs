@@ -96,6 +96,14 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// 1960 and 2161; u32 pairs CUDA 2065 at 32 against 2381 at 28, Vulkan 2238 against 2355).
 /// Pairs take the same: the staging area holds a key or a value per place, never both.
 pub const DEFAULT_ITEMS: (u32, u32) = (MAX_ITEMS, MAX_ITEMS);
+/// Keys per invocation where [`Tuning::items`] is 0 and a sort has fewer than [`LARGE_SORT`]
+/// keys, on CUDA and on Vulkan: smaller tiles, so more workgroups share each pass (H100, u32
+/// keys at 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against 68.6;
+/// at 2^20 CUDA 73.5 against 70.7, Vulkan 87.0 against 92.8; NOTES.md version 17).
+pub const DEFAULT_ITEMS_SMALL: (u32, u32) = (20, 16);
+/// Fewest keys for which the default tile takes [`DEFAULT_ITEMS`] keys per invocation (at 2^21
+/// both backends were faster with them than with [`DEFAULT_ITEMS_SMALL`]).
+pub const LARGE_SORT: usize = 1 << 21;
 /// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 32 keys
 /// a thread then takes 64 registers, four blocks of 256 a multiprocessor, as many as its
 /// shared memory allows; earlier bounds made no faster pass, NOTES.md).
@@ -342,6 +350,28 @@ impl TilePlan {
 }
 
 impl TilePlan {
+    /// The tile of the digit passes of a sort of `n` keys: [`TilePlan::new`]'s, with
+    /// [`DEFAULT_ITEMS_SMALL`] in place of the default keys per invocation below
+    /// [`LARGE_SORT`] keys (32-bit keys and values; 64-bit ones keep [`Tuning::items_wide`]).
+    pub fn for_len(
+        info: &DeviceInfo,
+        tuning: &Tuning,
+        key_bytes: usize,
+        value_bytes: usize,
+        n: usize,
+    ) -> Result<Self> {
+        if tuning.items == 0 && key_bytes.max(value_bytes) <= 4 && n < LARGE_SORT {
+            let items = if info.backend == crate::device::BackendKind::Cuda {
+                DEFAULT_ITEMS_SMALL.0
+            } else {
+                DEFAULT_ITEMS_SMALL.1
+            };
+            let small = Tuning { items, ..*tuning };
+            return Self::new(info, &small, key_bytes, value_bytes);
+        }
+        Self::new(info, tuning, key_bytes, value_bytes)
+    }
+
     /// The tile of the sort of `n` keys in one launch (one workgroup ranks every key by every
     /// digit; see the module docs), or `None` where `n` needs the digit passes. `self` is the
     /// digit passes' plan on `info`'s device ([`TilePlan::new`]). The workgroup may
@@ -366,8 +396,8 @@ impl TilePlan {
 
     /// Every tile a sort in one launch may take: workgroups from the digit passes' up to
     /// [`WHOLE_MAX_BLOCK`] (doubling; only the digit passes' where [`Tuning::block`] pins it),
-    /// each with [`WHOLE_ITEMS`] keys per invocation or the digit passes' own, where the
-    /// device's shared memory holds them.
+    /// each with [`WHOLE_ITEMS`] keys per invocation, the digit passes' own or [`MAX_ITEMS`],
+    /// where the device's shared memory holds them.
     fn whole_candidates(
         &self,
         info: &DeviceInfo,
@@ -388,6 +418,7 @@ impl TilePlan {
                 WHOLE_ITEMS
                     .into_iter()
                     .chain(own)
+                    .chain([MAX_ITEMS])
                     .map(move |items| TilePlan {
                         block,
                         items,
@@ -583,7 +614,8 @@ impl<K: Element> Sorter<K> {
         argsort: bool,
     ) -> Result<(TilePlan, Option<TilePlan>)> {
         let info = dev.info();
-        let plan = TilePlan::new(info, &self.tuning, K::KIND.size(), value_bytes)?;
+        let plan_for = |m| TilePlan::for_len(info, &self.tuning, K::KIND.size(), value_bytes, m);
+        let plan = plan_for(n)?;
         let limit = max_len::<K>(info, value_bytes, plan.tile());
         if n > limit {
             return Err(Error::invalid(
@@ -602,7 +634,12 @@ impl<K: Element> Sorter<K> {
             grow(dev, &mut self.work, WORK_STATES as usize)?;
             return Ok((plan, whole));
         }
-        let tiles = n.div_ceil(plan.tile());
+        // Room for the tile states of every shorter sort too (below LARGE_SORT the tiles are
+        // smaller), so that storage reserved for `n` keys serves them all.
+        let shorter = n.min(LARGE_SORT - 1);
+        let tiles = n
+            .div_ceil(plan.tile())
+            .max(shorter.div_ceil(plan_for(shorter)?.tile()));
         let work_words = WORK_STATES as usize + 2 * tiles * RADIX as usize;
         grow(dev, &mut self.work, work_words)?;
         // Keys between passes: passes 1 .. passes - 1 read what the pass before wrote; the

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use xwarp::cpu::sort as cpu;
 use xwarp::sort::{
     all_bits, argsort_host, max_len, sort_keys_host, sort_pairs_host, SortIndex, SortOrder, Sorter,
-    TilePlan, Tuning,
+    TilePlan, Tuning, LARGE_SORT,
 };
 use xwarp::{BackendKind, Device, DeviceVec, ElemKind, Element, Error, Rng};
 use xwarp_lab::validate::poison_value;
@@ -533,7 +533,8 @@ fn sizes_at_tile_edges() {
     for d in devices() {
         let t = Tuning::default();
         for (kb, vb) in [(4, 0), (8, 8)] {
-            let plan = TilePlan::new(d.dev.info(), &t, kb, vb).unwrap();
+            // The tile of sorts below LARGE_SORT, which these sizes are.
+            let plan = TilePlan::for_len(d.dev.info(), &t, kb, vb, 1).unwrap();
             let tile = plan.tile();
             let most = plan.whole_max(d.dev.info(), &t);
             sizes.extend([tile - 1, tile, tile + 1, 2 * tile, 3 * tile - 1]);
@@ -704,6 +705,31 @@ fn repeated_sorts_allocate_nothing() {
         assert_eq!(
             bits(&short_out.to_vec(dev).unwrap()),
             bits(&want),
+            "{}",
+            d.label
+        );
+        // Storage for LARGE_SORT keys (the large tiles) serves a sort of one key fewer, which
+        // takes the smaller tiles and so more tile states.
+        let big: Vec<u32> = make_keys(Pattern::Uniform, LARGE_SORT - 1, &mut rng);
+        let big_in = DeviceVec::from_slice(dev, &big).unwrap();
+        let mut big_out = DeviceVec::<u32>::alloc(dev, big.len()).unwrap();
+        let mut big_sorter = Sorter::<u32>::new(dev, LARGE_SORT).unwrap();
+        dev.synchronize().unwrap();
+        let before = dev.memory_usage().unwrap();
+        big_sorter
+            .sort_keys(dev, &big_in, &mut big_out, SortOrder::Ascending, 0..32)
+            .unwrap();
+        dev.synchronize().unwrap();
+        let after = dev.memory_usage().unwrap();
+        assert_eq!(
+            (after.buffers, after.bytes),
+            (before.buffers, before.bytes),
+            "{}: a sort below LARGE_SORT in storage for LARGE_SORT allocated",
+            d.label
+        );
+        assert_eq!(
+            big_out.to_vec(dev).unwrap(),
+            cpu::sort_keys(&big, SortOrder::Ascending, 0..32),
             "{}",
             d.label
         );
