@@ -411,6 +411,9 @@ impl VulkanDevice {
         if !p.float64 {
             p.denorms.f64 = false;
         }
+        // The application's device may not have hostQueryReset on: queries are reset in the
+        // command buffer there.
+        p.host_query_reset = false;
         p.info.int64 = p.int64;
         p.info.float64 = p.float64;
         p.info.int64_atomics = p.atomic64;

@@ -264,6 +264,8 @@ pub struct VulkanDevice {
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
     /// `VK_KHR_pipeline_executable_properties`, where enabled: pipelines capture the
     /// compiler's statistics, which [`Device::kernel_stats`] reads through it.
+    /// Queries reset from the host (`hostQueryReset` enabled at creation).
+    host_query_reset: bool,
     executable_properties: Option<ash::khr::pipeline_executable_properties::Device>,
     /// Whether the device, instance and queue are an application's ([`Self::from_external`]).
     external: bool,
@@ -341,6 +343,7 @@ impl VulkanDevice {
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
+            host_query_reset: p.host_query_reset,
             executable_properties: p.executable_stats.then(|| {
                 ash::khr::pipeline_executable_properties::Device::new(
                     &core._instance.instance,

@@ -1029,13 +1029,21 @@ impl VulkanDevice {
             let mut s = self.stream_lock();
             self.refuse_in_recording(&s, "Device::time")?;
             self.flush(&mut s)?;
+            if self.host_query_reset {
+                // Outside the timed span. SAFETY: hostQueryReset is enabled; no submitted
+                // command uses the pool: the timer lock is held, the last timer read its
+                // queries after its submit finished, and the flush above waited for the rest.
+                unsafe { self.core.device.reset_query_pool(self.query_pool, 0, queries) };
+            }
             // No barrier after these: they touch no buffer, so the first command of `work`
             // needs none (timestamps and the reset take no place in the command count).
             self.start(&mut s)?;
             // SAFETY: recording command buffer; the query pool holds `queries` queries.
             unsafe {
                 let d = &self.core.device;
-                d.cmd_reset_query_pool(s.cmd, self.query_pool, 0, queries);
+                if !self.host_query_reset {
+                    d.cmd_reset_query_pool(s.cmd, self.query_pool, 0, queries);
+                }
                 d.cmd_write_timestamp(
                     s.cmd,
                     vk::PipelineStageFlags::TOP_OF_PIPE,
