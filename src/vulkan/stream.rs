@@ -1030,10 +1030,15 @@ impl VulkanDevice {
             self.refuse_in_recording(&s, "Device::time")?;
             self.flush(&mut s)?;
             if self.host_query_reset {
-                // Outside the timed span. SAFETY: hostQueryReset is enabled; no submitted
-                // command uses the pool: the timer lock is held, the last timer read its
-                // queries after its submit finished, and the flush above waited for the rest.
-                unsafe { self.core.device.reset_query_pool(self.query_pool, 0, queries) };
+                // Outside the timed span.
+                // SAFETY: hostQueryReset is enabled; no submitted command uses the pool: the
+                // timer lock is held, the last timer read its queries after its submit
+                // finished, and the flush above waited for the rest.
+                unsafe {
+                    self.core
+                        .device
+                        .reset_query_pool(self.query_pool, 0, queries)
+                };
             }
             // No barrier after these: they touch no buffer, so the first command of `work`
             // needs none (timestamps and the reset take no place in the command count).
