@@ -97,6 +97,18 @@ impl AppBuffer {
     }
 }
 
+/// One test at a time. Each test is an application that opens and closes its own Vulkan
+/// instance and device; NVIDIA's 580 driver deadlocks when threads open or close devices while
+/// others work (xwarp serialises its own opening, closing and allocating for that reason, see
+/// `src/vulkan/instance.rs`, but these applications' calls are their own). On their default
+/// threads the tests hung in 4 of 11 runs on an H100; an application with several threads must
+/// serialise the same way.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The application: its own instance, device, queue, command buffers and messenger.
 struct App {
     _entry: ash::Entry,
@@ -592,6 +604,7 @@ fn close_and_check(mut app: App) {
 
 #[test]
 fn algorithms_run_on_application_buffers() {
+    let _serial = serial();
     let seed = common::seed();
     let mut rng = xwarp::Rng::new(seed);
     let app = App::new(None);
@@ -731,6 +744,7 @@ fn algorithms_run_on_application_buffers() {
 
 #[test]
 fn dropping_xwarp_leaves_the_application_device_usable() {
+    let _serial = serial();
     let app = App::new(None);
     let xw = app.xwarp(None);
     // xwarp's own memory on the application's device, outliving the VulkanDevice.
@@ -762,6 +776,7 @@ fn dropping_xwarp_leaves_the_application_device_usable() {
 
 #[test]
 fn wrapping_errors_are_typed() {
+    let _serial = serial();
     let app = App::new(None);
     let xw = app.xwarp(None);
     let align = xw.info().binding_alignment;
@@ -829,6 +844,7 @@ fn wrapping_errors_are_typed() {
 
 #[test]
 fn missing_features_are_named() {
+    let _serial = serial();
     let full = App::new(None);
     let req =
         VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
@@ -933,6 +949,7 @@ fn offers_executable_info(app: &App) -> bool {
 /// outputs, and the variant each one ran named in the kernel statistics where offered.
 #[test]
 fn ladder_runs_with_and_without_the_vulkan_memory_model() {
+    let _serial = serial();
     let probe = App::new(None);
     let req = VulkanDevice::requirements(&probe.instance, probe.api_version, probe.physical_device)
         .unwrap();
@@ -1001,6 +1018,7 @@ fn ladder_case<T: LadderElem>(xw: &VulkanDevice, rng: &mut Rng) {
 /// `VK_KHR_pipeline_executable_properties` with `pipelineExecutableInfo` and says so.
 #[test]
 fn kernel_stats_only_where_the_application_enabled_them() {
+    let _serial = serial();
     let app = App::new(None);
     let req =
         VulkanDevice::requirements(&app.instance, app.api_version, app.physical_device).unwrap();
@@ -1060,6 +1078,7 @@ fn kernel_stats_only_where_the_application_enabled_them() {
 
 #[test]
 fn shared_queue_under_the_application_lock() {
+    let _serial = serial();
     let app = App::new(None);
     let lock = Arc::new(Mutex::new(()));
     let xw = app.xwarp(Some(lock.clone()));
@@ -1094,6 +1113,7 @@ fn shared_queue_under_the_application_lock() {
 /// The CUDA side: an application's context, stream and memory. Runs where CUDA is present.
 #[test]
 fn cuda_application_context_and_memory() {
+    let _serial = serial();
     use cudarc::driver::CudaContext;
     use xwarp::cuda::CudaDevice;
     if let Err(e) = xwarp::cuda::available() {
@@ -1209,6 +1229,7 @@ fn cuda_application_context_and_memory() {
 
 #[test]
 fn kernels_take_either_form_of_their_atomics() {
+    let _serial = serial();
     // With 64-bit buffer atomics the device scan keeps a 32-bit type's tile state in one 64-bit
     // word, without them in two 32-bit words; the unordered compaction keeps a chunk's count
     // and tiles done in one 64-bit word, without them in two counters. An application's device
