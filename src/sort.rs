@@ -1184,19 +1184,22 @@ mod tests {
         }
     }
 
+    /// Devices' subgroup sizes: (the size, the smallest, the largest, pinned).
+    const SUBGROUP_RANGES: [(u32, u32, u32, bool); 8] = [
+        (4, 4, 4, true),
+        (8, 8, 8, true),
+        (16, 16, 16, true),
+        (32, 32, 32, true),
+        (32, 8, 32, false),
+        (64, 64, 64, true),
+        (64, 32, 64, false),
+        (128, 128, 128, true),
+    ];
+
     #[test]
     fn tiles_fit_every_subgroup_size_and_shared_memory() {
         let t = Tuning::default();
-        for (sg, min, max, pinned) in [
-            (4, 4, 4, true),
-            (8, 8, 8, true),
-            (16, 16, 16, true),
-            (32, 32, 32, true),
-            (32, 8, 32, false),
-            (64, 64, 64, true),
-            (64, 32, 64, false),
-            (128, 128, 128, true),
-        ] {
+        for (sg, min, max, pinned) in SUBGROUP_RANGES {
             for shared in [16384, 32768, 49152] {
                 for (kb, vb) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 8)] {
                     let i = info(sg, min, max, pinned, shared);
@@ -1215,14 +1218,7 @@ mod tests {
     #[test]
     fn one_launch_tiles_fit_and_hold_their_keys() {
         let t = Tuning::default();
-        for (sg, min, max, pinned) in [
-            (4, 4, 4, true),
-            (8, 8, 8, true),
-            (16, 16, 16, true),
-            (32, 32, 32, true),
-            (32, 8, 32, false),
-            (64, 32, 64, false),
-        ] {
+        for (sg, min, max, pinned) in SUBGROUP_RANGES {
             for shared in [16384, 32768, 49152] {
                 for max_block in [128, 256, 1024] {
                     for (kb, vb) in [(4, 0), (4, 4), (8, 0), (8, 8)] {

@@ -10,6 +10,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 use xwarp::cpu::sort as cpu;
+use xwarp::device::MemoryUsage;
 use xwarp::sort::{
     all_bits, argsort_host, max_len, sort_keys_host, sort_pairs_host, SortIndex, SortOrder, Sorter,
     TilePlan, Tuning, LARGE_SORT,
@@ -658,19 +659,7 @@ fn repeated_sorts_allocate_nothing() {
             sorter
                 .sort_keys(dev, &keys_in, &mut keys_out, SortOrder::Ascending, 0..32)
                 .unwrap();
-            dev.synchronize().unwrap();
-            let after = dev.memory_usage().unwrap();
-            assert_eq!(
-                (after.buffers, after.bytes),
-                (before.buffers, before.bytes),
-                "{}: a sort within the sorter's storage allocated",
-                d.label
-            );
-            // Vulkan's reserve is xwarp's own allocator's; CUDA's is the device-wide use the
-            // driver reports, which loading a kernel module moves.
-            if dev.info().backend == xwarp::BackendKind::Vulkan {
-                assert_eq!(after.reserved_bytes, before.reserved_bytes, "{}", d.label);
-            }
+            allocated_nothing(dev, &before, &d.label, "a sort within the sorter's storage");
         }
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(
@@ -689,18 +678,7 @@ fn repeated_sorts_allocate_nothing() {
         sorter
             .sort_keys(dev, &short, &mut short_out, SortOrder::Descending, 4..12)
             .unwrap();
-        dev.synchronize().unwrap();
-        let after = dev.memory_usage().unwrap();
-        assert_eq!(
-            (after.buffers, after.bytes),
-            (before.buffers, before.bytes),
-            "{}: a shorter sort allocated",
-            d.label
-        );
-        // CUDA's reserve is the device-wide use the driver reports (see above).
-        if dev.info().backend == xwarp::BackendKind::Vulkan {
-            assert_eq!(after.reserved_bytes, before.reserved_bytes, "{}", d.label);
-        }
+        allocated_nothing(dev, &before, &d.label, "a shorter sort");
         let want = cpu::sort_keys(&keys[..n / 3], SortOrder::Descending, 4..12);
         assert_eq!(
             bits(&short_out.to_vec(dev).unwrap()),
@@ -719,13 +697,11 @@ fn repeated_sorts_allocate_nothing() {
         big_sorter
             .sort_keys(dev, &big_in, &mut big_out, SortOrder::Ascending, 0..32)
             .unwrap();
-        dev.synchronize().unwrap();
-        let after = dev.memory_usage().unwrap();
-        assert_eq!(
-            (after.buffers, after.bytes),
-            (before.buffers, before.bytes),
-            "{}: a sort below LARGE_SORT in storage for LARGE_SORT allocated",
-            d.label
+        allocated_nothing(
+            dev,
+            &before,
+            &d.label,
+            "a sort below LARGE_SORT in storage for LARGE_SORT",
         );
         assert_eq!(
             big_out.to_vec(dev).unwrap(),
@@ -737,6 +713,25 @@ fn repeated_sorts_allocate_nothing() {
             let messages = vk.validation_messages();
             assert!(messages.is_empty(), "{}: {}", d.label, messages.join("\n"));
         }
+    }
+}
+
+/// Waits for `dev`, then asserts that its memory use is `before`'s: the same buffers and bytes
+/// and, on Vulkan, the same reserve (xwarp's own allocator's; CUDA's reserve is the device-wide
+/// use the driver reports, which loading a kernel module moves).
+fn allocated_nothing(dev: &dyn Device, before: &MemoryUsage, label: &str, what: &str) {
+    dev.synchronize().unwrap();
+    let after = dev.memory_usage().unwrap();
+    assert_eq!(
+        (after.buffers, after.bytes),
+        (before.buffers, before.bytes),
+        "{label}: {what} allocated"
+    );
+    if dev.info().backend == BackendKind::Vulkan {
+        assert_eq!(
+            after.reserved_bytes, before.reserved_bytes,
+            "{label}: {what}"
+        );
     }
 }
 
