@@ -40,6 +40,14 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
     const unsigned part = local % PARTS;
     const unsigned start = (unsigned)xw_group() * p.chunk;
     const unsigned stop = min(start + p.chunk, p.n);
+    // Each digit pass's shift and mask, formed once (see the Vulkan twin).
+    unsigned shifts[PASSES_MAX];
+    unsigned masks[PASSES_MAX];
+#pragma unroll
+    for (unsigned d = 0; d < PASSES_MAX; ++d) {
+        shifts[d] = min(p.begin + 8u * d, 32u * KEY_WORDS - 1u);
+        masks[d] = d < p.passes ? xw_digit_mask(shifts[d], p.end) : 0u;
+    }
     // HIST_ITEMS loads in flight per thread before any is counted.
     for (unsigned i = start + local; i < stop; i += HIST_ITEMS * blockDim.x) {
         KEY m[HIST_ITEMS];
@@ -54,8 +62,7 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
 #pragma unroll
                 for (unsigned d = 0; d < PASSES_MAX; ++d) {
                     if (d < p.passes) {
-                        const unsigned shift = p.begin + 8u * d;
-                        const unsigned v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                        const unsigned v = xw_digit(m[r], shifts[d], masks[d]);
                         atomicAdd(&s_hist[(d * RADIX + v) * PARTS + part], 1u);
                     }
                 }

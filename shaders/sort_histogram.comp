@@ -51,6 +51,14 @@ void main() {
     uint part = local % PARTS;
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
+    // Each digit pass's shift and mask, formed once (NVIDIA's driver formed them again for
+    // every key where they were written inside the loop).
+    uint shifts[PASSES_MAX];
+    uint masks[PASSES_MAX];
+    [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
+        shifts[d] = min(p.begin + 8u * d, 32u * KEY_WORDS - 1u);
+        masks[d] = d < p.passes ? xw_digit_mask(shifts[d], p.end) : 0u;
+    }
     // HIST_ITEMS loads in flight per invocation before any is counted.
     for (uint i = start + local; i < stop; i += HIST_ITEMS * gl_WorkGroupSize.x) {
         KEY m[HIST_ITEMS];
@@ -62,8 +70,7 @@ void main() {
             if (i + r * gl_WorkGroupSize.x < stop) {
                 [[unroll]] for (uint d = 0u; d < PASSES_MAX; ++d) {
                     if (d < p.passes) {
-                        uint shift = p.begin + 8u * d;
-                        uint v = xw_digit(m[r], shift, xw_digit_mask(shift, p.end));
+                        uint v = xw_digit(m[r], shifts[d], masks[d]);
                         atomicAdd(s_hist[(d * RADIX + v) * PARTS + part], 1u);
                     }
                 }

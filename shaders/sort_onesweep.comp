@@ -106,7 +106,8 @@ const uint TILE = BLOCK * ITEMS;
 // Digits per invocation where the workgroup is narrower than the radix.
 const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
 
-shared uint s_offsets[HIST_SG * RADIX];  // per subgroup and digit: its count, then its place
+// Per subgroup and digit: its count, then its place; then a spare word per lane (the ranking).
+shared uint s_offsets[HIST_SG * RADIX + 32u * BALLOT_WORDS];
 shared uint s_stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
 shared uint s_count[RADIX];        // the tile's count of each digit
 shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
@@ -173,17 +174,23 @@ void subgroup_places(uint local) {
 }
 
 // The place in the tile of this invocation's key with digit `d`, in this step: where the
-// subgroup's next key of digit `d` goes (s_stage[offsets + d], the subgroup's running offset of
-// the digit) plus the invocations below with the same digit. The highest invocation of the
+// subgroup's next key of digit `d` goes (s_offsets[offsets + d], the subgroup's running offset
+// of the digit) plus the invocations below with the same digit. The highest invocation of the
 // digit moves the offset on by their number, which is its own count of matching invocations
 // at or below it (one bit count serves both), with an atomic add, so the next step's highest
-// invocation (maybe another) sees it without a barrier. Uniform control flow.
+// invocation (maybe another) sees it without a barrier. Every invocation runs the atomic (the
+// others on a spare word of their own, past the subgroups' offsets), so the subgroup never
+// diverges: after a divergent branch NVIDIA's driver recomputes the active invocations for
+// each ballot with a MATCH.ANY (an instruction costing several ballots) before every step.
+// Uniform control flow, all invocations of the subgroup active (the workgroup is a multiple
+// of the subgroup size and runs full subgroups): the lanes the ballots AND over start as all
+// of the subgroup's.
 uint rank_in_subgroup(uint d, uint offsets) {
     // A fixed eight ballots: a narrower last digit has zeros above, where all invocations agree.
     uint upto;
     uint leader;
     if (BALLOT_WORDS == 1u) {
-        uint match = subgroupBallot(true).x;
+        uint match = gl_SubgroupSize >= 32u ? ~0u : (1u << gl_SubgroupSize) - 1u;
         [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
             bool set = (d & (1u << bit)) != 0u;
             uint b = subgroupBallot(set).x;
@@ -192,7 +199,11 @@ uint rank_in_subgroup(uint d, uint offsets) {
         upto = bitCount(match & gl_SubgroupLeMask.x);
         leader = uint(findMSB(match));
     } else {
-        uvec4 match = subgroupBallot(true);
+        uvec4 match;
+        [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+            uint lanes = uint(clamp(int(gl_SubgroupSize) - 32 * int(w), 0, 32));
+            match[w] = lanes >= 32u ? ~0u : (1u << lanes) - 1u;
+        }
         [[unroll]] for (uint bit = 0u; bit < 8u; ++bit) {
             bool set = (d & (1u << bit)) != 0u;
             uvec4 b = subgroupBallot(set);
@@ -201,8 +212,9 @@ uint rank_in_subgroup(uint d, uint offsets) {
         upto = subgroupBallotInclusiveBitCount(match);
         leader = subgroupBallotFindMSB(match);
     }
-    uint old = 0u;
-    if (gl_SubgroupInvocationID == leader) old = atomicAdd(s_offsets[offsets + d], upto);
+    bool lead = gl_SubgroupInvocationID == leader;
+    uint at = lead ? offsets + d : HIST_SG * RADIX + gl_SubgroupInvocationID;
+    uint old = atomicAdd(s_offsets[at], upto);
     return subgroupShuffle(old, leader) + upto - 1u;
 }
 
@@ -316,6 +328,53 @@ uint steps_below(uint valid, uint first, uint stride) {
 const uint RANK_WORDS = (ITEMS + 1u) / 2u;
 const uint DIGIT_WORDS = (ITEMS + 3u) / 4u;
 
+// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; `full`: all) go to
+// s_acc[d] + place, d the key's digit, where `write_keys`; pairs keep each place's digit in
+// `digits` (four to a word) for its value. Called with literal `full` and `write_keys`.
+void scatter_keys(bool full, bool write_keys, uint valid, uint local, uint mask,
+                  inout uint digits[DIGIT_WORDS]) {
+    uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
+    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+        uint at = local + r * BLOCK;
+        if (full || r < steps) {
+            KEY m = staged_key(at);
+            uint d = xw_digit(m, p.shift, mask);
+            if (VALUE_WORDS != 0u) digits[r / 4u] |= d << (8u * (r % 4u));
+            if (write_keys) keys_out[s_acc[d] + at] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
+        }
+    }
+}
+
+// The values of this invocation's keys (input places first, first + subgroup size, ...; of the
+// tile's places `place`, `place` + subgroup size, ..., the first `valid` of the tile real) go
+// to their keys' places in the staging area (`ranks`, two to a word).
+void stage_values(bool full, uint valid, uint place, uint first, uint ranks[RANK_WORDS],
+                  bool index_values) {
+    uint steps = full ? ITEMS : steps_below(valid, place, gl_SubgroupSize);
+    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+        uint at = (ranks[i / 2u] >> (16u * (i % 2u))) & 0xffffu;
+        uint src = first + i * gl_SubgroupSize;
+        [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+            s_stage[at * VALUE_WORDS + w] = value_word(full || i < steps, src, w, index_values);
+        }
+    }
+}
+
+// The staged values of the places scatter_keys wrote go to the same destinations (their
+// digits' bases in s_acc, plus the place).
+void scatter_values(bool full, uint valid, uint local, uint digits[DIGIT_WORDS]) {
+    uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
+    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+        uint at = local + r * BLOCK;
+        if (full || r < steps) {
+            uint dest = s_acc[(digits[r / 4u] >> (8u * (r % 4u))) & 0xffu] + at;
+            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
+                vals_out[dest * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
+            }
+        }
+    }
+}
+
 // The whole sort in one workgroup (WHOLE, where one tile holds every key): every pass of the bit
 // range ranks the tile as a digit pass does (early counts, the scan over digits, the ballot
 // ranking into the staging area) and takes the keys back from the staging area in ranked
@@ -361,8 +420,10 @@ void sort_whole(uint local) {
         barrier();
         subgroup_places(local);
         uint ranks[ITEMS];
+        uint after = 0u;  // see the digit pass's ranking
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            ranks[i] = rank_in_subgroup(xw_digit(keys[i], shift, mask), offsets);
+            ranks[i] = rank_in_subgroup(xw_digit(keys[i], shift, mask) | after, offsets);
+            after = ranks[i] >> 16u;
             stage_key(ranks[i], keys[i]);
         }
         barrier();
@@ -473,8 +534,14 @@ void main() {
     uint ranks[RANK_WORDS];
     [[unroll]] for (uint j = 0u; j < RANK_WORDS; ++j) ranks[j] = 0u;
     uint shift = s_shift;
+    // Each step's digit is ORed with the step before's place shifted down by 16 bits: zero (a
+    // place in the tile is below 2^16), but not to the compiler, so the steps' ballots follow
+    // one another; without it NVIDIA's driver forms the ballots of all ITEMS steps up front
+    // (about 200 registers).
+    uint after = 0u;
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint at = rank_in_subgroup(xw_digit(keys[i], shift, mask), offsets);
+        uint at = rank_in_subgroup(xw_digit(keys[i], shift, mask) | after, offsets);
+        after = at >> 16u;
         stage_key(at, keys[i]);
         if (VALUE_WORDS != 0u) ranks[i / 2u] |= at << (16u * (i % 2u));
     }
@@ -483,20 +550,19 @@ void main() {
     barrier();
 
     // Place t of the sorted tile, of digit d, goes to s_acc[d] + t; pairs keep each place's
-    // digit for its value.
+    // digit for its value. Whole tiles and the keys' writing get copies of their own (literal
+    // arguments, inlined): NVIDIA's driver keeps a loop's per-step conditions as branches,
+    // one load and store after the other, where a copy without them overlaps them.
     bool write_keys = (p.flags & FLAG_WRITE_KEYS) != 0u;
     bool full = valid == TILE;
-    uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
     uint digits[DIGIT_WORDS];
     [[unroll]] for (uint j = 0u; j < DIGIT_WORDS; ++j) digits[j] = 0u;
-    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
-        uint at = local + r * BLOCK;
-        if (r < steps) {
-            KEY m = staged_key(at);
-            uint d = xw_digit(m, p.shift, mask);
-            if (VALUE_WORDS != 0u) digits[r / 4u] |= d << (8u * (r % 4u));
-            if (write_keys) keys_out[s_acc[d] + at] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
-        }
+    if (full && (VALUE_WORDS == 0u || write_keys)) {
+        scatter_keys(true, true, valid, local, mask, digits);
+    } else if (full) {
+        scatter_keys(true, false, valid, local, mask, digits);
+    } else {
+        scatter_keys(false, write_keys, valid, local, mask, digits);
     }
     if (VALUE_WORDS != 0u) {
         // The values take the keys' places in the staging area once every key has left it:
@@ -506,24 +572,17 @@ void main() {
         // through the ranking).
         barrier();
         bool index_values = (p.flags & FLAG_INDEX_VALUES) != 0u;
-        uint base = s_tile * TILE + run + lane;
-        uint vsteps = full ? ITEMS : steps_below(valid, run + lane, gl_SubgroupSize);
-        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            uint at = (ranks[i / 2u] >> (16u * (i % 2u))) & 0xffffu;
-            uint src = base + i * gl_SubgroupSize;
-            [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                s_stage[at * VALUE_WORDS + w] = value_word(i < vsteps, src, w, index_values);
-            }
+        uint first = s_tile * TILE + run + lane;
+        if (full) {
+            stage_values(true, valid, run + lane, first, ranks, index_values);
+        } else {
+            stage_values(false, valid, run + lane, first, ranks, index_values);
         }
         barrier();
-        [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
-            uint at = local + r * BLOCK;
-            if (r < steps) {
-                uint dest = s_acc[(digits[r / 4u] >> (8u * (r % 4u))) & 0xffu] + at;
-                [[unroll]] for (uint w = 0u; w < VALUE_WORDS; ++w) {
-                    vals_out[dest * VALUE_WORDS + w] = s_stage[at * VALUE_WORDS + w];
-                }
-            }
+        if (full) {
+            scatter_values(true, valid, local, digits);
+        } else {
+            scatter_values(false, valid, local, digits);
         }
     }
 }

@@ -260,11 +260,28 @@ impl TilePlan {
         (self.block * self.items) as usize
     }
 
+    /// Words of a ballot that hold every lane of the device's subgroups: 1 up to 32 lanes,
+    /// else 4.
+    pub fn ballot_words(&self) -> u32 {
+        if self.lanes <= 32 {
+            1
+        } else {
+            4
+        }
+    }
+
     /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: the
-    /// subgroups' digit offsets, staging, six per-digit arrays, the subgroup sums, three words).
+    /// subgroups' digit offsets, a spare word per lane of a ballot (the Vulkan ranking's),
+    /// staging, six per-digit arrays, the subgroup sums, three words).
     pub fn shared_bytes(&self) -> u64 {
         let subgroups = self.subgroups as u64;
-        4 * (subgroups * RADIX as u64 + self.stage_words as u64 + 6 * RADIX as u64 + subgroups + 3)
+        let spare = 32 * self.ballot_words() as u64;
+        4 * (subgroups * RADIX as u64
+            + spare
+            + self.stage_words as u64
+            + 6 * RADIX as u64
+            + subgroups
+            + 3)
     }
 
     /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
@@ -1070,7 +1087,7 @@ fn onesweep_consts(
         consts.push(("MIN_BLOCKS", tuning.min_blocks));
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
-        consts.push(("BALLOT_WORDS", if plan.lanes <= 32 { 1 } else { 4 }));
+        consts.push(("BALLOT_WORDS", plan.ballot_words()));
     }
     consts.push(("KEY_ORDER", key_order));
     consts.push(("WHOLE", u32::from(whole)));

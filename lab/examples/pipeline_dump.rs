@@ -1,0 +1,340 @@
+//! Writes out what a Vulkan driver makes of one compute shader, with plain `ash`: the
+//! pipeline cache's data, the executables' statistics and, where the driver offers them, their
+//! internal representations (`VK_KHR_pipeline_executable_properties`).
+//!
+//! ```text
+//! cargo run --release -p xwarp-lab --example pipeline_dump -- \
+//!     --spv spirv/sort_onesweep_u32.spv --spec 0=256,1=32,4=8192 --out DIR [--bindings 5] [--device N]
+//! ```
+//!
+//! `--spec` gives specialization constants as `id=value` (32-bit words); the pipeline layout has
+//! `--bindings` storage buffers (default 8) in set 0 and 128 bytes of push constants, which a
+//! shader may use in part. In DIR: `cache.bin` (`vkGetPipelineCacheData` of a cache that holds
+//! this pipeline only), `stats.txt`, and `ir-E-R.txt` or `.bin` per executable E and
+//! representation R. The cache's layout is the driver's own; the tool does not interpret it.
+//! A tool for reading a driver's compile of a kernel (for instance a binary a disassembler can
+//! read inside the cache data), not part of the library.
+
+use ash::vk;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+type Res<T> = Result<T, String>;
+
+fn or_vk<T>(r: Result<T, vk::Result>, call: &str) -> Res<T> {
+    r.map_err(|e| format!("{call} failed: {e}"))
+}
+
+struct Args {
+    spv: PathBuf,
+    spec: Vec<(u32, u32)>,
+    out: PathBuf,
+    bindings: u32,
+    device: usize,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut spv = None;
+    let mut spec = Vec::new();
+    let mut out = None;
+    let mut bindings = 8;
+    let mut device = 0;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--spv" => spv = Some(PathBuf::from(value()?)),
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--bindings" => bindings = value()?.parse().map_err(|e| format!("--bindings: {e}"))?,
+            "--device" => device = value()?.parse().map_err(|e| format!("--device: {e}"))?,
+            "--spec" => {
+                for pair in value()?.split(',').filter(|s| !s.is_empty()) {
+                    let (id, v) = pair
+                        .split_once('=')
+                        .ok_or_else(|| format!("--spec: `{pair}` is not id=value"))?;
+                    let id = id.trim().parse().map_err(|e| format!("--spec id: {e}"))?;
+                    let v = v.trim().parse().map_err(|e| format!("--spec value: {e}"))?;
+                    spec.push((id, v));
+                }
+            }
+            _ => return Err(format!("unknown argument {a}")),
+        }
+    }
+    Ok(Args {
+        spv: spv.ok_or("--spv is required")?,
+        spec,
+        out: out.ok_or("--out is required")?,
+        bindings,
+        device,
+    })
+}
+
+fn main() -> ExitCode {
+    match parse_args().and_then(|a| run(&a)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pipeline_dump: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(a: &Args) -> Res<()> {
+    let bytes = std::fs::read(&a.spv).map_err(|e| format!("{}: {e}", a.spv.display()))?;
+    if bytes.len() % 4 != 0 {
+        return Err(format!("{}: not a SPIR-V file", a.spv.display()));
+    }
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    // SAFETY: loads the system's Vulkan loader; the entry outlives everything made from it
+    // (all is destroyed before this function returns).
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("libvulkan: {e}"))?;
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"xwarp pipeline_dump")
+        .api_version(vk::API_VERSION_1_2);
+    // SAFETY: the create info lives until the call returns; destroyed below.
+    let instance = or_vk(
+        unsafe {
+            entry.create_instance(
+                &vk::InstanceCreateInfo::default().application_info(&app),
+                None,
+            )
+        },
+        "vkCreateInstance",
+    )?;
+    let result = with_instance(&instance, a, &words);
+    // SAFETY: every object made from the instance was destroyed in `with_instance`.
+    unsafe { instance.destroy_instance(None) };
+    result
+}
+
+fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
+    // SAFETY: plain queries on a live instance.
+    let pds = or_vk(
+        unsafe { instance.enumerate_physical_devices() },
+        "vkEnumeratePhysicalDevices",
+    )?;
+    let pd = *pds
+        .get(a.device)
+        .ok_or_else(|| format!("--device {} of {}", a.device, pds.len()))?;
+    // SAFETY: as above.
+    let (props, families, exts) = unsafe {
+        (
+            instance.get_physical_device_properties(pd),
+            instance.get_physical_device_queue_family_properties(pd),
+            instance
+                .enumerate_device_extension_properties(pd)
+                .unwrap_or_default(),
+        )
+    };
+    let name = props
+        .device_name_as_c_str()
+        .unwrap_or(c"?")
+        .to_string_lossy()
+        .into_owned();
+    println!("device {}: {name}", a.device);
+    let family = families
+        .iter()
+        .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        .ok_or("no compute queue family")? as u32;
+    let ext = ash::khr::pipeline_executable_properties::NAME;
+    let has_ext = exts.iter().any(|e| e.extension_name_as_c_str() == Ok(ext));
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(family)
+        .queue_priorities(&priorities)];
+    let names = [ext.as_ptr()];
+    let mut feat = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+        .pipeline_executable_info(true);
+    let mut info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+    if has_ext {
+        info = info.enabled_extension_names(&names).push_next(&mut feat);
+    }
+    // SAFETY: the create info and its chain live until the call returns; the extension and its
+    // feature are enabled only where listed; destroyed below.
+    let device = or_vk(
+        unsafe { instance.create_device(pd, &info, None) },
+        "vkCreateDevice",
+    )?;
+    let result = with_device(instance, &device, has_ext, a, words);
+    // SAFETY: every object made from the device was destroyed in `with_device`.
+    unsafe { device.destroy_device(None) };
+    result
+}
+
+fn with_device(
+    instance: &ash::Instance,
+    d: &ash::Device,
+    has_ext: bool,
+    a: &Args,
+    words: &[u32],
+) -> Res<()> {
+    let bindings: Vec<_> = (0..a.bindings)
+        .map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        })
+        .collect();
+    let ranges = [vk::PushConstantRange::default()
+        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        .size(128)];
+    let data: Vec<u32> = a.spec.iter().map(|e| e.1).collect();
+    let entries: Vec<_> = a
+        .spec
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            vk::SpecializationMapEntry::default()
+                .constant_id(e.0)
+                .offset(4 * i as u32)
+                .size(4)
+        })
+        .collect();
+    let spec = vk::SpecializationInfo::default()
+        .map_entries(&entries)
+        .data(bytemuck::cast_slice(&data));
+    let mut out = String::new();
+    // SAFETY: every create info lives until its call returns; every object made here is
+    // destroyed before the block ends; the pipeline's queries follow the extension's rules
+    // (count, then fill) on a pipeline created with the capture flags, and only where the
+    // extension is enabled.
+    unsafe {
+        let set_layout = or_vk(
+            d.create_descriptor_set_layout(
+                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                None,
+            ),
+            "vkCreateDescriptorSetLayout",
+        )?;
+        let layouts = [set_layout];
+        let layout = or_vk(
+            d.create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default()
+                    .set_layouts(&layouts)
+                    .push_constant_ranges(&ranges),
+                None,
+            ),
+            "vkCreatePipelineLayout",
+        )?;
+        let module = or_vk(
+            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None),
+            "vkCreateShaderModule",
+        )?;
+        let cache = or_vk(
+            d.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None),
+            "vkCreatePipelineCache",
+        )?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main")
+            .specialization_info(&spec);
+        let flags = if has_ext {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+                | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
+        let info = vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
+            .stage(stage)
+            .layout(layout);
+        let pipeline = d
+            .create_compute_pipelines(cache, &[info], None)
+            .map_err(|(_, e)| format!("vkCreateComputePipelines failed: {e}"))?[0];
+        let blob = or_vk(d.get_pipeline_cache_data(cache), "vkGetPipelineCacheData")?;
+        write(&a.out.join("cache.bin"), &blob)?;
+        out += &format!("cache.bin: {} bytes\n", blob.len());
+        if has_ext {
+            let ep = ash::khr::pipeline_executable_properties::Device::new(instance, d);
+            let pinfo = vk::PipelineInfoKHR::default().pipeline(pipeline);
+            let execs = or_vk(
+                ep.get_pipeline_executable_properties(&pinfo),
+                "vkGetPipelineExecutablePropertiesKHR",
+            )?;
+            for (e, x) in execs.iter().enumerate() {
+                let name = x
+                    .name_as_c_str()
+                    .unwrap_or(c"?")
+                    .to_string_lossy()
+                    .into_owned();
+                out += &format!(
+                    "executable {e}: {name}, subgroup size {}\n",
+                    x.subgroup_size
+                );
+                let einfo = vk::PipelineExecutableInfoKHR::default()
+                    .pipeline(pipeline)
+                    .executable_index(e as u32);
+                let stats = or_vk(
+                    ep.get_pipeline_executable_statistics(&einfo),
+                    "vkGetPipelineExecutableStatisticsKHR",
+                )?;
+                for s in &stats {
+                    let n = s
+                        .name_as_c_str()
+                        .unwrap_or(c"?")
+                        .to_string_lossy()
+                        .into_owned();
+                    let v = match s.format {
+                        vk::PipelineExecutableStatisticFormatKHR::BOOL32 => s.value.b32.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                        _ => s.value.f64.to_string(),
+                    };
+                    out += &format!("  {n}: {v}\n");
+                }
+                // First the sizes (ash's call leaves the data pointers null), then the data
+                // into buffers of those sizes through the raw entry point.
+                let mut reps = or_vk(
+                    ep.get_pipeline_executable_internal_representations(&einfo),
+                    "vkGetPipelineExecutableInternalRepresentationsKHR",
+                )?;
+                let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
+                for (r, b) in reps.iter_mut().zip(bufs.iter_mut()) {
+                    r.p_data = b.as_mut_ptr().cast();
+                }
+                let mut count = reps.len() as u32;
+                or_vk(
+                    (ep.fp().get_pipeline_executable_internal_representations_khr)(
+                        d.handle(),
+                        &einfo,
+                        &mut count,
+                        reps.as_mut_ptr(),
+                    )
+                    .result(),
+                    "vkGetPipelineExecutableInternalRepresentationsKHR",
+                )?;
+                for (r, (rep, b)) in reps.iter().zip(&bufs).enumerate() {
+                    let n = rep
+                        .name_as_c_str()
+                        .unwrap_or(c"?")
+                        .to_string_lossy()
+                        .into_owned();
+                    let text = rep.is_text == vk::TRUE;
+                    let file = format!("ir-{e}-{r}.{}", if text { "txt" } else { "bin" });
+                    out += &format!("  representation {r}: {n}, {} bytes -> {file}\n", b.len());
+                    write(&a.out.join(file), b)?;
+                }
+            }
+        } else {
+            out += "VK_KHR_pipeline_executable_properties: not offered\n";
+        }
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_pipeline_cache(cache, None);
+        d.destroy_shader_module(module, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_set_layout(set_layout, None);
+    }
+    print!("{out}");
+    write(&a.out.join("stats.txt"), out.as_bytes())
+}
+
+fn write(path: &std::path::Path, bytes: &[u8]) -> Res<()> {
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
