@@ -326,6 +326,9 @@ uint steps_below(uint valid, uint first, uint stride) {
 // each sorted place's digit four to a word, until the values follow (the CUDA twin: 64
 // registers for 20 keys where whole words took 80).
 const uint RANK_WORDS = (ITEMS + 1u) / 2u;
+// The ranking's steps in flight: step i's digit waits for step i - RANK_LAG's place (see the
+// digit pass's ranking).
+const uint RANK_LAG = 2u;
 const uint DIGIT_WORDS = (ITEMS + 3u) / 4u;
 
 // Places local, local + BLOCK, ... of the sorted tile (the first `valid`; `full`: all) go to
@@ -420,10 +423,12 @@ void sort_whole(uint local) {
         barrier();
         subgroup_places(local);
         uint ranks[ITEMS];
-        uint after = 0u;  // see the digit pass's ranking
+        uint after[RANK_LAG];  // see the digit pass's ranking
+        [[unroll]] for (uint j = 0u; j < RANK_LAG; ++j) after[j] = 0u;
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            ranks[i] = rank_in_subgroup(xw_digit(keys[i], shift, mask) | after, offsets);
-            after = ranks[i] >> 16u;
+            uint d = xw_digit(keys[i], shift, mask) | after[i % RANK_LAG];
+            ranks[i] = rank_in_subgroup(d, offsets);
+            after[i % RANK_LAG] = ranks[i] >> 16u;
             stage_key(ranks[i], keys[i]);
         }
         barrier();
@@ -538,10 +543,12 @@ void main() {
     // place in the tile is below 2^16), but not to the compiler, so the steps' ballots follow
     // one another; without it NVIDIA's driver forms the ballots of all ITEMS steps up front
     // (about 200 registers).
-    uint after = 0u;
+    uint after[RANK_LAG];
+    [[unroll]] for (uint j = 0u; j < RANK_LAG; ++j) after[j] = 0u;
     [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint at = rank_in_subgroup(xw_digit(keys[i], shift, mask) | after, offsets);
-        after = at >> 16u;
+        uint d = xw_digit(keys[i], shift, mask) | after[i % RANK_LAG];
+        uint at = rank_in_subgroup(d, offsets);
+        after[i % RANK_LAG] = at >> 16u;
         stage_key(at, keys[i]);
         if (VALUE_WORDS != 0u) ranks[i / 2u] |= at << (16u * (i % 2u));
     }

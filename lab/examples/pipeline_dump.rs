@@ -12,6 +12,10 @@
 //! shader may use in part. In DIR: `cache.bin` (`vkGetPipelineCacheData` of a cache that holds
 //! this pipeline only), `stats.txt`, and `ir-E-R.txt` or `.bin` per executable E and
 //! representation R. The cache's layout is the driver's own; the tool does not interpret it.
+//! `--time GROUPS` also dispatches (on queue family `--family`, default the first with compute) GROUPS workgroups of the pipeline (every binding on one zeroed
+//! buffer of `--buffer-mib` MiB, default 64; push constants zero) and prints the GPU time's
+//! median over 11 runs: with a shader whose workgroups each take a fixed time, the time of
+//! growing dispatches shows how many workgroups the device keeps resident at once.
 //! A tool for reading a driver's compile of a kernel (for instance a binary a disassembler can
 //! read inside the cache data), not part of the library.
 
@@ -31,6 +35,11 @@ struct Args {
     out: PathBuf,
     bindings: u32,
     device: usize,
+    /// Workgroups to dispatch and time (0: none).
+    time: u32,
+    buffer_mib: u64,
+    /// Queue family of the timed dispatches (`None`: the first with compute).
+    family: Option<u32>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -39,6 +48,9 @@ fn parse_args() -> Res<Args> {
     let mut out = None;
     let mut bindings = 8;
     let mut device = 0;
+    let mut time = 0;
+    let mut buffer_mib = 64;
+    let mut family = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -47,6 +59,11 @@ fn parse_args() -> Res<Args> {
             "--out" => out = Some(PathBuf::from(value()?)),
             "--bindings" => bindings = value()?.parse().map_err(|e| format!("--bindings: {e}"))?,
             "--device" => device = value()?.parse().map_err(|e| format!("--device: {e}"))?,
+            "--family" => family = Some(value()?.parse().map_err(|e| format!("--family: {e}"))?),
+            "--time" => time = value()?.parse().map_err(|e| format!("--time: {e}"))?,
+            "--buffer-mib" => {
+                buffer_mib = value()?.parse().map_err(|e| format!("--buffer-mib: {e}"))?
+            }
             "--spec" => {
                 for pair in value()?.split(',').filter(|s| !s.is_empty()) {
                     let (id, v) = pair
@@ -66,6 +83,9 @@ fn parse_args() -> Res<Args> {
         out: out.ok_or("--out is required")?,
         bindings,
         device,
+        time,
+        buffer_mib,
+        family,
     })
 }
 
@@ -136,10 +156,24 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
         .to_string_lossy()
         .into_owned();
     println!("device {}: {name}", a.device);
-    let family = families
-        .iter()
-        .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-        .ok_or("no compute queue family")? as u32;
+    let family = match a.family {
+        Some(f)
+            if families
+                .get(f as usize)
+                .is_some_and(|p| p.queue_flags.contains(vk::QueueFlags::COMPUTE)) =>
+        {
+            f
+        }
+        Some(f) => return Err(format!("--family {f}: not a compute queue family")),
+        None => families
+            .iter()
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .ok_or("no compute queue family")? as u32,
+    };
+    println!(
+        "queue family {family}: {:?}",
+        families[family as usize].queue_flags
+    );
     let ext = ash::khr::pipeline_executable_properties::NAME;
     let has_ext = exts.iter().any(|e| e.extension_name_as_c_str() == Ok(ext));
     let priorities = [1.0f32];
@@ -159,7 +193,7 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
         unsafe { instance.create_device(pd, &info, None) },
         "vkCreateDevice",
     )?;
-    let result = with_device(instance, &device, has_ext, a, words);
+    let result = with_device(instance, pd, family, &device, has_ext, a, words);
     // SAFETY: every object made from the device was destroyed in `with_device`.
     unsafe { device.destroy_device(None) };
     result
@@ -167,6 +201,8 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
 
 fn with_device(
     instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    family: u32,
     d: &ash::Device,
     has_ext: bool,
     a: &Args,
@@ -325,6 +361,9 @@ fn with_device(
         } else {
             out += "VK_KHR_pipeline_executable_properties: not offered\n";
         }
+        if a.time > 0 {
+            out += &time_dispatches(instance, pd, family, d, pipeline, layout, set_layout, a)?;
+        }
         d.destroy_pipeline(pipeline, None);
         d.destroy_pipeline_cache(cache, None);
         d.destroy_shader_module(module, None);
@@ -333,6 +372,202 @@ fn with_device(
     }
     print!("{out}");
     write(&a.out.join("stats.txt"), out.as_bytes())
+}
+
+/// Dispatches `a.time` workgroups of `pipeline` (every binding on one zeroed buffer of
+/// `a.buffer_mib` MiB, push constants zero) between two timestamps, 3 times to warm up, then 11
+/// times; the GPU time's median and extremes, in microseconds.
+#[allow(clippy::too_many_arguments)]
+fn time_dispatches(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    family: u32,
+    d: &ash::Device,
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    a: &Args,
+) -> Res<String> {
+    let size = a.buffer_mib << 20;
+    // SAFETY: every create info lives until its call returns; every object made here is
+    // destroyed before the block ends, after the fence of the last submission signalled; the
+    // memory type is one the buffer accepts; the command buffer records valid commands on
+    // objects that outlive its execution.
+    unsafe {
+        let props = instance.get_physical_device_properties(pd);
+        let mem_props = instance.get_physical_device_memory_properties(pd);
+        let buffer = or_vk(
+            d.create_buffer(
+                &vk::BufferCreateInfo::default().size(size).usage(
+                    vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
+                ),
+                None,
+            ),
+            "vkCreateBuffer",
+        )?;
+        let req = d.get_buffer_memory_requirements(buffer);
+        let ty = (0..mem_props.memory_type_count)
+            .find(|&i| {
+                req.memory_type_bits & (1 << i) != 0
+                    && mem_props.memory_types[i as usize]
+                        .property_flags
+                        .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            })
+            .ok_or("no device-local memory type for the buffer")?;
+        let memory = or_vk(
+            d.allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(ty),
+                None,
+            ),
+            "vkAllocateMemory",
+        )?;
+        or_vk(
+            d.bind_buffer_memory(buffer, memory, 0),
+            "vkBindBufferMemory",
+        )?;
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(a.bindings.max(1))];
+        let pool = or_vk(
+            d.create_descriptor_pool(
+                &vk::DescriptorPoolCreateInfo::default()
+                    .max_sets(1)
+                    .pool_sizes(&sizes),
+                None,
+            ),
+            "vkCreateDescriptorPool",
+        )?;
+        let layouts = [set_layout];
+        let set = or_vk(
+            d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default()
+                    .descriptor_pool(pool)
+                    .set_layouts(&layouts),
+            ),
+            "vkAllocateDescriptorSets",
+        )?[0];
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..a.bindings)
+            .map(|_| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(buffer)
+                    .range(vk::WHOLE_SIZE)]
+            })
+            .collect();
+        let writes: Vec<_> = (0..a.bindings)
+            .map(|b| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&infos[b as usize])
+            })
+            .collect();
+        d.update_descriptor_sets(&writes, &[]);
+        let cmd_pool = or_vk(
+            d.create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(family),
+                None,
+            ),
+            "vkCreateCommandPool",
+        )?;
+        let cmd = or_vk(
+            d.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(cmd_pool)
+                    .command_buffer_count(1),
+            ),
+            "vkAllocateCommandBuffers",
+        )?[0];
+        let queries = or_vk(
+            d.create_query_pool(
+                &vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(2),
+                None,
+            ),
+            "vkCreateQueryPool",
+        )?;
+        let fence = or_vk(
+            d.create_fence(&vk::FenceCreateInfo::default(), None),
+            "vkCreateFence",
+        )?;
+        let queue = d.get_device_queue(family, 0);
+        let push = [0u8; 128];
+        let mut times = Vec::new();
+        for rep in 0..14 {
+            or_vk(
+                d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()),
+                "vkBeginCommandBuffer",
+            )?;
+            d.cmd_fill_buffer(cmd, buffer, 0, vk::WHOLE_SIZE, 0);
+            let barrier = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+            d.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &barrier,
+                &[],
+                &[],
+            );
+            d.cmd_reset_query_pool(cmd, queries, 0, 2);
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+            d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::COMPUTE_SHADER, queries, 0);
+            d.cmd_dispatch(cmd, a.time, 1, 1);
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::COMPUTE_SHADER, queries, 1);
+            or_vk(d.end_command_buffer(cmd), "vkEndCommandBuffer")?;
+            let cmds = [cmd];
+            or_vk(
+                d.queue_submit(
+                    queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
+                    fence,
+                ),
+                "vkQueueSubmit",
+            )?;
+            or_vk(
+                d.wait_for_fences(&[fence], true, u64::MAX),
+                "vkWaitForFences",
+            )?;
+            or_vk(d.reset_fences(&[fence]), "vkResetFences")?;
+            let mut ts = [0u64; 2];
+            or_vk(
+                d.get_query_pool_results(
+                    queries,
+                    0,
+                    &mut ts,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                ),
+                "vkGetQueryPoolResults",
+            )?;
+            if rep >= 3 {
+                let ns =
+                    ts[1].wrapping_sub(ts[0]) as f64 * f64::from(props.limits.timestamp_period);
+                times.push(ns / 1000.0);
+            }
+        }
+        d.destroy_fence(fence, None);
+        d.destroy_query_pool(queries, None);
+        d.destroy_command_pool(cmd_pool, None);
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_buffer(buffer, None);
+        d.free_memory(memory, None);
+        times.sort_by(f64::total_cmp);
+        Ok(format!(
+            "time of {} workgroups: median {:.2} us (min {:.2}, max {:.2}, {} runs)\n",
+            a.time,
+            times[times.len() / 2],
+            times[0],
+            times[times.len() - 1],
+            times.len()
+        ))
+    }
 }
 
 fn write(path: &std::path::Path, bytes: &[u8]) -> Res<()> {
