@@ -119,7 +119,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __rest
                                                               unsigned int* counts,
                                                               unsigned int* __restrict__ wide,
                                                               HistogramParams p) {
-    __shared__ unsigned int sh[SHARED_BINS];
+    __shared__ unsigned int sh[SHARED_WORDS];  // the bins rounded up (see the Vulkan twin)
     const unsigned int local = threadIdx.x;
     const unsigned long long i0 = xw_group() * BLOCK + local;
 #if OP == 0

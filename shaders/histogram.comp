@@ -27,6 +27,11 @@ layout(local_size_x_id = 0) in;
 #include "tile_ballot.glsl"
 
 layout(constant_id = 1) const uint OP = 0u;
+// Words of the shared bins (SHARED: the bins rounded up to a power of two, 64 .. SHARED_BINS;
+// other steps 64): no more shared memory than the bins need, so that a histogram of 256 bins
+// keeps as many workgroups on an SM as its registers allow (NVIDIA's Vulkan driver gives a
+// compute queue about 100 KiB of shared memory an SM: 16 KiB of bins held five).
+layout(constant_id = 2) const uint SHARED_WORDS = 4096u;
 
 const uint OP_CLEAR = 0u;
 const uint OP_SHARED = 1u;
@@ -59,7 +64,7 @@ const uint SHARED_BINS = 4096u;
 const uint BATCH = 4u;
 const uint NONE = 0xffffffffu;
 
-shared uint sh[SHARED_BINS];
+shared uint sh[SHARED_WORDS];
 
 #if !defined(XW_T_FLOAT) && defined(XW_T_64)
 // The 96-bit product of a and b: (the low 64 bits, the high 32).
@@ -113,7 +118,7 @@ uint bin_of(T x) {
 
 void add(uint b, uint c) {
     if (OP == OP_SHARED) {
-        atomicAdd(sh[min(b, SHARED_BINS - 1u)], c);
+        atomicAdd(sh[min(b, SHARED_WORDS - 1u)], c);
     } else {
         atomicAdd(counts[b], c);
     }

@@ -130,7 +130,13 @@ pub fn histogram_even<T: Sample, C: Count>(
         ..HistogramParams::default()
     };
     let run = |step: Step, groups: usize| -> Result<()> {
-        let mut consts = vec![("OP", step as u32)];
+        // Shared memory for the bins only where they are counted there, and no more than they
+        // need (fewer bytes keep more workgroups on an SM).
+        let shared_words = match step {
+            Step::Shared => bins.next_power_of_two().clamp(64, SHARED_BINS) as u32,
+            _ => 64,
+        };
+        let mut consts = vec![("OP", step as u32), ("SHARED_WORDS", shared_words)];
         // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
         if info.backend == BackendKind::Cuda {
             consts.push(("BLOCK", BLOCK));

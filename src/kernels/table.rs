@@ -438,6 +438,13 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: &[0, 1, 2, 3],
             },
+            // Words of the shared bins: the bins rounded up to a power of two, 64 ..
+            // SHARED_BINS (src/histogram.rs).
+            Const {
+                name: "SHARED_WORDS",
+                on: On::Both,
+                values: &[4096, 64, 128, 256, 512, 1024, 2048],
+            },
             Const {
                 name: "BLOCK",
                 on: On::Cuda,
