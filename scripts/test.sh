@@ -6,8 +6,9 @@
 # that flush them (XWARP_SUBNORMALS=emulate, flush), which llvmpipe would otherwise never run.
 # Size 16 needs AVX-512 and is skipped, with a message, without it: llvmpipe (Mesa 22.3.6) does
 # report 16 lanes at LP_NATIVE_VECTOR_WIDTH=512 on a CPU without it, and the sort, top-k and
-# histogram tests pass there, but `xwarp validate` ends in a segmentation fault at a different
-# family from run to run (not yet traced; NOTES.md, version 18). Then at
+# histogram tests pass there, but LLVM 15 crashes (a segmentation fault in its instruction
+# selection, SelectionDAG::LegalizeTypes) compiling the stencil shader for 512-bit vectors
+# (NOTES.md, version 18). Then at
 # LP_NATIVE_VECTOR_WIDTH=1024 the device's self-test must refuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
