@@ -16,6 +16,30 @@
 //! buffer of `--buffer-mib` MiB, default 64; push constants zero) and prints the GPU time's
 //! median over 11 runs: with a shader whose workgroups each take a fixed time, the time of
 //! growing dispatches shows how many workgroups the device keeps resident at once.
+//! The occupancy probe of NOTES.md (version 18), compiled with `glslangValidator -V
+//! --target-env vulkan1.1` and dispatched as `--spec 0=256,1=WORDS,2=20000 --bindings 1
+//! --time $((132 * k))` for k = 1, 2, ...: the time steps up where k passes the workgroups an
+//! SM keeps with WORDS words of shared memory (132: the H100's SMs).
+//!
+//! ```glsl
+//! #version 450
+//! layout(local_size_x_id = 0) in;
+//! layout(constant_id = 1) const uint WORDS = 1u;
+//! layout(constant_id = 2) const uint SPIN = 20000u;
+//! layout(std430, binding = 0) buffer B { uint v[]; };
+//! shared uint s[WORDS];
+//! void main() {
+//!     uint t = gl_LocalInvocationID.x;
+//!     for (uint i = t; i < WORDS; i += gl_WorkGroupSize.x) s[i] = i;
+//!     barrier();
+//!     if (t == 0u) {
+//!         uint a = s[(gl_WorkGroupID.x * 7u) % WORDS] + gl_WorkGroupID.x;
+//!         for (uint i = 0u; i < SPIN; ++i) a = a * a + i;
+//!         v[gl_WorkGroupID.x % 1024u] = a;
+//!     }
+//! }
+//! ```
+//!
 //! A tool for reading a driver's compile of a kernel (for instance a binary a disassembler can
 //! read inside the cache data), not part of the library.
 
