@@ -27,7 +27,6 @@ struct HistogramParams {
 
 #include "predicate.cuh"
 
-#define SHARED_BINS 4096u
 #define BATCH 4u
 #define NONE 0xffffffffu
 

@@ -10,7 +10,7 @@
 // OP selects one step of the plan in src/histogram.rs:
 //   CLEAR   zero counts[0 .. bins) (32-bit counts: the output, or the scratch of a u64 output);
 //   SHARED  workgroup g counts samples g * chunk .. (g + 1) * chunk into bins in shared memory,
-//           then adds its nonzero bins to counts with one atomic each (bins <= SHARED_BINS);
+//           then adds its nonzero bins to counts with one atomic each (bins <= SHARED_WORDS);
 //   GLOBAL  the same straight into counts (more bins than shared memory holds);
 //   WIDEN   wide[b] = counts[b] as u64 (two words, low first).
 // Samples are read in coalesced steps of BATCH loads in flight per invocation. A subgroup
@@ -27,10 +27,11 @@ layout(local_size_x_id = 0) in;
 #include "tile_ballot.glsl"
 
 layout(constant_id = 1) const uint OP = 0u;
-// Words of the shared bins (SHARED: the bins rounded up to a power of two, 64 .. SHARED_BINS;
-// other steps 64): no more shared memory than the bins need, so that a histogram of 256 bins
-// keeps as many workgroups on an SM as its registers allow (NVIDIA's Vulkan driver gives a
-// compute queue about 100 KiB of shared memory an SM: 16 KiB of bins held five).
+// Words of the shared bins (SHARED: the bins rounded up to a power of two, 64 .. 4096, the
+// SHARED_BINS of src/histogram.rs; other steps 64): no more shared memory than the bins need,
+// so that a histogram of 256 bins keeps as many workgroups on an SM as its registers allow
+// (NVIDIA's Vulkan driver gives a compute queue about 100 KiB of shared memory an SM: 16 KiB
+// of bins held five).
 layout(constant_id = 2) const uint SHARED_WORDS = 4096u;
 
 const uint OP_CLEAR = 0u;
@@ -60,7 +61,6 @@ layout(push_constant) uniform Params {
     uint pad2;
 } p;
 
-const uint SHARED_BINS = 4096u;
 const uint BATCH = 4u;
 const uint NONE = 0xffffffffu;
 
