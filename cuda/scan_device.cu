@@ -21,8 +21,42 @@ struct ScanDeviceParams {
     unsigned int tile0;  // global index of the launch's first tile
     unsigned int chunk;  // this launch's tile counter; clearing: the number of counters
     unsigned int spin;   // polls of a window with unpublished tiles before reducing them here
-    unsigned int clear;  // nonzero: only zero flags[0 .. tiles) and counters[0 .. chunk)
+    unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING or 0 (see the Vulkan twin)
 };
+
+#define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)
+#define XW_SELF_CLEARING 2u  // the last tile to finish zeroes the states and the two counters
+
+// XW_SELF_CLEARING: the tile that finishes last (every other tile has published and read its
+// last state by then) zeroes the tile states and the launch's two counters (see the Vulkan
+// twin). Every thread calls it.
+__device__ __forceinline__ void finish_self_clearing(unsigned* counters, unsigned* flags, T* aggregates,
+                                                     T* inclusives, const ScanDeviceParams& p,
+                                                     unsigned& s_tile) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_tile = atomicAdd(&counters[p.chunk + 1], 1u);
+    }
+    __syncthreads();
+    if (s_tile + 1 != p.tiles) return;
+    __threadfence();
+    const unsigned tiles = p.tile0 + p.tiles;
+    // Packed states take two words a tile; otherwise a flag word and two values a tile.
+    for (unsigned i = threadIdx.x; i < 2 * tiles; i += blockDim.x) {
+        if (sizeof(T) == 4 || i < tiles) flags[i] = 0;
+    }
+    if (sizeof(T) != 4) {
+        for (unsigned i = threadIdx.x; i < tiles; i += blockDim.x) {
+            aggregates[i] = T(0);
+            inclusives[i] = T(0);
+        }
+    }
+    if (threadIdx.x == 0) {
+        counters[p.chunk] = 0;
+        counters[p.chunk + 1] = 0;
+    }
+}
 
 // 32-bit types go through shared memory (coalesced loads and stores, transposed there).
 #define XW_TRANSPOSE (sizeof(T) == 4)
@@ -307,7 +341,7 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
-    if (p.clear) {
+    if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
         if (i < p.tiles) flags[i] = 0;
         if (i < p.chunk) counters[i] = 0;
@@ -384,4 +418,5 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
             if (base + j < p.n) dst[base + j] = y;
         }
     }
+    if (p.clear == XW_SELF_CLEARING) finish_self_clearing(counters, flags, aggregates, inclusives, p, s_tile);
 }

@@ -77,8 +77,17 @@ layout(push_constant) uniform Params {
     uint tile0;   // global index of the launch's first tile
     uint chunk;   // this launch's tile counter; clearing: the number of counters
     uint spin;    // polls of a window with unpublished tiles before reducing them here
-    uint clear;   // nonzero: only zero flags[0 .. tiles) and counters[0 .. chunk)
+    uint clear;   // CLEAR_LAUNCH, SELF_CLEARING or 0 (see below)
 } p;
+
+// p.clear: only zero flags[0 .. tiles) and counters[0 .. chunk) (the clearing launch ahead of a
+// scan whose temporaries are fresh memory).
+const uint CLEAR_LAUNCH = 1u;
+// p.clear: a scan of one launch whose tile states and counters lie in the device's counters
+// buffer (src/scan.rs), zero when the launch starts and zero again when it ends: counters[chunk]
+// numbers the tiles, counters[chunk + 1] counts the finished ones, and the tile that finishes
+// last zeroes the states and both counters (no clearing launch).
+const uint SELF_CLEARING = 2u;
 
 shared T stage[gl_WorkGroupSize.x];
 shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
@@ -378,9 +387,41 @@ T look_back(uint k, T total, uint local) {
     return s_value;
 }
 
+// SELF_CLEARING: the tile that finishes last (every other tile has published and read its last
+// state by then) zeroes the tile states and the launch's two counters. Uniform control flow.
+void finish_self_clearing(uint local) {
+    barrier();
+    // Release: this tile's publications and reads of states come before its count.
+    if (local == 0u) {
+        s_word = atomicAdd(counters[p.chunk + 1u], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                           gl_SemanticsRelease);
+    }
+    barrier();
+    if (s_word + 1u != p.tiles) return;
+    // Acquire, in the last tile only: every other tile's count, and so its states, before the
+    // zeroing.
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    uint tiles = p.tile0 + p.tiles;
+#if defined(XW_STATE64)
+    for (uint i = local; i < tiles; i += gl_WorkGroupSize.x) flags[i] = uint64_t(0);
+#elif defined(XW_PACKED)
+    for (uint i = local; i < 2u * tiles; i += gl_WorkGroupSize.x) flags[i] = 0u;
+#else
+    for (uint i = local; i < tiles; i += gl_WorkGroupSize.x) {
+        flags[i] = 0u;
+        aggregates[i] = T(0);
+        inclusives[i] = T(0);
+    }
+#endif
+    if (local == 0u) {
+        counters[p.chunk] = 0u;
+        counters[p.chunk + 1u] = 0u;
+    }
+}
+
 void main() {
     uint local = xw_local();
-    if (p.clear != 0u) {
+    if (p.clear == CLEAR_LAUNCH) {
         uint i = xw_group() * gl_WorkGroupSize.x + local;
 #if defined(XW_STATE64)
         // p.tiles counts 32-bit words, two per tile: one 64-bit word here.
@@ -452,4 +493,5 @@ void main() {
         if (base + j < p.n) dst[base + j] = y;
     }
 #endif
+    if (p.clear == SELF_CLEARING) finish_self_clearing(local);
 }

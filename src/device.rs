@@ -541,8 +541,9 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
-/// Bytes of the buffer [`Device::counters`] returns: 1024 words of 32 bits.
-pub const COUNTER_BYTES: u64 = 4096;
+/// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (the device scan of
+/// one launch keeps its tile states there, [`crate::scan`]).
+pub const COUNTER_BYTES: u64 = 64 << 10;
 
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
 /// [`check_launch`].

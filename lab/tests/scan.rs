@@ -148,6 +148,68 @@ fn repeated_scans_of_thousands_of_tiles_never_hang_or_differ() {
 }
 
 #[test]
+fn scans_of_one_launch_leave_the_device_counters_zero() {
+    // Scans of one launch keep their tile states in the device's counters buffer, which must
+    // be zero again after each (the reduce's one-pass path counts there too): sizes from one
+    // tile to the most that take this path (scan::SELF_CLEARING_MAX_TILES) and one tile more,
+    // 32- and 64-bit types, with and without the fallback, each checked against the CPU, then
+    // the whole buffer read back.
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let Some(counters) = dev.counters() else {
+            return;
+        };
+        let words = (counters.bytes() / 4) as usize;
+        let most = scan::SELF_CLEARING_MAX_TILES * TILE;
+        for (i, &n) in [1, TILE - 1, TILE + 1, 31 * TILE + 5, most, most + 1]
+            .iter()
+            .enumerate()
+        {
+            let tuning = Tuning {
+                spin: if i % 2 == 0 { 0 } else { scan::DEFAULT_SPIN },
+                ..Tuning::default()
+            };
+            let kind = if i % 2 == 0 {
+                ScanKind::Inclusive
+            } else {
+                ScanKind::Exclusive
+            };
+            let a = f32::input(ReduceOp::Sum, n, &mut rng);
+            let b = i64::input(ReduceOp::Max, n, &mut rng);
+            let want_a = xwarp::cpu::scan::device_scan(ReduceOp::Sum, kind, &a);
+            let want_b = xwarp::cpu::scan::device_scan(ReduceOp::Max, kind, &b);
+            let src_a = DeviceVec::from_slice(dev, &a).unwrap();
+            let src_b = DeviceVec::from_slice(dev, &b).unwrap();
+            let mut dst_a = DeviceVec::<f32>::alloc(dev, n).unwrap();
+            let mut dst_b = DeviceVec::<i64>::alloc(dev, n).unwrap();
+            dst_a.fill(dev, f32::NAN).unwrap();
+            dst_b.fill(dev, i64::MIN + 7).unwrap();
+            scan::device_scan_tuned(dev, ReduceOp::Sum, kind, &src_a, &mut dst_a, tuning).unwrap();
+            scan::device_scan_tuned(dev, ReduceOp::Max, kind, &src_b, &mut dst_b, tuning).unwrap();
+            let got_a = dst_a.to_vec(dev).unwrap();
+            let got_b = dst_b.to_vec(dev).unwrap();
+            if let Some(m) = first_mismatch(&want_a, &got_a) {
+                panic!("{}: f32 n={n} {tuning:?}: {m}", d.label);
+            }
+            if let Some(m) = first_mismatch(&want_b, &got_b) {
+                panic!("{}: i64 n={n} {tuning:?}: {m}", d.label);
+            }
+            let view = DeviceVec::<u32>::from_raw(counters.clone(), words).unwrap();
+            let left = view.to_vec(dev).unwrap();
+            let nonzero = left.iter().position(|&w| w != 0);
+            assert!(
+                nonzero.is_none(),
+                "{}: n={n}: counters word {} is {:#x} after the scans",
+                d.label,
+                nonzero.unwrap(),
+                left[nonzero.unwrap()]
+            );
+        }
+    });
+}
+
+#[test]
 fn bad_input_is_a_typed_error() {
     for_each_device(|d| {
         let dev = &*d.dev;

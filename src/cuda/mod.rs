@@ -238,7 +238,7 @@ impl CudaDevice {
     /// Allocates and zeroes the buffer of [`Device::counters`].
     fn with_counters(mut self) -> Result<Self> {
         let counters = self.alloc(COUNTER_BYTES)?;
-        self.write(&counters, 0, &[0; COUNTER_BYTES as usize])?;
+        self.write(&counters, 0, &vec![0; COUNTER_BYTES as usize])?;
         self.counters = Some(counters);
         Ok(self)
     }
