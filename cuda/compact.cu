@@ -39,7 +39,7 @@ struct CompactParams {
     unsigned int spin;     // polls of an unpublished predecessor before counting its tile here
     unsigned int slot;     // the slot holding this chunk's base (0 or 1)
     unsigned int state0;   // this chunk's first tile state
-    unsigned int pad0;
+    unsigned int self_clearing;  // nonzero: the counters buffer's words, no RESET (see the Vulkan twin)
     unsigned int pad1;
     unsigned int pad2;
 };
@@ -69,6 +69,7 @@ __device__ __forceinline__ bool xw_window_offset(unsigned long long base, const 
 #define C_LINE 32u
 #define C_COUNT 0u
 #define C_TICKET C_LINE
+#define C_DONE (2u * C_LINE)  // STABLE with self_clearing: tiles finished
 #define C_BASE (3u * C_LINE)
 
 // The base of the chunks of slot s.
@@ -83,6 +84,7 @@ __device__ __forceinline__ void xw_finish_chunk(unsigned long long* total, unsig
                                                 unsigned int count) {
     const unsigned long long end = base + count;
     *total = end;
+    if (p.self_clearing) return;  // the only chunk: no next base, the word stays zero
     const unsigned int next = C_BASE + C_LINE * (p.slot ^ 1u);
     counter[next] = (unsigned int)end;
     counter[next + 1] = (unsigned int)(end >> 32);
@@ -316,6 +318,23 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
+#if OP == 2
+    // With self_clearing, the tile that finishes last (every other tile has published and read
+    // its last state by then) zeroes the tile states and the done counter.
+    if (p.self_clearing) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            s_word = atomicAdd(&counter[C_DONE], 1u);
+        }
+        __syncthreads();
+        if (s_word + 1 == p.tiles) {
+            __threadfence();
+            for (unsigned int i = threadIdx.x; i < p.tiles; i += BLOCK) states[i] = 0;
+            if (threadIdx.x == 0) counter[C_DONE] = 0;
+        }
+    }
+#endif
 #else
 #error "unknown OP"
 #endif

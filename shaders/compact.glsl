@@ -16,7 +16,11 @@
 //   STABLE      per tile, the tile's offset by decoupled look-back over the tile states, then
 //               an ordered scatter; the tile with the last ticket sets total and the next
 //               chunk's base to this chunk's base + its inclusive prefix and zeroes the tickets.
-// So a call is one RESET and one launch per chunk and window, and nothing runs after them.
+// So a call is one RESET and one launch per chunk and window, and nothing runs after them. A
+// call of one chunk and one window may instead keep its counter words and tile states in the
+// device's counters buffer (`self_clearing`), which is zero whenever no launch runs: no RESET;
+// the last tile leaves the next base unwritten, and (STABLE) the tile that finishes last, by
+// the done counter, zeroes the tile states.
 // The base of chunk k is in slot k % 2 (`slot`): the launches of chunk k for other windows
 // still read it after the chunk has written slot (k + 1) % 2.
 //
@@ -108,7 +112,7 @@ layout(push_constant) uniform Params {
     uint spin;     // polls of an unpublished predecessor before counting its tile here
     uint slot;     // the slot holding this chunk's base (0 or 1)
     uint state0;   // this chunk's first tile state
-    uint pad0;
+    uint self_clearing;  // nonzero: the counters buffer's words, no RESET (see the top)
     uint pad1;
     uint pad2;
 } p;
@@ -153,9 +157,28 @@ void finish_chunk(uvec2 base, uint count) {
     end.y = base.y + carry;
     total[0] = end.x;
     total[1] = end.y;
+    if (p.self_clearing != 0u) return;  // the only chunk: no next base, the word stays zero
     uint next = C_BASE + C_LINE * (p.slot ^ 1u);
     counter[next] = end.x;
     counter[next + 1u] = end.y;
+}
+
+// STABLE with self_clearing: the tile that finishes last (every other tile has published and
+// read its last state by then) zeroes the tile states and the done counter. Uniform control
+// flow.
+void finish_self_clearing() {
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        s_word = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                           gl_SemanticsRelease);
+    }
+    barrier();
+    if (s_word + 1u != p.tiles) return;
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    for (uint i = gl_LocalInvocationIndex; i < p.tiles; i += gl_WorkGroupSize.x) {
+        states[p.state0 + i] = 0u;
+    }
+    if (gl_LocalInvocationIndex == 0u) counter[C_DONE] = 0u;
 }
 
 // ballot_count and ballot_rank: the passing lanes of a ballot, all and below the caller.
@@ -390,6 +413,7 @@ void main() {
     barrier();
     uint out_first = out0 + tile_base;
     for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
+    if (OP == OP_STABLE && p.self_clearing != 0u) finish_self_clearing();
 
 #if !defined(XW_COUNT64)
     if (OP == OP_UNORDERED && local == 0u && done + 1u == p.tiles) {

@@ -120,6 +120,12 @@ enum Step {
 /// that chunks use in turn, each on a 128-byte line of its own (`C_*` in the kernels).
 const COUNTER_WORDS: usize = 5 * 32;
 
+/// Most tiles of a stable compaction that keeps its tile states in the device's counters
+/// buffer (one chunk, one window: no RESET launch; the tile that finishes last zeroes them).
+/// An unordered compaction of one chunk and window keeps only its counter words there, at any
+/// length.
+pub const SELF_CLEARING_MAX_TILES: usize = 512;
+
 /// Compacts the elements of `input` that pass `pred` into the first `count` elements of
 /// `output`, and writes `count` into `count[0]`, all on the device. `output` must hold at
 /// least `input.len()` elements and `count` at least one; elements of `output` past `count`
@@ -184,10 +190,56 @@ pub fn compact_tuned<T: PredicateElement>(
     // Scratch: the chunk's count, its tile tickets, its tiles done and the chunk bases
     // (`COUNTER_WORDS`); one tile state per tile of the input, each chunk its own run (stable only:
     // a few bytes per 16 KiB of input, zeroed once by the reset).
-    let counter = DeviceVec::<u32>::alloc(dev, COUNTER_WORDS)?;
-    let states = match order {
-        Order::Stable => Some(DeviceVec::<u32>::alloc(dev, n.div_ceil(plan.tile).max(1))?),
-        Order::Unordered => None,
+    let tiles = n.div_ceil(plan.tile).max(1);
+    let state_words = match order {
+        Order::Stable => tiles,
+        Order::Unordered => 0,
+    };
+    // One chunk and one window whose scratch fits: the device's counters buffer, zero before
+    // and after every launch, so no RESET launch (most of a small call's time, NOTES.md
+    // version 19).
+    let ([at_counter, at_states], bytes) = plan::regions(
+        info,
+        [4 * COUNTER_WORDS as u64, 4 * state_words.max(1) as u64],
+    );
+    let shared = dev.counters().filter(|c| {
+        n > 0
+            && n <= plan.chunk
+            && plan.single
+            && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES)
+            && bytes <= c.bytes()
+    });
+    let fresh_counter;
+    let fresh_states;
+    let (counter, states) = match shared {
+        Some(c) => (
+            Binding {
+                buffer: c,
+                offset: at_counter,
+                bytes: 4 * COUNTER_WORDS as u64,
+            },
+            (state_words > 0).then_some((
+                Binding {
+                    buffer: c,
+                    offset: at_states,
+                    bytes: 4 * state_words as u64,
+                },
+                state_words,
+            )),
+        ),
+        None => {
+            fresh_counter = DeviceVec::<u32>::alloc(dev, COUNTER_WORDS)?;
+            fresh_states = match order {
+                Order::Stable => Some(DeviceVec::<u32>::alloc(dev, tiles)?),
+                Order::Unordered => None,
+            };
+            (
+                fresh_counter.binding(0, COUNTER_WORDS),
+                fresh_states
+                    .as_ref()
+                    .map(|s| (s.binding(0, s.len()), s.len())),
+            )
+        }
     };
     let launcher = Launcher {
         dev,
@@ -197,10 +249,13 @@ pub fn compact_tuned<T: PredicateElement>(
         words: pred.words(),
         spin: tuning.spin,
         count,
-        counter: &counter,
-        states: states.as_ref(),
+        counter,
+        states,
+        self_clearing: shared.is_some(),
     };
-    launcher.reset()?;
+    if shared.is_none() {
+        launcher.reset()?;
+    }
     let step = match order {
         Order::Stable => Step::Stable,
         Order::Unordered => Step::Unordered,
@@ -347,23 +402,24 @@ struct Launcher<'a> {
     words: [u32; 5],
     spin: u32,
     count: &'a DeviceVec<u64>,
-    counter: &'a DeviceVec<u32>,
-    states: Option<&'a DeviceVec<u32>>,
+    /// The counter words (`COUNTER_WORDS`).
+    counter: Binding<'a>,
+    /// The tile states and their number (stable only).
+    states: Option<(Binding<'a>, usize)>,
+    /// The scratch lies in the device's counters buffer (see `compact_tuned`).
+    self_clearing: bool,
 }
 
 impl Launcher<'_> {
     /// The tile states, or the counter where there are none (every binding is declared).
     fn states(&self) -> (Binding<'_>, usize) {
-        match self.states {
-            Some(s) => (s.binding(0, s.len()), s.len()),
-            None => (self.counter.binding(0, COUNTER_WORDS), 0),
-        }
+        self.states.unwrap_or((self.counter, 0))
     }
 
     /// RESET: the total, the counters, the first chunk's base and every tile state zeroed.
     /// The kernel declares every binding; those the step does not touch get the counter.
     fn reset(&self) -> Result<()> {
-        let c = self.counter.binding(0, COUNTER_WORDS);
+        let c = self.counter;
         let (states, words) = self.states();
         let groups = plan::grid(self.info, (words as u64).div_ceil(BLOCK as u64).max(1))?;
         let params = CompactParams {
@@ -403,16 +459,11 @@ impl Launcher<'_> {
             spin: self.spin,
             slot: chunk.slot,
             state0: chunk.state0 as u32,
+            self_clearing: u32::from(self.self_clearing),
             ..Default::default()
         };
         let (states, _) = self.states();
-        let bindings = [
-            src,
-            dst,
-            self.count.binding(0, 1),
-            self.counter.binding(0, COUNTER_WORDS),
-            states,
-        ];
+        let bindings = [src, dst, self.count.binding(0, 1), self.counter, states];
         self.run(step, groups, bindings, params)
     }
 

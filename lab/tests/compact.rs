@@ -278,6 +278,81 @@ fn stable_fallback_gives_the_same_bits_repeatedly() {
 }
 
 #[test]
+fn compactions_of_one_chunk_leave_the_device_counters_zero() {
+    // Compactions of one chunk and window keep their counter words (and, stable, their tile
+    // states) in the device's counters buffer and launch no RESET: the count must still be
+    // written (poisoned before), the elements right, and the buffer zero again after each:
+    // sizes from one element to the most tiles a stable one keeps there and one tile more,
+    // 4- and 8-byte types, both orders, with and without the fallback.
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let Some(counters) = dev.counters() else {
+            return;
+        };
+        let words = (counters.bytes() / 4) as usize;
+        for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
+            let tile = xwarp::compact::tile_elems(elem_bytes);
+            let most = xwarp::compact::SELF_CLEARING_MAX_TILES * tile;
+            for (j, &n) in [1, tile - 1, tile + 1, 31 * tile + 5, most, most + 1]
+                .iter()
+                .enumerate()
+            {
+                for order in [Order::Stable, Order::Unordered] {
+                    let tuning = Tuning {
+                        spin: if (i + j) % 2 == 0 { 0 } else { 1 << 14 },
+                        ..Tuning::default()
+                    };
+                    let label =
+                        format!("{}: {elem_bytes}-byte n={n} {order:?} {tuning:?}", d.label);
+                    let (count, sorted) = if elem_bytes == 4 {
+                        let input: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+                        run_once(dev, order, Predicate::Greater(0), &input, tuning)
+                    } else {
+                        let input: Vec<i64> = (0..n).map(|_| rng.next_u64() as i64).collect();
+                        run_once(dev, order, Predicate::Greater(0), &input, tuning)
+                    };
+                    assert!(sorted, "{label}: wrong elements (count {count})");
+                    let view = DeviceVec::<u32>::from_raw(counters.clone(), words).unwrap();
+                    let left = view.to_vec(dev).unwrap();
+                    if let Some(w) = left.iter().position(|&w| w != 0) {
+                        panic!("{label}: counters word {w} is {:#x} afterwards", left[w]);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// One compaction of `input` on `dev` with its count poisoned first: the count, and whether the
+/// elements (sorted, for the unordered order) and the count equal the CPU's.
+fn run_once<T: PredicateElement + PartialOrd + Copy>(
+    dev: &dyn xwarp::Device,
+    order: Order,
+    pred: Predicate<T>,
+    input: &[T],
+    tuning: Tuning,
+) -> (u64, bool) {
+    let want = cpu::compact::stable(pred, input);
+    let src = DeviceVec::from_slice(dev, input).unwrap();
+    let mut out = DeviceVec::<T>::alloc(dev, input.len()).unwrap();
+    let mut count = DeviceVec::alloc(dev, 1).unwrap();
+    count.fill(dev, u64::MAX).unwrap();
+    compact_tuned(dev, order, pred, &src, &mut out, &mut count, tuning).unwrap();
+    let count = count.to_vec(dev).unwrap()[0];
+    if count != want.len() as u64 {
+        return (count, false);
+    }
+    let mut got = out.to_vec(dev).unwrap()[..want.len()].to_vec();
+    let mut want = want;
+    if order == Order::Unordered {
+        got.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    }
+    (count, got == want)
+}
+
+#[test]
 fn device_results_chain_without_the_host() {
     // The count and elements stay on the device: compact, then compact the result again
     // straight from the device buffer (the slots past the first count hold -1, which the

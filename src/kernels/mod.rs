@@ -170,8 +170,9 @@ param_blocks! {
         pub slot: u32,
         /// This chunk's first tile state.
         pub state0: u32,
-        /// Padding to a multiple of 16 bytes.
-        pub pad0: u32,
+        /// Nonzero: the counter words and tile states lie in the device's counters buffer
+        /// (one chunk, one window, no RESET launch).
+        pub self_clearing: u32,
         /// Padding.
         pub pad1: u32,
         /// Padding.

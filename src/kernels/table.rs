@@ -174,7 +174,7 @@ pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
         "spin",
         "slot",
         "state0",
-        "pad0",
+        "self_clearing",
         "pad1",
         "pad2",
     ],
