@@ -227,6 +227,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ unsigned int s_word;
     __shared__ unsigned int s_ticket;
+    __shared__ unsigned int s_last;  // STABLE with self_clearing: the last to count itself done
     __shared__ XW_T out_stage[BLOCK * ITEMS];
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
@@ -301,6 +302,12 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
         tile_base = xw_look_back(in, t, states, p, warp_counts);
         if (threadIdx.x == 0) atomicMax(&states[t], STATE_INCLUSIVE | (tile_base + tile_count));
     }
+    // With self_clearing: past its states (see the Vulkan twin), the tile counts itself done;
+    // the round trip overlaps the scatter.
+    if (p.self_clearing && threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(&counter[C_DONE], 1u) + 1 == p.tiles;
+    }
     // The last ticket: every block of the chunk has taken its own.
     if (threadIdx.x == 0 && t + 1 == p.tiles) {
         counter[C_TICKET] = 0;
@@ -319,16 +326,11 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
 #if OP == 2
-    // With self_clearing, the tile that finishes last (every other tile has published and read
-    // its last state by then) zeroes the tile states and the done counter.
+    // With self_clearing, the last tile to count itself done zeroes the tile states and the
+    // done counter.
     if (p.self_clearing) {
         __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            s_word = atomicAdd(&counter[C_DONE], 1u);
-        }
-        __syncthreads();
-        if (s_word + 1 == p.tiles) {
+        if (s_last) {
             __threadfence();
             for (unsigned int i = threadIdx.x; i < p.tiles; i += BLOCK) states[i] = 0;
             if (threadIdx.x == 0) counter[C_DONE] = 0;

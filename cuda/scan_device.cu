@@ -25,21 +25,16 @@ struct ScanDeviceParams {
 };
 
 #define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)
-#define XW_SELF_CLEARING 2u  // the last tile to finish zeroes the states and the two counters
+#define XW_SELF_CLEARING 2u  // the last tile to count itself done zeroes the states and counters
 
-// XW_SELF_CLEARING: the tile that finishes last (every other tile has published and read its
-// last state by then) zeroes the tile states and the launch's two counters (see the Vulkan
-// twin). Every thread calls it.
-__device__ __forceinline__ void finish_self_clearing(unsigned* counters, unsigned* flags, T* aggregates,
-                                                     T* inclusives, const ScanDeviceParams& p,
-                                                     unsigned& s_tile) {
+// XW_SELF_CLEARING, at the end of the tile: the last tile to count itself done (`last`, see
+// the kernel) zeroes the tile states and the launch's two counters (see the Vulkan twin). Every
+// thread calls it.
+__device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned* flags,
+                                                    T* aggregates, T* inclusives,
+                                                    const ScanDeviceParams& p, const unsigned& last) {
     __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        s_tile = atomicAdd(&counters[p.chunk + 1], 1u);
-    }
-    __syncthreads();
-    if (s_tile + 1 != p.tiles) return;
+    if (!last) return;
     __threadfence();
     const unsigned tiles = p.tile0 + p.tiles;
     // Packed states take two words a tile; otherwise a flag word and two values a tile.
@@ -341,6 +336,7 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
+    __shared__ unsigned s_last;  // XW_SELF_CLEARING: the last tile to count itself done
     if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
         if (i < p.tiles) flags[i] = 0;
@@ -393,6 +389,13 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     } else if (threadIdx.x == 0) {
         publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
     }
+    // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends
+    // look_back; tile 0 reads none) every thread has read its last one: thread 0 counts it
+    // done, and the count's round trip overlaps the output below.
+    if (p.clear == XW_SELF_CLEARING && threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == p.tiles;
+    }
 
     const T pre = xw_op(e, prefix);
     if (XW_TRANSPOSE) {
@@ -418,5 +421,5 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
             if (base + j < p.n) dst[base + j] = y;
         }
     }
-    if (p.clear == XW_SELF_CLEARING) finish_self_clearing(counters, flags, aggregates, inclusives, p, s_tile);
+    if (p.clear == XW_SELF_CLEARING) zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
 }

@@ -19,8 +19,8 @@
 // So a call is one RESET and one launch per chunk and window, and nothing runs after them. A
 // call of one chunk and one window may instead keep its counter words and tile states in the
 // device's counters buffer (`self_clearing`), which is zero whenever no launch runs: no RESET;
-// the last tile leaves the next base unwritten, and (STABLE) the tile that finishes last, by
-// the done counter, zeroes the tile states.
+// the last tile leaves the next base unwritten, and (STABLE) each tile counts itself done once
+// past the states, and the last of them zeroes the tile states after its scatter.
 // The base of chunk k is in slot k % 2 (`slot`): the launches of chunk k for other windows
 // still read it after the chunk has written slot (k + 1) % 2.
 //
@@ -124,6 +124,7 @@ shared uint sg_counts[gl_WorkGroupSize.x];
 shared uint s_word;
 shared uint s_ticket;
 shared int s_stalled;
+shared uint s_last_tile;  // STABLE with self_clearing: this tile was the last to count itself done
 shared T out_stage[TILE];
 
 // Where the chunk's output starts in the output binding, if it starts in this launch's window.
@@ -163,17 +164,13 @@ void finish_chunk(uvec2 base, uint count) {
     counter[next + 1u] = end.y;
 }
 
-// STABLE with self_clearing: the tile that finishes last (every other tile has published and
-// read its last state by then) zeroes the tile states and the done counter. Uniform control
-// flow.
-void finish_self_clearing() {
+// STABLE with self_clearing, at the end of the tile: the last tile to count itself done (after
+// its last use of the states, below) zeroes the tile states and the done counter. Uniform
+// control flow.
+void zero_states_if_last() {
     barrier();
-    if (gl_LocalInvocationIndex == 0u) {
-        s_word = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                           gl_SemanticsRelease);
-    }
-    barrier();
-    if (s_word + 1u != p.tiles) return;
+    if (s_last_tile == 0u) return;
+    // Acquire: every other tile's count, and so its use of the states, before the zeroing.
     memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
     for (uint i = gl_LocalInvocationIndex; i < p.tiles; i += gl_WorkGroupSize.x) {
         states[p.state0 + i] = 0u;
@@ -396,6 +393,14 @@ void main() {
             tile_base = look_back(t);
             if (local == 0u) atomicMax(states[p.state0 + t], STATE_INCLUSIVE | (tile_base + tile_count));
         }
+        // With self_clearing: the tile has published its last state and its invocations have
+        // read their last ones (the barrier that ends look_back), so it counts itself done; the
+        // count's round trip overlaps the scatter. Release: the publications come first.
+        if (p.self_clearing != 0u && local == 0u) {
+            uint before = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice,
+                                    gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+            s_last_tile = before + 1u == p.tiles ? 1u : 0u;
+        }
         // The last ticket: every workgroup of the chunk has taken its own.
         if (local == 0u && t + 1u == p.tiles) {
             counter[C_TICKET] = 0u;
@@ -413,7 +418,7 @@ void main() {
     barrier();
     uint out_first = out0 + tile_base;
     for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
-    if (OP == OP_STABLE && p.self_clearing != 0u) finish_self_clearing();
+    if (OP == OP_STABLE && p.self_clearing != 0u) zero_states_if_last();
 
 #if !defined(XW_COUNT64)
     if (OP == OP_UNORDERED && local == 0u && done + 1u == p.tiles) {

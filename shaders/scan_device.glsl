@@ -85,8 +85,9 @@ layout(push_constant) uniform Params {
 const uint CLEAR_LAUNCH = 1u;
 // p.clear: a scan of one launch whose tile states and counters lie in the device's counters
 // buffer (src/scan.rs), zero when the launch starts and zero again when it ends: counters[chunk]
-// numbers the tiles, counters[chunk + 1] counts the finished ones, and the tile that finishes
-// last zeroes the states and both counters (no clearing launch).
+// numbers the tiles, counters[chunk + 1] counts the tiles done with the states (each as soon as
+// its prefix is published, so the count's round trip overlaps the tile's output), and the last
+// of them zeroes the states and both counters after its output (no clearing launch).
 const uint SELF_CLEARING = 2u;
 
 shared T stage[gl_WorkGroupSize.x];
@@ -99,6 +100,7 @@ shared uint lb_flags[LB_WINDOW];  // its flag as read (the fallback's list)
 shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
 shared uint lb_gap[2];  // a tile above it has not published, per poll parity
 shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
+shared uint s_last_tile;  // SELF_CLEARING: this tile was the last to count itself done
 shared T s_value;
 
 #if !defined(XW_T_64)
@@ -387,19 +389,22 @@ T look_back(uint k, T total, uint local) {
     return s_value;
 }
 
-// SELF_CLEARING: the tile that finishes last (every other tile has published and read its last
-// state by then) zeroes the tile states and the launch's two counters. Uniform control flow.
-void finish_self_clearing(uint local) {
+// SELF_CLEARING, by invocation 0 once the tile has published its last state and every
+// invocation has read its last one (the barrier that ends look_back; tile 0 reads none): counts
+// the tile done, and s_last_tile tells whether it was the last of the launch (every other tile
+// is then past its states). Release: the tile's publications come before its count.
+void count_tile_done() {
+    uint before = atomicAdd(counters[p.chunk + 1u], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                            gl_SemanticsRelease);
+    s_last_tile = before + 1u == p.tiles ? 1u : 0u;
+}
+
+// SELF_CLEARING, at the end of the tile: the last tile to count itself done zeroes the tile
+// states and the launch's two counters. Uniform control flow.
+void zero_states_if_last(uint local) {
     barrier();
-    // Release: this tile's publications and reads of states come before its count.
-    if (local == 0u) {
-        s_word = atomicAdd(counters[p.chunk + 1u], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                           gl_SemanticsRelease);
-    }
-    barrier();
-    if (s_word + 1u != p.tiles) return;
-    // Acquire, in the last tile only: every other tile's count, and so its states, before the
-    // zeroing.
+    if (s_last_tile == 0u) return;
+    // Acquire: every other tile's count, and so its use of the states, before the zeroing.
     memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
     uint tiles = p.tile0 + p.tiles;
 #if defined(XW_STATE64)
@@ -471,6 +476,7 @@ void main() {
     } else if (local == 0u) {
         publish(k, FLAG_INCLUSIVE, total, true);
     }
+    if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
 
     T pre = xw_op(e, prefix);
 #if defined(XW_TRANSPOSE)
@@ -493,5 +499,5 @@ void main() {
         if (base + j < p.n) dst[base + j] = y;
     }
 #endif
-    if (p.clear == SELF_CLEARING) finish_self_clearing(local);
+    if (p.clear == SELF_CLEARING) zero_states_if_last(local);
 }

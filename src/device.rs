@@ -541,8 +541,8 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
-/// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (the device scan of
-/// one launch keeps its tile states there, [`crate::scan`]).
+/// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (scans and
+/// compactions of one launch keep their tile states there, [`crate::scan`], [`crate::compact`]).
 pub const COUNTER_BYTES: u64 = 64 << 10;
 
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for

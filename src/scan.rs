@@ -15,8 +15,8 @@
 //! look-back is one round trip. Vulkan promises no forward progress between workgroups, so a
 //! tile that waits too long for its predecessors reduces the unpublished ones
 //! itself: it cannot deadlock on any conformant device. [`Tuning::spin`] sets how long it
-//! waits; 0 always takes the fallback. A scan of one launch of at most
-//! [`SELF_CLEARING_MAX_TILES`] tiles keeps its tile states in the device's counters buffer
+//! waits; 0 always takes the fallback. A scan of one launch of at most 1024 tiles (CUDA; 512
+//! on Vulkan) keeps its tile states in the device's counters buffer
 //! ([`Device::counters`]), zero before it starts, and the tile that finishes last zeroes them
 //! again: no temporary and no clearing launch. Larger scans get fresh memory, whose flags a
 //! small kernel zeroes ahead of the scan; either way a call uploads nothing from the host.
@@ -76,12 +76,6 @@ const CLEAR_LAUNCH: u32 = 1;
 /// [`ScanDeviceParams::clear`]: the states lie in the device's counters buffer; the tile that
 /// finishes last zeroes them and the two counters.
 const SELF_CLEARING: u32 = 2;
-
-/// Most tiles of a scan that keeps its states in the device's counters buffer (one launch, no
-/// clearing launch). Measured on an H100 (NOTES.md version 19): without the clearing launch
-/// scans of 2^10 to 2^20 elements took 8-29% less time on both backends; at 2^22 (1024 tiles)
-/// Vulkan took 4-5% more.
-pub const SELF_CLEARING_MAX_TILES: usize = 512;
 
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
@@ -300,9 +294,11 @@ pub(crate) fn scan_segments<T: Reduce>(
     // before and after every launch: the tile that finishes last zeroes them again, so no
     // temporary and no clearing launch (its cost is most of a small scan's, NOTES.md version
     // 19). Others get fresh memory, zeroed by the scan kernel in its clearing mode first.
-    let shared = dev
-        .counters()
-        .filter(|c| launches == 1 && tiles <= SELF_CLEARING_MAX_TILES && bytes <= c.bytes());
+    let shared = dev.counters().filter(|c| {
+        launches == 1
+            && tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info())
+            && bytes <= c.bytes()
+    });
     let fresh;
     let state = match shared {
         Some(c) => c,

@@ -50,6 +50,21 @@ pub(crate) fn scan_lookback_tiles(info: &DeviceInfo, tiles: usize) -> u32 {
     }
 }
 
+/// Scan: the most tiles of a scan of one launch that keeps its tile states in the device's
+/// counters buffer instead of fresh memory zeroed by a clearing launch: 1024 on CUDA (2^22
+/// elements), 512 on Vulkan.
+///
+/// H100 (NOTES.md, version 19): without the clearing launch scans of 2^10 to 2^20 took 8–29%
+/// less time on both backends; at 1024 tiles CUDA 4% less, Vulkan 8% more; at 2048 and 4096
+/// tiles both took up to 10% more.
+pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
+    if info.backend == BackendKind::Cuda {
+        1024
+    } else {
+        512
+    }
+}
+
 /// Scan (CUDA twin only): whether a device-scan tile keeps each thread's partial folds in
 /// shared memory through the look-back (computing them again at the end) rather than in
 /// registers. The GLSL kernels always do.
