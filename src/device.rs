@@ -723,7 +723,8 @@ pub trait Device: Send + Sync {
             .map(|_| Ticket::new(self.id(), 0))
     }
     /// A buffer of [`COUNTER_BYTES`] bytes (32-bit words), allocated and zeroed when the device
-    /// opens, for kernels that count their finished workgroups within one launch. The contract:
+    /// opens, for kernels that count their finished workgroups within one launch, and for the
+    /// tile states of scans and compactions of one launch (no clearing launch). The contract:
     /// every word is zero whenever none of this device's launches runs, so a kernel that uses a
     /// word sets it back to zero before it finishes. This device runs its launches one after
     /// another, never two at once, so no two launches share a word. `None` where the backend
