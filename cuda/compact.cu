@@ -23,7 +23,8 @@
 // run) and then out in coalesced stores, BLOCK consecutive elements per step: the tile's output
 // run is contiguous in both orders.
 //
-// Variant constants: OP, ITEMS, BLOCK (threads per block).
+// Variant constants: OP, ITEMS, BLOCK (threads per block), SELF_CLEARING (1: launches with
+// self_clearing set, whose code only this variant has).
 
 struct CompactParams {
     unsigned int n;        // elements in this chunk
@@ -39,7 +40,7 @@ struct CompactParams {
     unsigned int spin;     // polls of an unpublished predecessor before counting its tile here
     unsigned int slot;     // the slot holding this chunk's base (0 or 1)
     unsigned int state0;   // this chunk's first tile state
-    unsigned int self_clearing;  // nonzero: the counters buffer's words, no RESET (see the Vulkan twin)
+    unsigned int self_clearing;  // nonzero: words of the counters buffer, no RESET (see the Vulkan twin)
     unsigned int pad1;
     unsigned int pad2;
 };
@@ -84,7 +85,9 @@ __device__ __forceinline__ void xw_finish_chunk(unsigned long long* total, unsig
                                                 unsigned int count) {
     const unsigned long long end = base + count;
     *total = end;
-    if (p.self_clearing) return;  // the only chunk: no next base, the word stays zero
+#if SELF_CLEARING
+    return;  // the only chunk: no next base, the word stays zero
+#endif
     const unsigned int next = C_BASE + C_LINE * (p.slot ^ 1u);
     counter[next] = (unsigned int)end;
     counter[next + 1] = (unsigned int)(end >> 32);
@@ -227,7 +230,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ unsigned int s_word;
     __shared__ unsigned int s_ticket;
+#if SELF_CLEARING
     __shared__ unsigned int s_last;  // STABLE with self_clearing: the last to count itself done
+#endif
     __shared__ XW_T out_stage[BLOCK * ITEMS];
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
@@ -304,10 +309,12 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     }
     // With self_clearing: past its states (see the Vulkan twin), the tile counts itself done;
     // the round trip overlaps the scatter.
-    if (p.self_clearing && threadIdx.x == 0) {
+#if SELF_CLEARING
+    if (threadIdx.x == 0) {
         __threadfence();
         s_last = atomicAdd(&counter[C_DONE], 1u) + 1 == p.tiles;
     }
+#endif
     // The last ticket: every block of the chunk has taken its own.
     if (threadIdx.x == 0 && t + 1 == p.tiles) {
         counter[C_TICKET] = 0;
@@ -325,10 +332,10 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
-#if OP == 2
+#if OP == 2 && SELF_CLEARING
     // With self_clearing, the last tile to count itself done zeroes the tile states and the
     // done counter.
-    if (p.self_clearing) {
+    {
         __syncthreads();
         if (s_last) {
             __threadfence();

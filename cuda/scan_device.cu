@@ -5,7 +5,9 @@
 // one warp before the window (below).
 // Variant constants: OP (0 sum, 2 min, 3 max), EXCLUSIVE, ITEMS, LB_TILES (look-back window:
 // tiles per thread), PARTIALS_IN_SHARED (32-bit types: each thread's partial folds stay in
-// shared memory through the look-back and are computed again at the end; 0: in registers).
+// shared memory through the look-back and are computed again at the end; 0: in registers),
+// SELF_CLEARING (1: launches with clear == XW_SELF_CLEARING, whose code only this variant has;
+// 0: the clearing launch and the launches after it).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
@@ -336,7 +338,9 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
+#if SELF_CLEARING
     __shared__ unsigned s_last;  // XW_SELF_CLEARING: the last tile to count itself done
+#endif
     if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
         if (i < p.tiles) flags[i] = 0;
@@ -389,13 +393,15 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
     } else if (threadIdx.x == 0) {
         publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
     }
+#if SELF_CLEARING
     // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends
     // look_back; tile 0 reads none) every thread has read its last one: thread 0 counts it
     // done, and the count's round trip overlaps the output below.
-    if (p.clear == XW_SELF_CLEARING && threadIdx.x == 0) {
+    if (threadIdx.x == 0) {
         __threadfence();
         s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == p.tiles;
     }
+#endif
 
     const T pre = xw_op(e, prefix);
     if (XW_TRANSPOSE) {
@@ -421,5 +427,7 @@ extern "C" __global__ __launch_bounds__(XW_SCAN_BLOCK) void scan_device(
             if (base + j < p.n) dst[base + j] = y;
         }
     }
-    if (p.clear == XW_SELF_CLEARING) zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
+#if SELF_CLEARING
+    zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
+#endif
 }

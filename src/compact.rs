@@ -481,6 +481,7 @@ impl Launcher<'_> {
         // GLSL kernels take the workgroup size from constant 0.
         if self.info.backend == BackendKind::Cuda {
             consts.push(("BLOCK", BLOCK));
+            consts.push(("SELF_CLEARING", u32::from(self.self_clearing)));
         }
         self.dev.launch(&Launch {
             kernel: Kernel {

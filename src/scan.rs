@@ -324,6 +324,7 @@ pub(crate) fn scan_segments<T: Reduce>(
     if dev.info().backend == BackendKind::Cuda {
         let partials = crate::tuning::scan_partials_in_shared(T::KIND);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
+        consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
     }
     let kernel = Kernel {
         name: crate::tuning::scan_kernel(dev.info(), T::KIND),

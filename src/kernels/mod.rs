@@ -691,7 +691,7 @@ layout(push_constant) uniform Params {
     fn cuda_constants_and_struct_are_checked() {
         let k = kernel("compact").unwrap();
         let cu = "struct CompactParams { unsigned int n; };
-template <bool CG> __device__ int f() { return CG ? ITEMS : 0; }
+template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
 #if OP == 0 || EXTRA
@@ -702,7 +702,7 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
         let files = vec![("compact.cu".to_string(), cu.to_string())];
         let iface = source::cuda_interface("compact", &files);
         let found: Vec<&str> = iface.constants.iter().map(|c| c.0.as_str()).collect();
-        assert_eq!(found, ["ITEMS", "BLOCK", "OP", "EXTRA"]);
+        assert_eq!(found, ["ITEMS", "SELF_CLEARING", "BLOCK", "OP", "EXTRA"]);
         let errors = source::check_cuda(k, &iface);
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(

@@ -414,6 +414,14 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: &[256],
             },
+            // The counter words and tile states in the device's counters buffer (no RESET):
+            // a variant of its own on CUDA, so that the other keeps the code before it (the
+            // GLSL kernels read `self_clearing` from the parameters).
+            Const {
+                name: "SELF_CLEARING",
+                on: On::Cuda,
+                values: OFF_ON,
+            },
         ],
         cuda: true,
         params: Some(&COMPACT_PARAMS),
@@ -622,6 +630,15 @@ pub const KERNELS: &[KernelDef] = &[
                 name: "PARTIALS_IN_SHARED",
                 on: On::Cuda,
                 values: &[1, 0],
+            },
+            // The tile states in the device's counters buffer (no clearing launch): a variant
+            // of its own on CUDA, whose other keeps the code before it (NOTES.md version 19:
+            // with the tail in every variant the scan of 2^28 took 4-10% more); the GLSL
+            // kernels read `clear` from the parameters.
+            Const {
+                name: "SELF_CLEARING",
+                on: On::Cuda,
+                values: OFF_ON,
             },
         ],
         cuda: true,
