@@ -120,6 +120,21 @@ pub fn for_each_device(mut f: impl FnMut(&TestDevice)) {
     }
 }
 
+/// Fails, naming `what`, unless every word of the device's counters buffer
+/// ([`xwarp::Device::counters`]) is zero: the contract every launch that uses it keeps. Devices
+/// without one pass.
+pub fn assert_counters_zero(dev: &dyn xwarp::Device, what: &str) {
+    let Some(counters) = dev.counters() else {
+        return;
+    };
+    let words = (counters.bytes() / 4) as usize;
+    let view = xwarp::DeviceVec::<u32>::from_raw(counters.clone(), words).unwrap();
+    let left = view.to_vec(dev).unwrap();
+    if let Some(w) = left.iter().position(|&w| w != 0) {
+        panic!("{what}: counters word {w} is {:#x} afterwards", left[w]);
+    }
+}
+
 /// A fresh seed per run, printed so a failure can be replayed with `XWARP_SEED`.
 pub fn seed() -> u64 {
     let seed = std::env::var("XWARP_SEED")
