@@ -31,6 +31,9 @@ const uint SUBNORMALS = 2u;
 const uint SUBNORMALS = 0u;
 #endif
 
+// Branch-free OR of two bools (`||` may become a branch in SPIR-V).
+bool xw_or(bool a, bool b) { return any(bvec2(a, b)); }
+
 // Unsigned 64-bit integers as (low word, high word), in 32-bit operations (no shaderInt64).
 uvec2 xw_u64_shl(uvec2 m, uint s) {
     if (s == 0u) return m;
@@ -316,6 +319,54 @@ T xw_mul(T a, T b) {
     }
     return r;
 }
+
+// The exact arithmetic in batches (SUBNORMALS 1): a kernel folds a run of sums or products in
+// the driver's arithmetic, testing each result beside the chain (xw_sum_fast, xw_mul_fast: no
+// branch), and computes the run again with xw_add and xw_mul only where a test failed. The
+// tests are xw_add's and xw_mul's, so the bits are the same either way; the per-operation
+// branch (and the divergence bookkeeping around it) leaves the hot loop.
+// The tests as float comparisons of the result's magnitude, one instruction each beside the
+// chain: a flushed result compares as zero, a NaN fails every comparison. |a + b| below
+// 2^(emin + prec + 1) (the smallest value of biased exponent XW_SUM_FAST_EXP) is xw_add's
+// test: a NaN sum passes (it came from NaN or infinite operands). A product must be normal or
+// infinite: zero, subnormal (flushed) and NaN (a flushed operand times an infinity) fail.
+#if defined(XW_TYPE_F32)
+T xw_sum_fast_min() { return uintBitsToFloat(XW_SUM_FAST_EXP << 23); }
+#else
+T xw_sum_fast_min() { return packDouble2x32(uvec2(0u, XW_SUM_FAST_EXP << 20)); }
+#endif
+// a + b natively; `slow` set where the driver's sum may differ from the exact one.
+T xw_sum_fast(T a, T b, inout bool slow) {
+    precise T r = a + b;
+    slow = xw_or(slow, abs(r) < xw_sum_fast_min());
+    return r;
+}
+// a * b natively; `slow` set unless the product is normal or infinite.
+T xw_mul_fast(T a, T b, inout bool slow) {
+    precise T r = a * b;
+    slow = xw_or(slow, !(abs(r) >= xw_smallest_normal(0u)));
+    return r;
+}
+
+#if defined(XW_TYPE_F32)
+// Min and max of f32 as unsigned integers: the order key of min (xw_min_key) and of max
+// (xw_max_key) is xw_order_key rotated so that every NaN orders above every other value (min)
+// or below it (max); the other values keep the order of xw_below, -0.0 below +0.0. Keys are
+// a bijection of the bits, so equal keys are equal bits, and the minNum (maxNum) fold of a
+// run, left to right from a NaN accumulator, is the value of the least (greatest) key unless
+// every element is NaN: then it is the run's last element ("a NaN `a` yields `b`").
+const uint XW_KEY_ROTATE = 0x007fffffu;  // the order key of -inf
+uint xw_min_key(T v) { return xw_order_key(v) - XW_KEY_ROTATE; }
+uint xw_max_key(T v) { return xw_order_key(v) + XW_KEY_ROTATE; }
+// Keys of min at or above this one, and of max at or below this one, are NaN.
+const uint XW_MIN_KEY_NAN = 0xff000002u;
+const uint XW_MAX_KEY_NAN = 0x00fffffdu;
+T xw_from_order_key(uint k) {
+    return uintBitsToFloat((k >> 31) != 0u ? k & 0x7fffffffu : ~k);
+}
+T xw_from_min_key(uint k) { return xw_from_order_key(k + XW_KEY_ROTATE); }
+T xw_from_max_key(uint k) { return xw_from_order_key(k - XW_KEY_ROTATE); }
+#endif
 
 // minNum and maxNum with -0.0 < +0.0: a NaN `a` yields `b`, a NaN `b` loses every comparison,
 // and both NaN yields `b`. Natively, equal values differ at most in the sign of a zero: OR of

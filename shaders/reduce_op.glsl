@@ -32,6 +32,16 @@ T xw_op(T a, T b) {
 #endif
 }
 
+// xw_op on a fold's fast path: exact float sums (SUBNORMALS 1) take the driver's sum and set
+// `slow` where it may differ from xw_add's (the caller then folds again with xw_op); every
+// other operator is xw_op and leaves `slow` alone.
+T xw_op_fast(T a, T b, inout bool slow) {
+#ifdef XW_T_FLOAT
+    if (OP == 0u && SUBNORMALS == 1u) return xw_sum_fast(a, b, slow);
+#endif
+    return xw_op(a, b);
+}
+
 T xw_identity() {
 #ifdef XW_T_FLOAT
     if (OP == 0u) return xw_neg_zero();

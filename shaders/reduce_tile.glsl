@@ -44,6 +44,44 @@ T block_total(T v, uint local) {
     return v;
 }
 
+// Whether f32 min and max fold a thread's run as integer keys (float_ops.glsl: the same bits
+// as the fold of xw_min or xw_max; not where the kernels flush, SUBNORMALS 2).
+#if defined(XW_TYPE_F32)
+const bool XW_KEY_FOLD = (OP == 2u || OP == 3u) && SUBNORMALS != 2u;
+#else
+const bool XW_KEY_FOLD = false;
+#endif
+
+// acc = the fold of x_[0] .. x_[ITEMS - 1] onto acc, in order. Exact f32 sums (SUBNORMALS 1)
+// are taken natively with their tests beside (xw_sum_fast) and folded again exactly where one
+// failed; f32 min and max fold keys, one integer min or max an element.
+#if defined(XW_TYPE_F32)
+#define XW_FOLD_ITEMS(acc, x_)                                                               \
+    if (XW_KEY_FOLD) {                                                                       \
+        uint m_ = OP == 2u ? 0xffffffffu : 0u;                                               \
+        [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                    \
+            m_ = OP == 2u ? min(m_, xw_min_key(x_[k_])) : max(m_, xw_max_key(x_[k_]));       \
+        }                                                                                    \
+        bool nan_ = OP == 2u ? m_ >= XW_MIN_KEY_NAN : m_ <= XW_MAX_KEY_NAN;                  \
+        T r_ = OP == 2u ? xw_from_min_key(m_) : xw_from_max_key(m_);                         \
+        acc = xw_op(acc, nan_ ? x_[ITEMS - 1u] : r_);                                        \
+    } else if (OP == 0u && SUBNORMALS == 1u) {                                               \
+        bool slow_ = false;                                                                  \
+        T a_ = acc;                                                                          \
+        [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) a_ = xw_sum_fast(a_, x_[k_], slow_); \
+        if (slow_) {                                                                         \
+            a_ = acc;                                                                        \
+            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) a_ = xw_op(a_, x_[k_]);          \
+        }                                                                                    \
+        acc = a_;                                                                            \
+    } else {                                                                                 \
+        [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);            \
+    }
+#else
+#define XW_FOLD_ITEMS(acc, x_)                                                               \
+    [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);
+#endif
+
 // acc = the fold, in order, of ARRAY[base + k * block + local] for k = 0 .. ITEMS-1 (elements at
 // or past n skipped): each invocation's part of the tile starting at `base`. A whole tile issues
 // every load before the first fold.
@@ -56,7 +94,7 @@ T block_total(T v, uint local) {
             T x_[ITEMS];                                                                     \
             [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_)                                  \
                 x_[k_] = ARRAY[b_ + k_ * block_ + local_];                                   \
-            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);        \
+            XW_FOLD_ITEMS(acc, x_);                                                          \
         } else {                                                                             \
             [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                \
                 uint i_ = b_ + k_ * block_ + local_;                                         \

@@ -15,11 +15,29 @@
 // lane 0, op(E, id) for the first tile): for min/max after an all-NaN prefix that gives the
 // identity's NaN, not the input's payload, on every backend and in the CPU reference alike.
 
+#if defined(XW_SUBNORMALS_EXACT)
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
+
 // Inclusive Kogge-Stone scan of a 32-lane logical warp. When the warp spans several subgroups
 // every level goes through shared memory (a shift up crosses subgroups); call in uniform
 // control flow.
 T warp_inclusive(T v, uint local) {
     uint lane = local % XW_WARP;
+#if defined(XW_SUBNORMALS_EXACT)
+    if (OP == 0u && gl_SubgroupSize >= XW_WARP) {
+        // Exact float sums in one batch (reduce_op.glsl's xw_op_fast): the driver's sums with
+        // their tests, kept unless a test failed in the subgroup (whose shuffles the exact
+        // steps below need).
+        bool slow = false;
+        T x = v;
+        for (uint d = 1u; d < XW_WARP; d <<= 1u) {
+            T o = xw_shuffle_up(x, d);
+            if (lane >= d) x = xw_op_fast(o, x, slow);
+        }
+        if (!subgroupAny(slow)) return x;
+    }
+#endif
     for (uint d = 1u; d < XW_WARP; d <<= 1u) {
         T o;
         if (gl_SubgroupSize >= XW_WARP) {
@@ -62,9 +80,18 @@ void block_prefix(T thread_total, uint local, out T prefix, out T total) {
     T wp = xw_identity();
     T all = xw_identity();
     uint warps = gl_WorkGroupSize.x / XW_WARP;
+    // Exact float sums: natively with their tests first, again exactly where one failed.
+    bool slow = false;
     for (uint w = 0u; w < warps; ++w) {
         if (w == warp) wp = all;
-        all = xw_op(all, warp_totals[w]);
+        all = xw_op_fast(all, warp_totals[w], slow);
+    }
+    if (slow) {
+        all = xw_identity();
+        for (uint w = 0u; w < warps; ++w) {
+            if (w == warp) wp = all;
+            all = xw_op(all, warp_totals[w]);
+        }
     }
     barrier();
     prefix = xw_op(wp, excl);

@@ -457,7 +457,18 @@ void main() {
     // The invocation's elements stay in shared memory through the look-back, and their partial
     // folds are computed again at the end (the same fold, so the same bits): ITEMS fewer live
     // registers while the tile waits.
-    for (uint j = 0u; j < ITEMS; ++j) acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+    // Exact float sums: natively with their tests, again exactly where one failed (the same
+    // bits; reduce_op.glsl's xw_op_fast).
+    bool slow = false;
+    for (uint j = 0u; j < ITEMS; ++j) {
+        acc = xw_op_fast(acc, tile_stage[xw_pad(local * ITEMS + j)], slow);
+    }
+    if (slow) {
+        acc = xw_identity();
+        [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+            acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
+        }
+    }
 #else
     T s[ITEMS];
     for (uint j = 0u; j < ITEMS; ++j) {
@@ -480,13 +491,27 @@ void main() {
 
     T pre = xw_op(e, prefix);
 #if defined(XW_TRANSPOSE)
-    // Each invocation rewrites only its own elements, in place.
+    // Each invocation rewrites only its own elements, in place; where an exact float sum's
+    // test failed, it writes them again exactly from the input (which the first pass
+    // overwrote in shared memory).
     T part = xw_identity();
+    bool slow_out = false;
     for (uint j = 0u; j < ITEMS; ++j) {
         uint at = xw_pad(local * ITEMS + j);
         T before = part;
-        part = xw_op(part, tile_stage[at]);
-        tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
+        part = xw_op_fast(part, tile_stage[at], slow_out);
+        tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op_fast(pre, before, slow_out))
+                                         : xw_op_fast(pre, part, slow_out);
+    }
+    if (slow_out) {
+        part = xw_identity();
+        [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+            uint i = tile_base + local * ITEMS + j;
+            T before = part;
+            part = xw_op(part, i < p.n ? src[i] : xw_identity());
+            tile_stage[xw_pad(local * ITEMS + j)] =
+                EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
+        }
     }
     barrier();
     for (uint i = 0u; i < ITEMS; ++i) {

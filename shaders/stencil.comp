@@ -62,6 +62,17 @@ T load(uint t, int d) {
 
 // The documented order, no contraction: bit-identical on every device.
 T average(T m2, T m1, T c, T p1, T p2) {
+    if (SUBNORMALS == 1u) {
+        // The exact arithmetic in one batch (float_ops.glsl): the driver's products and sums
+        // with their tests beside, and the exact ones below only where a test failed.
+        bool slow = false;
+        T y = xw_sum_fast(xw_mul_fast(weight(0u), m2, slow), xw_mul_fast(weight(1u), m1, slow),
+                          slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(2u), c, slow), slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(3u), p1, slow), slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(4u), p2, slow), slow);
+        if (!slow) return y;
+    }
     T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
     y = xw_add(y, xw_mul(weight(2u), c));
     y = xw_add(y, xw_mul(weight(3u), p1));

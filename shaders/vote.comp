@@ -46,6 +46,7 @@ void main() {
     uint lane = local % XW_WARP;
     T a = xw_pred_operand(p.a_lo, p.a_hi);
     T b = xw_pred_operand(p.b_lo, p.b_hi);
+    uint code = xw_pred_code(p.pred, a, b);
     T v[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint i = first + r * block + local;
@@ -56,7 +57,7 @@ void main() {
         if (first + r * block >= p.n) break;
         uint i = first + r * block + local;
         bool live = i < p.n;
-        bool pass = live && xw_predicate(v[r], p.pred, a, b);
+        bool pass = live && xw_predicate(v[r], code, a, b);
 
         uint ballot, live_mask, any_pass, all_pass, popc, ffs, rank;
         bool elected;

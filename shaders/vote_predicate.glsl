@@ -10,6 +10,15 @@ const uint XW_PRED_NONZERO = 2u;
 const uint XW_PRED_GREATER = 3u;
 const uint XW_PRED_LESS = 4u;
 const uint XW_PRED_IN_RANGE = 5u;
+// The exact f32 variant's comparisons against operands that cannot meet a flushed element
+// (xw_pred_code): the driver's comparison.
+const uint XW_PRED_NATIVE_GREATER = 6u;
+const uint XW_PRED_NATIVE_LESS = 7u;
+const uint XW_PRED_NATIVE_IN_RANGE = 8u;
+// The exact f32 variant's comparisons whose passing bits form one interval (xw_pred_code).
+const uint XW_PRED_ONE_GREATER = 9u;
+const uint XW_PRED_ONE_LESS = 10u;
+const uint XW_PRED_ONE_IN_RANGE = 11u;
 
 // An operand from its two parameter words.
 T xw_pred_operand(uint lo, uint hi) {
@@ -75,9 +84,86 @@ bool xw_is_even(T v) { return (v & T(1)) == T(0); }
 bool xw_is_odd(T v) { return (v & T(1)) != T(0); }
 #endif
 
+#if defined(XW_TYPE_F32)
+// The exact comparisons (SUBNORMALS 1) as the elements whose bits lie in one of two intervals,
+// (lo, width) pairs of (x, y) and (z, w): u passes when u - lo < width (unsigned). Bits order
+// the non-negative values upwards from +0.0 (0) to +inf (0x7f800000) and the negative ones
+// downwards from -0.0 (0x80000000) to -inf (0xff800000); NaN bits lie in neither range. A
+// zero operand is taken as the zero of the sign that makes -0.0 == +0.0 (a < v as +0.0 < v,
+// v < a as v < -0.0, a <= v as -0.0 <= v, v <= b as v <= +0.0); a NaN operand passes nothing.
+// The operands are uniform, so this is computed once, and an element costs four integer
+// operations.
+uvec2 xw_bits_between(uint lo, uint hi) { return uvec2(lo, hi - lo + 1u); }
+uvec4 xw_pred_intervals(uint code, T a, T b) {
+    const uvec2 none = uvec2(0u);
+    const uvec2 positives = xw_bits_between(0u, 0x7f800000u);
+    const uvec2 negatives = xw_bits_between(0x80000000u, 0xff800000u);
+    if (xw_isnan(a) || (code == XW_PRED_IN_RANGE && xw_isnan(b))) return uvec4(none, none);
+    bool zero_a = xw_is_zero(a);
+    uint ua = floatBitsToUint(a);
+    if (code == XW_PRED_GREATER) {
+        if (zero_a) ua = 0u;
+        // Above a non-negative a: larger non-negative bits. Above a negative a: every
+        // non-negative value and the negative ones of smaller magnitude.
+        if (ua < 0x80000000u) return uvec4(xw_bits_between(ua + 1u, 0x7f800000u), none);
+        return uvec4(positives, xw_bits_between(0x80000000u, ua - 1u));
+    }
+    if (code == XW_PRED_LESS) {
+        if (zero_a) ua = 0x80000000u;
+        if (ua >= 0x80000000u) return uvec4(xw_bits_between(ua + 1u, 0xff800000u), none);
+        return uvec4(negatives, ua == 0u ? none : xw_bits_between(0u, ua - 1u));
+    }
+    uint ub = floatBitsToUint(b);
+    if (zero_a) ua = 0x80000000u;
+    if (xw_is_zero(b)) ub = 0u;
+    bool neg_a = ua >= 0x80000000u;
+    bool neg_b = ub >= 0x80000000u;
+    if (!neg_a && !neg_b) return uvec4(ua <= ub ? xw_bits_between(ua, ub) : none, none);
+    if (neg_a && neg_b) return uvec4(ub <= ua ? xw_bits_between(ub, ua) : none, none);
+    // a negative and b non-negative: [a, -0.0] and [+0.0, b]; the other way round, nothing.
+    if (!neg_a) return uvec4(none, none);
+    return uvec4(xw_bits_between(0x80000000u, ua), xw_bits_between(0u, ub));
+}
+
+// The code a kernel passes to xw_predicate for a call with operands a and b: on the exact f32
+// variant a comparison against normal, infinite or NaN operands becomes the driver's comparison
+// (a subnormal element, flushed to a zero of its sign, stays on the same side of every such
+// operand); against zero or subnormal operands it stays the exact comparison, by one interval
+// of bits where the second is empty. Call once per launch (the operands are uniform) and
+// switch on the result, so each loop holds one path.
+uint xw_pred_code(uint code, T a, T b) {
+    if (SUBNORMALS != 1u || code < XW_PRED_GREATER || code > XW_PRED_IN_RANGE) return code;
+    bool normal = xw_biased_exp(a) != 0u && (code != XW_PRED_IN_RANGE || xw_biased_exp(b) != 0u);
+    if (normal) return code + (XW_PRED_NATIVE_GREATER - XW_PRED_GREATER);
+    // Zero or subnormal operands: the bit intervals, one where the second is empty (`x > 0`).
+    bool one = xw_pred_intervals(code, a, b).w == 0u;
+    return one ? code + (XW_PRED_ONE_GREATER - XW_PRED_GREATER) : code;
+}
+#else
+uint xw_pred_code(uint code, T a, T b) { return code; }
+#endif
+
 // Whether v passes predicate `code` with operands a and b (IEEE comparisons: NaN fails all but
 // nonzero).
 bool xw_predicate(T v, uint code, T a, T b) {
+#if defined(XW_TYPE_F32)
+    if (SUBNORMALS == 1u && code >= XW_PRED_ONE_GREATER) {
+        // One interval of bits (xw_pred_code): two integer operations an element.
+        uvec4 r = xw_pred_intervals(code - (XW_PRED_ONE_GREATER - XW_PRED_GREATER), a, b);
+        return floatBitsToUint(v) - r.x < r.y;
+    }
+    if (SUBNORMALS == 1u && code >= XW_PRED_NATIVE_GREATER) {
+        // Operands that xw_pred_code found normal, infinite or NaN: the driver's comparison.
+        if (code == XW_PRED_NATIVE_GREATER) return a < v;
+        if (code == XW_PRED_NATIVE_LESS) return v < a;
+        return a <= v && v <= b;
+    }
+    if (SUBNORMALS == 1u && code >= XW_PRED_GREATER) {
+        uvec4 r = xw_pred_intervals(code, a, b);
+        uint u = floatBitsToUint(v);
+        return u - r.x < r.y || u - r.z < r.w;
+    }
+#endif
     switch (code) {
     case XW_PRED_EVEN: return xw_is_even(v);
     case XW_PRED_ODD: return xw_is_odd(v);

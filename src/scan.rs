@@ -56,7 +56,10 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{
+    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures, Subnormals,
+};
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::{ScanDeviceParams, ScanParams};
 use crate::plan;
@@ -116,7 +119,20 @@ fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp, ops: SubgroupFeatures) -> Re
     if !matches!(op, ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) {
         return Err(Error::invalid("op", op, "sum, min or max"));
     }
-    plan::require(dev.info(), T::KIND, ops)
+    let info = dev.info();
+    // The exact float variants (devices that flush subnormals, `Subnormals::Emulated`) ask the
+    // subgroup whether any of its sums left the fast range (`subgroupAny`).
+    let exact = match T::KIND {
+        ElemKind::F32 => info.subnormals_f32 == Subnormals::Emulated,
+        ElemKind::F64 => info.subnormals_f64 == Subnormals::Emulated,
+        _ => false,
+    };
+    let ops = if exact {
+        SubgroupFeatures(ops.0 | SubgroupFeatures::VOTE.0)
+    } else {
+        ops
+    };
+    plan::require(info, T::KIND, ops)
 }
 
 /// Checks `op` for a scan and that the device runs the scan kernels for `T`.

@@ -881,9 +881,29 @@ fn on_devices<T: Float>(rng: &mut Rng) {
     }
 }
 
+/// Min and max over NaNs alone give the last element's payload (every fold keeps the later NaN):
+/// on whole tiles, where an invocation folds its elements' order keys (`reduce_tile.glsl`), and
+/// over several tiles, whose totals are folded the same way.
+fn nan_only_on_devices<T: Float>(rng: &mut Rng) {
+    use common::check_on_every_device;
+    use xwarp::reduce::device_reduce_host;
+    for n in [4096, 3 * 4096 + 5, (1 << 20) + 1] {
+        for o in [ReduceOp::Min, ReduceOp::Max] {
+            let x: Vec<T> = (0..n).map(|_| nan_with_payload(rng)).collect();
+            check_on_every_device(
+                &label::<T>("device reduce", o, n, "-", "NaNs only"),
+                &[text_device_reduce(o, &x).0],
+                |d| device_reduce_host(d, o, &x).map(|v| vec![v]),
+            );
+        }
+    }
+}
+
 #[test]
 fn the_devices_follow_the_text() {
     let mut rng = Rng::new(seed());
     on_devices::<f32>(&mut rng);
     on_devices::<f64>(&mut rng);
+    nan_only_on_devices::<f32>(&mut rng);
+    nan_only_on_devices::<f64>(&mut rng);
 }

@@ -489,6 +489,85 @@ fn predicates_f64() {
     predicates::<f64>();
 }
 
+/// Comparisons against every kind of `f32` threshold (zeros of both signs, subnormals, the
+/// smallest normals, ones, the largest finite values, infinities, NaN) over elements of every
+/// kind: the exact kernels take the driver's comparison or the elements' bit intervals by the
+/// threshold (`shaders/vote_predicate.glsl`), and vote and both compactions must agree with the
+/// CPU for each.
+#[test]
+fn comparisons_against_every_kind_of_threshold_f32() {
+    use xwarp::compact::{Order, Tuning};
+    use xwarp::vote::Predicate;
+    let specials: Vec<f32> = [
+        0x0000_0000u32,
+        0x8000_0000,
+        0x0000_0001,
+        0x8000_0001,
+        0x0040_0000,
+        0x8040_0000,
+        0x007f_ffff,
+        0x807f_ffff,
+        0x0080_0000,
+        0x8080_0000,
+        0x0080_0001,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0001,
+        0xffc0_0123,
+    ]
+    .map(f32::from_bits)
+    .to_vec();
+    let mut rng = Rng::new(seed());
+    let input: Vec<f32> = (0..4097)
+        .map(|_| specials[rng.below(specials.len() as u64) as usize])
+        .collect();
+    let mut preds = Vec::new();
+    for &t in &specials {
+        preds.extend([Predicate::Greater(t), Predicate::Less(t)]);
+        for &hi in &specials {
+            if t <= hi {
+                preds.push(Predicate::InRange { lo: t, hi });
+            }
+        }
+    }
+    for pred in preds {
+        let want_vote = xwarp::cpu::vote::vote(pred, &input).to_words();
+        let vote_poison = poison_value(&want_vote);
+        let poison = poison_value(&input);
+        for_each_device(|d| {
+            if flushes(d, ElemKind::F32) {
+                return;
+            }
+            let got = run_vote(&*d.dev, pred, &input, vote_poison)
+                .unwrap_or_else(|e| panic!("{}: vote {pred}: {e}", d.label));
+            assert!(
+                got == want_vote,
+                "{}: vote {pred}: {:?}",
+                d.label,
+                first_mismatch(&want_vote, &got)
+            );
+            for order in [Order::Stable, Order::Unordered] {
+                let (count, out) = expected_output(order, pred, &input, poison);
+                let want = comparable(order, count, &out);
+                let (count, out) =
+                    run_compact(&*d.dev, order, pred, &input, poison, Tuning::default())
+                        .unwrap_or_else(|e| panic!("{}: compact {order} {pred}: {e}", d.label));
+                let got = comparable(order, count, &out);
+                assert!(
+                    got == want,
+                    "{}: compact {order} {pred}: {:?}",
+                    d.label,
+                    first_mismatch(&want, &got)
+                );
+            }
+        });
+    }
+}
+
 /// A sample about the subnormal range of `T` (`f32` or `f64`): subnormals of both signs (half of
 /// them), zeros of both signs, normals of a few times the smallest normal, hard values (NaN
 /// payloads, infinities, large magnitudes).
