@@ -182,8 +182,9 @@ void zero_states_if_last() {
 #include "tile_ballot.glsl"
 
 bool passes(uint i) {
-    return i < p.n && xw_predicate(src[i], p.pred, xw_pred_operand(p.a_lo, p.a_hi),
-                                   xw_pred_operand(p.b_lo, p.b_hi));
+    T a = xw_pred_operand(p.a_lo, p.a_hi);
+    T b = xw_pred_operand(p.b_lo, p.b_hi);
+    return i < p.n && xw_predicate(src[i], xw_pred_code(p.pred, a, b), a, b);
 }
 
 // The first element of the caller's subgroup's run in tile t.

@@ -31,9 +31,6 @@ const uint SUBNORMALS = 2u;
 const uint SUBNORMALS = 0u;
 #endif
 
-// Branch-free OR of two bools (`||` may become a branch in SPIR-V).
-bool xw_or(bool a, bool b) { return any(bvec2(a, b)); }
-
 // Unsigned 64-bit integers as (low word, high word), in 32-bit operations (no shaderInt64).
 uvec2 xw_u64_shl(uvec2 m, uint s) {
     if (s == 0u) return m;
@@ -330,21 +327,27 @@ T xw_mul(T a, T b) {
 // 2^(emin + prec + 1) (the smallest value of biased exponent XW_SUM_FAST_EXP) is xw_add's
 // test: a NaN sum passes (it came from NaN or infinite operands). A product must be normal or
 // infinite: zero, subnormal (flushed) and NaN (a flushed operand times an infinity) fail.
+// (Literals, exact powers of two: 2^-101 and 2^-126, f64 2^-968 and 2^-1022. glslang
+// evaluates `a || b` without a branch only where b is a plain variable or constant: hence `t`.)
 #if defined(XW_TYPE_F32)
-T xw_sum_fast_min() { return uintBitsToFloat(XW_SUM_FAST_EXP << 23); }
+const T XW_SUM_FAST_MIN = 3.9443045261050590271e-31;
+const T XW_MIN_NORMAL = 1.1754943508222875080e-38;
 #else
-T xw_sum_fast_min() { return packDouble2x32(uvec2(0u, XW_SUM_FAST_EXP << 20)); }
+const T XW_SUM_FAST_MIN = 4.0083367200179456e-292lf;
+const T XW_MIN_NORMAL = 2.2250738585072014e-308lf;
 #endif
 // a + b natively; `slow` set where the driver's sum may differ from the exact one.
 T xw_sum_fast(T a, T b, inout bool slow) {
     precise T r = a + b;
-    slow = xw_or(slow, abs(r) < xw_sum_fast_min());
+    bool t = abs(r) < XW_SUM_FAST_MIN;
+    slow = slow || t;
     return r;
 }
 // a * b natively; `slow` set unless the product is normal or infinite.
 T xw_mul_fast(T a, T b, inout bool slow) {
     precise T r = a * b;
-    slow = xw_or(slow, !(abs(r) >= xw_smallest_normal(0u)));
+    bool t = !(abs(r) >= XW_MIN_NORMAL);
+    slow = slow || t;
     return r;
 }
 

@@ -131,12 +131,17 @@ uvec4 xw_pred_intervals(uint code, T a, T b) {
 // operand); against zero or subnormal operands it stays the exact comparison, by one interval
 // of bits where the second is empty. Call once per launch (the operands are uniform) and
 // switch on the result, so each loop holds one path.
+// The bit intervals of the comparison of the last xw_pred_code call (exact f32 only): set once
+// per launch, outside the loops, so an element's test does not recompute them.
+uvec4 xw_pred_bits = uvec4(0u);
+
 uint xw_pred_code(uint code, T a, T b) {
     if (SUBNORMALS != 1u || code < XW_PRED_GREATER || code > XW_PRED_IN_RANGE) return code;
+    xw_pred_bits = xw_pred_intervals(code, a, b);
     bool normal = xw_biased_exp(a) != 0u && (code != XW_PRED_IN_RANGE || xw_biased_exp(b) != 0u);
     if (normal) return code + (XW_PRED_NATIVE_GREATER - XW_PRED_GREATER);
     // Zero or subnormal operands: the bit intervals, one where the second is empty (`x > 0`).
-    bool one = xw_pred_intervals(code, a, b).w == 0u;
+    bool one = xw_pred_bits.w == 0u;
     return one ? code + (XW_PRED_ONE_GREATER - XW_PRED_GREATER) : code;
 }
 #else
@@ -144,13 +149,13 @@ uint xw_pred_code(uint code, T a, T b) { return code; }
 #endif
 
 // Whether v passes predicate `code` with operands a and b (IEEE comparisons: NaN fails all but
-// nonzero).
+// nonzero). `code` comes from xw_pred_code(p.pred, a, b), which prepares the exact variant's
+// bit intervals.
 bool xw_predicate(T v, uint code, T a, T b) {
 #if defined(XW_TYPE_F32)
     if (SUBNORMALS == 1u && code >= XW_PRED_ONE_GREATER) {
         // One interval of bits (xw_pred_code): two integer operations an element.
-        uvec4 r = xw_pred_intervals(code - (XW_PRED_ONE_GREATER - XW_PRED_GREATER), a, b);
-        return floatBitsToUint(v) - r.x < r.y;
+        return floatBitsToUint(v) - xw_pred_bits.x < xw_pred_bits.y;
     }
     if (SUBNORMALS == 1u && code >= XW_PRED_NATIVE_GREATER) {
         // Operands that xw_pred_code found normal, infinite or NaN: the driver's comparison.
@@ -159,9 +164,11 @@ bool xw_predicate(T v, uint code, T a, T b) {
         return a <= v && v <= b;
     }
     if (SUBNORMALS == 1u && code >= XW_PRED_GREATER) {
-        uvec4 r = xw_pred_intervals(code, a, b);
+        uvec4 r = xw_pred_bits;
         uint u = floatBitsToUint(v);
-        return u - r.x < r.y || u - r.z < r.w;
+        bool first = u - r.x < r.y;
+        bool second = u - r.z < r.w;
+        return first || second;
     }
 #endif
     switch (code) {
