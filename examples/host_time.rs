@@ -11,7 +11,9 @@
 //! - `enqueue`: the reduce alone returning (Vulkan records a command buffer, CUDA enqueues);
 //! - `sync`: then waiting for it (Vulkan submits and waits on a fence, CUDA synchronises);
 //! - `read`: then reading the value back (a copy and a wait of its own);
-//! - `gpu`: the reduce on the GPU's timer.
+//! - `gpu`: the reduce on the GPU's timer;
+//! - `floor`: the least a synchronous call with GPU work costs on the backend: a fill of one
+//!   element (Vulkan `vkCmdFillBuffer`, CUDA a memset) and `Device::synchronize`.
 //!
 //! Then, per operation of a sequence of 10 (reduce, inclusive scan, stable compaction, in
 //! turn, on the same input), the host time of three forms: `sync` (each operation waited
@@ -77,8 +79,8 @@ fn main() -> xwarp::Result<()> {
         .collect();
     println!("n = {n}, {calls} calls, medians in µs");
     println!(
-        "{:<48} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "device", "call", "enqueue", "sync", "read", "gpu"
+        "{:<48} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "device", "call", "enqueue", "sync", "read", "gpu", "floor"
     );
     let mut sequences = Vec::new();
     for dev in &devices {
@@ -91,8 +93,9 @@ fn main() -> xwarp::Result<()> {
             device_reduce(dev, ReduceOp::Sum, &input, &mut out, 0)?;
             check(out.to_vec(dev)?);
         }
-        let (mut call, mut enqueue, mut sync, mut read, mut gpu) =
-            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut call, mut enqueue, mut sync, mut read, mut gpu, mut floor) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut one = DeviceVec::<i32>::alloc(dev, 1)?;
         for _ in 0..calls {
             let t = Instant::now();
             device_reduce(dev, ReduceOp::Sum, &input, &mut out, 0)?;
@@ -114,16 +117,28 @@ fn main() -> xwarp::Result<()> {
 
             let d = dev.time(&mut || device_reduce(dev, ReduceOp::Sum, &input, &mut out, 0))?;
             gpu.push(d.as_secs_f64());
+
+            let t = Instant::now();
+            one.fill(dev, expected)?;
+            dev.synchronize()?;
+            floor.push(t.elapsed().as_secs_f64());
         }
+        assert_eq!(
+            one.to_vec(dev)?,
+            vec![expected],
+            "{}: wrong fill",
+            dev.info()
+        );
         let us = |v: Vec<f64>| median(v) * 1e6;
         println!(
-            "{:<48} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:<48} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             format!("{} {}", dev.info().backend, dev.info().name),
             us(call),
             us(enqueue),
             us(sync),
             us(read),
-            us(gpu)
+            us(gpu),
+            us(floor)
         );
 
         // The sequence of ten, in three forms.

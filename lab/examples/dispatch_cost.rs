@@ -29,6 +29,13 @@
 //! `--json PATH` writes the same numbers, with all eight medians, as JSON. On a CPU driver
 //! (llvmpipe) the "GPU" times are the CPU's.
 //!
+//! Then, per queue, the host's side of a synchronous call with nothing else in it: the host
+//! time from `vkQueueSubmit` until the host sees the fence signalled, for a command buffer that
+//! is empty or holds one dispatch (recorded beforehand, outside the timing), waited on either
+//! by `vkWaitForFences` or by polling `vkGetFenceStatus`; and `vkQueueSubmit`'s own return
+//! time. Medians over R (at least 201) submissions, in microseconds: the floor of a
+//! synchronous call on the driver, whatever the library does around it.
+//!
 //! Afterwards each configuration checks that every counter equals the number of dispatches it
 //! ran, and the program ends with an error otherwise. The shader adds atomically, so the count
 //! is exact even with `none`, where consecutive dispatches are unordered.
@@ -166,6 +173,20 @@ struct FamilyReport {
     flags: String,
     timestamp_valid_bits: u32,
     rows: Vec<Row>,
+    round_trips: Vec<RoundTrip>,
+}
+
+/// The host's side of one submission and its wait (medians, microseconds).
+#[derive(Serialize)]
+struct RoundTrip {
+    /// `empty` (a command buffer with no command) or `dispatch` (one dispatch).
+    contents: &'static str,
+    /// `fence` (`vkWaitForFences`) or `poll` (`vkGetFenceStatus` until signalled).
+    wait: &'static str,
+    /// `vkQueueSubmit`'s return.
+    submit_us: f64,
+    /// From the submission until the host sees the fence signalled.
+    total_us: f64,
 }
 
 #[derive(Serialize)]
@@ -427,6 +448,7 @@ fn bench_device(
             flags: format!("{:?}", f.queue_flags),
             timestamp_valid_bits: bits,
             rows: Vec::new(),
+            round_trips: Vec::new(),
         };
         for config in Config::all().filter(|c| host_query_reset || !c.host_reset) {
             let row = gpu.measure(lane, bits, config, reps)?;
@@ -441,6 +463,15 @@ fn bench_device(
                 row.intercept_us
             );
             family.rows.push(row);
+        }
+        for (dispatch, poll) in [(false, false), (false, true), (true, false), (true, true)] {
+            let rt = gpu.round_trip(lane, dispatch, poll, reps.max(201))?;
+            println!(
+                "  {index:>3} {:>3}  host round trip, {:<8} wait by {:<5}: submit {:>6.2} us, \
+                 until signalled {:>6.2} us",
+                lane.family, rt.contents, rt.wait, rt.submit_us, rt.total_us
+            );
+            family.round_trips.push(rt);
         }
         rep.families.push(family);
     }
@@ -785,6 +816,92 @@ impl Gpu {
                 .or_vk("vkGetQueryPoolResults")?;
             Ok((ts[1].wrapping_sub(ts[0]) & mask) as f64 * self.timestamp_period)
         }
+    }
+
+    /// The host time of `reps` submissions (after a few to warm up) of a command buffer that is
+    /// empty or holds one dispatch, each waited on by `vkWaitForFences` or by polling
+    /// `vkGetFenceStatus`; then checks the counters (one per dispatch).
+    fn round_trip(&self, lane: &Lane, dispatch: bool, poll: bool, reps: usize) -> Res<RoundTrip> {
+        let d = &self.device;
+        let compute = vk::PipelineBindPoint::COMPUTE;
+        // SAFETY: the mapping holds LANES coherent u32s, and no GPU work is pending.
+        unsafe { self.counters.write_bytes(0, LANES) };
+        let (mut submit, mut total) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+        for rep in 0..WARMUP + reps {
+            // SAFETY: the previous submission on this lane has been waited on, so its command
+            // pool is in use by nothing; every handle is alive; the cached set has binding 0
+            // written.
+            let (s_ns, t_ns) = unsafe {
+                d.reset_command_pool(lane.cmd_pool, vk::CommandPoolResetFlags::empty())
+                    .or_vk("vkResetCommandPool")?;
+                let begin = vk::CommandBufferBeginInfo::default()
+                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+                d.begin_command_buffer(lane.cmd, &begin)
+                    .or_vk("vkBeginCommandBuffer")?;
+                if dispatch {
+                    d.cmd_bind_pipeline(lane.cmd, compute, self.pipeline);
+                    let layout = self.pipeline_layout;
+                    d.cmd_bind_descriptor_sets(
+                        lane.cmd,
+                        compute,
+                        layout,
+                        0,
+                        &[self.cached_set],
+                        &[],
+                    );
+                    d.cmd_dispatch(lane.cmd, 1, 1, 1);
+                    let to_host = [vk::MemoryBarrier::default()
+                        .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                        .dst_access_mask(vk::AccessFlags::HOST_READ)];
+                    d.cmd_pipeline_barrier(
+                        lane.cmd,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::HOST,
+                        vk::DependencyFlags::empty(),
+                        &to_host,
+                        &[],
+                        &[],
+                    );
+                }
+                d.end_command_buffer(lane.cmd).or_vk("vkEndCommandBuffer")?;
+                let cmds = [lane.cmd];
+                let info = [vk::SubmitInfo::default().command_buffers(&cmds)];
+                let t0 = std::time::Instant::now();
+                d.queue_submit(lane.queue, &info, lane.fence)
+                    .or_vk("vkQueueSubmit")?;
+                let t1 = std::time::Instant::now();
+                if poll {
+                    while !d.get_fence_status(lane.fence).or_vk("vkGetFenceStatus")? {}
+                } else {
+                    d.wait_for_fences(&[lane.fence], true, u64::MAX)
+                        .or_vk("vkWaitForFences")?;
+                }
+                let t2 = std::time::Instant::now();
+                d.reset_fences(&[lane.fence]).or_vk("vkResetFences")?;
+                ((t1 - t0).as_secs_f64(), (t2 - t0).as_secs_f64())
+            };
+            if rep >= WARMUP {
+                submit.push(s_ns * 1e6);
+                total.push(t_ns * 1e6);
+            }
+        }
+        let expected = if dispatch { (WARMUP + reps) as u32 } else { 0 };
+        // SAFETY: as above; every submission has been waited on (and with a dispatch, its
+        // barrier made the writes visible to the host).
+        let counters = unsafe { std::slice::from_raw_parts(self.counters, LANES) }.to_vec();
+        if let Some((i, c)) = counters.iter().enumerate().find(|&(_, &c)| c != expected) {
+            return Err(format!(
+                "wrong count after the round trips on queue family {}: counter {i} is {c}, \
+                 expected {expected}",
+                lane.family
+            ));
+        }
+        Ok(RoundTrip {
+            contents: if dispatch { "dispatch" } else { "empty" },
+            wait: if poll { "poll" } else { "fence" },
+            submit_us: median(&mut submit),
+            total_us: median(&mut total),
+        })
     }
 
     /// Times one configuration at k = 1..=8, then checks the counters.
