@@ -414,6 +414,8 @@ impl VulkanDevice {
         // The application's device may not have hostQueryReset on: queries are reset in the
         // command buffer there.
         p.host_query_reset = false;
+        // Nor pipelineRobustness: its pipelines keep the driver's default bounds checks.
+        p.pipeline_robustness = false;
         p.info.int64 = p.int64;
         p.info.float64 = p.float64;
         p.info.int64_atomics = p.atomic64;

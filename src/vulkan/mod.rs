@@ -266,6 +266,9 @@ pub struct VulkanDevice {
     /// compiler's statistics, which [`Device::kernel_stats`] reads through it.
     /// Queries reset from the host (`hostQueryReset` enabled at creation).
     host_query_reset: bool,
+    /// Pipelines created without bounds checks on buffers (`pipelineRobustness` enabled at
+    /// creation; see `probe::Probe::pipeline_robustness`).
+    no_robustness: bool,
     executable_properties: Option<ash::khr::pipeline_executable_properties::Device>,
     /// Whether the device, instance and queue are an application's ([`Self::from_external`]).
     external: bool,
@@ -344,6 +347,7 @@ impl VulkanDevice {
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
             host_query_reset: p.host_query_reset,
+            no_robustness: p.pipeline_robustness,
             executable_properties: p.executable_stats.then(|| {
                 ash::khr::pipeline_executable_properties::Device::new(
                     &core._instance.instance,

@@ -195,10 +195,22 @@ impl VulkanDevice {
         } else {
             vk::PipelineCreateFlags::empty()
         };
-        let info = vk::ComputePipelineCreateInfo::default()
+        // Every kernel keeps its buffer accesses in bounds itself (the CUDA twins have no
+        // other guard, and the tests run them under compute-sanitizer); a driver whose default
+        // checks each access (NVIDIA's: two instructions a load or store) is told not to,
+        // where it was measured faster (`tuning::vulkan_unchecked_buffers`).
+        let mut unchecked = vk::PipelineRobustnessCreateInfoEXT::default()
+            .storage_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+            .uniform_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+            .vertex_inputs(vk::PipelineRobustnessBufferBehaviorEXT::DEVICE_DEFAULT)
+            .images(vk::PipelineRobustnessImageBehaviorEXT::DEVICE_DEFAULT);
+        let mut info = vk::ComputePipelineCreateInfo::default()
             .flags(flags)
             .stage(stage)
             .layout(layout);
+        if self.no_robustness && crate::tuning::vulkan_unchecked_buffers(k.name, k.elem) {
+            info = info.push_next(&mut unchecked);
+        }
         // SAFETY: module, layout and specialization data are alive for the call.
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];

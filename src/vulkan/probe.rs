@@ -52,6 +52,10 @@ pub(super) struct Probe {
     /// `hostQueryReset` (Vulkan 1.2): the timer resets its queries from the host, outside the
     /// timed span (1.4 µs less GPU time a span on an H100's compute queue, NOTES.md version 17).
     pub(super) host_query_reset: bool,
+    /// `VK_EXT_pipeline_robustness` with `pipelineRobustness`: pipelines ask for no bounds
+    /// checks on storage and uniform buffers (every kernel keeps its accesses in bounds itself;
+    /// a driver's default may check each access, e.g. NVIDIA's).
+    pub(super) pipeline_robustness: bool,
     pub(super) max_block: u32,
     pub(super) max_workgroup_subgroups: u32,
     pub(super) timestamp_period: f32,
@@ -154,6 +158,8 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         let mut vmmf = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
         let mut hqrf = vk::PhysicalDeviceHostQueryResetFeatures::default();
         let executable_ext = has_ext(ash::khr::pipeline_executable_properties::NAME);
+        let robustness_ext = has_ext(ash::ext::pipeline_robustness::NAME);
+        let mut prf = vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default();
         if size_control_known {
             f2 = f2.push_next(&mut sscf);
@@ -166,6 +172,9 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         }
         if executable_ext {
             f2 = f2.push_next(&mut pexf);
+        }
+        if robustness_ext {
+            f2 = f2.push_next(&mut prf);
         }
         i.get_physical_device_features2(pd, &mut f2);
         let features = f2.features;
@@ -284,6 +293,7 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
             memory_model,
             executable_stats: executable_ext && pexf.pipeline_executable_info == vk::TRUE,
             host_query_reset: hqrf.host_query_reset == vk::TRUE && api >= vk::API_VERSION_1_2,
+            pipeline_robustness: robustness_ext && prf.pipeline_robustness == vk::TRUE,
             max_block: limits.max_compute_work_group_size[0]
                 .min(limits.max_compute_work_group_invocations),
             max_workgroup_subgroups: ssc.max_compute_workgroup_subgroups,
@@ -431,6 +441,9 @@ impl VulkanDevice {
         if p.float_controls_ext && p.denorms != Denorms::default() {
             ext_names.push(ash::khr::shader_float_controls::NAME.as_ptr());
         }
+        if p.pipeline_robustness {
+            ext_names.push(ash::ext::pipeline_robustness::NAME.as_ptr());
+        }
         let features = vk::PhysicalDeviceFeatures::default()
             .shader_int64(p.int64)
             .shader_float64(p.float64);
@@ -463,6 +476,11 @@ impl VulkanDevice {
         let mut hqrf = vk::PhysicalDeviceHostQueryResetFeatures::default().host_query_reset(true);
         if p.host_query_reset {
             info = info.push_next(&mut hqrf);
+        }
+        let mut prf =
+            vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default().pipeline_robustness(true);
+        if p.pipeline_robustness {
+            info = info.push_next(&mut prf);
         }
         // SAFETY: the create info and its chain live until the call returns; only features
         // and extensions the probe found supported are enabled.
