@@ -9,19 +9,20 @@
 mod common;
 
 use common::{devices, for_each_device, open_vulkan, seed};
+use std::ops::Range;
 use xwarp::cpu;
 use xwarp::group::{
-    self, Exchange, Group, GroupSorter, GroupVec, InProcess, Piece, Rendezvous, TILE,
+    self, Exchange, Group, GroupSorter, GroupVec, InProcess, Piece, Rendezvous, SortPath, TILE,
 };
 use xwarp::reduce::{device_reduce_host, ReduceOp};
 use xwarp::scan::{device_scan_host, ScanKind};
 use xwarp::sort::{all_bits, sort_keys_host, SortOrder};
-use xwarp::{Device, ElemKind, Error, Rng};
+use xwarp::{Device, ElemKind, Element, Error, Rng};
 use xwarp_lab::validate::group::{
     check, expected_reduce_scan, group_cases, run_reduce_scan, split, GroupOp, Layout, RANKS,
 };
 use xwarp_lab::validate::reduce::{comparison, ReduceInput};
-use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, CaseReport};
+use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, poison_value, CaseReport};
 use xwarp_lab::with_elem;
 
 fn large() -> bool {
@@ -334,6 +335,265 @@ fn sort_equals_one_device_and_reuses_storage() {
     });
 }
 
+/// How a case of the group sort's two ways makes its keys: the bits of the mapped key
+/// ([`cpu::sort::mapped_key`], ascending) inside the bit range, those outside it random.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyPattern {
+    /// Every bit random.
+    Uniform,
+    /// 64 distinct values in the range (spread over the top digit, so no bucket of it holds
+    /// more than about 1/64 of the keys): long runs of keys equal in the range, which only a
+    /// stable sort keeps in input order.
+    FewDistinct,
+    /// The range's top digit alike in every key, the rest random: the top active digit is the
+    /// one below.
+    TopAlike,
+    /// The range's top digit alike in all but every 500th key (one bucket holds nearly
+    /// everything), few distinct values below it.
+    OneBucket,
+}
+
+/// `mapped` (a mapped key, ascending) as the key of type `K` it maps from.
+fn unmapped<K: Element>(mapped: u64) -> K {
+    let width = K::KIND.size() as u32 * 8;
+    let all = u64::MAX >> (64 - width);
+    let sign = 1u64 << (width - 1);
+    let mapped = mapped & all;
+    let bits = match K::KIND {
+        ElemKind::U32 | ElemKind::U64 => mapped,
+        ElemKind::I32 | ElemKind::I64 => mapped ^ sign,
+        ElemKind::F32 | ElemKind::F64 if mapped & sign != 0 => mapped ^ sign,
+        ElemKind::F32 | ElemKind::F64 => !mapped & all,
+    };
+    let key = common::float_from_bits::<K>(bits);
+    assert_eq!(
+        cpu::sort::mapped_key(K::KIND, key.to_bits64(), SortOrder::Ascending),
+        mapped
+    );
+    key
+}
+
+/// `n` keys of `pattern` for the bit range `bits`.
+fn pattern_keys<K: Element>(
+    pattern: KeyPattern,
+    n: usize,
+    bits: &Range<u32>,
+    rng: &mut Rng,
+) -> Vec<K> {
+    // The range's top digit: 8 bits (or fewer) from `begin_bit` in steps of 8.
+    let top = bits.start + 8 * ((bits.end - bits.start - 1) / 8);
+    // `v`'s low bits in bits `at .. end`.
+    let field = |v: u64, at: u32, end: u32| match end - at {
+        0 => 0,
+        w => (v & (u64::MAX >> (64 - w))) << at,
+    };
+    let range = field(u64::MAX, bits.start, bits.end);
+    (0..n)
+        .map(|i| {
+            let x = rng.next_u64();
+            let inside = match pattern {
+                KeyPattern::Uniform => x,
+                KeyPattern::FewDistinct => {
+                    let v = x % 64;
+                    // The value's 6 bits at the top of the top digit, and at the range's start.
+                    field(v, bits.end.saturating_sub(6).max(top), bits.end)
+                        | field(v, bits.start, top)
+                }
+                KeyPattern::TopAlike => field(0xa5, top, bits.end) | field(x, bits.start, top),
+                KeyPattern::OneBucket if i % 500 == 499 => x,
+                KeyPattern::OneBucket => {
+                    field(0x5a, top, bits.end) | field(x % 16, bits.start, top)
+                }
+            };
+            let outside = rng.next_u64();
+            unmapped((inside & range) | (outside & !range))
+        })
+        .collect()
+}
+
+/// One case of the group sort's two ways.
+#[derive(Clone, Debug)]
+struct WayCase {
+    elem: ElemKind,
+    pattern: KeyPattern,
+    order: SortOrder,
+    bits: Range<u32>,
+    pairs: bool,
+    lens: Vec<usize>,
+    out_lens: Vec<usize>,
+}
+
+/// Runs `case` on ranks sharing `dev`, every output poisoned first, and checks every output
+/// bit against the CPU sort; returns the way the sort took.
+fn way_case<K: Element>(dev: &dyn Device, case: &WayCase, rng: &mut Rng) -> SortPath {
+    let group = Group::in_process(vec![dev; case.lens.len()]).unwrap();
+    let n: usize = case.lens.iter().sum();
+    let keys: Vec<K> = pattern_keys(case.pattern, n, &case.bits, rng);
+    let values: Vec<u32> = (0..n as u32).collect();
+    let keys_in = GroupVec::from_slice(&group, &keys, &case.lens).unwrap();
+    let mut keys_out = GroupVec::<K>::alloc(&group, &case.out_lens).unwrap();
+    keys_out.fill(&group, poison_value(&keys)).unwrap();
+    let mut sorter = GroupSorter::<K>::new(&group);
+    let (bits, order) = (case.bits.clone(), case.order);
+    let (want_keys, want_values) = cpu::sort::sort_pairs(&keys, &values, order, bits.clone());
+    let what = format!("{case:?} on {}", dev.info().name);
+    if case.pairs {
+        let values_in = GroupVec::from_slice(&group, &values, &case.lens).unwrap();
+        let mut values_out = GroupVec::<u32>::alloc(&group, &case.out_lens).unwrap();
+        values_out.fill(&group, 0xcdcd_cdcd).unwrap();
+        sorter
+            .sort_pairs(
+                &group,
+                &keys_in,
+                &mut keys_out,
+                &values_in,
+                &mut values_out,
+                order,
+                bits,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got = values_out.to_vec(&group).unwrap();
+        let m = first_mismatch(&want_values, &got);
+        assert!(m.is_none(), "{what}: values: {}", m.unwrap());
+    } else {
+        sorter
+            .sort_keys(&group, &keys_in, &mut keys_out, order, bits)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    let want: Vec<u64> = want_keys.iter().map(|k| k.to_bits64()).collect();
+    let got: Vec<u64> = keys_out
+        .to_vec(&group)
+        .unwrap()
+        .iter()
+        .map(|k| k.to_bits64())
+        .collect();
+    let m = first_mismatch(&want, &got);
+    assert!(m.is_none(), "{what}: keys: {}", m.unwrap());
+    sorter.last_path().expect("a call that ran")
+}
+
+/// `n` elements over `ranks` ranks: [`group::split_even`] over the even ranks, nothing on the
+/// odd ones.
+fn even_ranks_only(n: usize, ranks: usize) -> Vec<usize> {
+    let even = group::split_even(n, ranks.div_ceil(2));
+    (0..ranks)
+        .map(|r| if r % 2 == 0 { even[r / 2] } else { 0 })
+        .collect()
+}
+
+/// Checks every case on every test device, each taking `way`.
+fn ways(cases: &[WayCase], way: SortPath) {
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        for case in cases {
+            let took = with_elem!(case.elem, way_case(&*d.dev, case, &mut rng));
+            assert_eq!(took, way, "{}: {case:?}", d.label);
+        }
+    });
+}
+
+/// The default way of two or more ranks (one digit pass, one bulk exchange, one local sort, the
+/// rebalancing exchange), taken for certain: keys spread over the top active digit's values
+/// (no bucket above about 1/64 of the keys) and output parts of at least a tile but the last.
+/// Every key type, keys and pairs, both orders, the whole and partial bit ranges, input and
+/// output layouts that differ, zero-length shards; every output bit against the CPU sort.
+#[test]
+fn group_sort_takes_one_bulk_exchange() {
+    use KeyPattern::*;
+    use SortOrder::*;
+    let n = 60_000;
+    let mut rng = Rng::new(seed());
+    let mut cases = Vec::new();
+    let specs = [
+        (ElemKind::U32, Uniform, Ascending, 0..32, false, 2),
+        (ElemKind::U32, FewDistinct, Descending, 4..27, true, 4),
+        (ElemKind::I32, FewDistinct, Ascending, 0..32, true, 3),
+        (ElemKind::I32, TopAlike, Descending, 0..32, true, 8),
+        (ElemKind::F32, TopAlike, Ascending, 0..32, true, 4),
+        (ElemKind::F32, Uniform, Descending, 3..30, false, 3),
+        (ElemKind::U64, Uniform, Descending, 0..64, true, 8),
+        (ElemKind::U64, FewDistinct, Ascending, 4..27, true, 2),
+        (ElemKind::I64, FewDistinct, Descending, 0..64, false, 4),
+        (ElemKind::I64, TopAlike, Ascending, 12..50, true, 3),
+        (ElemKind::F64, Uniform, Ascending, 0..64, true, 4),
+        (ElemKind::F64, FewDistinct, Descending, 0..64, true, 8),
+    ];
+    for (elem, pattern, order, bits, pairs, ranks) in specs {
+        let layouts = [
+            (
+                Layout::Random.lens(n, ranks, &mut rng),
+                group::split_even(n, ranks),
+            ),
+            (
+                Layout::Last.lens(n, ranks, &mut rng),
+                even_ranks_only(n, ranks),
+            ),
+            (
+                even_ranks_only(n, ranks),
+                Layout::Last.lens(n, ranks, &mut rng),
+            ),
+        ];
+        for (lens, out_lens) in layouts {
+            cases.push(WayCase {
+                elem,
+                pattern,
+                order,
+                bits: bits.clone(),
+                pairs,
+                lens,
+                out_lens,
+            });
+        }
+    }
+    ways(&cases, SortPath::OneExchange);
+}
+
+/// The fallback, taken for certain: one bucket of the top active digit holds all but every
+/// 500th key, so one rank would receive nearly the whole vector, more than twice its largest
+/// shard (three or more ranks, no shard above about a third): the distributed LSD sort. Every
+/// key type, keys and pairs, both orders, partial bit ranges, zero-length shards.
+#[test]
+fn group_sort_falls_back_to_lsd_on_skewed_keys() {
+    use SortOrder::*;
+    let n = 30_000;
+    let mut cases = Vec::new();
+    let thirds = |first: bool| {
+        let t = n / 3;
+        if first {
+            vec![t, t, 0, n - 2 * t]
+        } else {
+            vec![0, t, t, n - 2 * t]
+        }
+    };
+    let specs = [
+        (ElemKind::U32, Ascending, 0..32, true, 3),
+        (ElemKind::U32, Descending, 4..27, true, 4),
+        (ElemKind::I32, Descending, 0..32, false, 8),
+        (ElemKind::F32, Ascending, 2..31, true, 4),
+        (ElemKind::U64, Descending, 0..64, true, 3),
+        (ElemKind::I64, Ascending, 4..27, true, 4),
+        (ElemKind::F64, Descending, 0..64, true, 8),
+        (ElemKind::F64, Ascending, 9..40, false, 3),
+    ];
+    for (elem, order, bits, pairs, ranks) in specs {
+        let (lens, out_lens) = if ranks == 4 {
+            (thirds(true), thirds(false))
+        } else {
+            (group::split_even(n, ranks), group::split_even(n, ranks))
+        };
+        cases.push(WayCase {
+            elem,
+            pattern: KeyPattern::OneBucket,
+            order,
+            bits,
+            pairs,
+            lens,
+            out_lens,
+        });
+    }
+    ways(&cases, SortPath::Lsd);
+}
+
 /// An in-process exchange whose rank `failing` fails its `round`-th round.
 struct Failing<'d> {
     inner: InProcess<'d>,
@@ -371,12 +631,21 @@ impl Exchange for Failing<'_> {
 }
 
 /// A rank that fails mid-operation: every other rank returns, the call returns the failing
-/// rank's error, and the group works again for the next call.
+/// rank's error, and the group works again for the next call. Spread keys take the bulk
+/// exchange (two rounds); keys of one top digit but every 1000th, the LSD fallback (a round
+/// per digit).
 #[test]
 fn a_failing_rank_stops_the_others() {
     for_each_device(|d| {
         let dev = &*d.dev;
-        for (failing, round) in [(0, 1), (2, 1), (3, 2), (1, 3)] {
+        let cases = [
+            (0, 1, SortPath::OneExchange),
+            (2, 1, SortPath::OneExchange),
+            (3, 2, SortPath::OneExchange),
+            (1, 3, SortPath::Lsd),
+            (3, 4, SortPath::Lsd),
+        ];
+        for (failing, round, way) in cases {
             let group = Group::with_exchange(Box::new(Failing {
                 inner: InProcess::new(vec![dev; 4]).unwrap(),
                 failing,
@@ -384,7 +653,13 @@ fn a_failing_rank_stops_the_others() {
                 rounds: Default::default(),
             }));
             let keys: Vec<u32> = (0..20_000u32)
-                .map(|i| i.wrapping_mul(2_654_435_761))
+                .map(|i| {
+                    let k = i.wrapping_mul(2_654_435_761);
+                    match way {
+                        SortPath::Lsd if i % 1000 != 0 => 0x7700_0000 | (k >> 8),
+                        _ => k,
+                    }
+                })
                 .collect();
             let lens = [5000, 0, 7000, 8000];
             let x = GroupVec::from_slice(&group, &keys, &lens).unwrap();
@@ -399,6 +674,11 @@ fn a_failing_rank_stops_the_others() {
             sorter
                 .sort_keys(&group, &x, &mut y, SortOrder::Ascending, 0..32)
                 .unwrap();
+            assert_eq!(
+                sorter.last_path(),
+                Some(way),
+                "rank {failing} round {round}"
+            );
             let mut want = keys.clone();
             want.sort_unstable();
             assert_eq!(y.to_vec(&group).unwrap(), want);

@@ -65,8 +65,9 @@
 //!   rank can start before every earlier rank has finished.
 //! - [`GroupSorter`]: stable sort of keys, or of key-value pairs, by a bit range, ascending or
 //!   descending, exactly as [`crate::sort`] orders them; the result is sharded in global order
-//!   by the output's layout, and equals the one-device sort (a stable sort has one result). A
-//!   distributed LSD radix sort (see [`GroupSorter`]).
+//!   by the output's layout, and equals the one-device sort (a stable sort has one result).
+//!   One digit pass, one bulk exchange, one local sort and a small rebalancing exchange; a
+//!   distributed LSD radix sort for keys too skewed for that (see [`GroupSorter`]).
 //!
 //! # Limits
 //! - The sort takes at most [`crate::sort::MAX_LEN`] keys per shard (of the input and of the
@@ -89,6 +90,8 @@ pub use nccl::NcclExchange;
 pub use reduce::{reduce, reduce_host};
 pub use scan::scan;
 pub use sort::GroupSorter;
+#[doc(hidden)]
+pub use sort::SortPath;
 
 use crate::device::{Device, DeviceVec};
 use crate::element::Element;

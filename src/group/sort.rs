@@ -1,4 +1,6 @@
-//! The group sort: a distributed LSD radix sort over the library's one-digit sorts.
+//! The group sort: one digit pass, one bulk exchange, one local sort and a rebalancing
+//! exchange over the library's sorts, or a distributed LSD radix sort where that would put too
+//! many keys on one rank.
 
 use super::{check_distinct, exchange::lock, Group, GroupVec, Piece, Rank};
 use crate::device::{Device, DeviceVec, RawBuffer};
@@ -13,25 +15,70 @@ use std::sync::Mutex;
 /// that fits the storage allocates only the exchange's small temporaries.
 ///
 /// # Algorithm
-/// A distributed LSD radix sort over the 8-bit digits of the mapped keys (the order of
-/// [`crate::sort`]: totalOrder for floats, a bit range, ascending or descending):
+/// Over the 8-bit digits of the mapped keys (the order of [`crate::sort`]: totalOrder for
+/// floats, a bit range, ascending or descending), on a group of two or more ranks:
 /// 1. every rank counts every digit of its shard (the sort's histogram launch); the counts go
-///    to every rank, and digits that every key of the vector shares are skipped;
-/// 2. per remaining digit, lowest first: every rank sorts its part stably by the digit (a
-///    one-digit [`Sorter`] call), and the digit's counts of every rank give each key its place
-///    in the vector sorted stably by that digit — its bucket's start, the bucket's keys on the
-///    ranks before, its rank within the bucket here; so each rank's run of one digit value
-///    lands on consecutive places, and goes (split where the output layout splits it) straight
-///    to its place on the rank that holds it (one exchange round, a piece per digit value and
-///    destination).
+///    to every rank. Digits that every key of the vector shares are inactive; the highest
+///    *active* digit `T` splits the vector: with every higher digit alike, the keys of a lower
+///    value of `T` come first in the sorted vector.
+/// 2. From `T`'s counts of every rank, every rank computes where each value (bucket) of `T`
+///    starts in the sorted vector and gives each bucket to the rank whose part of the output
+///    layout holds that start: buckets go to ranks in order, so rank `d` gets a contiguous
+///    range `A[d] .. A[d + 1]` of the sorted vector, cut at bucket boundaries (within a bucket
+///    of the output's boundary; ranks with empty output parts get nothing).
+/// 3. Every rank sorts its shard stably by `T` alone (a one-digit [`Sorter`] call): its keys
+///    for each rank are one segment.
+/// 4. One exchange round: each rank sends each segment to its rank; a rank receives the
+///    segments in source rank order. Keys equal in the bit range have the same bucket, so
+///    they arrive in their global input order.
+/// 5. Each rank sorts what it received stably by the bits up to `T`'s (one [`Sorter`] call;
+///    the digits above are alike): it holds the sorted vector's places `A[d] .. A[d + 1]`.
+/// 6. A second exchange round moves them to the output layout (each place to the rank whose
+///    output part holds it); a rank whose range is its output part sorts straight into its
+///    output in step 5, and the round is skipped when that holds for every rank.
 ///
-/// After the last digit every rank holds its part of the output in global order. The result is
-/// the one stable sort of the whole vector, so it equals one device's [`Sorter`] result. Each
-/// remaining digit costs one one-digit sort on every rank and one exchange of the whole vector,
-/// where a one-device sort costs the one-digit sort alone.
+/// Every rank decides the same from the same counts; the result is the one stable sort of the
+/// whole vector, so it equals one device's [`Sorter`] result. Cost beyond one device's sort of
+/// the same keys: one one-digit sort and two exchange rounds, the first moving (nearly) the
+/// whole vector once, the second only the keys of the buckets that straddle the output's
+/// boundaries (a bucket's worth between neighbours for keys spread over `T`'s values).
+///
+/// # Fallback: a distributed LSD radix sort
+/// Where a rank would receive more keys in step 4 than twice the larger of its input and
+/// output shards, or than one device sorts ([`crate::sort::max_len`]) — skewed keys, with most
+/// of them in one bucket of `T` — every rank takes a distributed LSD radix sort instead:
+/// - per active digit, lowest first: every rank sorts its part stably by the digit (a
+///   one-digit [`Sorter`] call), and the digit's counts of every rank give each key its place
+///   in the vector sorted stably by that digit — its bucket's start, the bucket's keys on the
+///   ranks before, its rank within the bucket here; so each rank's run of one digit value
+///   lands on consecutive places, and goes (split where the output layout splits it) straight
+///   to its place on the rank that holds it (one exchange round, a piece per digit value and
+///   destination).
+///
+/// After the last digit every rank holds its part of the output in global order. Each active
+/// digit costs one one-digit sort on every rank and one exchange of the whole vector.
+///
+/// Where no digit is active (every key alike in the bit range), the input order is the result:
+/// one exchange round moves it into the output's layout.
 pub struct GroupSorter<K: Element> {
     tuning: Tuning,
     ranks: Vec<Mutex<Storage<K>>>,
+    /// The way the latest call that ran took.
+    path: Option<SortPath>,
+}
+
+/// Which way a [`GroupSorter`] call took (for tests: [`GroupSorter::last_path`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortPath {
+    /// One rank: one device's sort.
+    OneRank,
+    /// No active digit: the input order, moved into the output's layout.
+    InOrder,
+    /// The digit pass, one bulk exchange, the local sort and the rebalancing exchange.
+    OneExchange,
+    /// The fallback: the distributed LSD radix sort.
+    Lsd,
 }
 
 impl<K: Element> std::fmt::Debug for GroupSorter<K> {
@@ -79,7 +126,15 @@ impl<K: Element> GroupSorter<K> {
                     })
                 })
                 .collect(),
+            path: None,
         }
+    }
+
+    /// The way the latest call that ran took (`None` before the first, and after a call
+    /// that failed). For tests; not part of the API.
+    #[doc(hidden)]
+    pub fn last_path(&self) -> Option<SortPath> {
+        self.path
     }
 
     /// Sorts `keys_in` into `keys_out` (the same number of keys in any layout) by bits `bits`
@@ -167,6 +222,7 @@ impl<K: Element> GroupSorter<K> {
             )?;
         }
         let (in_lens, out_lens) = (keys_in.lens(), keys_out.lens());
+        let mut limits = Vec::with_capacity(group.ranks());
         for r in 0..group.ranks() {
             let info = group.device(r).info();
             single::check_device(info)?;
@@ -184,6 +240,7 @@ impl<K: Element> GroupSorter<K> {
                     ),
                 ));
             }
+            limits.push(limit);
         }
         let values = values.map(|(vin, vout)| (vin, &*vout));
         let job = Job {
@@ -194,13 +251,20 @@ impl<K: Element> GroupSorter<K> {
             bits,
             in_lens,
             out_lens,
+            limits,
         };
+        self.path = None;
         if group.ranks() == 1 {
             let mut st = lock(&self.ranks[0]);
-            return job.local(group.device(0), &mut st.sorter);
+            job.local(group.device(0), &mut st.sorter)?;
+            self.path = Some(SortPath::OneRank);
+            return Ok(());
         }
         let ranks = &self.ranks;
-        group.run(|rank| job.rank(rank, &mut lock(&ranks[rank.rank])))?;
+        let paths = group.run(|rank| job.rank(rank, &mut lock(&ranks[rank.rank])))?;
+        // Every rank decided from the same counts.
+        debug_assert!(paths.windows(2).all(|w| w[0] == w[1]));
+        self.path = paths.first().copied();
         Ok(())
     }
 }
@@ -225,6 +289,8 @@ struct Job<'a, K: Element, V: Element> {
     bits: Range<u32>,
     in_lens: Vec<usize>,
     out_lens: Vec<usize>,
+    /// The most keys each rank's device sorts (with the call's values).
+    limits: Vec<usize>,
 }
 
 /// A second typed handle of the first `len` elements of `raw`.
@@ -325,8 +391,8 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         }
     }
 
-    /// One rank of a group of two or more.
-    fn rank(&self, rank: Rank<'_>, st: &mut Storage<K>) -> Result<()> {
+    /// One rank of a group of two or more: the counts, then the way every rank takes.
+    fn rank(&self, rank: Rank<'_>, st: &mut Storage<K>) -> Result<SortPath> {
         let (r, dev) = (rank.rank, rank.dev());
         let rv = rank.ex.rendezvous();
         let radix = RADIX as usize;
@@ -334,14 +400,6 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             .step_by(RADIX_BITS as usize)
             .map(|s| s..(s + RADIX_BITS).min(self.bits.end))
             .collect();
-        // Storage: two buffers of keys (and values) of this rank's larger part.
-        let most = self.in_lens[r].max(self.out_lens[r]) as u64;
-        for i in 0..2 {
-            scratch(dev, &mut st.keys[i], most * K::KIND.size() as u64)?;
-            if self.values.is_some() {
-                scratch(dev, &mut st.values[i], most * V::KIND.size() as u64)?;
-            }
-        }
         // 1. Every digit's counts on every rank.
         let n_in = self.in_lens[r];
         let mut mine = vec![0u64; digits.len() * radix];
@@ -371,18 +429,162 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                     > 1
             })
             .collect();
-        if active.is_empty() {
+        let Some(&top) = active.last() else {
             // Every key alike in the range: the input order is the result, moved into the
             // output's layout.
             let counts: Vec<Vec<u64>> = self.in_lens.iter().map(|&n| vec![n as u64]).collect();
             let plan = plan_pass(&counts, &self.out_lens);
-            return self.send_pass(rank, st, &plan, At::Input, At::Output);
+            self.send_pass(rank, st, &plan, At::Input, At::Output)?;
+            return Ok(SortPath::InOrder);
+        };
+        let plan = plan_split(&of_digit(top), &self.out_lens);
+        let fits = (0..plan.ranks()).all(|d| {
+            let most = self.in_lens[d].max(self.out_lens[d]) as u64;
+            let m = plan.received(d);
+            m <= self.limits[d] as u64 && m <= 2 * most
+        });
+        if fits {
+            let bits = self.bits.start..digits[top].end;
+            self.one_exchange(rank, st, &plan, digits[top].clone(), bits)?;
+            Ok(SortPath::OneExchange)
+        } else {
+            self.lsd(rank, st, &digits, &active, &of_digit(active[0]))?;
+            Ok(SortPath::Lsd)
+        }
+    }
+
+    /// Steps 3 to 6 of the sort (see [`GroupSorter`]) on rank `rank`: stable by the top
+    /// active digit `digit` locally, the bulk exchange of `plan`, the local sort by `bits`
+    /// (up to the top active digit) and the rebalancing exchange.
+    fn one_exchange(
+        &self,
+        rank: Rank<'_>,
+        st: &mut Storage<K>,
+        plan: &SplitPlan,
+        digit: Range<u32>,
+        bits: Range<u32>,
+    ) -> Result<()> {
+        let (r, dev) = (rank.rank, rank.dev());
+        let n_in = self.in_lens[r];
+        let m = plan.received(r) as usize;
+        // Storage: the shard sorted by the digit, later the received keys sorted (scratch 0);
+        // the received keys (scratch 1).
+        let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
+        let first = n_in.max(m) as u64;
+        scratch(dev, &mut st.keys[0], first * sizes.0)?;
+        scratch(dev, &mut st.keys[1], m as u64 * sizes.0)?;
+        if self.values.is_some() {
+            scratch(dev, &mut st.values[0], first * sizes.1)?;
+            scratch(dev, &mut st.values[1], m as u64 * sizes.1)?;
+        }
+        // 3. Stable by the digit: the keys for each rank are one segment.
+        if n_in > 0 {
+            self.sort_digit(dev, st, r, At::Input, At::Scratch(0), n_in, digit)?;
+        }
+        // 4. Each segment to its rank; the received ones in source rank order.
+        {
+            let (src_keys, src_values) = self.at(st, r, At::Scratch(0), n_in)?;
+            let (dst_keys, dst_values) = self.at(st, r, At::Scratch(1), m)?;
+            let mut sends = Vec::new();
+            let mut recvs = Vec::new();
+            let ranks = plan.ranks();
+            let mut from = 0;
+            for d in 0..ranks {
+                let count = plan.segment(r, d) as usize;
+                if count > 0 {
+                    let values = src_values.as_ref().map(DeviceVec::raw);
+                    push_run(
+                        &mut sends,
+                        d,
+                        (src_keys.raw(), values),
+                        sizes,
+                        (from, count),
+                    );
+                }
+                from += count;
+            }
+            let mut to = 0;
+            for s in 0..ranks {
+                let count = plan.segment(s, r) as usize;
+                if count > 0 {
+                    let values = dst_values.as_ref().map(DeviceVec::raw);
+                    push_run(&mut recvs, s, (dst_keys.raw(), values), sizes, (to, count));
+                }
+                to += count;
+            }
+            rank.ex.exchange(r, &sends, &recvs)?;
+        }
+        // 5. The received keys sorted: the sorted vector's places `A[r] .. A[r + 1]`; straight
+        // into the output where those are its places.
+        let direct = plan.in_place(r);
+        let sorted = if direct { At::Output } else { At::Scratch(0) };
+        if m > 0 {
+            self.sort_digit(dev, st, r, At::Scratch(1), sorted, m, bits)?;
+        }
+        // 6. Into the output's layout.
+        if plan.balanced() {
+            return Ok(());
+        }
+        if direct {
+            // Nothing moves to or from this rank: its range is its output part.
+            return rank.ex.exchange(r, &[], &[]);
+        }
+        let (src_keys, src_values) = self.at(st, r, sorted, m)?;
+        let (dst_keys, dst_values) = self.at(st, r, At::Output, self.out_lens[r])?;
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        for run in plan.rebalance() {
+            if run.from == r {
+                let values = src_values.as_ref().map(DeviceVec::raw);
+                push_run(
+                    &mut sends,
+                    run.to,
+                    (src_keys.raw(), values),
+                    sizes,
+                    (run.src, run.count),
+                );
+            }
+            if run.to == r {
+                let values = dst_values.as_ref().map(DeviceVec::raw);
+                push_run(
+                    &mut recvs,
+                    run.from,
+                    (dst_keys.raw(), values),
+                    sizes,
+                    (run.dst, run.count),
+                );
+            }
+        }
+        rank.ex.exchange(r, &sends, &recvs)
+    }
+
+    /// The fallback (see [`GroupSorter`]): the distributed LSD radix sort on rank `rank`, over
+    /// the `active` digits of `digits`; `first` holds the first active digit's counts of every
+    /// rank.
+    fn lsd(
+        &self,
+        rank: Rank<'_>,
+        st: &mut Storage<K>,
+        digits: &[Range<u32>],
+        active: &[usize],
+        first: &[Vec<u64>],
+    ) -> Result<()> {
+        let (r, dev) = (rank.rank, rank.dev());
+        let rv = rank.ex.rendezvous();
+        let radix = RADIX as usize;
+        // Storage: two buffers of keys (and values) of this rank's larger part.
+        let most = self.in_lens[r].max(self.out_lens[r]) as u64;
+        for i in 0..2 {
+            scratch(dev, &mut st.keys[i], most * K::KIND.size() as u64)?;
+            if self.values.is_some() {
+                scratch(dev, &mut st.values[i], most * V::KIND.size() as u64)?;
+            }
         }
         let mut cur = At::Input;
-        let mut cur_len = n_in;
+        let mut cur_len = self.in_lens[r];
         for (i, &d) in active.iter().enumerate() {
             let last = i + 1 == active.len();
-            // 2. Stable by the digit locally, then the digit's counts of every rank.
+            // Stable by the digit locally, then the digit's counts of every rank.
             let part = match cur {
                 At::Scratch(k) => At::Scratch(1 - k),
                 _ => At::Scratch(0),
@@ -391,7 +593,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 self.sort_digit(dev, st, r, cur, part, cur_len, digits[d].clone())?;
             }
             let counts = if i == 0 {
-                of_digit(d)
+                first.to_vec()
             } else {
                 let mine: Vec<u64> = if cur_len > 0 {
                     st.sorter
@@ -558,6 +760,117 @@ fn plan_pass(counts: &[Vec<u64>], out_lens: &[usize]) -> PassPlan {
     PassPlan { runs }
 }
 
+/// Where the bulk exchange moves the keys (steps 2, 4 and 6 of [`GroupSorter`]'s algorithm),
+/// from the top active digit's counts.
+#[derive(Debug, PartialEq, Eq)]
+struct SplitPlan {
+    /// `segments[s][d]`: the keys of rank `s` (its shard sorted stably by the digit) that go
+    /// to rank `d`, one segment each, in rank order of `d`.
+    segments: Vec<Vec<u64>>,
+    /// `starts[d]`: where rank `d`'s range of the sorted vector starts (`A[d]`; the last
+    /// entry is the vector's length).
+    starts: Vec<u64>,
+    /// The output layout's prefix sums (`P[d]`; the last entry is the vector's length).
+    bounds: Vec<u64>,
+}
+
+impl SplitPlan {
+    fn ranks(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The keys that rank `s` sends to rank `d`.
+    fn segment(&self, s: usize, d: usize) -> u64 {
+        self.segments[s][d]
+    }
+
+    /// The keys that rank `d` receives.
+    fn received(&self, d: usize) -> u64 {
+        self.starts[d + 1] - self.starts[d]
+    }
+
+    /// Whether rank `d`'s range of the sorted vector is its part of the output layout (both
+    /// empty included): nothing of it moves in the rebalancing round.
+    fn in_place(&self, d: usize) -> bool {
+        let (a, p) = (&self.starts[d..d + 2], &self.bounds[d..d + 2]);
+        a == p || (a[0] == a[1] && p[0] == p[1])
+    }
+
+    /// Whether every rank's range is its part of the output (no rebalancing round).
+    fn balanced(&self) -> bool {
+        (0..self.ranks()).all(|d| self.in_place(d))
+    }
+
+    /// The rebalancing round: the part of rank `d`'s range that lies in rank `e`'s output part
+    /// goes from `d` (index in its range) to `e` (index in its output part), `e == d`
+    /// included. Ordered by sender, then receiver.
+    fn rebalance(&self) -> Vec<Run> {
+        let ranks = self.ranks();
+        let mut runs = Vec::new();
+        for d in 0..ranks {
+            for e in 0..ranks {
+                let lo = self.starts[d].max(self.bounds[e]);
+                let hi = self.starts[d + 1].min(self.bounds[e + 1]);
+                if lo < hi {
+                    runs.push(Run {
+                        from: d,
+                        to: e,
+                        src: (lo - self.starts[d]) as usize,
+                        dst: (lo - self.bounds[e]) as usize,
+                        count: (hi - lo) as usize,
+                    });
+                }
+            }
+        }
+        runs
+    }
+}
+
+/// The bulk exchange's plan from `counts[s][b]`, the number of keys of the top active digit's
+/// value (bucket) `b` on rank `s`, buckets in the sort's order, to the layout `out_lens`.
+///
+/// Bucket `b` starts at `G[b]` in the sorted vector (the keys of every lower bucket) and goes
+/// to the rank whose output part `P[d] .. P[d + 1]` holds `G[b]`; an empty bucket goes where
+/// the bucket before it went. The assignment never decreases with `b`, so each rank's keys
+/// for rank `d` are one segment of its shard sorted by the digit, and rank `d` gets the
+/// sorted vector's places `A[d] .. A[d + 1]`: `A[d]` is the start of its first bucket, at or
+/// after `P[d]` and before the end of the bucket that holds `P[d]`.
+fn plan_split(counts: &[Vec<u64>], out_lens: &[usize]) -> SplitPlan {
+    let ranks = counts.len();
+    let buckets = counts.first().map_or(0, Vec::len);
+    let mut bounds = vec![0u64; ranks + 1];
+    for d in 0..ranks {
+        bounds[d + 1] = bounds[d] + out_lens[d] as u64;
+    }
+    let mut segments = vec![vec![0u64; ranks]; ranks];
+    let mut start = 0u64;
+    let mut d = 0;
+    for b in 0..buckets {
+        let total: u64 = counts.iter().map(|row| row[b]).sum();
+        if total == 0 {
+            continue;
+        }
+        // The rank whose output part holds the bucket's start (`start` < the vector's length,
+        // so one does).
+        while d + 1 < ranks && bounds[d + 1] <= start {
+            d += 1;
+        }
+        for s in 0..ranks {
+            segments[s][d] += counts[s][b];
+        }
+        start += total;
+    }
+    let mut starts = vec![0u64; ranks + 1];
+    for d in 0..ranks {
+        starts[d + 1] = starts[d] + segments.iter().map(|row| row[d]).sum::<u64>();
+    }
+    SplitPlan {
+        segments,
+        starts,
+        bounds,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,6 +962,163 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The bulk exchange's plan on the host, with stable sorts for the ranks' local sorts:
+    /// each rank's range starts at a bucket boundary within a bucket of its output part's
+    /// start, and the steps give the one stable sort for any layouts.
+    fn simulate_split(keys: &[u32], in_lens: &[usize], out_lens: &[usize]) {
+        let ranks = in_lens.len();
+        let digit_of = |k: u32, shift: u32| ((k >> shift) & 0xff) as usize;
+        let Some(shift) = [24u32, 16, 8, 0].into_iter().find(|&shift| {
+            keys.iter()
+                .any(|&k| digit_of(k, shift) != digit_of(keys[0], shift))
+        }) else {
+            return;
+        };
+        let digit = |k: u32| digit_of(k, shift);
+        let mut parts: Vec<Vec<(u32, usize)>> = Vec::new();
+        let mut at = 0;
+        for &n in in_lens {
+            let mut part: Vec<(u32, usize)> =
+                keys[at..at + n].iter().copied().zip(at..at + n).collect();
+            part.sort_by_key(|&(k, _)| digit(k));
+            parts.push(part);
+            at += n;
+        }
+        let counts: Vec<Vec<u64>> = parts
+            .iter()
+            .map(|p| {
+                let mut c = vec![0u64; 256];
+                p.iter().for_each(|&(k, _)| c[digit(k)] += 1);
+                c
+            })
+            .collect();
+        let plan = plan_split(&counts, out_lens);
+        let mut want: Vec<(u32, usize)> = keys.iter().copied().zip(0..).collect();
+        want.sort();
+        // Bucket boundaries of the sorted vector; the largest bucket.
+        let mut edges = vec![0u64];
+        let mut largest = 0;
+        for b in 0..256 {
+            let total: u64 = counts.iter().map(|c| c[b]).sum();
+            largest = largest.max(total);
+            if total > 0 {
+                edges.push(edges.last().unwrap() + total);
+            }
+        }
+        for d in 0..ranks {
+            let (a, p) = (plan.starts[d], plan.bounds[d]);
+            assert!(
+                edges.contains(&a),
+                "rank {d}: {a} inside a bucket: {plan:?}"
+            );
+            assert!(a >= p, "rank {d} starts before its part: {plan:?}");
+            assert!(a < p + largest.max(1), "rank {d} starts too late: {plan:?}");
+            if out_lens[d] == 0 {
+                assert_eq!(plan.received(d), 0, "rank {d} of no output: {plan:?}");
+            }
+            assert_eq!(
+                plan.segments[d].iter().sum::<u64>(),
+                in_lens[d] as u64,
+                "rank {d} sends its shard: {plan:?}"
+            );
+        }
+        // Steps 4 and 5: segments in source rank order, then a stable sort by the key.
+        let mut taken = vec![0usize; ranks];
+        let mut held = Vec::new();
+        for d in 0..ranks {
+            let mut got = Vec::new();
+            for s in 0..ranks {
+                let n = plan.segment(s, d) as usize;
+                got.extend_from_slice(&parts[s][taken[s]..taken[s] + n]);
+                taken[s] += n;
+            }
+            got.sort_by_key(|&(k, _)| k);
+            let range = plan.starts[d] as usize..plan.starts[d + 1] as usize;
+            assert_eq!(got, want[range], "rank {d}'s range: {plan:?}");
+            held.push(got);
+        }
+        // Step 6: every output place written once, with the sorted vector's element.
+        let mut out: Vec<Vec<Option<(u32, usize)>>> =
+            out_lens.iter().map(|&n| vec![None; n]).collect();
+        for run in plan.rebalance() {
+            for i in 0..run.count {
+                let slot = &mut out[run.to][run.dst + i];
+                assert!(slot.is_none(), "place written twice: {run:?}");
+                *slot = Some(held[run.from][run.src + i]);
+            }
+        }
+        let got: Vec<(u32, usize)> = out
+            .into_iter()
+            .flatten()
+            .map(|slot| slot.expect("a place left empty"))
+            .collect();
+        assert_eq!(got, want);
+        let moved = plan.rebalance().iter().any(|run| run.from != run.to);
+        assert!(
+            !plan.balanced() || !moved,
+            "a balanced plan moves keys: {plan:?}"
+        );
+    }
+
+    #[test]
+    fn the_bulk_exchange_sorts_stably_for_any_layouts() {
+        let mut rng = Rng::new(11);
+        for ranks in [1, 2, 3, 4, 8] {
+            for n in [1, 2, 31, 33, 200, 3000] {
+                // Uniform, few distinct keys, top digits alike, one bucket holding most keys.
+                for kind in 0..4 {
+                    let keys: Vec<u32> = (0..n)
+                        .map(|i| {
+                            let x = rng.next_u64() as u32;
+                            match kind {
+                                0 => x,
+                                1 => (x % 5) << 27 | (x >> 29),
+                                2 => 0xab00_0000 | (x >> 8),
+                                _ if i % 50 == 7 => x,
+                                _ => 0x4200_0000 | (x >> 8),
+                            }
+                        })
+                        .collect();
+                    let in_lens = layout(&mut rng, n, ranks);
+                    let out_lens = layout(&mut rng, n, ranks);
+                    simulate_split(&keys, &in_lens, &out_lens);
+                    simulate_split(&keys, &in_lens, &in_lens);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_go_to_the_part_that_holds_their_start() {
+        // Buckets of 3, 0, 2, 4 keys over three ranks; output parts of 4, 0 and 5.
+        let counts = [vec![1, 0, 2, 0], vec![2, 0, 0, 3], vec![0, 0, 0, 1]];
+        let plan = plan_split(&counts, &[4, 0, 5]);
+        // Starts 0, 3, 5: buckets 0 and 2 (start 3 < 4) go to rank 0, bucket 3 (start 5) to
+        // rank 2; rank 1 has no output part and gets nothing.
+        assert_eq!(
+            plan.segments,
+            vec![vec![3, 0, 0], vec![2, 0, 3], vec![0, 0, 1]]
+        );
+        assert_eq!(plan.starts, vec![0, 5, 5, 9]);
+        assert_eq!(plan.bounds, vec![0, 4, 4, 9]);
+        assert!(!plan.balanced() && !plan.in_place(0) && plan.in_place(1));
+        // Rank 0's fifth key goes to rank 2's first place.
+        let run = |from, to, src, dst, count| Run {
+            from,
+            to,
+            src,
+            dst,
+            count,
+        };
+        assert_eq!(
+            plan.rebalance(),
+            vec![run(0, 0, 0, 0, 4), run(0, 2, 4, 0, 1), run(2, 2, 0, 1, 4)]
+        );
+        // One bucket holding nearly everything goes whole to one rank.
+        let plan = plan_split(&[vec![9, 1], vec![10, 0]], &[10, 10]);
+        assert_eq!(plan.starts, vec![0, 19, 20]);
     }
 
     #[test]
