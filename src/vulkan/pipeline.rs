@@ -199,17 +199,25 @@ impl VulkanDevice {
         // other guard, and the tests run them under compute-sanitizer); a driver whose default
         // checks each access (NVIDIA's: two instructions a load or store) is told not to,
         // where it was measured faster (`tuning::vulkan_unchecked_buffers`).
-        let mut unchecked = vk::PipelineRobustnessCreateInfoEXT::default()
-            .storage_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
-            .uniform_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+        // The others ask for the checks by name (robustBufferAccess's behaviour, which every
+        // device supports): with pipelineRobustness enabled, a pipeline that names none may
+        // get another default.
+        let buffers = if crate::tuning::vulkan_unchecked_buffers(k.name, k.elem) {
+            vk::PipelineRobustnessBufferBehaviorEXT::DISABLED
+        } else {
+            vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS
+        };
+        let mut robustness = vk::PipelineRobustnessCreateInfoEXT::default()
+            .storage_buffers(buffers)
+            .uniform_buffers(buffers)
             .vertex_inputs(vk::PipelineRobustnessBufferBehaviorEXT::DEVICE_DEFAULT)
             .images(vk::PipelineRobustnessImageBehaviorEXT::DEVICE_DEFAULT);
         let mut info = vk::ComputePipelineCreateInfo::default()
             .flags(flags)
             .stage(stage)
             .layout(layout);
-        if self.no_robustness && crate::tuning::vulkan_unchecked_buffers(k.name, k.elem) {
-            info = info.push_next(&mut unchecked);
+        if self.no_robustness {
+            info = info.push_next(&mut robustness);
         }
         // SAFETY: module, layout and specialization data are alive for the call.
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
