@@ -26,9 +26,9 @@ for w in "${widths[@]}"; do
     echo "== llvmpipe with LP_NATIVE_VECTOR_WIDTH=$w (subgroup size $((w / 32)))"
     LP_NATIVE_VECTOR_WIDTH=$w cargo test --locked --all-targets
     for mode in emulate flush; do
-        echo "== XWARP_SUBNORMALS=$mode: the float families on subnormals, the float orders, the self-test"
+        echo "== XWARP_SUBNORMALS=$mode: the float families on subnormals, the float orders, the self-test, misuse"
         LP_NATIVE_VECTOR_WIDTH=$w XWARP_SUBNORMALS=$mode cargo test --locked \
-            --test subnormals --test float_orders --test selftest
+            --test subnormals --test float_orders --test selftest --test misuse
     done
     # xwarp inside a wgpu application (the `wgpu` feature, which the lab's tests turn on, so
     # this reuses the build above).

@@ -1234,12 +1234,17 @@ fn every_family(dev: &dyn Device) -> Vec<(&'static str, Result<()>)> {
     ]
 }
 
-/// The subgroup operation classes each family's steps need, in order (`every_family`'s
-/// names).
-fn needs(family: &str) -> Vec<SubgroupFeatures> {
+/// The subgroup operation classes each family's steps need on a device described by `info`,
+/// in order (`every_family`'s names).
+fn needs(family: &str, info: &DeviceInfo) -> Vec<SubgroupFeatures> {
     use SubgroupFeatures as F;
     let shuffles = F::BASIC | F::SHUFFLE | F::SHUFFLE_RELATIVE;
     match family {
+        // The `f32` scan's exact variant (a device whose driver flushes subnormals) asks the
+        // subgroup whether any sum left the fast range (`subgroupAny`).
+        "device scan" if info.subnormals_f32 == xwarp::Subnormals::Emulated => {
+            vec![shuffles | F::VOTE]
+        }
         "shfl" | "shfl up" | "warp reduce" | "block reduce" | "device reduce" | "device scan"
         | "stencil" => vec![shuffles],
         "vote" => vec![F::BASIC | F::VOTE | F::BALLOT],
@@ -1274,7 +1279,7 @@ fn a_device_lacking_a_subgroup_feature_is_told_which() {
             for (family, r) in every_family(&lim) {
                 // The classes the first step that cannot run lacks.
                 let have = lim.info.subgroup_features;
-                let missing = needs(family)
+                let missing = needs(family, &lim.info)
                     .into_iter()
                     .map(|step| have.missing(step))
                     .find(|m| *m != F::default())
