@@ -174,7 +174,9 @@ impl CudaDevice {
             return Ok(cached.loaded.clone());
         }
         // Loading a module may wait for the device's work to finish: a timed span's gate
-        // must not hold that work back ([`super::timing`]), so it opens first.
+        // must not hold that work back ([`super::timing`]), so it opens first, with this
+        // thread's turn taken (a span that starts meanwhile leaves its gate open).
+        let _turn = self.take_turn();
         self.open_gate();
         // Compile without holding the lock, so launches of cached kernels go on meanwhile.
         let loaded = self.build(k)?;

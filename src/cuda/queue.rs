@@ -109,12 +109,32 @@ impl CudaDevice {
     /// Every such call may make the host wait for the stream: it opens the timing gate first
     /// ([`super::timing`]).
     pub(super) fn refuse_in_recording(&self, call: &'static str) -> Result<Turn<'_>> {
-        self.open_gate();
+        // The turn first: a timed span that starts after it leaves its gate open
+        // ([`Self::alone`]), and one that started before is opened here.
         let turn = Turn::take(&self.live);
+        self.open_gate();
         if turn.recording() {
             return Err(self.recording_open(call));
         }
         Ok(turn)
+    }
+
+    /// Runs `f` while no other thread is inside a call on the stream, keeping them out until
+    /// it returns; `None`, without running `f`, where another thread is inside one. A timed
+    /// span closes its gate only this way ([`super::timing`]): a thread that waits for the
+    /// stream takes its turn before it opens the gate, so it either sees the gate closed and
+    /// opens it, or is seen here and the span runs ungated. (Eight threads sharing one device,
+    /// one of them timing, otherwise hung: a module load waiting for the stream behind a closed
+    /// gate held the driver while the span's own launch waited for it.)
+    pub(super) fn alone<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let me = std::thread::current().id();
+        let g = lock(&self.live.gate);
+        if g.active.keys().any(|&t| t != me) {
+            return None;
+        }
+        let r = f();
+        drop(g);
+        Some(r)
     }
 
     /// This thread's turn at the stream for a call a recording can hold.

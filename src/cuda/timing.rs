@@ -150,8 +150,14 @@ pub(super) fn open(timing: &Mutex<Timing>) {
 
 impl CudaDevice {
     /// Queues a wait on the gate: the stream stops here until [`Self::open_gate`]. Makes the
-    /// gate at the first span.
+    /// gate at the first span. Only while no other thread is inside a call on the stream
+    /// ([`Self::alone`]); otherwise the span runs ungated (its figure may then hold host work,
+    /// as any span where threads share the device may).
     fn close_gate(&self) {
+        let _ = self.alone(|| self.close_gate_alone());
+    }
+
+    fn close_gate_alone(&self) {
         let mut t = lock(&self.live.timing);
         if t.gate.is_none() && t.ungated.is_none() {
             match Gate::new(&self.ctx, self.arch) {
