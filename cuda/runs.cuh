@@ -41,7 +41,19 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.
 #define XW_PAD(w) ((w) + (w) / 32u)
 
+// A key as one integer of its width (a 64-bit key for 32-bit keys would hold twice the
+// registers a piece needs).
+#if KEY_WORDS == 2
 typedef unsigned long long xw_key;
+__device__ __forceinline__ xw_key xw_key_from(unsigned int lo, unsigned int hi) {
+    return ((xw_key)hi << 32) | lo;
+}
+__device__ __forceinline__ unsigned int xw_key_hi(xw_key k) { return (unsigned int)(k >> 32); }
+#else
+typedef unsigned int xw_key;
+__device__ __forceinline__ xw_key xw_key_from(unsigned int lo, unsigned int) { return lo; }
+__device__ __forceinline__ unsigned int xw_key_hi(xw_key) { return 0u; }
+#endif
 
 struct Carry {
     unsigned int heads;
@@ -61,6 +73,13 @@ __device__ __forceinline__ xw_vt xw_vt_from(unsigned int lo, unsigned int hi) {
     memcpy(&v, &b, sizeof(v));
     return v;
 }
+
+// Whether xw_vop is associative, so that the look-back may fold its windows in any grouping
+// (integers); float values are folded strictly left to right (the canonical order).
+template <typename V> struct XwAssoc { static const bool value = true; };
+template <> struct XwAssoc<float> { static const bool value = false; };
+template <> struct XwAssoc<double> { static const bool value = false; };
+#define XW_ASSOC (XwAssoc<xw_vt>::value)
 
 __device__ __forceinline__ Carry xw_carry_op(Carry a, Carry b) {
     Carry c;
@@ -84,6 +103,8 @@ struct RunsShared {
     unsigned int lb_gap;            // a tile above it has published nothing
     unsigned int lb_heads;          // the heads of the values read, summed
     unsigned int lb_head;           // the nearest value read with a head, by its window index
+    unsigned int lb_ok;             // the near look-back found the prefix
+    unsigned int lb_polls;          // polls the near look-back spent
     unsigned int word;
     Carry carry;
 };
@@ -106,7 +127,7 @@ __device__ __forceinline__ unsigned int xw_w_inclusives(const RunsParams& p) {
 }
 
 __device__ __forceinline__ xw_key xw_key_at(const RunsArgs& a, unsigned int i) {
-    if (KEY_WORDS == 2) return ((xw_key)a.keys[2 * i + 1] << 32) | a.keys[2 * i];
+    if (KEY_WORDS == 2) return xw_key_from(a.keys[2 * i], a.keys[2 * i + 1]);
     return a.keys[i];
 }
 
@@ -127,6 +148,12 @@ struct Piece {
     unsigned int len;  // its elements below n
 };
 
+// Element e of the tile's keys in the stage.
+__device__ __forceinline__ xw_key xw_stage_key(const RunsShared& s, unsigned int e) {
+    return KEY_WORDS == 2 ? xw_key_from(s.stage[XW_PAD(2 * e)], s.stage[XW_PAD(2 * e + 1)])
+                          : (xw_key)s.stage[XW_PAD(e)];
+}
+
 // A piece's elements, read through shared memory: the tile's keys (then its values) are
 // loaded by all threads at once, consecutive threads reading consecutive words, and each thread
 // then takes its ITEMS consecutive elements from shared memory. (Each thread loading its own
@@ -142,7 +169,10 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
     pc.len = first < n ? min((unsigned int)ITEMS, n - first) : 0u;
     pc.heads = 0;
     pc.tails = 0;
+    // The keys either side of the piece, from global memory (L2 hits, loaded while the stage
+    // fills; taking them from the stage after its barrier cost 4-10% on an H100).
     const xw_key prev = first > 0 && first < n ? xw_key_at(a, first - 1) : 0;
+    const xw_key next = pc.len > 0 && first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
     __syncthreads();  // the stage may still be read by an earlier piece
     for (unsigned int w = l; w < tile_len * KEY_WORDS; w += BLOCK)
         s.stage[XW_PAD(w)] = a.keys[(unsigned long long)tile_first * KEY_WORDS + w];
@@ -151,9 +181,7 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const unsigned int e = l * ITEMS + j;
         if (j < pc.len) {
-            pc.k[j] = KEY_WORDS == 2 ? ((xw_key)s.stage[XW_PAD(2 * e + 1)] << 32) |
-                                           s.stage[XW_PAD(2 * e)]
-                                     : (xw_key)s.stage[XW_PAD(e)];
+            pc.k[j] = xw_stage_key(s, e);
         } else {
             pc.k[j] = 0;
         }
@@ -180,7 +208,6 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
         pc.v[j] = j < pc.len ? xw_value_at(a, first + j) : xw_vt(0);
 #endif
     }
-    const xw_key next = first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         if (j < pc.len) {
@@ -224,19 +251,43 @@ __device__ __forceinline__ bool xw_segment_fold(RunsShared& s, unsigned int r,
     return true;
 }
 
-// Steps 1 and 2 for tile t: the tile's aggregate (every thread gets it); with `own`, also H[l]
-// and C[l] in inv_before and inv_carry. Every thread calls it. Step 2 is the left fold of the
-// pieces' (heads, trail) in thread order, computed in parallel: H[l] sums integers (through
-// per-chunk sums), C[l] and the aggregate's value come from xw_segment_fold. (One thread
-// folding all BLOCK pieces in turn kept every tile waiting on a chain of BLOCK shared-memory
-// reads; now the chain is as long as the longest run of threads without a head.)
+// Step 1 for a tile whose piece the caller does not hold (a predecessor computed in the
+// look-back's fallback): the head count and trail of thread l's piece, read element by element
+// from global memory (rare; no registers per element, so the caller's piece stays in its own).
+__device__ void xw_piece_stats(const RunsArgs& a, unsigned int t, unsigned int l,
+                               unsigned int* heads, xw_vt* trail) {
+    const unsigned int n = a.p.n;
+    const unsigned int first = t * TILE + l * ITEMS;
+    unsigned int h = 0;
+    xw_vt acc = xw_vt(0);
+    if (first < n) {
+        const unsigned int len = min((unsigned int)ITEMS, n - first);
+        xw_key prev = first > 0 ? xw_key_at(a, first - 1) : 0;
+        for (unsigned int j = 0; j < len; ++j) {
+            const xw_key k = xw_key_at(a, first + j);
+            const xw_vt v = xw_value_at(a, first + j);
+            const bool head = first + j == 0 || k != prev;
+            h += head;
+            acc = head || j == 0 ? v : xw_vop(acc, v);
+            prev = k;
+        }
+    }
+    *heads = h;
+    *trail = acc;
+}
+
+// Step 2 for tile t, from each thread's head count and trail (step 1): the tile's aggregate
+// (every thread gets it); with `own`, also H[l] and C[l] in inv_before and inv_carry. Every
+// thread calls it. Step 2 is the left fold of the pieces' (heads, trail) in thread order,
+// computed in parallel: H[l] sums integers (through per-chunk sums), C[l] and the aggregate's
+// value come from xw_segment_fold. (One thread folding all BLOCK pieces in turn kept every tile
+// waiting on a chain of BLOCK shared-memory reads; now the chain is as long as the longest run
+// of threads without a head.)
 __device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
-                                 bool own) {
-    Piece pc;
-    xw_load_piece(a, s, t, l, pc);
+                                 bool own, unsigned int piece_heads, xw_vt piece_trail) {
     __syncthreads();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
-    s.inv_heads[l] = __popc(pc.heads);
-    s.inv_trail[l] = pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0);
+    s.inv_heads[l] = piece_heads;
+    s.inv_trail[l] = piece_trail;
     __syncthreads();
     if (l < BLOCK / CHUNK) {
         unsigned int sum = 0;
@@ -308,9 +359,78 @@ __device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned i
 // publishes the tile's inclusive prefix. Every thread calls it.
 __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, Carry agg,
                               unsigned int l) {
+    // The near look-back, by warp 0 alone: lane i polls the flag of tile top - i (top = k - 1
+    // first) until every tile of the window up to the nearest inclusive prefix (lane m; all 32
+    // without one) has published; then lane i <= m reads its tile's value, the heads are summed
+    // by a butterfly and the value is folded from the nearest value with a head (or from lane
+    // m's) down to lane 0 by shuffles: the window's left fold, bit for bit the first-window
+    // path's below, with no block barrier per poll (four a poll below). A window without an
+    // inclusive prefix is carried and the walk moves 32 tiles down, where the operator is
+    // associative (integers; the fold of float values keeps the window path's order, which
+    // takes over there). The other warps wait at one barrier. When the budget runs out, the
+    // window path below takes over with the polls left.
+    if (l < XW_WARP) {
+        const unsigned int lane = l;
+        int top = (int)k - 1;
+        unsigned int polls = 0;
+        bool ok = false, have = false;
+        Carry acc;
+        acc.heads = 0;
+        acc.v = xw_vt(0);
+        for (;;) {
+            const int tile = top - (int)lane;
+            unsigned int incl, empty, limit;
+            for (;; ++polls) {
+                // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has
+                // published (and never read).
+                const unsigned int f =
+                    tile >= 0 ? xw_poll_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
+                incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
+                limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
+                empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
+                if (empty == 0 || polls >= a.p.spin) break;
+            }
+            if (empty != 0 || (incl == 0 && !XW_ASSOC)) break;
+            Carry c;
+            c.heads = 0;
+            c.v = xw_vt(0);
+            if (lane <= limit)
+                c = xw_read_published(a, (unsigned int)tile,
+                                      lane == limit && incl != 0 ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+            Carry w;
+            w.heads = c.heads;
+#pragma unroll
+            for (unsigned int d = 1; d < XW_WARP; d <<= 1)
+                w.heads += __shfl_xor_sync(XW_FULL_MASK, w.heads, d);
+            const unsigned int with_head =
+                __ballot_sync(XW_FULL_MASK, lane < limit && c.heads > 0);
+            const unsigned int from =
+                with_head != 0 ? (unsigned int)(__ffs(with_head) - 1) : limit;
+            w.v = __shfl_sync(XW_FULL_MASK, c.v, from);
+            for (unsigned int i = from; i-- > 0;)
+                w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
+            acc = have ? xw_carry_op(w, acc) : w;
+            have = true;
+            if (incl != 0) {
+                ok = true;
+                break;
+            }
+            top -= (int)XW_WARP;
+        }
+        if (lane == 0) {
+            if (ok) {
+                s.carry = acc;
+                xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(acc, agg));
+            }
+            s.lb_ok = ok;
+            s.lb_polls = polls;
+        }
+    }
+    __syncthreads();
+    if (s.lb_ok) return s.carry;
     int hi = (int)k - 1;
     int j = -1;
-    unsigned int polls = 0;
+    unsigned int polls = s.lb_polls;
     while (hi >= 0) {
         const unsigned int count = (unsigned int)min(hi + 1, (int)BLOCK);
         unsigned int m;
@@ -371,7 +491,10 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             for (unsigned int i = 0; i < m; ++i) {
                 if (s.lb_flag[i] != 0) continue;
                 const unsigned int tile = (unsigned int)hi - i;
-                const Carry c = xw_tile_summary(a, s, tile, l, false);
+                unsigned int h;
+                xw_vt trail;
+                xw_piece_stats(a, tile, l, &h, &trail);
+                const Carry c = xw_tile_summary(a, s, tile, l, false, h, trail);
                 if (l == 0) xw_publish(a, tile, FLAG_AGGREGATE, c);
             }
         }
@@ -449,7 +572,7 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
                 if (!values) {
                     s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
                     if (KEY_WORDS == 2)
-                        s.stage[XW_PAD(KEY_WORDS * at + 1)] = (unsigned int)(pc.k[j] >> 32);
+                        s.stage[XW_PAD(KEY_WORDS * at + 1)] = xw_key_hi(pc.k[j]);
                 } else {
                     // The run began in this piece, in an earlier piece of the tile, or in an
                     // earlier tile.
@@ -482,7 +605,11 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     if (l == 0) s.word = atomicAdd(&a.work[0], 1u);
     __syncthreads();
     const unsigned int t = s.word;
-    const Carry agg = xw_tile_summary(a, s, t, l, true);
+    // The thread's piece, loaded once: its summary now, its outputs after the look-back.
+    Piece pc;
+    xw_load_piece(a, s, t, l, pc);
+    const Carry agg = xw_tile_summary(a, s, t, l, true, __popc(pc.heads),
+                                      pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0));
     const unsigned int before = s.inv_before[l];
     const xw_vt carry = s.inv_carry[l];
     Carry e;
@@ -495,8 +622,6 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
         e = xw_look_back(a, s, t, agg, l);
     }
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
-    Piece pc;
-    xw_load_piece(a, s, t, l, pc);
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all threads at once, consecutive threads writing consecutive words (each

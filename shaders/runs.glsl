@@ -115,6 +115,8 @@ shared uint lb_m;              // the window's nearest inclusive prefix
 shared uint lb_gap;            // a tile above it has published nothing
 shared uint lb_heads;          // the heads of the values read, summed
 shared uint lb_head;           // the nearest value read with a head, by its window index
+shared uint lb_ok;             // the near look-back found the prefix
+shared uint lb_polls;          // polls the near look-back spent
 shared uint s_word;
 shared Carry s_carry;
 
@@ -167,6 +169,14 @@ uvec2 vt_bits(VT v) { return uvec2(v, 0u); }
 VT vt_from(uvec2 b) { return b.x; }
 #endif
 
+// Whether vop is associative, so that the look-back may fold its windows in any grouping
+// (integers); float values are folded strictly left to right (the canonical order).
+#if defined(XW_RUNS_RBK) && defined(XW_T_FLOAT)
+const bool XW_ASSOC = false;
+#else
+const bool XW_ASSOC = true;
+#endif
+
 Carry carry_op(Carry a, Carry b) {
     Carry c;
     c.heads = a.heads + b.heads;
@@ -175,6 +185,12 @@ Carry carry_op(Carry a, Carry b) {
 }
 
 uint stage_at(uint w) { return w + w / 32u; }
+
+// Element e of the tile's keys in the stage.
+uvec2 stage_key(uint e) {
+    return KEY_WORDS == 2u ? uvec2(stage[stage_at(2u * e)], stage[stage_at(2u * e + 1u)])
+                           : uvec2(stage[stage_at(e)], 0u);
+}
 
 // One thread piece: its keys and values, which of its elements are heads and tails (bit j),
 // and how many of its elements lie below n. Read through shared memory: the tile's keys (then
@@ -190,7 +206,10 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     len = first < p.n ? min(ITEMS, p.n - first) : 0u;
     heads = 0u;
     tails = 0u;
+    // The keys either side of the piece, from global memory (L2 hits, loaded while the stage
+    // fills; taking them from the stage after its barrier cost 4-10% on the CUDA twin, H100).
     uvec2 prev = first > 0u && first < p.n ? key_at(first - 1u) : uvec2(0u);
+    uvec2 next = len > 0u && first + len < p.n ? key_at(first + len) : uvec2(0u);
     barrier();  // the stage may still be read by an earlier piece
     for (uint w = l; w < tile_len * KEY_WORDS; w += BLOCK) {
         stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
@@ -199,8 +218,7 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         uint e = l * ITEMS + j;
         if (j < len) {
-            k[j] = KEY_WORDS == 2u ? uvec2(stage[stage_at(2u * e)], stage[stage_at(2u * e + 1u)])
-                                   : uvec2(stage[stage_at(e)], 0u);
+            k[j] = stage_key(e);
         } else {
             k[j] = uvec2(0u);
         }
@@ -225,7 +243,6 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
         v[j] = j < len ? value_at(first + j) : VT(0);
 #endif
     }
-    uvec2 next = first + len < p.n ? key_at(first + len) : uvec2(0u);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         if (j < len) {
             uvec2 before = j == 0u ? prev : k[j - 1u];
@@ -265,21 +282,38 @@ void segment_fold(uint r, uint pieces, bool own) {
     s_carry.v = acc;
 }
 
-// Steps 1 and 2 for tile t: the tile's aggregate (every invocation gets it); with `own`, also
-// H[l] and C[l] in inv_before and inv_carry. Uniform control flow. Step 2 is the left fold of
-// the pieces' (heads, trail) in invocation order, computed in parallel: H[l] sums integers
-// (through per-chunk sums), C[l] and the aggregate's value come from segment_fold. (One
-// invocation folding all BLOCK pieces in turn kept every tile waiting on a chain of BLOCK
-// shared-memory reads; now the chain is as long as the longest run of invocations without a
-// head.)
-Carry tile_summary(uint t, uint l, bool own) {
-    uvec2 k[ITEMS];
-    VT v[ITEMS];
-    uint heads, tails, len;
-    load_piece(t, l, k, v, heads, tails, len);
+// Step 1 for a tile whose piece the caller does not hold (a predecessor computed in the
+// look-back's fallback): the head count and trail of invocation l's piece, read element by
+// element from global memory (rare; no array per element beside the caller's piece).
+void piece_stats(uint t, uint l, out uint heads, out VT trail) {
+    uint first = t * TILE + l * ITEMS;
+    heads = 0u;
+    trail = VT(0);
+    if (first < p.n) {
+        uint len = min(ITEMS, p.n - first);
+        uvec2 prev = first > 0u ? key_at(first - 1u) : uvec2(0u);
+        for (uint j = 0u; j < len; ++j) {
+            uvec2 k = key_at(first + j);
+            VT v = value_at(first + j);
+            bool head = first + j == 0u || k != prev;
+            heads += uint(head);
+            trail = head || j == 0u ? v : vop(trail, v);
+            prev = k;
+        }
+    }
+}
+
+// Step 2 for tile t, from each invocation's head count and trail (step 1): the tile's aggregate
+// (every invocation gets it); with `own`, also H[l] and C[l] in inv_before and inv_carry.
+// Uniform control flow. Step 2 is the left fold of the pieces' (heads, trail) in invocation
+// order, computed in parallel: H[l] sums integers (through per-chunk sums), C[l] and the
+// aggregate's value come from segment_fold. (One invocation folding all BLOCK pieces in turn
+// kept every tile waiting on a chain of BLOCK shared-memory reads; now the chain is as long as
+// the longest run of invocations without a head.)
+Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
     barrier();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
-    inv_heads[l] = bitCount(heads);
-    inv_trail[l] = len > 0u ? piece_trail(v, heads, len) : VT(0);
+    inv_heads[l] = heads_l;
+    inv_trail[l] = trail_l;
     barrier();
     if (l < BLOCK / CHUNK) {
         uint sum = 0u;
@@ -339,9 +373,82 @@ Carry read_published(uint tile, uint flag) {
 // The exclusive prefix E of tile k > 0 (every invocation gets it), whose aggregate is `agg`;
 // publishes the tile's inclusive prefix. Uniform control flow.
 Carry look_back(uint k, Carry agg, uint l) {
+    // The near look-back, by subgroup 0 alone: lane i polls the flag of tile top - i (top =
+    // k - 1 first) until every tile of the window up to the nearest inclusive prefix (lane m;
+    // the whole window without one) has published; then lane i <= m reads its tile's value and
+    // one lane folds the window from lane m down to lane 0: the window's left fold, bit for bit
+    // the first-window path's below, with subgroup barriers in place of the four workgroup
+    // barriers a poll below (the basic subgroup operations only). A window without an
+    // inclusive prefix is carried and the walk moves down a window, where the operator is
+    // associative (integers; the fold of float values keeps the window path's order, which
+    // takes over there). The other subgroups wait at one barrier. When the budget runs out,
+    // the window path below takes over with the polls left.
+    if (gl_SubgroupID == 0u) {
+        uint lane = xw_bound(gl_SubgroupInvocationID);
+        uint size = min(gl_SubgroupSize, BLOCK);
+        int top = int(k) - 1;
+        uint polls = 0u;
+        bool ok = false;
+        bool have = false;
+        while (true) {
+            uint count = uint(min(top + 1, int(size)));
+            uint m;
+            bool gap;
+            while (true) {
+                if (lane == 0u) {
+                    lb_m = count;
+                    lb_gap = 0u;
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                uint f = lane < count ? poll_flag(uint(top) - lane) : 0u;
+                if (f == FLAG_INCLUSIVE) atomicMin(lb_m, lane);
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                m = lb_m;
+                if (lane < m && f == 0u) atomicOr(lb_gap, 1u);
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                gap = lb_gap != 0u;
+                subgroupBarrier();  // every lane has read lb_m and lb_gap
+                if (!gap || polls >= p.spin) break;
+                ++polls;
+            }
+            bool incl = m < count;
+            if (gap || (!incl && !XW_ASSOC)) break;
+            // The window's fold, from its nearest inclusive prefix (or its oldest tile) down.
+            uint last = incl ? m : count - 1u;
+            if (lane <= last) {
+                lb_val[lane] = read_published(uint(top) - lane,
+                                              incl && lane == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            if (lane == 0u) {
+                Carry w = lb_val[last];
+                for (int i = int(last) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
+                s_carry = have ? carry_op(w, s_carry) : w;
+            }
+            have = true;
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();  // lane 0 has read lb_val
+            if (incl) {
+                ok = true;
+                break;
+            }
+            top -= int(size);
+        }
+        if (lane == 0u) {
+            if (ok) publish(k, FLAG_INCLUSIVE, carry_op(s_carry, agg));
+            lb_ok = uint(ok);
+            lb_polls = polls;
+        }
+    }
+    barrier();
+    if (lb_ok != 0u) return s_carry;
     int hi = int(k) - 1;
     int j = -1;
-    uint polls = 0u;
+    uint polls = lb_polls;
     while (hi >= 0) {
         uint count = uint(min(hi + 1, int(BLOCK)));
         uint m;
@@ -402,7 +509,10 @@ Carry look_back(uint k, Carry agg, uint l) {
             for (uint i = 0u; i < m; ++i) {
                 if (lb_flag[i] != 0u) continue;
                 uint tile = uint(hi) - i;
-                Carry a = tile_summary(tile, l, false);
+                uint h;
+                VT trail;
+                piece_stats(tile, l, h, trail);
+                Carry a = tile_summary(tile, l, false, h, trail);
                 if (l == 0u) publish(tile, FLAG_AGGREGATE, a);
             }
         }
@@ -513,7 +623,12 @@ void main() {
     if (l == 0u) s_word = atomicAdd(work[0], 1u);
     barrier();
     uint t = s_word;
-    Carry agg = tile_summary(t, l, true);
+    // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
+    uvec2 k[ITEMS];
+    VT v[ITEMS];
+    uint heads, tails, len;
+    load_piece(t, l, k, v, heads, tails, len);
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? piece_trail(v, heads, len) : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
     Carry e;
@@ -529,10 +644,6 @@ void main() {
         runs[0] = e.heads + agg.heads;
         runs[1] = 0u;
     }
-    uvec2 k[ITEMS];
-    VT v[ITEMS];
-    uint heads, tails, len;
-    load_piece(t, l, k, v, heads, tails, len);
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all invocations at once, consecutive invocations writing consecutive
