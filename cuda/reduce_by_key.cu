@@ -6,7 +6,7 @@
 #include "reduce_op.cuh"
 #include "runs.cuh"
 
-extern "C" __global__ __launch_bounds__(BLOCK) void reduce_by_key(
+extern "C" __global__ __launch_bounds__(BLOCK, XW_RUNS_MIN_BLOCKS) void reduce_by_key(
     const unsigned int* __restrict__ keys, const XW_T* __restrict__ values,
     unsigned int* __restrict__ keys_out, XW_T* __restrict__ values_out,
     unsigned long long* __restrict__ runs, unsigned int* work, RunsParams p) {

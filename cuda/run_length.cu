@@ -5,7 +5,7 @@
 #define XW_RUNS_RLE 1
 #include "runs.cuh"
 
-extern "C" __global__ __launch_bounds__(BLOCK) void run_length(
+extern "C" __global__ __launch_bounds__(BLOCK, XW_RUNS_MIN_BLOCKS) void run_length(
     const unsigned int* __restrict__ keys, const unsigned int* __restrict__ values,
     unsigned int* __restrict__ keys_out, unsigned int* __restrict__ lengths,
     unsigned long long* __restrict__ runs, unsigned int* work, RunsParams p) {

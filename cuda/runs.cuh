@@ -36,6 +36,9 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #else
 #define VALUE_WORDS 1u
 #endif
+// Blocks of BLOCK threads an SM holds at least (registers capped to fit): reduce-by-key's
+// 32-bit kernels otherwise took 80 registers, three blocks an SM.
+#define XW_RUNS_MIN_BLOCKS ((KEY_WORDS == 1 && VALUE_WORDS == 1) ? 4 : 1)
 #define STAGE_WORDS ((TILE + 1) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS))
 // A word's place in the staging buffer: one padding word after every 32, so that the threads
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.

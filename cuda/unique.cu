@@ -5,7 +5,7 @@
 #define XW_RUNS_UNIQUE 1
 #include "runs.cuh"
 
-extern "C" __global__ __launch_bounds__(BLOCK) void unique(
+extern "C" __global__ __launch_bounds__(BLOCK, XW_RUNS_MIN_BLOCKS) void unique(
     const unsigned int* __restrict__ keys, const unsigned int* __restrict__ values,
     unsigned int* __restrict__ keys_out, unsigned int* __restrict__ values_out,
     unsigned long long* __restrict__ runs, unsigned int* work, RunsParams p) {
