@@ -108,6 +108,7 @@ const uint XW_PREC = XW_FRAC + 1u;
 
 // Zeros and subnormals as the zero of their sign; every other value as it is.
 T xw_flush(T v) { return xw_biased_exp(v) == 0u ? xw_signed_zero(xw_sign(v)) : v; }
+bool xw_subnormal(T v) { return xw_biased_exp(v) == 0u && !xw_is_zero(v); }
 // Subnormals as the smallest normal of their sign, which makes the same sum or product with
 // an infinity or NaN.
 T xw_unsubnormal(T v) {

@@ -82,10 +82,27 @@ uint bin_of(T x) {
     T lower = xw_pred_operand(p.lower_lo, p.lower_hi);
     T upper = xw_pred_operand(p.upper_lo, p.upper_hi);
 #if defined(XW_T_FLOAT)
+    T scale = xw_pred_operand(p.scale_lo, p.scale_hi);
+    if (SUBNORMALS == 1u) {
+        // The driver's arithmetic where no subnormal enters it: a sample, bounds and scale
+        // normal, infinite, NaN or zero compare and subtract exactly, and a difference that is
+        // normal or an exact zero multiplies exactly; a product below the normal range floors
+        // to bin 0 either way. Otherwise (a subnormal operand, or a difference the driver may
+        // have flushed) the exact arithmetic below.
+        bool sub = xw_subnormal(x) || xw_subnormal(lower) || xw_subnormal(upper)
+            || xw_subnormal(scale);
+        if (!sub) {
+            if (!(lower <= x && x < upper)) return NONE;
+            precise T d = x - lower;
+            if (!(abs(d) < XW_MIN_NORMAL) || x == lower) {
+                precise T r = d * scale;
+                return min(uint(floor(r)), p.bins - 1u);
+            }
+        }
+    }
     // Compared and computed by float_ops.glsl, so that subnormal samples, bounds and
     // differences bin as IEEE 754 says on a driver that flushes them too (the variant _exact).
     if (!(xw_less_equal(lower, x) && xw_less(x, upper))) return NONE;
-    T scale = xw_pred_operand(p.scale_lo, p.scale_hi);
     return min(uint(floor(xw_mul(xw_add(x, xw_negate(lower)), scale))), p.bins - 1u);
 #elif defined(XW_T_64)
     if (!(x >= lower && x < upper)) return NONE;

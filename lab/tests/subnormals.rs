@@ -594,10 +594,11 @@ fn subnormal_sample<T: Element>(rng: &mut Rng) -> T {
 }
 
 /// The float histogram over ranges whose bounds, width or samples' differences from the lower
-/// bound are subnormal ([0, 4N), [-4N, -N/8), [-N/2, N/2) for N the smallest normal), samples
-/// from [`subnormal_sample`], at [`SIZES`]: the comparisons with the bounds and the bin's
-/// difference and product are where flushing moves samples (a flushed subnormal sample falls in
-/// bin 0 or out of the range).
+/// bound are subnormal ([0, 4N), [-4N, -N/8), [-N/2, N/2) for N the smallest normal, and [N, 3N),
+/// whose normal bounds and samples in [N, 2N) have subnormal differences), samples from
+/// [`subnormal_sample`], at [`SIZES`]: the comparisons with the bounds and the bin's difference
+/// and product are where flushing moves samples (a flushed subnormal sample falls in bin 0 or
+/// out of the range; a flushed difference puts a sample of [N, 2N) in bin 0).
 fn histograms<T: xwarp::histogram::Sample>() {
     use xwarp_lab::validate::histogram::run_histogram;
     let mut rng = Rng::new(seed());
@@ -607,14 +608,16 @@ fn histograms<T: xwarp::histogram::Sample>() {
     } else {
         2f64.powi(-1022)
     };
-    let ranges = [
-        (0.0, 4.0 * n_min),
-        (-4.0 * n_min, -n_min / 8.0),
-        (-n_min / 2.0, n_min / 2.0),
+    // With one bin, [N, 3N) puts every sample of its range in bin 0, flushed or not.
+    let ranges: [(f64, f64, &[usize]); 4] = [
+        (0.0, 4.0 * n_min, &[1, 3, 13]),
+        (-4.0 * n_min, -n_min / 8.0, &[1, 3, 13]),
+        (-n_min / 2.0, n_min / 2.0, &[1, 3, 13]),
+        (n_min, 3.0 * n_min, &[3, 13]),
     ];
-    for (lo, hi) in ranges {
+    for (lo, hi, bin_counts) in ranges {
         let (lower, upper): (T, T) = (common::float_from_f64(lo), common::float_from_f64(hi));
-        for bins in [1, 3, 13] {
+        for &bins in bin_counts {
             if T::plan(lower, upper, bins).is_err() {
                 continue;
             }
