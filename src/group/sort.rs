@@ -529,33 +529,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             // Nothing moves to or from this rank: its range is its output part.
             return rank.ex.exchange(r, &[], &[]);
         }
-        let (src_keys, src_values) = self.at(st, r, sorted, m)?;
-        let (dst_keys, dst_values) = self.at(st, r, At::Output, self.out_lens[r])?;
-        let mut sends = Vec::new();
-        let mut recvs = Vec::new();
-        for run in plan.rebalance() {
-            if run.from == r {
-                let values = src_values.as_ref().map(DeviceVec::raw);
-                push_run(
-                    &mut sends,
-                    run.to,
-                    (src_keys.raw(), values),
-                    sizes,
-                    (run.src, run.count),
-                );
-            }
-            if run.to == r {
-                let values = dst_values.as_ref().map(DeviceVec::raw);
-                push_run(
-                    &mut recvs,
-                    run.from,
-                    (dst_keys.raw(), values),
-                    sizes,
-                    (run.dst, run.count),
-                );
-            }
-        }
-        rank.ex.exchange(r, &sends, &recvs)
+        self.exchange_runs(rank, st, &plan.rebalance(), (sorted, m), At::Output)
     }
 
     /// The fallback (see [`GroupSorter`]): the distributed LSD radix sort on rank `rank`, over
@@ -638,12 +612,26 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             .filter(|run| run.from == r)
             .map(|run| run.count)
             .sum();
-        let (src_keys, src_values) = self.at(st, r, from, sent)?;
+        self.exchange_runs(rank, st, &plan.runs, (from, sent), to)
+    }
+
+    /// One exchange of `runs` on rank `r`: the runs it sends leave from its `len` keys at
+    /// `from`, and the runs it receives land at their places at `to` (the output's layout).
+    fn exchange_runs(
+        &self,
+        rank: Rank<'_>,
+        st: &Storage<K>,
+        runs: &[Run],
+        (from, len): (At, usize),
+        to: At,
+    ) -> Result<()> {
+        let r = rank.rank;
+        let (src_keys, src_values) = self.at(st, r, from, len)?;
         let (dst_keys, dst_values) = self.at(st, r, to, self.out_lens[r])?;
         let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
-        for run in &plan.runs {
+        for run in runs {
             if run.from == r {
                 let values = src_values.as_ref().map(DeviceVec::raw);
                 push_run(
