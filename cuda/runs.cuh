@@ -176,7 +176,7 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
     // fills; taking them from the stage after its barrier cost 4-10% on an H100).
     const xw_key prev = first > 0 && first < n ? xw_key_at(a, first - 1) : 0;
     const xw_key next = pc.len > 0 && first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
-    __syncthreads();  // the stage may still be read by an earlier piece
+    // Called once a block, after the ticket's barrier: no earlier reader of the stage.
     for (unsigned int w = l; w < tile_len * KEY_WORDS; w += BLOCK)
         s.stage[XW_PAD(w)] = a.keys[(unsigned long long)tile_first * KEY_WORDS + w];
     __syncthreads();
@@ -288,7 +288,9 @@ __device__ void xw_piece_stats(const RunsArgs& a, unsigned int t, unsigned int l
 // of threads without a head.)
 __device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
                                  bool own, unsigned int piece_heads, xw_vt piece_trail) {
-    __syncthreads();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
+    // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary (the tile's
+    // own, before the look-back's fallback computes a predecessor's).
+    if (!own) __syncthreads();
     s.inv_heads[l] = piece_heads;
     s.inv_trail[l] = piece_trail;
     __syncthreads();
@@ -608,6 +610,11 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     if (l == 0) s.word = atomicAdd(&a.work[0], 1u);
     __syncthreads();
     const unsigned int t = s.word;
+    // The tile's output range, widened in step 4 (the summary's barriers publish these).
+    if (l == 0) {
+        s.out_lo = TILE + 1;
+        s.out_hi = 0;
+    }
     // The thread's piece, loaded once: its summary now, its outputs after the look-back.
     Piece pc;
     xw_load_piece(a, s, t, l, pc);
@@ -629,11 +636,7 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all threads at once, consecutive threads writing consecutive words (each
     // thread storing its own outputs used 4 of every 32 bytes written).
-    if (l == 0) {
-        s.out_lo = TILE + 1;
-        s.out_hi = 0;
-    }
-    __syncthreads();  // every thread has read its piece from the stage
+    // Every thread read its piece from the stage before the summary's barriers.
     unsigned int lo = TILE + 1, hi = 0;
     xw_stage_outputs(s, pc, e, before, carry, l, false, &lo, &hi);
     if (hi > 0) {

@@ -210,7 +210,7 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     // fills; taking them from the stage after its barrier cost 4-10% on the CUDA twin, H100).
     uvec2 prev = first > 0u && first < p.n ? key_at(first - 1u) : uvec2(0u);
     uvec2 next = len > 0u && first + len < p.n ? key_at(first + len) : uvec2(0u);
-    barrier();  // the stage may still be read by an earlier piece
+    // Called once a workgroup, after the ticket's barrier: no earlier reader of the stage.
     for (uint w = l; w < tile_len * KEY_WORDS; w += BLOCK) {
         stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
     }
@@ -311,7 +311,9 @@ void piece_stats(uint t, uint l, out uint heads, out VT trail) {
 // kept every tile waiting on a chain of BLOCK shared-memory reads; now the chain is as long as
 // the longest run of invocations without a head.)
 Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
-    barrier();  // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary
+    // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary (the tile's
+    // own, before the look-back's fallback computes a predecessor's; `own` is uniform).
+    if (!own) barrier();
     inv_heads[l] = heads_l;
     inv_trail[l] = trail_l;
     barrier();
@@ -623,6 +625,11 @@ void main() {
     if (l == 0u) s_word = atomicAdd(work[0], 1u);
     barrier();
     uint t = s_word;
+    // The tile's output range, widened in step 4 (the summary's barriers publish these).
+    if (l == 0u) {
+        out_lo = TILE + 1u;
+        out_hi = 0u;
+    }
     // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
     uvec2 k[ITEMS];
     VT v[ITEMS];
@@ -648,11 +655,7 @@ void main() {
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all invocations at once, consecutive invocations writing consecutive
     // words (each storing its own outputs used 4 of every 32 bytes written, on the CUDA twin).
-    if (l == 0u) {
-        out_lo = TILE + 1u;
-        out_hi = 0u;
-    }
-    barrier();  // every invocation has read its piece from the stage
+    // Every invocation read its piece from the stage before the summary's barriers.
     uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
