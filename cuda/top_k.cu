@@ -1,6 +1,7 @@
 // Top-k by radix selection with CUDA's own intrinsics; the twin of shaders/top_k.comp, whose
 // header describes the mapped keys, the steps (OP: 0 HIST, 1 SELECT, 2 COUNT, 3 SCATTER,
-// 4 CLEAR) of the plan in src/top_k.rs and the state words. Modelled by src/cpu/top_k.rs.
+// 4 CLEAR, 5 SCAN) of the plan in src/top_k.rs, the filter into the candidates' buffer and the
+// state words. Modelled by src/cpu/top_k.rs.
 //
 // Tiles for COUNT and SCATTER: warp w owns the w-th run of 32 * ITEMS consecutive keys, read in
 // ITEMS coalesced steps, ranked by one __ballot_sync per step and class.
@@ -20,18 +21,63 @@ struct TopKParams {
     unsigned int key_kind;    // KIND_*
     unsigned int descending;  // nonzero: the k largest
     unsigned int indices;     // nonzero: the candidates' values are input indices
-    unsigned int pad0;
-    unsigned int pad1;
-    unsigned int pad2;
+    unsigned int cap;         // keys the candidates' buffer holds (0: no buffer)
+    unsigned int filtering;   // SELECT: a filter may follow; COUNT, SCATTER: the filter
+    unsigned int span;        // COUNT, SCATTER: tiles a block takes in turn
 };
 
 #define S_THRESHOLD 0u
 #define S_REST 2u
 #define S_LESS 3u
+#define S_M 4u
+#define S_BASE 5u
+#define S_DO 6u
 #define S_HIST 8u
-#define BATCH 4u
-#define NONE 0xffffffffu
+#define BATCH 16u
+#define PARTS 8u
+#define SCAN_ITEMS 4u
 #define XW_MAX_WARPS 32
+// The tiles a block takes in turn over the candidates' buffer (a sixteenth of the keys).
+#define XW_BUFFER_SPAN(span) (((span) + 15u) / 16u)
+
+// Inclusive sums of a and b over the block's threads (in place): warp scans, then the warps'
+// totals through shared memory (`sh`: 2 * XW_MAX_WARPS words); `total_a`, `total_b` get the
+// block's. The whole block calls it.
+__device__ __forceinline__ void xw_block_scan2(unsigned int* sh, unsigned int& a, unsigned int& b,
+                                               unsigned int& total_a, unsigned int& total_b) {
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    const unsigned int warp = threadIdx.x / XW_WARP;
+#pragma unroll
+    for (unsigned int off = 1; off < XW_WARP; off <<= 1) {
+        const unsigned int xa = __shfl_up_sync(XW_FULL_MASK, a, off);
+        const unsigned int xb = __shfl_up_sync(XW_FULL_MASK, b, off);
+        if (lane >= off) {
+            a += xa;
+            b += xb;
+        }
+    }
+    if (lane == XW_WARP - 1) {
+        sh[warp] = a;
+        sh[XW_MAX_WARPS + warp] = b;
+    }
+    __syncthreads();
+    unsigned int pa = 0, pb = 0;
+    total_a = 0;
+    total_b = 0;
+    for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
+        const unsigned int x = sh[w], y = sh[XW_MAX_WARPS + w];
+        if (w < warp) {
+            pa += x;
+            pb += y;
+        }
+        total_a += x;
+        total_b += y;
+    }
+    a += pa;
+    b += pb;
+    __syncthreads();
+}
+#define NONE 0xffffffffu
 
 __device__ __forceinline__ KEY xw_threshold(const unsigned int* state) {
     if (sizeof(KEY) == 8) {
@@ -44,37 +90,40 @@ __device__ __forceinline__ KEY xw_mapped(const KEY* keys, unsigned int i, const 
     return xw_sort_map(keys[i], p.key_kind, p.descending != 0);
 }
 
-// Counts one digit per thread (NONE: nothing), warp-aggregated. The whole warp calls it.
-__device__ __forceinline__ void xw_count_digit(unsigned int* sh_hist, unsigned int b) {
-    const unsigned int lane = threadIdx.x % XW_WARP;
-    const bool valid = b != NONE;
-    const unsigned int counted = __ballot_sync(XW_FULL_MASK, valid);
-    if (counted == 0) return;
-    const unsigned int leader = __ffs(counted) - 1;
-    const unsigned int lb = __shfl_sync(XW_FULL_MASK, b, leader);
-    const unsigned int peers = __ballot_sync(XW_FULL_MASK, valid && b == lb);
-    if (lane == leader) {
-        atomicAdd(&sh_hist[lb & (RADIX - 1)], __popc(peers));
-    } else if (valid && b != lb) {
-        atomicAdd(&sh_hist[b & (RADIX - 1)], 1u);
-    }
+__device__ __forceinline__ KEY xw_mask(const TopKParams& p) {
+    return (KEY)(((unsigned long long)p.mask_hi << 32) | p.mask_lo);
 }
+
 
 extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
     const KEY* __restrict__ keys, const unsigned int* __restrict__ values,
     KEY* __restrict__ cand_keys, unsigned int* __restrict__ cand_values, unsigned int* state,
-    unsigned int* __restrict__ counts, const unsigned int* __restrict__ before, TopKParams p) {
-    __shared__ unsigned int sh_hist[RADIX];
+    unsigned int* __restrict__ counts, unsigned int* __restrict__ before,
+    unsigned int* __restrict__ buf, TopKParams p) {
+    __shared__ unsigned int sh_hist[RADIX * PARTS];
     __shared__ unsigned int warp_counts[2 * XW_MAX_WARPS];
     const unsigned int local = threadIdx.x;
+    // The candidates' buffer: cap keys, then what each carries.
+    KEY* buf_keys = (KEY*)buf;
+    unsigned int* buf_values = buf + KEY_WORDS * p.cap;
 #if OP == 0
     // HIST
-    for (unsigned int i = local; i < RADIX; i += BLOCK) sh_hist[i] = 0;
+    for (unsigned int i = local; i < RADIX * PARTS; i += BLOCK) sh_hist[i] = 0;
     __syncthreads();
     const KEY t = xw_threshold(state);
-    const KEY mask = (KEY)(((unsigned long long)p.mask_hi << 32) | p.mask_lo);
-    const unsigned int start = (unsigned int)xw_group() * p.tiles;
-    const unsigned int stop = min(start + p.tiles, p.n);
+    const KEY mask = xw_mask(p);
+    // After a filter the candidates' buffer is the source, spread over the same blocks.
+    const unsigned int m = state[S_M];
+    const bool buffered = m != NONE;
+    const KEY* src = buffered ? buf_keys : keys;
+    const unsigned int len = buffered ? m : p.n;
+    unsigned int chunk = p.tiles;
+    if (buffered) {
+        const unsigned int step = BATCH * BLOCK;
+        chunk = ((m + gridDim.x - 1) / gridDim.x + step - 1) / step * step;
+    }
+    const unsigned int start = (unsigned int)xw_group() * chunk;
+    const unsigned int stop = min(start + chunk, len);
     for (unsigned int base = start; base < stop; base += BATCH * BLOCK) {
         unsigned int b[BATCH];
 #pragma unroll
@@ -82,32 +131,40 @@ extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
             const unsigned int i = base + j * BLOCK + local;
             b[j] = NONE;
             if (i < stop) {
-                const KEY m = xw_mapped(keys, i, p);
-                if ((m & mask) == (t & mask)) b[j] = xw_digit(m, p.shift, 0xffu);
+                const KEY mk = xw_mapped(src, i, p);
+                if ((mk & mask) == (t & mask)) b[j] = xw_digit(mk, p.shift, 0xffu);
             }
         }
 #pragma unroll
-        for (unsigned int j = 0; j < BATCH; ++j) xw_count_digit(sh_hist, b[j]);
+        for (unsigned int j = 0; j < BATCH; ++j) {
+            if (b[j] != NONE) atomicAdd(&sh_hist[b[j] * PARTS + local % PARTS], 1u);
+        }
     }
     __syncthreads();
     for (unsigned int i = local; i < RADIX; i += BLOCK) {
-        const unsigned int c = sh_hist[i];
+        unsigned int c = 0;
+#pragma unroll
+        for (unsigned int q = 0; q < PARTS; ++q) c += sh_hist[i * PARTS + q];
         if (c != 0) atomicAdd(&state[S_HIST + i], c);
     }
 #elif OP == 1
-    // SELECT
-    if (local != 0) return;
+    // SELECT: thread d holds bin d; the one whose bins up to it reach the count still to take
+    // is the digit.
     const unsigned int rest = state[S_REST];
-    unsigned int below = 0, digit = RADIX - 1;
-    for (unsigned int d = 0; d < RADIX; ++d) {
-        const unsigned int c = state[S_HIST + d];
-        if (below + c >= rest) {
-            digit = d;
-            break;
-        }
-        below += c;
+    const unsigned int at = local < RADIX ? state[S_HIST + local] : 0u;
+    unsigned int upto = at, unused = 0, total, total_unused;
+    xw_block_scan2(sh_hist, upto, unused, total, total_unused);
+    if (local < RADIX) state[S_HIST + local] = 0;
+    const unsigned int below = upto - at;
+    if (!(local < RADIX && below < rest && upto >= rest)) return;
+    const unsigned int digit = local;
+    // The filter runs once, after the first digit whose keys fit the buffer.
+    const bool filter = p.filtering != 0 && state[S_M] == NONE && at <= p.cap;
+    state[S_DO] = filter ? 1u : 0u;
+    if (filter) {
+        state[S_M] = at;
+        state[S_BASE] = state[S_LESS] + below;
     }
-    for (unsigned int d = 0; d < RADIX; ++d) state[S_HIST + d] = 0;
     if (p.shift >= 32) {
         state[S_THRESHOLD + 1] |= digit << (p.shift - 32);
     } else {
@@ -115,81 +172,205 @@ extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
     }
     state[S_REST] = rest - below;
     state[S_LESS] += below;
+#elif OP == 5
+    // SCAN: the exclusive sums of the tiles' two counts, in rounds of BLOCK * SCAN_ITEMS tiles
+    // (thread i takes SCAN_ITEMS consecutive ones).
+    if (p.filtering != 0 && state[S_DO] == 0) return;
+    // The last step scans only the tiles the buffer fills.
+    unsigned int tiles = p.tiles;
+    if (p.filtering == 0 && state[S_M] != NONE) {
+        const unsigned int keys_a_block = XW_BUFFER_SPAN(p.span) * (BLOCK * ITEMS);
+        tiles = min(tiles, (state[S_M] + keys_a_block - 1) / keys_a_block);
+    }
+    // Two tiles' counts a 16-byte load (the buffers hold an even number of tiles).
+    const uint4* counts4 = (const uint4*)counts;
+    unsigned int carry_a = 0, carry_b = 0;
+    for (unsigned int base = 0; base < tiles; base += BLOCK * SCAN_ITEMS) {
+        const unsigned int first = base + local * SCAN_ITEMS;
+        unsigned int va[SCAN_ITEMS], vb[SCAN_ITEMS];
+        unsigned int sa = 0, sb = 0;
+#pragma unroll
+        for (unsigned int j = 0; j < SCAN_ITEMS; j += 2) {
+            const unsigned int t = first + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (t < tiles) v = counts4[t / 2];
+            const bool second = t + 1 < tiles;
+            va[j] = v.x;
+            vb[j] = v.y;
+            va[j + 1] = second ? v.z : 0u;
+            vb[j + 1] = second ? v.w : 0u;
+        }
+#pragma unroll
+        for (unsigned int j = 0; j < SCAN_ITEMS; ++j) {
+            sa += va[j];
+            sb += vb[j];
+        }
+        unsigned int ia = sa, ib = sb, ta, tb;
+        xw_block_scan2(sh_hist, ia, ib, ta, tb);
+        unsigned int ea = carry_a + ia - sa, eb = carry_b + ib - sb;
+#pragma unroll
+        for (unsigned int j = 0; j < SCAN_ITEMS; ++j) {
+            const unsigned int t = first + j;
+            if (t < tiles) {
+                before[2 * t] = ea;
+                before[2 * t + 1] = eb;
+            }
+            ea += va[j];
+            eb += vb[j];
+        }
+        carry_a += ta;
+        carry_b += tb;
+    }
 #elif OP == 4
     // CLEAR
-    for (unsigned int i = local; i < S_HIST + RADIX; i += BLOCK) state[i] = i == S_REST ? p.k : 0;
+    for (unsigned int i = local; i < S_HIST + RADIX; i += BLOCK) {
+        state[i] = i == S_REST ? p.k : i == S_M ? NONE : 0;
+    }
 #elif OP == 2 || OP == 3
-    // COUNT, SCATTER
+    // COUNT, SCATTER: the filter (p.filtering: keys by the bits at and above the digit, after the
+    // SELECT that chose to filter) or the last step (keys by all bits, from the candidates'
+    // buffer after a filter). Block t takes tiles t * span .. (t + 1) * span - 1 in turn.
     const unsigned int t = (unsigned int)xw_group();
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (t >= p.tiles) return;
+    const bool filter = p.filtering != 0;
+    if (filter && state[S_DO] == 0) return;
+    const unsigned int m = filter ? NONE : state[S_M];
+    const bool buffered = m != NONE;
+    const KEY* src = buffered ? buf_keys : keys;
+    const unsigned int len = buffered ? m : p.n;
+    const unsigned int span = buffered ? XW_BUFFER_SPAN(p.span) : p.span;
+    const unsigned int tile_first = t * span * (BLOCK * ITEMS);
+    if (tile_first >= len) {
+#if OP == 2
+        if (local == 0) {
+            counts[2 * t] = 0;
+            counts[2 * t + 1] = 0;
+        }
+#endif
+        return;
+    }
     const unsigned int lane = local % XW_WARP;
     const unsigned int warp = local / XW_WARP;
-    const KEY thr = xw_threshold(state);
-    const unsigned int first = t * BLOCK * ITEMS + warp * XW_WARP * ITEMS + lane;
-    unsigned int lo = 0, eq = 0, c_lo = 0, c_eq = 0;
+#if OP == 3
+    // The block's places, loaded before its keys are classified.
+    unsigned int at_lo = before[2 * t];
+    unsigned int at_eq = before[2 * t + 1];
+    unsigned int eq_end = p.cap;
+    if (!filter) {
+        at_lo += state[S_BASE];
+        at_eq += state[S_LESS];
+        eq_end = p.k;
+    }
+    KEY* eq_keys = filter ? buf_keys : cand_keys;
+    unsigned int* eq_values = filter ? buf_values : cand_values;
+    const unsigned int below_lane = (1u << lane) - 1u;
+#else
+    unsigned int lo_block = 0, eq_block = 0;
+#endif
+    const KEY mask = filter ? xw_mask(p) : KEY_MAX;
+    const KEY thr = xw_threshold(state) & mask;
+    for (unsigned int s = 0; s < span; ++s) {
+        const unsigned int sub_first = tile_first + s * (BLOCK * ITEMS);
+        if (sub_first >= len) break;
+        const unsigned int first = sub_first + warp * XW_WARP * ITEMS + lane;
+        unsigned int lo = 0, eq = 0;
 #pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int i = first + j * XW_WARP;
-        bool below = false, equal = false;
-        if (i < p.n) {
-            const KEY m = xw_mapped(keys, i, p);
-            below = m < thr;
-            equal = m == thr;
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            const unsigned int i = first + j * XW_WARP;
+            bool below = false, equal = false;
+            if (i < len) {
+                const KEY mk = xw_mapped(src, i, p) & mask;
+                below = mk < thr;
+                equal = mk == thr;
+            }
+            lo |= (unsigned int)below << j;
+            eq |= (unsigned int)equal << j;
         }
-        lo |= (unsigned int)below << j;
-        eq |= (unsigned int)equal << j;
-        c_lo += __popc(__ballot_sync(XW_FULL_MASK, below));
-        c_eq += __popc(__ballot_sync(XW_FULL_MASK, equal));
-    }
-    if (lane == 0) {
-        warp_counts[2 * warp] = c_lo;
-        warp_counts[2 * warp + 1] = c_eq;
-    }
-    __syncthreads();
-    unsigned int lo_below = 0, eq_below = 0, lo_tile = 0, eq_tile = 0;
-    for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
-        const unsigned int a = warp_counts[2 * w], b = warp_counts[2 * w + 1];
-        if (w < warp) {
-            lo_below += a;
-            eq_below += b;
+        // The warp's counts: each thread's, summed across the warp.
+        unsigned int c_lo = __popc(lo), c_eq = __popc(eq);
+#pragma unroll
+        for (unsigned int off = XW_WARP / 2; off > 0; off >>= 1) {
+            c_lo += __shfl_xor_sync(XW_FULL_MASK, c_lo, off);
+            c_eq += __shfl_xor_sync(XW_FULL_MASK, c_eq, off);
         }
-        lo_tile += a;
-        eq_tile += b;
+        if (lane == 0) {
+            warp_counts[2 * warp] = c_lo;
+            warp_counts[2 * warp + 1] = c_eq;
+        }
+        __syncthreads();
+        unsigned int lo_below = 0, eq_below = 0, lo_tile = 0, eq_tile = 0;
+        for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
+            const unsigned int a = warp_counts[2 * w], b = warp_counts[2 * w + 1];
+            if (w < warp) {
+                lo_below += a;
+                eq_below += b;
+            }
+            lo_tile += a;
+            eq_tile += b;
+        }
+        // The next tile's counts overwrite these.
+        __syncthreads();
+#if OP == 2
+        lo_block += lo_tile;
+        eq_block += eq_tile;
+#else
+        // SCATTER: ranks in input order within each class. Keys below go to the candidates
+        // (after those a filter placed); equal keys to the candidates' buffer (filter) or after
+        // the keys below T while places are left.
+        unsigned int w_lo = at_lo + lo_below;
+        unsigned int w_eq = at_eq + eq_below;
+        at_lo += lo_tile;
+        at_eq += eq_tile;
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            const bool below = (lo >> j) & 1u;
+            const bool equal = (eq >> j) & 1u;
+            // Most steps of a filter place nothing.
+            if (__ballot_sync(XW_FULL_MASK, below || equal) == 0) continue;
+            const unsigned int bb = __ballot_sync(XW_FULL_MASK, below);
+            const unsigned int be = __ballot_sync(XW_FULL_MASK, equal);
+            const unsigned int i = first + j * XW_WARP;
+            KEY* dk = nullptr;
+            unsigned int* dv = nullptr;
+            unsigned int pos = 0;
+            if (below) {
+                pos = w_lo + __popc(bb & below_lane);
+                if (pos < p.k) {
+                    dk = cand_keys;
+                    dv = cand_values;
+                }
+            } else if (equal) {
+                pos = w_eq + __popc(be & below_lane);
+                if (pos < eq_end) {
+                    dk = eq_keys;
+                    dv = eq_values;
+                }
+            }
+            if (dk != nullptr) {
+                dk[pos] = src[i];
+                if (buffered) {
+                    for (unsigned int w = 0; w < VALUE_WORDS; ++w) {
+                        dv[VALUE_WORDS * pos + w] = buf_values[VALUE_WORDS * i + w];
+                    }
+                } else if (p.indices) {
+                    dv[VALUE_WORDS * pos] = i;
+                    if (VALUE_WORDS == 2) dv[2 * pos + 1] = 0;
+                } else {
+                    for (unsigned int w = 0; w < VALUE_WORDS; ++w) {
+                        dv[VALUE_WORDS * pos + w] = values[VALUE_WORDS * i + w];
+                    }
+                }
+            }
+            w_lo += __popc(bb);
+            w_eq += __popc(be);
+        }
+#endif
     }
 #if OP == 2
     if (local == 0) {
-        counts[2 * t] = lo_tile;
-        counts[2 * t + 1] = eq_tile;
-    }
-#else
-    // SCATTER: ranks in input order within each class.
-    const unsigned int below_lane = (1u << lane) - 1u;
-    unsigned int at_lo = before[2 * t] + lo_below;
-    unsigned int at_eq = state[S_LESS] + before[2 * t + 1] + eq_below;
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const bool below = (lo >> j) & 1u;
-        const bool equal = (eq >> j) & 1u;
-        const unsigned int bb = __ballot_sync(XW_FULL_MASK, below);
-        const unsigned int be = __ballot_sync(XW_FULL_MASK, equal);
-        const unsigned int i = first + j * XW_WARP;
-        unsigned int pos = NONE;
-        if (below) pos = at_lo + __popc(bb & below_lane);
-        if (equal) pos = at_eq + __popc(be & below_lane);
-        if (pos < p.k) {
-            cand_keys[pos] = keys[i];
-            if (p.indices) {
-                cand_values[VALUE_WORDS * pos] = i;
-                if (VALUE_WORDS == 2) cand_values[2 * pos + 1] = 0;
-            } else {
-                for (unsigned int w = 0; w < VALUE_WORDS; ++w) {
-                    cand_values[VALUE_WORDS * pos + w] = values[VALUE_WORDS * i + w];
-                }
-            }
-        }
-        at_lo += __popc(bb);
-        at_eq += __popc(be);
+        counts[2 * t] = lo_block;
+        counts[2 * t + 1] = eq_block;
     }
 #endif
 #else

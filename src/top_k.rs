@@ -7,12 +7,19 @@
 //!
 //! By radix selection rather than a full sort, on the sort's mapped keys
 //! ([`crate::sort`]): one histogram pass per 8-bit digit, most significant first, each counting
-//! only the keys that agree with the threshold found so far (warp-aggregated, so skewed keys do
-//! not serialize on one counter), finds the k-th key `T`; a count pass and an exclusive
-//! [`crate::scan::device_scan`] of each tile's keys below and equal to `T` place the
-//! candidates — every key below `T` and the first keys equal to `T` — in input order; the
-//! [`crate::sort::Sorter`] sorts the `k` candidates, stably. The passes read the keys
-//! `key bits / 8 + 2` times; the sort moves only `k` keys.
+//! only the keys that agree with the threshold found so far (in eight copies of each bin, so
+//! skewed keys do not serialize on one counter), finds the k-th key `T`; a count pass and an
+//! exclusive scan of each tile's keys below and equal to `T` place the candidates — every key
+//! below `T` and the first keys equal to `T` — in input order; the [`crate::sort::Sorter`]
+//! sorts the `k` candidates, stably.
+//!
+//! From [`FILTER_MIN_BYTES`] of keys on, the first (or, where its keys do not fit, the second)
+//! digit's bucket is filtered out: a count, scan and scatter pass places the keys below the
+//! bucket among the candidates and copies the bucket's keys, in input order with what they
+//! carry, into a buffer of a sixteenth of the keys; the later digits' histograms and the last
+//! count and scatter then read only that buffer. Spread keys are so read three times instead of
+//! `key bits / 8 + 2`; keys whose first two digits' buckets are both too large (few distinct
+//! keys, narrow ranges) are read every pass as without the filter. The sort moves only `k` keys.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -25,17 +32,16 @@
 //! ```
 //!
 //! # Limits
-//! At most [`plan::MAX_LAUNCH_ELEMS`] keys, and no more than one binding spans. The scan of
-//! the tile counts needs 64-bit integers in kernels (Vulkan `shaderInt64`). Every check happens
-//! before anything is launched, so a refused call leaves its outputs untouched.
+//! At most [`plan::MAX_LAUNCH_ELEMS`] keys, and no more than one binding spans. Temporary
+//! memory: the filter's buffer (a sixteenth of the keys, with their values or indices) and two
+//! words per tile of 4096 keys (2048 for 64-bit keys). Every check happens before anything is
+//! launched, so a refused call leaves its outputs untouched.
 
 use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::{Error, Result};
 use crate::kernels::TopKParams;
 use crate::plan;
-use crate::reduce::ReduceOp;
-use crate::scan::{self, ScanKind};
 use crate::sort::{all_bits, key_kind, SortIndex, SortOrder, Sorter};
 
 /// Threads per workgroup.
@@ -47,7 +53,22 @@ const STATE_HEAD: usize = 8;
 /// Most workgroups of a histogram pass.
 const MAX_GROUPS: usize = 1024;
 /// Loads in flight per invocation in a histogram pass (`BATCH` in the kernels).
-const BATCH: usize = 4;
+const BATCH: usize = 16;
+/// Most workgroups of a count or scatter pass.
+const MAX_TILE_GROUPS: usize = 1024;
+/// The fewest bytes of keys for which the selection may filter its candidates into a buffer
+/// (2^23 32-bit or 2^22 64-bit keys): below, the filter's three launches cost about what they
+/// save (NOTES.md, version 23), and the keys are read once per digit and twice more.
+pub const FILTER_MIN_BYTES: usize = 1 << 25;
+/// The digits (most significant first) after which a filter may run.
+const FILTER_DIGITS: u32 = 2;
+
+/// The candidates' buffer of `n` keys: a sixteenth of them, at least one tile.
+fn filter_cap(n: usize) -> usize {
+    n.div_ceil(16)
+        .max(BLOCK as usize * items(8) as usize)
+        .min(n)
+}
 
 /// Keys per invocation of a count or scatter tile: 16 of 4 bytes, 8 of 8 bytes.
 pub const fn items(key_bytes: usize) -> u32 {
@@ -66,6 +87,7 @@ enum Step {
     Count = 2,
     Scatter = 3,
     Clear = 4,
+    Scan = 5,
 }
 
 /// What travels with the keys into the candidates.
@@ -247,9 +269,8 @@ fn check<K: Element>(
     let info = dev.info();
     plan::check_launch_len(info, "keys.len()", n, K::KIND.size())?;
     let ops = SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE;
-    // Keys are moved as 32-bit words; the tile counts are scanned as 64-bit words.
-    plan::require(info, ElemKind::U32, ops)?;
-    plan::require(info, ElemKind::U64, SubgroupFeatures::BASIC)
+    // Keys are moved as 32-bit words.
+    plan::require(info, ElemKind::U32, ops)
 }
 
 /// The radix selection: the `k` candidates (keys below the k-th key, then the first keys equal
@@ -268,24 +289,41 @@ fn select<K: Element, W: Element>(
     let n = keys.len();
     let key_bytes = K::KIND.size();
     let tile = BLOCK as usize * items(key_bytes) as usize;
-    let tiles = n.div_ceil(tile);
+    // Count and scatter workgroups, each taking `span` tiles in turn: at most MAX_TILE_GROUPS,
+    // so that one workgroup scans their counts in one round.
+    let span = n.div_ceil(tile).div_ceil(MAX_TILE_GROUPS).max(1);
+    let tiles = n.div_ceil(tile * span);
     let state = DeviceVec::<u32>::alloc(dev, STATE_HEAD + RADIX)?;
-    let counts = DeviceVec::<u64>::alloc(dev, tiles)?;
-    let mut before = DeviceVec::<u64>::alloc(dev, tiles)?;
+    // Each tile's two counts, then their exclusive sums.
+    // (An even number of workgroups: the scan loads two workgroups' counts at once.)
+    let counts = DeviceVec::<u32>::alloc(dev, 2 * tiles.next_multiple_of(2))?;
+    let before = DeviceVec::<u32>::alloc(dev, 2 * tiles.next_multiple_of(2))?;
     let (values, value_words, indices) = match carried {
         Carried::Nothing => (state.binding(0, state.len()), 0, false),
         Carried::Values(b, w) => (b, w, false),
         Carried::Indices(w) => (state.binding(0, state.len()), w, true),
     };
+    let width = key_bytes as u32 * 8;
+    let digits = width / 8;
+    // The digits after which a filter may run, and the candidates' buffer it fills.
+    let filters = if n * key_bytes >= FILTER_MIN_BYTES {
+        FILTER_DIGITS.min(digits - 1)
+    } else {
+        0
+    };
+    let cap = if filters > 0 { filter_cap(n) } else { 0 };
+    let buf_words = cap * (key_bytes / 4 + value_words as usize);
+    let buf = DeviceVec::<u64>::alloc(dev, buf_words.div_ceil(2).max(1))?;
     let base = TopKParams {
         n: n as u32,
         k: k as u32,
         key_kind: key_kind(K::KIND),
         descending: u32::from(order == SortOrder::Descending),
         indices: u32::from(indices),
+        cap: cap as u32,
         ..TopKParams::default()
     };
-    let launch = |step: Step, groups: usize, params: TopKParams, before: &DeviceVec<u64>| {
+    let launch = |step: Step, groups: usize, params: TopKParams| {
         let mut consts = vec![
             ("OP", step as u32),
             ("ITEMS", items(key_bytes)),
@@ -309,17 +347,17 @@ fn select<K: Element, W: Element>(
                 cand_keys.binding(0, k),
                 cand_values.binding(0, cand_values.len()),
                 state.binding(0, state.len()),
-                counts.binding(0, tiles),
-                before.binding(0, tiles),
+                counts.binding(0, counts.len()),
+                before.binding(0, before.len()),
+                buf.binding(0, buf.len()),
             ],
             params: bytemuck::bytes_of(&params),
         })
     };
-    launch(Step::Clear, 1, base, &before)?;
-    let width = key_bytes as u32 * 8;
+    launch(Step::Clear, 1, base)?;
     let step = BATCH * BLOCK as usize;
     let chunk = n.div_ceil(MAX_GROUPS).next_multiple_of(step).max(step);
-    for d in 0..width / 8 {
+    for d in 0..digits {
         let shift = width - 8 * (d + 1);
         // The mapped bits above the digit: those the passes before fixed.
         let above = if shift + 8 >= 64 {
@@ -334,20 +372,37 @@ fn select<K: Element, W: Element>(
             mask_hi: (above >> 32) as u32,
             ..base
         };
-        launch(Step::Hist, n.div_ceil(chunk), params, &before)?;
-        launch(Step::Select, 1, params, &before)?;
+        launch(Step::Hist, n.div_ceil(chunk), params)?;
+        if d >= filters {
+            launch(Step::Select, 1, params)?;
+            continue;
+        }
+        let select = TopKParams {
+            filtering: 1,
+            ..params
+        };
+        launch(Step::Select, 1, select)?;
+        // The filter: the keys below the digit's bucket to the candidates, those in it to the
+        // buffer, each in input order; both steps return at once where SELECT chose not to.
+        let at = !0u64 << shift;
+        let filter = TopKParams {
+            tiles: tiles as u32,
+            span: span as u32,
+            mask_lo: at as u32,
+            mask_hi: (at >> 32) as u32,
+            filtering: 1,
+            ..base
+        };
+        launch(Step::Count, tiles, filter)?;
+        launch(Step::Scan, 1, filter)?;
+        launch(Step::Scatter, tiles, filter)?;
     }
     let params = TopKParams {
         tiles: tiles as u32,
+        span: span as u32,
         ..base
     };
-    launch(Step::Count, tiles, params, &before)?;
-    scan::device_scan(
-        dev,
-        ReduceOp::Sum,
-        ScanKind::Exclusive,
-        &counts,
-        &mut before,
-    )?;
-    launch(Step::Scatter, tiles, params, &before)
+    launch(Step::Count, tiles, params)?;
+    launch(Step::Scan, 1, params)?;
+    launch(Step::Scatter, tiles, params)
 }

@@ -8,11 +8,11 @@ mod common;
 
 use common::{devices, for_each_device, seed};
 use xwarp::sort::SortOrder;
-use xwarp::top_k::{top_k, top_k_host, top_k_indices, top_k_pairs};
+use xwarp::top_k::{top_k, top_k_host, top_k_indices, top_k_pairs, FILTER_MIN_BYTES};
 use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
 use xwarp_lab::validate::sort::Pattern;
 use xwarp_lab::validate::top_k::{
-    top_k_case_on, top_k_cases, KChoice, TopKOp, TOP_K_LENGTHS, TOP_K_PATTERNS,
+    expected, run_top_k, top_k_case_on, top_k_cases, KChoice, TopKOp, TOP_K_LENGTHS, TOP_K_PATTERNS,
 };
 
 #[test]
@@ -100,6 +100,115 @@ fn keys_u64() {
 #[test]
 fn keys_f64() {
     cases_of(ElemKind::F64);
+}
+
+/// A key of `K` from the low bytes of `bits`.
+fn from_bits<K: xwarp::Element>(bits: u64) -> K {
+    bytemuck::pod_read_unaligned(&bits.to_le_bytes()[..std::mem::size_of::<K>()])
+}
+
+/// Keys whose `fixed` top bits are `prefix`'s, the rest random.
+fn prefixed<K: xwarp::Element>(n: usize, fixed: u32, prefix: u64, rng: &mut Rng) -> Vec<K> {
+    let width = 8 * std::mem::size_of::<K>() as u32;
+    let low = if fixed == 0 {
+        u64::MAX
+    } else {
+        (1u64 << (width - fixed)) - 1
+    };
+    let top = if fixed == 0 {
+        0
+    } else {
+        (prefix << (width - fixed)) & !low
+    };
+    (0..n)
+        .map(|_| from_bits::<K>(top | (rng.next_u64() & low)))
+        .collect()
+}
+
+/// The selection's paths from [`FILTER_MIN_BYTES`] of keys on, where it filters the candidates
+/// into a buffer after the first or second digit whose keys fit it, or keeps reading every
+/// key: keys spread over every bit (filtered after the first digit), with a constant top byte
+/// (after the second), with two constant top bytes (not filtered), a first digit's bucket of
+/// exactly the buffer's size, of one key more and of five keys (keys below the bucket of the
+/// k-th key), and a cluster beside spread keys (the first `sets_kept` of these); both orders, a
+/// few keys and (once) a third of them, with keys, values and indices.
+fn filter_paths_of<K: xwarp::Element>(sets_kept: usize) {
+    let mut rng = Rng::new(seed());
+    let n: usize = FILTER_MIN_BYTES / std::mem::size_of::<K>() + 3;
+    let cap = n.div_ceil(16);
+    let width = 8 * std::mem::size_of::<K>() as u32;
+    let ops = [
+        TopKOp::Keys,
+        TopKOp::Pairs(ElemKind::U64),
+        TopKOp::Indices(ElemKind::U32),
+        TopKOp::Indices(ElemKind::U64),
+        TopKOp::Pairs(ElemKind::U32),
+    ];
+    let mut sets: Vec<(String, Vec<K>)> = Vec::new();
+    for fixed in [0, 8, 16] {
+        let prefix = rng.next_u64();
+        sets.push((
+            format!("top {fixed} bits fixed"),
+            prefixed(n, fixed, prefix, &mut rng),
+        ));
+    }
+    // The top byte 0x7f for m keys, 0x7e for the others (positive in every key type): the
+    // k-th largest key's first-digit bucket holds m keys, the k-th smallest's n - m.
+    for m in [cap, cap + 1, 5] {
+        let mut keys: Vec<K> = prefixed(m, 8, 0x7f, &mut rng);
+        keys.extend(prefixed::<K>(n - m, 8, 0x7e, &mut rng));
+        shuffle(&mut keys, &mut rng);
+        sets.push((format!("a top byte of {m} keys"), keys));
+    }
+    let mut cluster: Vec<K> = prefixed(n / 2, 12, rng.next_u64(), &mut rng);
+    cluster.extend(prefixed::<K>(n - n / 2, 0, 0, &mut rng));
+    shuffle(&mut cluster, &mut rng);
+    sets.push(("half the keys in one cluster".into(), cluster));
+    sets.truncate(sets_kept);
+    let mut case = 0usize;
+    for (name, keys) in &sets {
+        for order in [SortOrder::Descending, SortOrder::Ascending] {
+            let few = 2 + rng.below(40) as usize;
+            let ks: &[usize] = if case == 0 {
+                &[few, n / 3 + rng.below(100) as usize]
+            } else {
+                &[few]
+            };
+            for &k in ks {
+                let op = ops[case % ops.len()];
+                case += 1;
+                let what = format!(
+                    "{op} {} {order} {name} (width {width}) n={n} k={k}",
+                    K::KIND
+                );
+                let want = expected(op, keys, k, order);
+                for_each_device(|d| {
+                    let got = run_top_k(&*d.dev, op, keys, k, order).unwrap();
+                    assert!(got == want, "{}: {what}: differs from the CPU", d.label);
+                });
+            }
+        }
+    }
+}
+
+fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+}
+
+#[test]
+fn filter_paths_32_bit_keys() {
+    filter_paths_of::<u32>(usize::MAX);
+    filter_paths_of::<f32>(2);
+    filter_paths_of::<i32>(1);
+}
+
+#[test]
+fn filter_paths_64_bit_keys() {
+    filter_paths_of::<u64>(usize::MAX);
+    filter_paths_of::<f64>(2);
+    filter_paths_of::<i64>(1);
 }
 
 /// Many ties across the k-th place, the same result on every call.

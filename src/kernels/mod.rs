@@ -374,9 +374,9 @@ param_blocks! {
         pub tiles: u32,
         /// Histogram and select: the digit's lowest bit.
         pub shift: u32,
-        /// Histogram: the mapped bits above the digit, low word.
+        /// Histogram: the mapped bits above the digit; filter: those at and above it (low word).
         pub mask_lo: u32,
-        /// Histogram: the mapped bits above the digit, high word.
+        /// The same bits, high word.
         pub mask_hi: u32,
         /// How keys map to sortable bits (the radix sort's codes).
         pub key_kind: u32,
@@ -384,12 +384,12 @@ param_blocks! {
         pub descending: u32,
         /// Nonzero: the candidates' values are input indices.
         pub indices: u32,
-        /// Padding to a multiple of 16 bytes.
-        pub pad0: u32,
-        /// Padding.
-        pub pad1: u32,
-        /// Padding.
-        pub pad2: u32,
+        /// Keys the candidates' buffer holds (0: no buffer).
+        pub cap: u32,
+        /// Nonzero: select: a filter may follow; count and scatter: the filter.
+        pub filtering: u32,
+        /// Count and scatter: tiles a workgroup takes in turn.
+        pub span: u32,
     }
 
     /// The block of the kernels over runs of equal keys (`unique`, `run_length`,

@@ -265,9 +265,9 @@ pub const TOP_K_PARAMS: ParamBlock = ParamBlock {
         "key_kind",
         "descending",
         "indices",
-        "pad0",
-        "pad1",
-        "pad2",
+        "cap",
+        "filtering",
+        "span",
     ],
 };
 /// Every parameter block.
@@ -827,11 +827,11 @@ pub const KERNELS: &[KernelDef] = &[
         name: "top_k",
         variants: &["b32", "b64"],
         consts: &[
-            // The step: 0 histogram, 1 select, 2 count, 3 scatter, 4 clear.
+            // The step: 0 histogram, 1 select, 2 count, 3 scatter, 4 clear, 5 scan.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: &[0, 1, 2, 3, 4],
+                values: &[0, 1, 2, 3, 4, 5],
             },
             // Keys per invocation of a tile: 16 for 4-byte keys, 8 for 8-byte ones.
             Const {
