@@ -86,8 +86,26 @@ __device__ __forceinline__ KEY xw_threshold(const unsigned int* state) {
     return (KEY)state[S_THRESHOLD];
 }
 
-__device__ __forceinline__ KEY xw_mapped(const KEY* keys, unsigned int i, const TopKParams& p) {
-    return xw_sort_map(keys[i], p.key_kind, p.descending != 0);
+// Keys first + j * stride (j < N) below len, 0 past it, from the keys or (`buffered`) the
+// candidates' buffer: one loop per source, so that each load takes the read-only path.
+template <unsigned int N>
+__device__ __forceinline__ void xw_load_keys(KEY (&raw)[N], const KEY* __restrict__ keys,
+                                             const KEY* __restrict__ buf_keys, bool buffered,
+                                             unsigned int first, unsigned int stride,
+                                             unsigned int len) {
+    if (buffered) {
+#pragma unroll
+        for (unsigned int j = 0; j < N; ++j) {
+            const unsigned int i = first + j * stride;
+            raw[j] = i < len ? __ldg(&buf_keys[i]) : (KEY)0;
+        }
+    } else {
+#pragma unroll
+        for (unsigned int j = 0; j < N; ++j) {
+            const unsigned int i = first + j * stride;
+            raw[j] = i < len ? __ldg(&keys[i]) : (KEY)0;
+        }
+    }
 }
 
 __device__ __forceinline__ KEY xw_mask(const TopKParams& p) {
@@ -115,7 +133,6 @@ extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
     // After a filter the candidates' buffer is the source, spread over the same blocks.
     const unsigned int m = state[S_M];
     const bool buffered = m != NONE;
-    const KEY* src = buffered ? buf_keys : keys;
     const unsigned int len = buffered ? m : p.n;
     unsigned int chunk = p.tiles;
     if (buffered) {
@@ -125,13 +142,15 @@ extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
     const unsigned int start = (unsigned int)xw_group() * chunk;
     const unsigned int stop = min(start + chunk, len);
     for (unsigned int base = start; base < stop; base += BATCH * BLOCK) {
+        KEY raw[BATCH];
+        xw_load_keys<BATCH>(raw, keys, buf_keys, buffered, base + local, BLOCK, stop);
         unsigned int b[BATCH];
 #pragma unroll
         for (unsigned int j = 0; j < BATCH; ++j) {
             const unsigned int i = base + j * BLOCK + local;
             b[j] = NONE;
             if (i < stop) {
-                const KEY mk = xw_mapped(src, i, p);
+                const KEY mk = xw_sort_map(raw[j], p.key_kind, p.descending != 0);
                 if ((mk & mask) == (t & mask)) b[j] = xw_digit(mk, p.shift, 0xffu);
             }
         }
@@ -274,13 +293,15 @@ extern "C" __global__ __launch_bounds__(BLOCK) void top_k(
         const unsigned int sub_first = tile_first + s * (BLOCK * ITEMS);
         if (sub_first >= len) break;
         const unsigned int first = sub_first + warp * XW_WARP * ITEMS + lane;
+        KEY raw[ITEMS];
+        xw_load_keys<ITEMS>(raw, keys, buf_keys, buffered, first, XW_WARP, len);
         unsigned int lo = 0, eq = 0;
 #pragma unroll
         for (unsigned int j = 0; j < ITEMS; ++j) {
             const unsigned int i = first + j * XW_WARP;
             bool below = false, equal = false;
             if (i < len) {
-                const KEY mk = xw_mapped(src, i, p) & mask;
+                const KEY mk = xw_sort_map(raw[j], p.key_kind, p.descending != 0) & mask;
                 below = mk < thr;
                 equal = mk == thr;
             }
