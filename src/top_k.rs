@@ -63,7 +63,10 @@ pub const FILTER_MIN_BYTES: usize = 1 << 25;
 /// The digits (most significant first) after which a filter may run.
 const FILTER_DIGITS: u32 = 2;
 
-/// The candidates' buffer of `n` keys: a sixteenth of them, at least one tile.
+/// The candidates' buffer of `n` keys: a sixteenth of them, at least one tile. The kernels
+/// walk the buffer with a sixteenth of the keys' span (`XW_BUFFER_SPAN`, `buffer_span`), which
+/// covers this many keys once the filter runs (from `FILTER_MIN_BYTES`, where n / 16 is the
+/// larger term).
 fn filter_cap(n: usize) -> usize {
     n.div_ceil(16)
         .max(BLOCK as usize * items(8) as usize)
