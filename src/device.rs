@@ -467,6 +467,23 @@ impl RawBuffer {
         self.inner.clone()
     }
 
+    /// The checks every backend's [`Device::window`] makes first: the range lies inside the
+    /// buffer, is not empty, and starts at a multiple of `alignment`.
+    pub fn check_window(&self, offset: u64, bytes: u64, alignment: u64) -> Result<()> {
+        self.check_range(offset, bytes)?;
+        if bytes == 0 {
+            return Err(Error::invalid("bytes", 0, "1 or more"));
+        }
+        if !offset.is_multiple_of(alignment.max(1)) {
+            return Err(Error::invalid(
+                "offset",
+                offset,
+                format!("a multiple of {alignment} bytes (DeviceInfo::binding_alignment)"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that `offset..offset + len` lies inside the buffer.
     pub fn check_range(&self, offset: u64, len: u64) -> Result<()> {
         match offset.checked_add(len) {
@@ -647,6 +664,23 @@ pub trait Device: Send + Sync {
     fn id(&self) -> DeviceId;
     /// Allocates `bytes` of device memory (contents undefined).
     fn alloc(&self, bytes: u64) -> Result<RawBuffer>;
+    /// Bytes `offset .. offset + bytes` of `raw` (a buffer of this device) as a buffer of their
+    /// own, usable wherever `raw` is: its byte 0 is `raw`'s byte `offset`. No copy; it keeps
+    /// `raw`'s memory alive. Work on a window and on its buffer (or another window of it) is
+    /// ordered as any work on the device; one operation must not take overlapping ranges as
+    /// its input and its output.
+    ///
+    /// Errors: [`Error::OutOfBounds`] for a range that leaves `raw`;
+    /// [`Error::InvalidParameter`] for `bytes` of 0 or an `offset` that is not a multiple of
+    /// [`DeviceInfo::binding_alignment`]; [`Error::ForeignBuffer`] for a buffer of another
+    /// device. The default, for a backend without windows: [`Error::MissingFeature`].
+    fn window(&self, raw: &RawBuffer, offset: u64, bytes: u64) -> Result<RawBuffer> {
+        let _ = (raw, offset, bytes);
+        Err(Error::MissingFeature {
+            device: self.info().name.clone(),
+            missing: "windows of buffers (Device::window)".into(),
+        })
+    }
     /// Copies `src` into `dst` at `offset`, ordered after earlier work.
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()>;
     /// Copies `bytes` from `src` at `src_offset` to `dst` at `dst_offset` on the device, ordered

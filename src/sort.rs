@@ -821,7 +821,7 @@ impl<K: Element> Sorter<K> {
     }
 
     /// Counts every 8-bit digit of `bits` of the mapped keys of `keys` (the histogram launch
-    /// of a sort, alone); [`Sorter::digit_counts`] reads the counts. `crate::group` learns
+    /// of a sort, alone); [`Sorter::counts_of_digits`] reads the counts. `crate::group` learns
     /// from them which digits every key shares.
     pub(crate) fn count_digits(
         &mut self,
@@ -849,10 +849,11 @@ impl<K: Element> Sorter<K> {
         self.histogram(dev, keys, work.binding(0, words), words, order, &bits)
     }
 
-    /// The counts of the `RADIX` values of digit `digit` (counted from `begin_bit`) of the
-    /// keys that the latest call counted: a sort's first launch, or [`Sorter::count_digits`].
-    /// Valid only after a call with at least one key. Waits for the device.
-    pub(crate) fn digit_counts(&self, dev: &dyn Device, digit: usize) -> Result<Vec<u32>> {
+    /// The counts of the `RADIX` values of each of the first `digits` digits (counted from
+    /// `begin_bit`), digit after digit, of the keys that the latest call counted: a sort's
+    /// first launch, or [`Sorter::count_digits`]. Valid only after a call with at least one
+    /// key. Waits for the device.
+    pub(crate) fn counts_of_digits(&self, dev: &dyn Device, digits: usize) -> Result<Vec<u32>> {
         let work = self.work.as_ref().ok_or_else(|| {
             Error::invalid(
                 "sorter",
@@ -860,9 +861,12 @@ impl<K: Element> Sorter<K> {
                 "a sort or count_digits first",
             )
         })?;
-        let mut counts = vec![0u32; RADIX as usize];
-        let at = (WORK_HIST as usize + digit * RADIX as usize) * 4;
-        dev.read(work.raw(), at as u64, bytemuck::cast_slice_mut(&mut counts))?;
+        let mut counts = vec![0u32; digits * RADIX as usize];
+        dev.read(
+            work.raw(),
+            WORK_HIST as u64 * 4,
+            bytemuck::cast_slice_mut(&mut counts),
+        )?;
         Ok(counts)
     }
 
@@ -900,7 +904,7 @@ impl<K: Element> Sorter<K> {
 
         if let Some(small) = one_launch {
             // One workgroup holds every key: the whole sort in one launch (every pass; it
-            // writes the histogram rows too, for `digit_counts`), on the tile
+            // writes the histogram rows too, for `counts_of_digits`), on the tile
             // `TilePlan::whole` chose (each pass ranks the whole tile, padding included).
             let work_b = work.binding(0, WORK_STATES as usize);
             let consts = onesweep_consts(&small, vw, key_order, &self.tuning, info.backend, true);

@@ -398,3 +398,87 @@ fn fills_write_their_range_and_refuse_bad_ones() {
         }
     });
 }
+
+/// A window ([`Device::window`]) is a view: writes through it land in its buffer at its
+/// offset, reads see the buffer's bytes, copies and kernels take it as any buffer (a reduce of
+/// a window against the CPU's of the same range), a window of a window adds the offsets, and it
+/// keeps the buffer alive after the buffer's handle drops. Empty, misaligned and out-of-range
+/// windows and buffers of another device are typed errors.
+#[test]
+fn windows_are_views_of_their_buffer() {
+    let mut rng = Rng::new(common::seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let align = dev.info().binding_alignment.max(4);
+        let n = 10_000usize;
+        let data: Vec<u32> = rng.vec(n);
+        let whole = DeviceVec::from_slice(dev, &data).unwrap();
+        let at = (3 * align / 4) as usize; // elements: byte offset 3 * align
+        let len = 4097;
+        let w = dev
+            .window(whole.raw(), at as u64 * 4, len as u64 * 4)
+            .unwrap();
+        assert_eq!(w.bytes(), len as u64 * 4, "{}", d.label);
+        let view = DeviceVec::<u32>::from_raw(w.clone(), len).unwrap();
+        assert_eq!(view.to_vec(dev).unwrap(), data[at..at + len], "{}", d.label);
+        // A kernel on the window.
+        let mut out = DeviceVec::<u32>::alloc(dev, 1).unwrap();
+        xwarp::reduce::device_reduce(dev, ReduceOp::Sum, &view, &mut out, 0).unwrap();
+        let want = xwarp::cpu::reduce::device_reduce(ReduceOp::Sum, &data[at..at + len]);
+        assert_eq!(out.to_vec(dev).unwrap(), [want], "{}", d.label);
+        // A window of the window; writes through it land in the buffer.
+        let inner = dev.window(&w, align, 8).unwrap();
+        dev.write(&inner, 0, bytemuck::cast_slice(&[7u32, 9]))
+            .unwrap();
+        let first = at + (align / 4) as usize;
+        let mut want_all = data.clone();
+        want_all[first] = 7;
+        want_all[first + 1] = 9;
+        assert_eq!(whole.to_vec(dev).unwrap(), want_all, "{}", d.label);
+        // A copy from one window into another of another buffer.
+        let other = DeviceVec::<u32>::from_slice(dev, &vec![0u32; n]).unwrap();
+        let dst = dev.window(other.raw(), 2 * align, 4 * 100).unwrap();
+        dev.copy(&w, 0, &dst, 0, 4 * 100).unwrap();
+        let got = other.to_vec(dev).unwrap();
+        let o = (2 * align / 4) as usize;
+        assert_eq!(got[o..o + 100], want_all[at..at + 100], "{}", d.label);
+        assert!(got[..o].iter().all(|&x| x == 0), "{}", d.label);
+        // The window keeps the memory alive.
+        drop((whole, view, w));
+        assert_eq!(
+            DeviceVec::<u32>::from_raw(inner, 2)
+                .unwrap()
+                .to_vec(dev)
+                .unwrap(),
+            [7, 9],
+            "{}",
+            d.label
+        );
+        // Refusals.
+        let raw = other.raw();
+        let bytes = raw.bytes();
+        assert!(matches!(
+            dev.window(raw, 0, 0),
+            Err(Error::InvalidParameter { name: "bytes", .. })
+        ));
+        assert!(matches!(
+            dev.window(raw, bytes - 4, 8),
+            Err(Error::OutOfBounds { .. })
+        ));
+        if align > 1 {
+            assert!(matches!(
+                dev.window(raw, align / 2, 4),
+                Err(Error::InvalidParameter { name: "offset", .. })
+            ));
+        }
+    });
+    // A buffer of another device.
+    let devs = common::devices();
+    if devs.len() > 1 {
+        let b = devs[0].dev.alloc(64).unwrap();
+        assert!(matches!(
+            devs[1].dev.window(&b, 0, 16),
+            Err(Error::ForeignBuffer { .. })
+        ));
+    }
+}

@@ -421,6 +421,8 @@ struct WayCase {
     pairs: bool,
     lens: Vec<usize>,
     out_lens: Vec<usize>,
+    /// The most keys one rank's sort takes ([`GroupSorter::set_chunk_limit`]).
+    chunk: Option<usize>,
 }
 
 /// Runs `case` on ranks sharing `dev`, every output poisoned first, and checks every output
@@ -434,6 +436,7 @@ fn way_case<K: Element>(dev: &dyn Device, case: &WayCase, rng: &mut Rng) -> Sort
     let mut keys_out = GroupVec::<K>::alloc(&group, &case.out_lens).unwrap();
     keys_out.fill(&group, poison_value(&keys)).unwrap();
     let mut sorter = GroupSorter::<K>::new(&group);
+    sorter.set_chunk_limit(case.chunk);
     let (bits, order) = (case.bits.clone(), case.order);
     let (want_keys, want_values) = cpu::sort::sort_pairs(&keys, &values, order, bits.clone());
     let what = format!("{case:?} on {}", dev.info().name);
@@ -542,6 +545,7 @@ fn group_sort_takes_one_bulk_exchange() {
                 pairs,
                 lens,
                 out_lens,
+                chunk: None,
             });
         }
     }
@@ -589,9 +593,93 @@ fn group_sort_falls_back_to_lsd_on_skewed_keys() {
             pairs,
             lens,
             out_lens,
+            chunk: None,
         });
     }
     ways(&cases, SortPath::Lsd);
+}
+
+/// Shards and received ranges larger than one sort takes (a chunk of 4096 keys here, the
+/// device's own limit on a GPU): each rank counts and sorts its part chunk by chunk, and sorts
+/// what it receives in groups of buckets, through windows of its buffers. One rank whose part
+/// exceeds a chunk takes the group's way too. Spread keys and keys of 64 values take the bulk
+/// exchange; keys of one bucket (too large for a group) the LSD fallback, chunk by chunk.
+/// Keys and pairs of 32- and 64-bit keys, both orders, zero-length shards, layouts that
+/// differ; every output bit against the CPU sort.
+#[test]
+fn group_sort_in_chunks_past_one_sort() {
+    use KeyPattern::*;
+    use SortOrder::*;
+    let mut rng = Rng::new(seed());
+    let chunk = Some(4096);
+    let mut bulk = Vec::new();
+    let specs = [
+        (ElemKind::U32, Uniform, Ascending, 0..32, true, 1, 20_000),
+        (ElemKind::U32, Uniform, Descending, 0..32, false, 2, 50_001),
+        (
+            ElemKind::F32,
+            FewDistinct,
+            Ascending,
+            0..32,
+            true,
+            3,
+            60_000,
+        ),
+        (ElemKind::U64, Uniform, Descending, 0..64, true, 4, 70_003),
+        (
+            ElemKind::I64,
+            FewDistinct,
+            Ascending,
+            4..40,
+            false,
+            2,
+            33_333,
+        ),
+    ];
+    for (elem, pattern, order, bits, pairs, ranks, n) in specs {
+        let layouts = [
+            (
+                Layout::Random.lens(n, ranks, &mut rng),
+                group::split_even(n, ranks),
+            ),
+            (
+                even_ranks_only(n, ranks),
+                Layout::Last.lens(n, ranks, &mut rng),
+            ),
+        ];
+        for (lens, out_lens) in layouts {
+            bulk.push(WayCase {
+                elem,
+                pattern,
+                order,
+                bits: bits.clone(),
+                pairs,
+                lens,
+                out_lens,
+                chunk,
+            });
+        }
+    }
+    ways(&bulk, SortPath::OneExchange);
+    let n = 30_000;
+    let lsd: Vec<WayCase> = [
+        (ElemKind::U32, Ascending, 0..32, true, 3),
+        (ElemKind::F64, Descending, 0..64, true, 2),
+        (ElemKind::I32, Descending, 4..27, false, 4),
+    ]
+    .into_iter()
+    .map(|(elem, order, bits, pairs, ranks)| WayCase {
+        elem,
+        pattern: OneBucket,
+        order,
+        bits,
+        pairs,
+        lens: group::split_even(n, ranks),
+        out_lens: Layout::Last.lens(n, ranks, &mut rng),
+        chunk,
+    })
+    .collect();
+    ways(&lsd, SortPath::Lsd);
 }
 
 /// An in-process exchange whose rank `failing` fails its `round`-th round.

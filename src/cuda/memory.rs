@@ -127,6 +127,8 @@ impl Drop for CudaBuffer {
 pub(super) struct AppMemory {
     /// First byte of the borrowed range.
     pub(super) ptr: sys::CUdeviceptr,
+    /// For a window of a buffer ([`Device::window`]): what keeps that buffer's memory alive.
+    pub(super) _keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl CudaDevice {
@@ -185,7 +187,7 @@ impl CudaDevice {
             });
         }
         Ok(RawBuffer::new(
-            Arc::new(AppMemory { ptr }),
+            Arc::new(AppMemory { ptr, _keep: None }),
             bytes,
             self.id,
             &format!("{} (application memory)", self.label),
@@ -239,6 +241,21 @@ impl CudaDevice {
     /// The application memory behind `raw`, if it was wrapped on this device.
     fn app_memory<'a>(&self, raw: &'a RawBuffer) -> Option<&'a AppMemory> {
         raw.downcast::<AppMemory>(self.id, &self.label).ok()
+    }
+
+    /// [`Device::window`]: the range as borrowed memory that keeps `raw`'s alive.
+    pub(super) fn window_of(&self, raw: &RawBuffer, offset: u64, bytes: u64) -> Result<RawBuffer> {
+        let base = self.device_ptr(raw)?;
+        raw.check_window(offset, bytes, BINDING_ALIGNMENT)?;
+        Ok(RawBuffer::new(
+            Arc::new(AppMemory {
+                ptr: base + offset,
+                _keep: Some(raw.keep_alive()),
+            }),
+            bytes,
+            self.id,
+            &format!("{} (window)", self.label),
+        ))
     }
 
     /// The device address of byte 0 of `raw`, xwarp's memory or wrapped.

@@ -70,8 +70,11 @@
 //!   distributed LSD radix sort for keys too skewed for that (see [`GroupSorter`]).
 //!
 //! # Limits
-//! - The sort takes at most [`crate::sort::MAX_LEN`] keys per shard (of the input and of the
-//!   output), and whatever one device's binding allows.
+//! - The sort takes shards of any length its devices' memory holds: where a shard, or the
+//!   range a rank receives, exceeds what one of its device's sorts takes
+//!   ([`crate::sort::max_len`], about 2^30 keys), the rank works through it in chunks
+//!   ([`GroupSorter`]). Keys so skewed that one value of their top digit outgrows that too
+//!   are sorted by the distributed LSD way, chunk by chunk.
 //! - An operation holds the group's lock: operations on one group run one after another.
 //! - While an operation runs, nothing else may record ([`Device::record`]) on the group's
 //!   devices.
@@ -89,21 +92,36 @@ pub use exchange::{Exchange, InProcess, Piece, Rendezvous};
 pub use nccl::NcclExchange;
 pub use reduce::{reduce, reduce_host};
 pub use scan::scan;
-pub use sort::GroupSorter;
 #[doc(hidden)]
 pub use sort::SortPath;
+pub use sort::{GroupSorter, CHUNK_UNIT};
 
 use crate::device::{Device, DeviceVec};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use exchange::lock;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// A set of ranks, one per device, and the exchange between them (see the module docs).
 pub struct Group<'d> {
     exchange: Box<dyn Exchange + 'd>,
     /// Held by a running operation: collectives of two operations never interleave.
     running: Mutex<()>,
+    /// The steps' times of the operations since [`Group::set_step_timing`] turned it on.
+    steps: Mutex<Option<Vec<StepTime>>>,
+}
+
+/// When one rank finished one step of a group operation (see [`Group::set_step_timing`]).
+#[doc(hidden)]
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepTime {
+    /// The rank.
+    pub rank: usize,
+    /// The step, in words (`"start"`: the rank's thread began the operation).
+    pub step: &'static str,
+    /// Seconds from the operation's start to the step's end, the rank's device idle.
+    pub at: f64,
 }
 
 impl std::fmt::Debug for Group<'_> {
@@ -139,7 +157,27 @@ impl<'d> Group<'d> {
         Group {
             exchange,
             running: Mutex::new(()),
+            steps: Mutex::new(None),
         }
+    }
+
+    /// Turns step timing on or off (for the bench; not part of the API). While on, each rank
+    /// of an operation waits for its device at the end of each step and records when
+    /// ([`StepTime`]): the waits serialize what the steps would overlap, so the operation
+    /// takes at least as long as without. Turning it on clears the records.
+    #[doc(hidden)]
+    pub fn set_step_timing(&self, on: bool) {
+        *lock(&self.steps) = on.then(Vec::new);
+    }
+
+    /// The step times recorded since step timing was turned on, in the order recorded; empty
+    /// while it is off.
+    #[doc(hidden)]
+    pub fn take_step_times(&self) -> Vec<StepTime> {
+        lock(&self.steps)
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The number of ranks.
@@ -170,6 +208,9 @@ impl<'d> Group<'d> {
     fn run<R: Send>(&self, body: impl Fn(Rank<'_>) -> Result<R> + Sync) -> Result<Vec<R>> {
         let _running = lock(&self.running);
         let ex = &*self.exchange;
+        let start = Instant::now();
+        let timing = lock(&self.steps).is_some();
+        let steps = timing.then_some(&self.steps);
         ex.begin();
         let rv = ex.rendezvous();
         let one = |rank: usize| {
@@ -183,7 +224,13 @@ impl<'d> Group<'d> {
                 }
             }
             let _guard = FailOnUnwind(rv, rank);
-            let out = body(Rank { rank, ex });
+            let me = Rank {
+                rank,
+                ex,
+                start,
+                steps,
+            };
+            let out = me.step("start").and_then(|()| body(me));
             if out.is_err() {
                 rv.fail(rank);
             }
@@ -223,11 +270,32 @@ impl<'d> Group<'d> {
 struct Rank<'a> {
     rank: usize,
     ex: &'a (dyn Exchange + 'a),
+    /// When the operation started.
+    start: Instant,
+    /// Where step times go, while step timing is on.
+    steps: Option<&'a Mutex<Option<Vec<StepTime>>>>,
 }
 
 impl Rank<'_> {
     fn dev(&self) -> &dyn Device {
         self.ex.device(self.rank)
+    }
+
+    /// Ends step `step` (with step timing on: waits for the device, then records the time).
+    fn step(&self, step: &'static str) -> Result<()> {
+        let Some(steps) = self.steps else {
+            return Ok(());
+        };
+        self.dev().synchronize()?;
+        let at = self.start.elapsed().as_secs_f64();
+        if let Some(v) = lock(steps).as_mut() {
+            v.push(StepTime {
+                rank: self.rank,
+                step,
+                at,
+            });
+        }
+        Ok(())
     }
 }
 

@@ -59,6 +59,7 @@ pub fn reduce<T: Reduce>(
         // Every rank's tile totals, in rank order.
         let totals = DeviceVec::<T>::alloc(dev, total_tiles)?;
         single::tile_totals(dev, op, input.shard(r), &totals, starts[r])?;
+        rank.step("tile totals")?;
         let piece = |peer: usize, of: usize| Piece {
             peer,
             buffer: totals.raw(),
@@ -76,14 +77,16 @@ pub fn reduce<T: Reduce>(
             .map(|p| piece(p, p))
             .collect();
         rank.ex.exchange(r, &sends, &recvs)?;
+        rank.step("exchange")?;
         let out = output.shard(r);
         if total_tiles == 1 {
             // A single tile's total is the result (`device_reduce` of it would differ for min
             // and max of a NaN: `op(NaN, id)` is `id`).
-            dev.copy(totals.raw(), 0, out.raw(), 0, size)
+            dev.copy(totals.raw(), 0, out.raw(), 0, size)?;
         } else {
-            single::device_reduce(dev, op, &totals, &mut view(out)?, 0)
+            single::device_reduce(dev, op, &totals, &mut view(out)?, 0)?;
         }
+        rank.step("reduce of the totals")
     })?;
     Ok(())
 }

@@ -63,6 +63,7 @@ pub fn scan<T: Reduce>(
         } else {
             totals.fill(dev, T::identity(op))?;
         }
+        rank.step("reduce")?;
         let piece = |peer: usize, at: usize| Piece {
             peer,
             buffer: totals.raw(),
@@ -72,12 +73,14 @@ pub fn scan<T: Reduce>(
         let sends: Vec<Piece<'_>> = (r + 1..ranks).map(|p| piece(p, r)).collect();
         let recvs: Vec<Piece<'_>> = (0..r).map(|p| piece(p, p)).collect();
         rank.ex.exchange(r, &sends, &recvs)?;
+        rank.step("exchange")?;
         if x.is_empty() {
             return Ok(());
         }
         if r == 0 {
             // E[0] is the identity: a leading tile of identities would change no bit.
-            return single::device_scan(dev, op, kind, x, &mut y);
+            single::device_scan(dev, op, kind, x, &mut y)?;
+            return rank.step("scan");
         }
         // E[r]: element r of the exclusive scan of the totals.
         let mut carries = DeviceVec::<T>::alloc(dev, r + 1)?;
@@ -94,13 +97,15 @@ pub fn scan<T: Reduce>(
             size,
         )?;
         let lead_out = DeviceVec::<T>::alloc(dev, TILE)?;
+        rank.step("carry")?;
         single::scan_segments(
             dev,
             op,
             kind,
             &[(&lead, &lead_out), (x, &y)],
             Tuning::default(),
-        )
+        )?;
+        rank.step("scan")
     })?;
     Ok(())
 }

@@ -37,6 +37,18 @@ use std::sync::Mutex;
 ///    output part holds it); a rank whose range is its output part sorts straight into its
 ///    output in step 5, and the round is skipped when that holds for every rank.
 ///
+/// # Parts larger than one sort
+/// One device's sort takes at most [`crate::sort::max_len`] keys (about 2^30). A rank whose
+/// shard is longer counts and sorts it in *chunks* of that many keys (the last shorter; a
+/// multiple of [`CHUNK_UNIT`]), each chunk a source of its own in global order: steps 1 and
+/// 3 run per chunk, and each chunk's segments go out as above. A rank that receives more
+/// than a chunk cuts its buckets into *groups* of consecutive buckets of at most a chunk's
+/// keys: each segment goes out as one piece per group, the rank receives each group in
+/// source order (in a region of its own, aligned for a window) and sorts each group in step
+/// 5 (groups in bucket order are the range in order). The chunks and groups are windows of
+/// the rank's buffers ([`Device::window`]); one rank whose shard exceeds a chunk takes these
+/// steps too, with itself.
+///
 /// Every rank decides the same from the same counts; the result is the one stable sort of the
 /// whole vector, so it equals one device's [`Sorter`] result. Cost beyond one device's sort of
 /// the same keys: one one-digit sort and two exchange rounds, the first moving (nearly) the
@@ -45,10 +57,11 @@ use std::sync::Mutex;
 ///
 /// # Fallback: a distributed LSD radix sort
 /// Where a rank would receive more keys in step 4 than twice the larger of its input and
-/// output shards, or than one device sorts ([`crate::sort::max_len`]) — skewed keys, with most
-/// of them in one bucket of `T` — every rank takes a distributed LSD radix sort instead:
+/// output shards, or one bucket holds more keys than its rank's chunk — skewed keys, with
+/// most of them in one bucket of `T` — every rank takes a distributed LSD radix sort instead:
 /// - per active digit, lowest first: every rank sorts its part stably by the digit (a
-///   one-digit [`Sorter`] call), and the digit's counts of every rank give each key its place
+///   one-digit [`Sorter`] call per chunk, each chunk a source as above), and the digit's
+///   counts of every source give each key its place
 ///   in the vector sorted stably by that digit — its bucket's start, the bucket's keys on the
 ///   ranks before, its rank within the bucket here; so each rank's run of one digit value
 ///   lands on consecutive places, and goes (split where the output layout splits it) straight
@@ -62,6 +75,8 @@ use std::sync::Mutex;
 /// one exchange round moves it into the output's layout.
 pub struct GroupSorter<K: Element> {
     tuning: Tuning,
+    /// The most keys one rank's sort takes, below the device's own limit (tests).
+    chunk_limit: Option<usize>,
     ranks: Vec<Mutex<Storage<K>>>,
     /// The way the latest call that ran took.
     path: Option<SortPath>,
@@ -117,6 +132,7 @@ impl<K: Element> GroupSorter<K> {
     pub fn with_tuning(group: &Group, tuning: Tuning) -> Self {
         GroupSorter {
             tuning,
+            chunk_limit: None,
             ranks: (0..group.ranks())
                 .map(|_| {
                     Mutex::new(Storage {
@@ -130,6 +146,14 @@ impl<K: Element> GroupSorter<K> {
         }
     }
 
+    /// Caps the keys one rank's sort takes at `keys` (at least [`CHUNK_UNIT`]; `None`: the
+    /// device's limit alone), so that tests reach the chunked ways at small sizes. For tests;
+    /// not part of the API.
+    #[doc(hidden)]
+    pub fn set_chunk_limit(&mut self, keys: Option<usize>) {
+        self.chunk_limit = keys.map(|k| k.max(CHUNK_UNIT));
+    }
+
     /// The way the latest call that ran took (`None` before the first, and after a call
     /// that failed). For tests; not part of the API.
     #[doc(hidden)]
@@ -140,9 +164,8 @@ impl<K: Element> GroupSorter<K> {
     /// Sorts `keys_in` into `keys_out` (the same number of keys in any layout) by bits `bits`
     /// of the mapped keys, stably (see [`crate::sort`] for the order).
     ///
-    /// Errors, all before anything runs: [`Error::InvalidParameter`] for a bad bit range, a
-    /// shard longer than one device sorts, an output sharing an input's buffer, or a group of
-    /// another size than the sorter's; [`Error::LengthMismatch`] for outputs of another total
+    /// Errors, all before anything runs: [`Error::InvalidParameter`] for a bad bit range, an
+    /// output sharing an input's buffer, or a group of another size than the sorter's; [`Error::LengthMismatch`] for outputs of another total
     /// length; [`Error::ForeignBuffer`] for a shard on another rank's device;
     /// [`Error::MissingFeature`] where a device lacks what the sort kernels need.
     pub fn sort_keys(
@@ -222,25 +245,28 @@ impl<K: Element> GroupSorter<K> {
             )?;
         }
         let (in_lens, out_lens) = (keys_in.lens(), keys_out.lens());
-        let mut limits = Vec::with_capacity(group.ranks());
+        let mut chunk = Vec::with_capacity(group.ranks());
+        let mut pad = Vec::with_capacity(group.ranks());
         for r in 0..group.ranks() {
             let info = group.device(r).info();
             single::check_device(info)?;
             let plan = TilePlan::new(info, &self.tuning, K::KIND.size(), value_bytes)?;
-            let limit = single::max_len::<K>(info, value_bytes, plan.tile());
-            let most = in_lens[r].max(out_lens[r]);
-            if most > limit {
+            let limit = single::max_len::<K>(info, value_bytes, plan.tile())
+                .min(self.chunk_limit.unwrap_or(usize::MAX));
+            let c = limit / CHUNK_UNIT * CHUNK_UNIT;
+            if c == 0 {
                 return Err(Error::invalid(
                     "keys_in",
-                    format!("a shard of {most} keys on rank {r}"),
+                    format!("rank {r} on `{}`", info.name),
                     format!(
-                        "at most {limit} keys of {} per shard on `{}`",
-                        K::KIND,
-                        info.name
+                        "devices whose sort takes at least {CHUNK_UNIT} keys of {} (this one: \
+                         {limit})",
+                        K::KIND
                     ),
                 ));
             }
-            limits.push(limit);
+            chunk.push(c);
+            pad.push((info.binding_alignment as usize).max(1));
         }
         let values = values.map(|(vin, vout)| (vin, &*vout));
         let job = Job {
@@ -251,10 +277,11 @@ impl<K: Element> GroupSorter<K> {
             bits,
             in_lens,
             out_lens,
-            limits,
+            chunk,
+            pad,
         };
         self.path = None;
-        if group.ranks() == 1 {
+        if group.ranks() == 1 && job.in_lens[0].max(job.out_lens[0]) <= job.chunk[0] {
             let mut st = lock(&self.ranks[0]);
             job.local(group.device(0), &mut st.sorter)?;
             self.path = Some(SortPath::OneRank);
@@ -289,8 +316,47 @@ struct Job<'a, K: Element, V: Element> {
     bits: Range<u32>,
     in_lens: Vec<usize>,
     out_lens: Vec<usize>,
-    /// The most keys each rank's device sorts (with the call's values).
-    limits: Vec<usize>,
+    /// Each rank's chunk: the most keys one of its sorts takes (with the call's values), a
+    /// multiple of [`CHUNK_UNIT`].
+    chunk: Vec<usize>,
+    /// Each rank's alignment of windows, in elements ([`crate::DeviceInfo::binding_alignment`]).
+    pad: Vec<usize>,
+}
+
+/// Chunks are multiples of this many keys (so that every chunk's window is aligned).
+pub const CHUNK_UNIT: usize = 4096;
+
+/// The sources of a layout `lens`: each rank's part cut into chunks of at most `chunk[rank]`
+/// keys (the last one shorter), as (rank, range in its part), in global order.
+fn sources(lens: &[usize], chunk: &[usize]) -> Vec<(usize, Range<usize>)> {
+    let mut out = Vec::new();
+    for (r, (&n, &c)) in lens.iter().zip(chunk).enumerate() {
+        let mut at = 0;
+        while at < n {
+            let end = (at + c).min(n);
+            out.push((r, at..end));
+            at = end;
+        }
+    }
+    out
+}
+
+/// `v` itself where `range` is all of it, else a window of `range` ([`Device::window`]).
+fn part<T: Element>(
+    dev: &dyn Device,
+    v: DeviceVec<T>,
+    range: &Range<usize>,
+) -> Result<DeviceVec<T>> {
+    if range.start == 0 && range.end == v.len() {
+        return Ok(v);
+    }
+    let size = T::KIND.size() as u64;
+    let raw = dev.window(
+        v.raw(),
+        range.start as u64 * size,
+        range.len() as u64 * size,
+    )?;
+    DeviceVec::from_raw(raw, range.len())
 }
 
 /// A second typed handle of the first `len` elements of `raw`.
@@ -361,37 +427,46 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         Ok((keys, values))
     }
 
-    /// Sorts rank `r`'s `len` keys (and values) at `from` stably by `bits` into `to`.
+    /// Sorts keys `range` of rank `r`'s `from_len` keys (and values) at `from` stably by
+    /// `bits` into the same range of its `to_len` keys at `to` (through windows where the
+    /// range is not all of them).
     #[allow(clippy::too_many_arguments)]
-    fn sort_digit(
+    fn sort_range(
         &self,
         dev: &dyn Device,
         st: &mut Storage<K>,
         r: usize,
-        from: At,
-        to: At,
-        len: usize,
+        (from, from_len): (At, usize),
+        (to, to_len): (At, usize),
+        range: &Range<usize>,
         bits: Range<u32>,
     ) -> Result<()> {
-        let (keys_in, values_in) = self.at(st, r, from, len)?;
-        let (mut keys_out, values_out) = self.at(st, r, to, len)?;
+        let (keys_in, values_in) = self.at(st, r, from, from_len)?;
+        let (keys_out, values_out) = self.at(st, r, to, to_len)?;
+        let keys_in = part(dev, keys_in, range)?;
+        let mut keys_out = part(dev, keys_out, range)?;
         match (values_in, values_out) {
-            (Some(vin), Some(mut vout)) => st.sorter.sort_pairs(
-                dev,
-                &keys_in,
-                &mut keys_out,
-                &vin,
-                &mut vout,
-                self.order,
-                bits,
-            ),
+            (Some(vin), Some(vout)) => {
+                let vin = part(dev, vin, range)?;
+                let mut vout = part(dev, vout, range)?;
+                st.sorter.sort_pairs(
+                    dev,
+                    &keys_in,
+                    &mut keys_out,
+                    &vin,
+                    &mut vout,
+                    self.order,
+                    bits,
+                )
+            }
             _ => st
                 .sorter
                 .sort_keys(dev, &keys_in, &mut keys_out, self.order, bits),
         }
     }
 
-    /// One rank of a group of two or more: the counts, then the way every rank takes.
+    /// One rank of a group (of one rank only where its part exceeds its chunk): the counts,
+    /// then the way every rank takes.
     fn rank(&self, rank: Rank<'_>, st: &mut Storage<K>) -> Result<SortPath> {
         let (r, dev) = (rank.rank, rank.dev());
         let rv = rank.ex.rendezvous();
@@ -400,23 +475,32 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             .step_by(RADIX_BITS as usize)
             .map(|s| s..(s + RADIX_BITS).min(self.bits.end))
             .collect();
-        // 1. Every digit's counts on every rank.
-        let n_in = self.in_lens[r];
-        let mut mine = vec![0u64; digits.len() * radix];
-        if n_in > 0 {
+        let row = digits.len() * radix;
+        // 1. Every digit's counts of every chunk of every rank.
+        let srcs = sources(&self.in_lens, &self.chunk);
+        let mut mine = Vec::new();
+        for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
+            let keys = part(dev, super::view(self.keys_in.shard(r))?, range)?;
             st.sorter
-                .count_digits(dev, self.keys_in.shard(r), self.order, self.bits.clone())?;
-            for d in 0..digits.len() {
-                let counts = st.sorter.digit_counts(dev, d)?;
-                for (m, c) in mine[d * radix..].iter_mut().zip(counts) {
-                    *m = u64::from(c);
-                }
-            }
+                .count_digits(dev, &keys, self.order, self.bits.clone())?;
+            let counts = st.sorter.counts_of_digits(dev, digits.len())?;
+            mine.extend(counts.into_iter().map(u64::from));
         }
         let table = rv.all_gather(r, &mine)?;
+        rank.step("counts")?;
+        // The rows of the sources, in order: each rank's rows are its chunks'.
+        let mut rows: Vec<&[u64]> = Vec::with_capacity(srcs.len());
+        let mut taken = vec![0usize; table.len()];
+        for (q, _) in &srcs {
+            let at = taken[*q];
+            let got = table[*q].get(at..at + row).ok_or_else(|| {
+                Error::invalid("counts", format!("rank {q}'s rows"), "one row per chunk")
+            })?;
+            rows.push(got);
+            taken[*q] += row;
+        }
         let of_digit = |d: usize| -> Vec<Vec<u64>> {
-            table
-                .iter()
+            rows.iter()
                 .map(|row| row[d * radix..(d + 1) * radix].to_vec())
                 .collect()
         };
@@ -438,14 +522,29 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             return Ok(SortPath::InOrder);
         };
         let plan = plan_split(&of_digit(top), &self.out_lens);
-        let fits = (0..plan.ranks()).all(|d| {
-            let most = self.in_lens[d].max(self.out_lens[d]) as u64;
-            let m = plan.received(d);
-            m <= self.limits[d] as u64 && m <= 2 * most
-        });
-        if fits {
+        let groups: Option<Vec<Vec<Range<usize>>>> = (0..self.out_lens.len())
+            .map(|d| {
+                let most = self.in_lens[d].max(self.out_lens[d]) as u64;
+                if plan.received(d) > 2 * most {
+                    return None;
+                }
+                plan.groups(d, self.chunk[d])
+            })
+            .collect();
+        if let Some(groups) = groups {
             let bits = self.bits.start..digits[top].end;
-            self.one_exchange(rank, st, &plan, digits[top].clone(), bits)?;
+            let held: Vec<Held> = groups
+                .iter()
+                .enumerate()
+                .map(|(d, g)| Held::new(&plan, g, self.pad[d]))
+                .collect();
+            let split = Split {
+                plan: &plan,
+                srcs: &srcs,
+                groups: &groups,
+                held: &held,
+            };
+            self.one_exchange(rank, st, &split, digits[top].clone(), bits)?;
             Ok(SortPath::OneExchange)
         } else {
             self.lsd(rank, st, &digits, &active, &of_digit(active[0]))?;
@@ -453,22 +552,29 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         }
     }
 
-    /// Steps 3 to 6 of the sort (see [`GroupSorter`]) on rank `rank`: stable by the top
-    /// active digit `digit` locally, the bulk exchange of `plan`, the local sort by `bits`
-    /// (up to the top active digit) and the rebalancing exchange.
+    /// Steps 3 to 6 of the sort (see [`GroupSorter`]) on rank `rank`: each chunk stable by
+    /// the top active digit `digit`, the bulk exchange of `split`, the local sort of each of
+    /// the received groups by `bits` (up to the top active digit) and the rebalancing exchange.
     fn one_exchange(
         &self,
         rank: Rank<'_>,
         st: &mut Storage<K>,
-        plan: &SplitPlan,
+        split: &Split<'_>,
         digit: Range<u32>,
         bits: Range<u32>,
     ) -> Result<()> {
         let (r, dev) = (rank.rank, rank.dev());
+        let Split {
+            plan,
+            srcs,
+            groups,
+            held,
+        } = *split;
         let n_in = self.in_lens[r];
-        let m = plan.received(r) as usize;
-        // Storage: the shard sorted by the digit, later the received keys sorted (scratch 0);
-        // the received keys (scratch 1).
+        let mine = &held[r];
+        let m = mine.len;
+        // Storage: the shard's chunks sorted by the digit, later the received groups sorted
+        // (scratch 0); the received groups (scratch 1), each group's window aligned.
         let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
         let first = n_in.max(m) as u64;
         scratch(dev, &mut st.keys[0], first * sizes.0)?;
@@ -477,64 +583,91 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             scratch(dev, &mut st.values[0], first * sizes.1)?;
             scratch(dev, &mut st.values[1], m as u64 * sizes.1)?;
         }
-        // 3. Stable by the digit: the keys for each rank are one segment.
-        if n_in > 0 {
-            self.sort_digit(dev, st, r, At::Input, At::Scratch(0), n_in, digit)?;
+        // 3. Each chunk stable by the digit: its keys for each group of each rank are one
+        // segment.
+        for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
+            self.sort_range(
+                dev,
+                st,
+                r,
+                (At::Input, n_in),
+                (At::Scratch(0), n_in),
+                range,
+                digit.clone(),
+            )?;
         }
-        // 4. Each segment to its rank; the received ones in source rank order.
+        rank.step("by the top digit")?;
+        // 4. Each segment to its rank and group; received in source order within each group
+        // (posted in the senders' order: source, then group).
         {
             let (src_keys, src_values) = self.at(st, r, At::Scratch(0), n_in)?;
             let (dst_keys, dst_values) = self.at(st, r, At::Scratch(1), m)?;
+            let src = (src_keys.raw(), src_values.as_ref().map(DeviceVec::raw));
+            let dst = (dst_keys.raw(), dst_values.as_ref().map(DeviceVec::raw));
             let mut sends = Vec::new();
-            let mut recvs = Vec::new();
-            let ranks = plan.ranks();
-            let mut from = 0;
-            for d in 0..ranks {
-                let count = plan.segment(r, d) as usize;
-                if count > 0 {
-                    let values = src_values.as_ref().map(DeviceVec::raw);
-                    push_run(
-                        &mut sends,
-                        d,
-                        (src_keys.raw(), values),
-                        sizes,
-                        (from, count),
-                    );
+            for (s, (_, range)) in srcs.iter().enumerate().filter(|(_, (q, _))| *q == r) {
+                for (d, gs) in groups.iter().enumerate() {
+                    for g in gs {
+                        let (at, count) = plan.sub(s, g);
+                        if count > 0 {
+                            push_run(&mut sends, d, src, sizes, (range.start + at, count));
+                        }
+                    }
                 }
-                from += count;
             }
-            let mut to = 0;
-            for s in 0..ranks {
-                let count = plan.segment(s, r) as usize;
-                if count > 0 {
-                    let values = dst_values.as_ref().map(DeviceVec::raw);
-                    push_run(&mut recvs, s, (dst_keys.raw(), values), sizes, (to, count));
+            let mut recvs = Vec::new();
+            let mut filled: Vec<usize> = mine.offsets.clone();
+            for (s, (q, _)) in srcs.iter().enumerate() {
+                for (i, g) in groups[r].iter().enumerate() {
+                    let (_, count) = plan.sub(s, g);
+                    if count > 0 {
+                        push_run(&mut recvs, *q, dst, sizes, (filled[i], count));
+                        filled[i] += count;
+                    }
                 }
-                to += count;
             }
             rank.ex.exchange(r, &sends, &recvs)?;
         }
-        // 5. The received keys sorted: the sorted vector's places `A[r] .. A[r + 1]`; straight
-        // into the output where those are its places.
-        let direct = plan.in_place(r);
-        let sorted = if direct { At::Output } else { At::Scratch(0) };
-        if m > 0 {
-            self.sort_digit(dev, st, r, At::Scratch(1), sorted, m, bits)?;
+        rank.step("exchange")?;
+        // 5. Each received group sorted: together the sorted vector's places
+        // `A[r] .. A[r + 1]`; straight into the output where those are its places and one
+        // group holds them.
+        let direct = |d: usize| plan.in_place(d) && groups[d].len() <= 1;
+        let sorted = if direct(r) {
+            (At::Output, self.out_lens[r])
+        } else {
+            (At::Scratch(0), m)
+        };
+        for (i, &at) in mine.offsets.iter().enumerate() {
+            let range = at..at + mine.sizes[i];
+            self.sort_range(
+                dev,
+                st,
+                r,
+                (At::Scratch(1), m),
+                sorted,
+                &range,
+                bits.clone(),
+            )?;
         }
+        rank.step("local sort")?;
         // 6. Into the output's layout.
-        if plan.balanced() {
+        if (0..self.out_lens.len()).all(direct) {
             return Ok(());
         }
-        if direct {
+        if direct(r) {
             // Nothing moves to or from this rank: its range is its output part.
-            return rank.ex.exchange(r, &[], &[]);
+            rank.ex.exchange(r, &[], &[])?;
+        } else {
+            let runs = Held::split_runs(plan.rebalance(), held);
+            self.exchange_runs(rank, st, &runs, sorted, At::Output)?;
         }
-        self.exchange_runs(rank, st, &plan.rebalance(), (sorted, m), At::Output)
+        rank.step("rebalance")
     }
 
     /// The fallback (see [`GroupSorter`]): the distributed LSD radix sort on rank `rank`, over
     /// the `active` digits of `digits`; `first` holds the first active digit's counts of every
-    /// rank.
+    /// chunk of the input.
     fn lsd(
         &self,
         rank: Rank<'_>,
@@ -555,39 +688,68 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             }
         }
         let mut cur = At::Input;
-        let mut cur_len = self.in_lens[r];
+        let mut lens = &self.in_lens;
         for (i, &d) in active.iter().enumerate() {
             let last = i + 1 == active.len();
-            // Stable by the digit locally, then the digit's counts of every rank.
+            let cur_len = lens[r];
+            let srcs = sources(lens, &self.chunk);
+            // Each chunk stable by the digit locally, then the digit's counts of every chunk.
             let part = match cur {
                 At::Scratch(k) => At::Scratch(1 - k),
                 _ => At::Scratch(0),
             };
-            if cur_len > 0 {
-                self.sort_digit(dev, st, r, cur, part, cur_len, digits[d].clone())?;
+            let mut mine: Vec<u64> = Vec::new();
+            for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
+                self.sort_range(
+                    dev,
+                    st,
+                    r,
+                    (cur, cur_len),
+                    (part, cur_len),
+                    range,
+                    digits[d].clone(),
+                )?;
+                if i > 0 {
+                    let counts = st.sorter.counts_of_digits(dev, 1)?;
+                    mine.extend(counts.into_iter().map(u64::from));
+                }
             }
+            rank.step("digit pass")?;
             let counts = if i == 0 {
                 first.to_vec()
             } else {
-                let mine: Vec<u64> = if cur_len > 0 {
-                    st.sorter
-                        .digit_counts(dev, 0)?
-                        .into_iter()
-                        .map(u64::from)
-                        .collect()
-                } else {
-                    vec![0; radix]
-                };
-                rv.all_gather(r, &mine)?
+                let table = rv.all_gather(r, &mine)?;
+                let mut taken = vec![0usize; table.len()];
+                let mut rows = Vec::with_capacity(srcs.len());
+                for (q, _) in &srcs {
+                    let at = taken[*q];
+                    let row = table[*q].get(at..at + radix).ok_or_else(|| {
+                        Error::invalid("counts", format!("rank {q}'s rows"), "one row per chunk")
+                    })?;
+                    rows.push(row.to_vec());
+                    taken[*q] += radix;
+                }
+                rows
             };
             let plan = plan_pass(&counts, &self.out_lens);
+            // Runs from sources to runs from ranks: a chunk's index in its rank's part.
+            let runs: Vec<Run> = plan
+                .runs
+                .iter()
+                .map(|run| Run {
+                    from: srcs[run.from].0,
+                    src: srcs[run.from].1.start + run.src,
+                    ..*run
+                })
+                .collect();
             let received = match (last, part) {
                 (true, _) => At::Output,
                 (false, At::Scratch(k)) => At::Scratch(1 - k),
                 (false, _) => At::Scratch(1),
             };
-            self.send_pass(rank, st, &plan, part, received)?;
-            cur_len = self.out_lens[r];
+            self.exchange_runs(rank, st, &runs, (part, cur_len), received)?;
+            rank.step("exchange")?;
+            lens = &self.out_lens;
             cur = received;
         }
         debug_assert_eq!(cur, At::Output);
@@ -702,19 +864,21 @@ struct PassPlan {
 }
 
 /// The plan of one pass from `counts[s][b]`, the number of keys of digit value (bucket) `b` on
-/// rank `s` (each rank's keys sorted stably by the digit), to the layout `out_lens`.
+/// source `s` (a rank, or a chunk of one, in global order; each source's keys sorted stably by
+/// the digit), to the layout `out_lens`. The runs' `from` and `src` name the source and the
+/// index in it.
 ///
 /// In the vector sorted stably by the digit, bucket `b` starts at `G[b]` (the keys of every
 /// lower bucket), and rank `s`'s keys of bucket `b` follow those of the ranks before it: they
 /// take places `P[s][b] ..` consecutively, in their local order. So each (rank, bucket) is one
 /// run of places, cut where the output layout's parts begin.
 fn plan_pass(counts: &[Vec<u64>], out_lens: &[usize]) -> PassPlan {
-    let ranks = counts.len();
+    let (sources, ranks) = (counts.len(), out_lens.len());
     let buckets = counts.first().map_or(0, Vec::len);
-    let mut place = vec![vec![0u64; buckets]; ranks];
+    let mut place = vec![vec![0u64; buckets]; sources];
     let mut at = 0u64;
     for b in 0..buckets {
-        for s in 0..ranks {
+        for s in 0..sources {
             place[s][b] = at;
             at += counts[s][b];
         }
@@ -724,7 +888,7 @@ fn plan_pass(counts: &[Vec<u64>], out_lens: &[usize]) -> PassPlan {
         bounds[d + 1] = bounds[d] + out_lens[d] as u64;
     }
     let mut runs = Vec::new();
-    for s in 0..ranks {
+    for s in 0..sources {
         for d in 0..ranks {
             // The local index of rank s's first key of bucket b.
             let mut local = 0u64;
@@ -749,27 +913,37 @@ fn plan_pass(counts: &[Vec<u64>], out_lens: &[usize]) -> PassPlan {
 }
 
 /// Where the bulk exchange moves the keys (steps 2, 4 and 6 of [`GroupSorter`]'s algorithm),
-/// from the top active digit's counts.
+/// from the top active digit's counts of each source (a rank, or a chunk of one, in global
+/// order).
 #[derive(Debug, PartialEq, Eq)]
 struct SplitPlan {
-    /// `segments[s][d]`: the keys of rank `s` (its shard sorted stably by the digit) that go
-    /// to rank `d`, one segment each, in rank order of `d`.
+    /// `segments[s][d]`: the keys of source `s` (sorted stably by the digit) that go to rank
+    /// `d`, one segment each, in rank order of `d`.
     segments: Vec<Vec<u64>>,
     /// `starts[d]`: where rank `d`'s range of the sorted vector starts (`A[d]`; the last
     /// entry is the vector's length).
     starts: Vec<u64>,
     /// The output layout's prefix sums (`P[d]`; the last entry is the vector's length).
     bounds: Vec<u64>,
+    /// `before[s][b]`: the keys of source `s` in the buckets below `b` (`b` up to the number
+    /// of buckets).
+    before: Vec<Vec<u64>>,
+    /// Each bucket's keys over every source.
+    totals: Vec<u64>,
+    /// The rank each non-empty bucket goes to.
+    owner: Vec<Option<usize>>,
 }
 
 impl SplitPlan {
     fn ranks(&self) -> usize {
-        self.segments.len()
+        self.bounds.len() - 1
     }
 
-    /// The keys that rank `s` sends to rank `d`.
-    fn segment(&self, s: usize, d: usize) -> u64 {
-        self.segments[s][d]
+    /// Where source `s`'s keys of the buckets `g` start in it (sorted by the digit), and how
+    /// many there are.
+    fn sub(&self, s: usize, g: &Range<usize>) -> (usize, usize) {
+        let row = &self.before[s];
+        (row[g.start] as usize, (row[g.end] - row[g.start]) as usize)
     }
 
     /// The keys that rank `d` receives.
@@ -785,8 +959,41 @@ impl SplitPlan {
     }
 
     /// Whether every rank's range is its part of the output (no rebalancing round).
+    #[cfg(test)]
     fn balanced(&self) -> bool {
         (0..self.ranks()).all(|d| self.in_place(d))
+    }
+
+    /// Rank `d`'s buckets in groups of consecutive buckets, each of at most `cap` keys (one
+    /// group where all its keys fit): each group is one sort. `None` where one bucket alone
+    /// holds more than `cap` keys; no group for a rank that receives nothing.
+    fn groups(&self, d: usize, cap: usize) -> Option<Vec<Range<usize>>> {
+        let mine: Vec<usize> = (0..self.owner.len())
+            .filter(|&b| self.owner[b] == Some(d))
+            .collect();
+        let (Some(&lo), Some(&last)) = (mine.first(), mine.last()) else {
+            return Some(Vec::new());
+        };
+        let hi = last + 1;
+        let cap = cap as u64;
+        if self.received(d) <= cap {
+            return Some(std::iter::once(lo..hi).collect());
+        }
+        let mut groups = Vec::new();
+        let (mut start, mut size) = (lo, 0u64);
+        for b in lo..hi {
+            let t = self.totals[b];
+            if t > cap {
+                return None;
+            }
+            if size + t > cap {
+                groups.push(start..b);
+                (start, size) = (b, 0);
+            }
+            size += t;
+        }
+        groups.push(start..hi);
+        Some(groups)
     }
 
     /// The rebalancing round: the part of rank `d`'s range that lies in rank `e`'s output part
@@ -815,26 +1022,29 @@ impl SplitPlan {
 }
 
 /// The bulk exchange's plan from `counts[s][b]`, the number of keys of the top active digit's
-/// value (bucket) `b` on rank `s`, buckets in the sort's order, to the layout `out_lens`.
+/// value (bucket) `b` on source `s`, buckets in the sort's order, to the layout `out_lens`.
 ///
 /// Bucket `b` starts at `G[b]` in the sorted vector (the keys of every lower bucket) and goes
 /// to the rank whose output part `P[d] .. P[d + 1]` holds `G[b]`; an empty bucket goes where
-/// the bucket before it went. The assignment never decreases with `b`, so each rank's keys
-/// for rank `d` are one segment of its shard sorted by the digit, and rank `d` gets the
-/// sorted vector's places `A[d] .. A[d + 1]`: `A[d]` is the start of its first bucket, at or
-/// after `P[d]` and before the end of the bucket that holds `P[d]`.
+/// the bucket before it went. The assignment never decreases with `b`, so each source's keys
+/// for rank `d` are one segment of it sorted by the digit, and rank `d` gets the sorted
+/// vector's places `A[d] .. A[d + 1]`: `A[d]` is the start of its first bucket, at or after
+/// `P[d]` and before the end of the bucket that holds `P[d]`.
 fn plan_split(counts: &[Vec<u64>], out_lens: &[usize]) -> SplitPlan {
-    let ranks = counts.len();
+    let (sources, ranks) = (counts.len(), out_lens.len());
     let buckets = counts.first().map_or(0, Vec::len);
     let mut bounds = vec![0u64; ranks + 1];
     for d in 0..ranks {
         bounds[d + 1] = bounds[d] + out_lens[d] as u64;
     }
-    let mut segments = vec![vec![0u64; ranks]; ranks];
+    let mut segments = vec![vec![0u64; ranks]; sources];
+    let mut totals = vec![0u64; buckets];
+    let mut owner = vec![None; buckets];
     let mut start = 0u64;
     let mut d = 0;
     for b in 0..buckets {
         let total: u64 = counts.iter().map(|row| row[b]).sum();
+        totals[b] = total;
         if total == 0 {
             continue;
         }
@@ -843,7 +1053,8 @@ fn plan_split(counts: &[Vec<u64>], out_lens: &[usize]) -> SplitPlan {
         while d + 1 < ranks && bounds[d + 1] <= start {
             d += 1;
         }
-        for s in 0..ranks {
+        owner[b] = Some(d);
+        for s in 0..sources {
             segments[s][d] += counts[s][b];
         }
         start += total;
@@ -852,10 +1063,93 @@ fn plan_split(counts: &[Vec<u64>], out_lens: &[usize]) -> SplitPlan {
     for d in 0..ranks {
         starts[d + 1] = starts[d] + segments.iter().map(|row| row[d]).sum::<u64>();
     }
+    let before = counts
+        .iter()
+        .map(|row| {
+            let mut acc = 0;
+            let mut out = Vec::with_capacity(buckets + 1);
+            out.push(0);
+            for &c in row {
+                acc += c;
+                out.push(acc);
+            }
+            out
+        })
+        .collect();
     SplitPlan {
         segments,
         starts,
         bounds,
+        before,
+        totals,
+        owner,
+    }
+}
+
+/// The bulk exchange's whole plan, as every rank sees it.
+#[derive(Clone, Copy)]
+struct Split<'a> {
+    plan: &'a SplitPlan,
+    /// The input's chunks.
+    srcs: &'a [(usize, Range<usize>)],
+    /// Each rank's groups of buckets.
+    groups: &'a [Vec<Range<usize>>],
+    /// Where each rank holds its groups.
+    held: &'a [Held],
+}
+
+/// Where a rank holds the groups it receives (and later the groups sorted): group `i` of
+/// `sizes[i]` keys from index `offsets[i]`, each start a multiple of the rank's window
+/// alignment, in bucket order; `len` indices in all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Held {
+    offsets: Vec<usize>,
+    sizes: Vec<usize>,
+    len: usize,
+}
+
+impl Held {
+    fn new(plan: &SplitPlan, groups: &[Range<usize>], align: usize) -> Held {
+        let sizes: Vec<usize> = groups
+            .iter()
+            .map(|g| plan.totals[g.clone()].iter().sum::<u64>() as usize)
+            .collect();
+        let mut offsets = Vec::with_capacity(sizes.len());
+        let mut len = 0usize;
+        for &n in &sizes {
+            let at = len.next_multiple_of(align);
+            offsets.push(at);
+            len = at + n;
+        }
+        Held {
+            offsets,
+            sizes,
+            len,
+        }
+    }
+
+    /// `runs` from places of the senders' ranges to places where the senders hold them, each
+    /// run cut where a sender's groups end (both sides cut alike, so the pieces pair up).
+    fn split_runs(runs: Vec<Run>, held: &[Held]) -> Vec<Run> {
+        let mut out = Vec::with_capacity(runs.len());
+        for run in runs {
+            let h = &held[run.from];
+            let mut place = 0;
+            for (&at, &n) in h.offsets.iter().zip(&h.sizes) {
+                let lo = run.src.max(place);
+                let hi = (run.src + run.count).min(place + n);
+                if lo < hi {
+                    out.push(Run {
+                        src: at + (lo - place),
+                        dst: run.dst + (lo - run.src),
+                        count: hi - lo,
+                        ..run
+                    });
+                }
+                place += n;
+            }
+        }
+        out
     }
 }
 
@@ -954,25 +1248,38 @@ mod tests {
 
     /// The bulk exchange's plan on the host, with stable sorts for the ranks' local sorts:
     /// each rank's range starts at a bucket boundary within a bucket of its output part's
-    /// start, and the steps give the one stable sort for any layouts.
-    fn simulate_split(keys: &[u32], in_lens: &[usize], out_lens: &[usize]) {
+    /// start, and the steps give the one stable sort for any layouts. Each rank's part is cut
+    /// into chunks of `chunk` keys (the sources), each rank sorts what it receives in groups
+    /// of at most `cap` keys, held at multiples of `align`; returns whether the plan's groups
+    /// fit (else the sort takes the LSD way, and nothing more is checked).
+    fn simulate_split(
+        keys: &[u32],
+        in_lens: &[usize],
+        out_lens: &[usize],
+        (chunk, cap, align): (usize, usize, usize),
+    ) -> bool {
         let ranks = in_lens.len();
         let digit_of = |k: u32, shift: u32| ((k >> shift) & 0xff) as usize;
         let Some(shift) = [24u32, 16, 8, 0].into_iter().find(|&shift| {
             keys.iter()
                 .any(|&k| digit_of(k, shift) != digit_of(keys[0], shift))
         }) else {
-            return;
+            return true;
         };
         let digit = |k: u32| digit_of(k, shift);
+        let srcs = sources(in_lens, &vec![chunk; ranks]);
         let mut parts: Vec<Vec<(u32, usize)>> = Vec::new();
-        let mut at = 0;
-        for &n in in_lens {
-            let mut part: Vec<(u32, usize)> =
-                keys[at..at + n].iter().copied().zip(at..at + n).collect();
+        let mut firsts = vec![0usize; ranks + 1];
+        for r in 0..ranks {
+            firsts[r + 1] = firsts[r] + in_lens[r];
+        }
+        for (q, range) in &srcs {
+            let at = firsts[*q];
+            let mut part: Vec<(u32, usize)> = (at + range.start..at + range.end)
+                .map(|i| (keys[i], i))
+                .collect();
             part.sort_by_key(|&(k, _)| digit(k));
             parts.push(part);
-            at += n;
         }
         let counts: Vec<Vec<u64>> = parts
             .iter()
@@ -995,7 +1302,7 @@ mod tests {
                 edges.push(edges.last().unwrap() + total);
             }
         }
-        for d in 0..ranks {
+        for (d, &out_len) in out_lens.iter().enumerate() {
             let (a, p) = (plan.starts[d], plan.bounds[d]);
             assert!(
                 edges.contains(&a),
@@ -1003,38 +1310,57 @@ mod tests {
             );
             assert!(a >= p, "rank {d} starts before its part: {plan:?}");
             assert!(a < p + largest.max(1), "rank {d} starts too late: {plan:?}");
-            if out_lens[d] == 0 {
+            if out_len == 0 {
                 assert_eq!(plan.received(d), 0, "rank {d} of no output: {plan:?}");
             }
-            assert_eq!(
-                plan.segments[d].iter().sum::<u64>(),
-                in_lens[d] as u64,
-                "rank {d} sends its shard: {plan:?}"
-            );
         }
-        // Steps 4 and 5: segments in source rank order, then a stable sort by the key.
-        let mut taken = vec![0usize; ranks];
-        let mut held = Vec::new();
+        for (s, p) in parts.iter().enumerate() {
+            assert_eq!(plan.segments[s].iter().sum::<u64>(), p.len() as u64);
+        }
+        let Some(groups) = (0..ranks)
+            .map(|d| plan.groups(d, cap))
+            .collect::<Option<Vec<_>>>()
+        else {
+            assert!(
+                largest > cap as u64,
+                "groups refused below the cap: {plan:?}"
+            );
+            return false;
+        };
+        let held: Vec<Held> = groups.iter().map(|g| Held::new(&plan, g, align)).collect();
+        // Steps 4 and 5: each group's pieces in source order, then a stable sort by the key.
+        let mut kept: Vec<Vec<Option<(u32, usize)>>> = Vec::new();
         for d in 0..ranks {
-            let mut got = Vec::new();
-            for s in 0..ranks {
-                let n = plan.segment(s, d) as usize;
-                got.extend_from_slice(&parts[s][taken[s]..taken[s] + n]);
-                taken[s] += n;
+            let h = &held[d];
+            let mut slots = vec![None; h.len];
+            let mut got_all = Vec::new();
+            for (i, g) in groups[d].iter().enumerate() {
+                assert!(h.sizes[i] <= cap, "group over the cap");
+                assert_eq!(h.offsets[i] % align, 0, "group start not aligned");
+                let mut got = Vec::new();
+                for (s, p) in parts.iter().enumerate() {
+                    let (at, n) = plan.sub(s, g);
+                    got.extend_from_slice(&p[at..at + n]);
+                }
+                assert_eq!(got.len(), h.sizes[i]);
+                got.sort_by_key(|&(k, _)| k);
+                for (j, &x) in got.iter().enumerate() {
+                    slots[h.offsets[i] + j] = Some(x);
+                }
+                got_all.extend(got);
             }
-            got.sort_by_key(|&(k, _)| k);
             let range = plan.starts[d] as usize..plan.starts[d + 1] as usize;
-            assert_eq!(got, want[range], "rank {d}'s range: {plan:?}");
-            held.push(got);
+            assert_eq!(got_all, want[range], "rank {d}'s range: {plan:?}");
+            kept.push(slots);
         }
         // Step 6: every output place written once, with the sorted vector's element.
         let mut out: Vec<Vec<Option<(u32, usize)>>> =
             out_lens.iter().map(|&n| vec![None; n]).collect();
-        for run in plan.rebalance() {
+        for run in Held::split_runs(plan.rebalance(), &held) {
             for i in 0..run.count {
                 let slot = &mut out[run.to][run.dst + i];
                 assert!(slot.is_none(), "place written twice: {run:?}");
-                *slot = Some(held[run.from][run.src + i]);
+                *slot = Some(kept[run.from][run.src + i].expect("a held place left empty"));
             }
         }
         let got: Vec<(u32, usize)> = out
@@ -1048,6 +1374,7 @@ mod tests {
             !plan.balanced() || !moved,
             "a balanced plan moves keys: {plan:?}"
         );
+        true
     }
 
     #[test]
@@ -1071,11 +1398,46 @@ mod tests {
                         .collect();
                     let in_lens = layout(&mut rng, n, ranks);
                     let out_lens = layout(&mut rng, n, ranks);
-                    simulate_split(&keys, &in_lens, &out_lens);
-                    simulate_split(&keys, &in_lens, &in_lens);
+                    let whole = (usize::MAX, usize::MAX, 1);
+                    assert!(simulate_split(&keys, &in_lens, &out_lens, whole));
+                    assert!(simulate_split(&keys, &in_lens, &in_lens, whole));
+                    // Chunks and groups: small, odd sizes, aligned windows.
+                    let chunk = 1 + n / 3;
+                    let cap = (n / ranks / 2).max(1);
+                    simulate_split(&keys, &in_lens, &out_lens, (chunk, cap, 4));
+                    simulate_split(&keys, &in_lens, &in_lens, (7, cap.max(1 + n / 8), 8));
                 }
             }
         }
+    }
+
+    #[test]
+    fn groups_cut_at_buckets_and_refuse_a_bucket_over_the_cap() {
+        // Buckets of 3, 0, 2, 4, 1 keys, all to rank 0.
+        let counts = [vec![1, 0, 2, 0, 1], vec![2, 0, 0, 4, 0]];
+        let plan = plan_split(&counts, &[10, 0]);
+        assert_eq!(plan.groups(0, 10), Some(std::iter::once(0..5).collect()));
+        assert_eq!(plan.groups(0, 5), Some(vec![0..3, 3..5]));
+        assert_eq!(plan.groups(0, 4), Some(vec![0..2, 2..3, 3..4, 4..5]));
+        assert_eq!(plan.groups(0, 3), None);
+        assert_eq!(plan.groups(1, 3), Some(vec![]));
+        // Source 1's keys of buckets 1..4: after its 2 keys of bucket 0, 4 of them.
+        assert_eq!(plan.sub(1, &(1..4)), (2, 4));
+        let held = Held::new(&plan, &[0..1, 1..3, 3..5], 4);
+        assert_eq!(held.offsets, vec![0, 4, 8]);
+        assert_eq!(held.sizes, vec![3, 2, 5]);
+        assert_eq!(held.len, 13);
+        // A run over places 2..7 of rank 0: places 2 (group 0), 3..5 (group 1), 5..7 (group 2).
+        let run = Run {
+            from: 0,
+            to: 1,
+            src: 2,
+            dst: 10,
+            count: 5,
+        };
+        let runs = Held::split_runs(vec![run], &[held]);
+        let at: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.src, r.dst, r.count)).collect();
+        assert_eq!(at, vec![(2, 10, 1), (4, 11, 2), (8, 13, 2)]);
     }
 
     #[test]

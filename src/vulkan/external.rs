@@ -556,6 +556,24 @@ impl VulkanDevice {
         DeviceVec::from_raw(raw, len)
     }
 
+    /// [`Device::window`]: the range as a borrowed range of the same buffer that keeps `raw`
+    /// alive.
+    pub(super) fn window_of(&self, raw: &RawBuffer, offset: u64, bytes: u64) -> Result<RawBuffer> {
+        let t = self.target(raw)?;
+        raw.check_window(offset, bytes, self.info.binding_alignment)?;
+        Ok(RawBuffer::new(
+            Arc::new(AppBuffer {
+                buffer: t.buffer,
+                base: t.base + offset,
+                usage: t.usage,
+                _keep: Some(Box::new(raw.keep_alive())),
+            }),
+            bytes,
+            self.id,
+            &format!("{} (window)", self.info.name),
+        ))
+    }
+
     /// The handle, base offset and usages behind `raw`, if it belongs to this device.
     pub(super) fn target(&self, raw: &RawBuffer) -> Result<Target> {
         match raw.downcast::<VkBuffer>(self.id, &self.info.name) {

@@ -493,6 +493,10 @@ impl Device for VulkanDevice {
         self.alloc_buffer(bytes)
     }
 
+    fn window(&self, raw: &RawBuffer, offset: u64, bytes: u64) -> Result<RawBuffer> {
+        self.window_of(raw, offset, bytes)
+    }
+
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
         self.upload(dst, offset, src)
     }

@@ -989,6 +989,10 @@ impl Device for WgpuXwarp {
         self.xw.alloc(bytes)
     }
 
+    fn window(&self, raw: &RawBuffer, offset: u64, bytes: u64) -> Result<RawBuffer> {
+        self.xw.window(raw, offset, bytes)
+    }
+
     fn write(&self, dst: &RawBuffer, offset: u64, src: &[u8]) -> Result<()> {
         self.xw.write(dst, offset, src).map_err(Self::wgpu_names)
     }

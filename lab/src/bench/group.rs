@@ -34,7 +34,7 @@ use xwarp::error::{Error, Result};
 use xwarp::group::{self, Group, GroupSorter, GroupVec};
 use xwarp::reduce::{self, ReduceOp};
 use xwarp::scan::{self, ScanKind};
-use xwarp::sort::{all_bits, SortOrder, Sorter};
+use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning, MAX_LEN};
 
 /// One group operation of the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,14 +156,19 @@ pub struct GroupRecord {
     pub total: usize,
     /// Host wall time per group call, seconds.
     pub group: Stats,
-    /// Host wall time per one-device call of one rank's share, seconds.
-    pub one: Stats,
+    /// Host wall time per one-device call of one rank's share, seconds (none where one
+    /// device does not take a rank's share: sorts of more than [`MAX_LEN`] keys).
+    pub one: Option<Stats>,
     /// The group's elements per second (median time).
     pub group_rate: f64,
     /// One device's elements per second (median time).
-    pub one_rate: f64,
+    pub one_rate: Option<f64>,
     /// `group_rate / (ranks * one_rate)`.
-    pub scaling: f64,
+    pub scaling: Option<f64>,
+    /// One more group call with step timing ([`Group::set_step_timing`]): each step's
+    /// seconds, the slowest rank's (a step that repeats, summed per rank), in order.
+    #[serde(default)]
+    pub steps: Vec<(String, f64)>,
 }
 
 /// A group benchmark run.
@@ -236,6 +241,40 @@ fn wall(
     Ok(Stats::of(&samples))
 }
 
+/// One call of `call` with step timing on: each step's seconds on the slowest rank (a step
+/// that repeats summed per rank), in the order the steps first ended, then `"total"`: the
+/// call's host wall with the steps' waits.
+fn steps(group: &Group<'_>, call: &mut dyn FnMut() -> Result<()>) -> Result<Vec<(String, f64)>> {
+    group.synchronize()?;
+    group.set_step_timing(true);
+    let t = Instant::now();
+    let ran = call().and_then(|()| group.synchronize());
+    let total = t.elapsed().as_secs_f64();
+    let times = group.take_step_times();
+    group.set_step_timing(false);
+    ran?;
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for rank in 0..group.ranks() {
+        let mut before = 0.0;
+        let mut mine: Vec<(&str, f64)> = Vec::new();
+        for t in times.iter().filter(|t| t.rank == rank) {
+            match mine.iter_mut().find(|(s, _)| *s == t.step) {
+                Some((_, d)) => *d += t.at - before,
+                None => mine.push((t.step, t.at - before)),
+            }
+            before = t.at;
+        }
+        for (step, d) in mine {
+            match out.iter_mut().find(|(s, _)| s == step) {
+                Some((_, most)) => *most = most.max(d),
+                None => out.push((step.to_string(), d)),
+            }
+        }
+    }
+    out.push(("total".into(), total));
+    Ok(out)
+}
+
 fn wrong(what: &str, detail: impl fmt::Display) -> Error {
     Error::WrongResult {
         case: what.into(),
@@ -260,7 +299,7 @@ fn case<T: BenchElem>(
     let one_in = DeviceVec::from_slice(dev, mine)?;
     let sync_group = || group.synchronize();
     let sync_one = || dev.synchronize();
-    let (g, o) = match algo {
+    let (g, o, steps) = match algo {
         GroupAlgo::ReduceSum => {
             let op = ReduceOp::Sum;
             let mut y = GroupVec::<T>::alloc(group, &vec![1; ranks])?;
@@ -275,13 +314,13 @@ fn case<T: BenchElem>(
             if let Some(m) = first_mismatch_nan_as_class(&[want], &one_out.to_vec(dev)?) {
                 return Err(wrong("one-device reduce", m));
             }
+            let mut call = || group::reduce(group, op, &x, &mut y);
             (
-                wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
-                    group::reduce(group, op, &x, &mut y)
-                })?,
-                wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                wall(cfg.reps, cfg.warmup, &sync_group, &mut call)?,
+                Some(wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
                     reduce::device_reduce(dev, op, &one_in, &mut one_out, 0)
-                })?,
+                })?),
+                steps(group, &mut call)?,
             )
         }
         GroupAlgo::Scan(kind) => {
@@ -298,13 +337,13 @@ fn case<T: BenchElem>(
             if let Some(m) = first_mismatch_nan_as_class(&want, &one_out.to_vec(dev)?) {
                 return Err(wrong("one-device scan", m));
             }
+            let mut call = || group::scan(group, op, kind, &x, &mut y);
             (
-                wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
-                    group::scan(group, op, kind, &x, &mut y)
-                })?,
-                wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                wall(cfg.reps, cfg.warmup, &sync_group, &mut call)?,
+                Some(wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
                     scan::device_scan(dev, op, kind, &one_in, &mut one_out)
-                })?,
+                })?),
+                steps(group, &mut call)?,
             )
         }
         GroupAlgo::SortKeys | GroupAlgo::SortPairs => {
@@ -313,53 +352,50 @@ fn case<T: BenchElem>(
             let mut y = GroupVec::<T>::alloc(group, &lens)?;
             let mut sorter = GroupSorter::<T>::new(group);
             let mut one_out = DeviceVec::<T>::alloc(dev, n)?;
-            let mut one = Sorter::<T>::new(dev, n)?;
+            // One device sorts at most MAX_LEN keys: past that, the group alone is timed.
+            let fits_one = n <= MAX_LEN;
+            let mut one = if fits_one {
+                Sorter::<T>::new(dev, n)?
+            } else {
+                Sorter::<T>::with_tuning(Tuning::default())
+            };
             if algo == GroupAlgo::SortKeys {
                 sorter.sort_keys(group, &x, &mut y, order, bits.clone())?;
                 let key = FingerprintKey::new(cfg.seed ^ n as u64);
                 check_sorted_keys(&Fingerprint::of(&data, key), key, &y.to_vec(group)?, order)
                     .map_err(|m| wrong("group sort", m))?;
-                one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())?;
-                check_sorted_keys(
-                    &Fingerprint::of(mine, key),
-                    key,
-                    &one_out.to_vec(dev)?,
-                    order,
-                )
-                .map_err(|m| wrong("one-device sort", m))?;
-                (
-                    wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
-                        sorter.sort_keys(group, &x, &mut y, order, bits.clone())
-                    })?,
-                    wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                let o = if fits_one {
+                    one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())?;
+                    check_sorted_keys(
+                        &Fingerprint::of(mine, key),
+                        key,
+                        &one_out.to_vec(dev)?,
+                        order,
+                    )
+                    .map_err(|m| wrong("one-device sort", m))?;
+                    Some(wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
                         one.sort_keys(dev, &one_in, &mut one_out, order, bits.clone())
-                    })?,
+                    })?)
+                } else {
+                    None
+                };
+                let mut call = || sorter.sort_keys(group, &x, &mut y, order, bits.clone());
+                (
+                    wall(cfg.reps, cfg.warmup, &sync_group, &mut call)?,
+                    o,
+                    steps(group, &mut call)?,
                 )
             } else {
-                let values: Vec<u32> = (0..total as u32).collect();
+                let values: Vec<u32> = (0..total).map(|i| i as u32).collect();
                 let v = GroupVec::from_slice(group, &values, &lens)?;
                 let mut vy = GroupVec::<u32>::alloc(group, &lens)?;
                 sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())?;
                 check_sorted_pairs(&data, &y.to_vec(group)?, &vy.to_vec(group)?, order)
                     .map_err(|m| wrong("group sort", m))?;
-                let one_v = DeviceVec::from_slice(dev, &values[..n])?;
-                let mut one_vy = DeviceVec::<u32>::alloc(dev, n)?;
-                one.sort_pairs(
-                    dev,
-                    &one_in,
-                    &mut one_out,
-                    &one_v,
-                    &mut one_vy,
-                    order,
-                    bits.clone(),
-                )?;
-                check_sorted_pairs(mine, &one_out.to_vec(dev)?, &one_vy.to_vec(dev)?, order)
-                    .map_err(|m| wrong("one-device sort", m))?;
-                (
-                    wall(cfg.reps, cfg.warmup, &sync_group, &mut || {
-                        sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone())
-                    })?,
-                    wall(cfg.reps, cfg.warmup, &sync_one, &mut || {
+                let o = if fits_one {
+                    let one_v = DeviceVec::from_slice(dev, &values[..n])?;
+                    let mut one_vy = DeviceVec::<u32>::alloc(dev, n)?;
+                    let mut one_call = || {
                         one.sort_pairs(
                             dev,
                             &one_in,
@@ -369,13 +405,27 @@ fn case<T: BenchElem>(
                             order,
                             bits.clone(),
                         )
-                    })?,
+                    };
+                    // Timed first: the check reads what the last timed call wrote.
+                    let stats = wall(cfg.reps, cfg.warmup, &sync_one, &mut one_call)?;
+                    check_sorted_pairs(mine, &one_out.to_vec(dev)?, &one_vy.to_vec(dev)?, order)
+                        .map_err(|m| wrong("one-device sort", m))?;
+                    Some(stats)
+                } else {
+                    None
+                };
+                let mut call =
+                    || sorter.sort_pairs(group, &x, &mut y, &v, &mut vy, order, bits.clone());
+                (
+                    wall(cfg.reps, cfg.warmup, &sync_group, &mut call)?,
+                    o,
+                    steps(group, &mut call)?,
                 )
             }
         }
     };
     let group_rate = total as f64 / g.median;
-    let one_rate = n as f64 / o.median;
+    let one_rate = o.as_ref().map(|o| n as f64 / o.median);
     Ok(GroupRecord {
         algo: algo.name().into(),
         elem: T::KIND.name().into(),
@@ -385,7 +435,8 @@ fn case<T: BenchElem>(
         one: o,
         group_rate,
         one_rate,
-        scaling: group_rate / (ranks as f64 * one_rate),
+        scaling: one_rate.map(|one| group_rate / (ranks as f64 * one)),
+        steps,
     })
 }
 
@@ -434,10 +485,10 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
             r.per_rank.to_string(),
             r.total.to_string(),
             ms(&r.group),
-            ms(&r.one),
+            r.one.as_ref().map_or("-".into(), ms),
             format!("{:.1}", r.group_rate / 1e6),
-            format!("{:.1}", r.one_rate / 1e6),
-            format!("{:.2}", r.scaling),
+            r.one_rate.map_or("-".into(), |v| format!("{:.1}", v / 1e6)),
+            r.scaling.map_or("-".into(), |v| format!("{v:.2}")),
         ]);
     }
     writeln!(out, "{table}")?;
@@ -447,6 +498,28 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
          each rank holds 'per rank' elements); host wall per call, devices idle at the start",
         report.ranks
     )?;
+    if report.records.iter().any(|r| !r.steps.is_empty()) {
+        writeln!(
+            out,
+            "steps (one more call, each rank's device waited for after each step; ms of the \
+             slowest rank):"
+        )?;
+        for r in report.records.iter().filter(|r| !r.steps.is_empty()) {
+            let steps: Vec<String> = r
+                .steps
+                .iter()
+                .map(|(s, t)| format!("{s} {:.3}", t * 1e3))
+                .collect();
+            writeln!(
+                out,
+                "  {} {} {} per rank: {}",
+                r.algo,
+                r.elem,
+                r.per_rank,
+                steps.join(", ")
+            )?;
+        }
+    }
     for f in &report.failures {
         writeln!(out, "FAIL: {f}")?;
     }
