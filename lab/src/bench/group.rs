@@ -184,6 +184,9 @@ pub struct GroupReport {
     pub shared_device: bool,
     /// Seed of the inputs.
     pub seed: u64,
+    /// The exchange's settings from the environment (`NCCL_*` variables), name and value.
+    #[serde(default)]
+    pub environment: Vec<(String, String)>,
     /// The timed cases.
     pub records: Vec<GroupRecord>,
     /// Cases that failed their check or could not run, in words.
@@ -201,6 +204,9 @@ pub fn run(group: &Group<'_>, cfg: &GroupConfig, progress: &mut dyn FnMut(&str))
             .collect(),
         shared_device: ids.iter().all(|&i| i == ids[0]),
         seed: cfg.seed,
+        environment: std::env::vars()
+            .filter(|(k, _)| k.starts_with("NCCL_"))
+            .collect(),
         records: Vec::new(),
         failures: Vec::new(),
     };
@@ -449,6 +455,9 @@ pub fn print(report: &GroupReport, out: &mut dyn std::io::Write) -> std::io::Res
     )?;
     for (r, d) in report.devices.iter().enumerate() {
         writeln!(out, "  rank {r}: {d}")?;
+    }
+    for (k, v) in &report.environment {
+        writeln!(out, "  {k}={v}")?;
     }
     if report.shared_device && report.ranks > 1 {
         writeln!(
