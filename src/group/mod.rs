@@ -110,6 +110,10 @@ pub struct Group<'d> {
     running: Mutex<()>,
     /// The steps' times of the operations since [`Group::set_step_timing`] turned it on.
     steps: Mutex<Option<Vec<StepTime>>>,
+    /// One thread per rank, made by the first operation and kept: an operation runs each
+    /// rank's part on its thread (starting threads per call cost 0.1–0.4 ms, NOTES.md
+    /// version 24).
+    threads: std::sync::OnceLock<rayon_core::ThreadPool>,
 }
 
 /// When one rank finished one step of a group operation (see [`Group::set_step_timing`]).
@@ -158,6 +162,7 @@ impl<'d> Group<'d> {
             exchange,
             running: Mutex::new(()),
             steps: Mutex::new(None),
+            threads: std::sync::OnceLock::new(),
         }
     }
 
@@ -203,10 +208,27 @@ impl<'d> Group<'d> {
         (0..self.ranks()).try_for_each(|r| self.device(r).synchronize())
     }
 
-    /// Runs `body` once per rank, each on a thread of its own (rank 0 on the calling thread),
-    /// and returns their results in rank order, or the error of the first rank that failed.
+    /// The group's threads, one per rank, made on first use.
+    fn threads(&self) -> Result<&rayon_core::ThreadPool> {
+        if let Some(pool) = self.threads.get() {
+            return Ok(pool);
+        }
+        let pool = rayon_core::ThreadPoolBuilder::new()
+            .num_threads(self.ranks())
+            .thread_name(|r| format!("xwarp-rank-{r}"))
+            .build()
+            .map_err(|e| Error::MissingFeature {
+                device: format!("the group of {} ranks", self.ranks()),
+                missing: format!("a thread per rank: {e}"),
+            })?;
+        Ok(self.threads.get_or_init(|| pool))
+    }
+
+    /// Runs `body` once per rank, each on the group's thread of that rank, and returns their
+    /// results in rank order, or the error of the first rank that failed.
     fn run<R: Send>(&self, body: impl Fn(Rank<'_>) -> Result<R> + Sync) -> Result<Vec<R>> {
         let _running = lock(&self.running);
+        let threads = self.threads()?;
         let ex = &*self.exchange;
         let start = Instant::now();
         let timing = lock(&self.steps).is_some();
@@ -236,17 +258,9 @@ impl<'d> Group<'d> {
             }
             out
         };
-        let results: Vec<Result<R>> = std::thread::scope(|s| {
-            let others: Vec<_> = (1..ex.ranks())
-                .map(|rank| s.spawn(move || one(rank)))
-                .collect();
-            let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(0)));
-            let mut all = vec![first];
-            all.extend(others.into_iter().map(|h| h.join()));
-            all.into_iter()
-                .map(|r| r.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        });
+        // Every thread of the pool runs its rank (the pool has one thread per rank); a panic
+        // comes back after every rank has returned.
+        let results: Vec<Result<R>> = threads.broadcast(|ctx| one(ctx.index()));
         // The failing rank's error; the others' only say that it failed.
         let origin = rv.failed();
         let mut outputs = Vec::with_capacity(results.len());
