@@ -986,3 +986,87 @@ fn nccl_group_or_a_typed_error() {
         }
     }
 }
+
+/// A device that forwards everything but windows, as a backend without them would.
+struct NoWindows<'d>(&'d dyn Device);
+
+impl Device for NoWindows<'_> {
+    fn info(&self) -> &xwarp::DeviceInfo {
+        self.0.info()
+    }
+    fn id(&self) -> xwarp::device::DeviceId {
+        self.0.id()
+    }
+    fn alloc(&self, bytes: u64) -> xwarp::Result<xwarp::device::RawBuffer> {
+        self.0.alloc(bytes)
+    }
+    fn write(&self, dst: &xwarp::device::RawBuffer, offset: u64, src: &[u8]) -> xwarp::Result<()> {
+        self.0.write(dst, offset, src)
+    }
+    fn copy(
+        &self,
+        src: &xwarp::device::RawBuffer,
+        src_offset: u64,
+        dst: &xwarp::device::RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> xwarp::Result<()> {
+        self.0.copy(src, src_offset, dst, dst_offset, bytes)
+    }
+    fn read(
+        &self,
+        src: &xwarp::device::RawBuffer,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> xwarp::Result<()> {
+        self.0.read(src, offset, dst)
+    }
+    fn launch(&self, launch: &xwarp::device::Launch<'_>) -> xwarp::Result<()> {
+        self.0.launch(launch)
+    }
+    fn synchronize(&self) -> xwarp::Result<()> {
+        self.0.synchronize()
+    }
+    fn time(
+        &self,
+        work: &mut dyn FnMut() -> xwarp::Result<()>,
+    ) -> xwarp::Result<std::time::Duration> {
+        self.0.time(work)
+    }
+}
+
+/// A sort whose parts exceed a chunk needs windows: on a device without them it is refused
+/// before anything runs (a typed error, the output untouched); without chunks the same device
+/// sorts.
+#[test]
+fn chunked_sort_without_windows_is_refused_before_running() {
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = NoWindows(&*d.dev);
+        let group = Group::in_process(vec![&dev as &dyn Device; 2]).unwrap();
+        let n = 20_000;
+        let keys: Vec<u32> = rng.vec(n);
+        let lens = group::split_even(n, 2);
+        let x = GroupVec::from_slice(&group, &keys, &lens).unwrap();
+        let mut y = GroupVec::<u32>::alloc(&group, &lens).unwrap();
+        y.fill(&group, 0xcdcd_cdcd).unwrap();
+        let mut sorter = GroupSorter::<u32>::new(&group);
+        sorter.set_chunk_limit(Some(4096));
+        let e = sorter
+            .sort_keys(&group, &x, &mut y, SortOrder::Ascending, 0..32)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::MissingFeature { .. }),
+            "{}: {e}",
+            d.label
+        );
+        let untouched = y.to_vec(&group).unwrap();
+        assert!(untouched.iter().all(|&k| k == 0xcdcd_cdcd), "{}", d.label);
+        sorter.set_chunk_limit(None);
+        sorter
+            .sort_keys(&group, &x, &mut y, SortOrder::Ascending, 0..32)
+            .unwrap();
+        let want = cpu::sort::sort_keys(&keys, SortOrder::Ascending, 0..32);
+        assert!(y.to_vec(&group).unwrap() == want, "{}", d.label);
+    });
+}

@@ -165,7 +165,9 @@ impl<K: Element> GroupSorter<K> {
     /// of the mapped keys, stably (see [`crate::sort`] for the order).
     ///
     /// Errors, all before anything runs: [`Error::InvalidParameter`] for a bad bit range, an
-    /// output sharing an input's buffer, or a group of another size than the sorter's; [`Error::LengthMismatch`] for outputs of another total
+    /// output sharing an input's buffer, or a group of another size than the sorter's;
+    /// [`Error::MissingFeature`] where a part larger than one device's sort meets a device
+    /// without [`Device::window`]s; [`Error::LengthMismatch`] for outputs of another total
     /// length; [`Error::ForeignBuffer`] for a shard on another rank's device;
     /// [`Error::MissingFeature`] where a device lacks what the sort kernels need.
     pub fn sort_keys(
@@ -264,6 +266,12 @@ impl<K: Element> GroupSorter<K> {
                         K::KIND
                     ),
                 ));
+            }
+            // A rank whose part, or what it may receive, exceeds a chunk works through windows:
+            // a device without them is refused here, before anything runs.
+            if 2 * in_lens[r].max(out_lens[r]) > c {
+                let raw = keys_out.shard(r).raw();
+                group.device(r).window(raw, 0, raw.bytes().min(16))?;
             }
             chunk.push(c);
             pad.push((info.binding_alignment as usize).max(1));
