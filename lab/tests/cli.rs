@@ -374,6 +374,19 @@ fn bench_gpus_times_the_group_beside_one_device() {
     assert_eq!(report["ranks"], 3);
     assert_eq!(report["records"].as_array().unwrap().len(), 3);
     assert!(report["failures"].as_array().unwrap().is_empty());
+    // Each case's steps: the ranks' start first, the call's total last, every time positive.
+    assert!(stdout.contains("steps (one more call"), "{stdout}");
+    for record in report["records"].as_array().unwrap() {
+        let steps = record["steps"].as_array().unwrap();
+        let names: Vec<&str> = steps.iter().map(|s| s[0].as_str().unwrap()).collect();
+        assert_eq!(names.first(), Some(&"start"), "{record}");
+        assert_eq!(names.last(), Some(&"total"), "{record}");
+        assert!(names.len() >= 4, "{record}");
+        assert!(
+            steps.iter().all(|s| s[1].as_f64().unwrap() > 0.0),
+            "{record}"
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
