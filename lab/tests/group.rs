@@ -495,6 +495,38 @@ fn ways(cases: &[WayCase], way: SortPath) {
     });
 }
 
+/// One case of keys `(elem, pattern, order, bits, pairs)` in three layouts of `n` keys over
+/// `ranks` ranks: random input shards into [`group::split_even`]'s, everything on the last rank
+/// into the even ranks only, and back.
+fn in_three_layouts(
+    (elem, pattern, order, bits, pairs): (ElemKind, KeyPattern, SortOrder, Range<u32>, bool),
+    (n, ranks): (usize, usize),
+    chunk: Option<usize>,
+    rng: &mut Rng,
+) -> Vec<WayCase> {
+    let layouts = [
+        (
+            Layout::Random.lens(n, ranks, rng),
+            group::split_even(n, ranks),
+        ),
+        (Layout::Last.lens(n, ranks, rng), even_ranks_only(n, ranks)),
+        (even_ranks_only(n, ranks), Layout::Last.lens(n, ranks, rng)),
+    ];
+    layouts
+        .into_iter()
+        .map(|(lens, out_lens)| WayCase {
+            elem,
+            pattern,
+            order,
+            bits: bits.clone(),
+            pairs,
+            lens,
+            out_lens,
+            chunk,
+        })
+        .collect()
+}
+
 /// The default way of two or more ranks (one digit pass, one bulk exchange, one local sort, the
 /// rebalancing exchange), taken for certain: keys spread over the top active digit's values
 /// (no bucket above about 1/64 of the keys) and output parts of at least a tile but the last.
@@ -522,32 +554,12 @@ fn group_sort_takes_one_bulk_exchange() {
         (ElemKind::F64, FewDistinct, Descending, 0..64, true, 8),
     ];
     for (elem, pattern, order, bits, pairs, ranks) in specs {
-        let layouts = [
-            (
-                Layout::Random.lens(n, ranks, &mut rng),
-                group::split_even(n, ranks),
-            ),
-            (
-                Layout::Last.lens(n, ranks, &mut rng),
-                even_ranks_only(n, ranks),
-            ),
-            (
-                even_ranks_only(n, ranks),
-                Layout::Last.lens(n, ranks, &mut rng),
-            ),
-        ];
-        for (lens, out_lens) in layouts {
-            cases.push(WayCase {
-                elem,
-                pattern,
-                order,
-                bits: bits.clone(),
-                pairs,
-                lens,
-                out_lens,
-                chunk: None,
-            });
-        }
+        cases.extend(in_three_layouts(
+            (elem, pattern, order, bits, pairs),
+            (n, ranks),
+            None,
+            &mut rng,
+        ));
     }
     ways(&cases, SortPath::OneExchange);
 }
@@ -637,28 +649,12 @@ fn group_sort_in_chunks_past_one_sort() {
         ),
     ];
     for (elem, pattern, order, bits, pairs, ranks, n) in specs {
-        let layouts = [
-            (
-                Layout::Random.lens(n, ranks, &mut rng),
-                group::split_even(n, ranks),
-            ),
-            (
-                even_ranks_only(n, ranks),
-                Layout::Last.lens(n, ranks, &mut rng),
-            ),
-        ];
-        for (lens, out_lens) in layouts {
-            bulk.push(WayCase {
-                elem,
-                pattern,
-                order,
-                bits: bits.clone(),
-                pairs,
-                lens,
-                out_lens,
-                chunk,
-            });
-        }
+        bulk.extend(in_three_layouts(
+            (elem, pattern, order, bits, pairs),
+            (n, ranks),
+            chunk,
+            &mut rng,
+        ));
     }
     ways(&bulk, SortPath::OneExchange);
     let n = 30_000;

@@ -349,6 +349,25 @@ fn sources(lens: &[usize], chunk: &[usize]) -> Vec<(usize, Range<usize>)> {
     out
 }
 
+/// Each source's row of `len` counts from the gathered `table` (rank `q`'s entry: its chunks'
+/// rows one after another), in the order of `srcs`.
+fn source_rows<'t>(
+    table: &'t [Vec<u64>],
+    srcs: &[(usize, Range<usize>)],
+    len: usize,
+) -> Result<Vec<&'t [u64]>> {
+    let mut taken = vec![0usize; table.len()];
+    srcs.iter()
+        .map(|&(q, _)| {
+            let at = taken[q];
+            taken[q] += len;
+            table[q].get(at..at + len).ok_or_else(|| {
+                Error::invalid("counts", format!("rank {q}'s rows"), "one row per chunk")
+            })
+        })
+        .collect()
+}
+
 /// `v` itself where `range` is all of it, else a window of `range` ([`Device::window`]).
 fn part<T: Element>(
     dev: &dyn Device,
@@ -496,17 +515,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         }
         let table = rv.all_gather(r, &mine)?;
         rank.step("counts")?;
-        // The rows of the sources, in order: each rank's rows are its chunks'.
-        let mut rows: Vec<&[u64]> = Vec::with_capacity(srcs.len());
-        let mut taken = vec![0usize; table.len()];
-        for (q, _) in &srcs {
-            let at = taken[*q];
-            let got = table[*q].get(at..at + row).ok_or_else(|| {
-                Error::invalid("counts", format!("rank {q}'s rows"), "one row per chunk")
-            })?;
-            rows.push(got);
-            taken[*q] += row;
-        }
+        let rows = source_rows(&table, &srcs, row)?;
         let of_digit = |d: usize| -> Vec<Vec<u64>> {
             rows.iter()
                 .map(|row| row[d * radix..(d + 1) * radix].to_vec())
@@ -727,17 +736,10 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 first.to_vec()
             } else {
                 let table = rv.all_gather(r, &mine)?;
-                let mut taken = vec![0usize; table.len()];
-                let mut rows = Vec::with_capacity(srcs.len());
-                for (q, _) in &srcs {
-                    let at = taken[*q];
-                    let row = table[*q].get(at..at + radix).ok_or_else(|| {
-                        Error::invalid("counts", format!("rank {q}'s rows"), "one row per chunk")
-                    })?;
-                    rows.push(row.to_vec());
-                    taken[*q] += radix;
-                }
-                rows
+                source_rows(&table, &srcs, radix)?
+                    .into_iter()
+                    .map(<[u64]>::to_vec)
+                    .collect()
             };
             let plan = plan_pass(&counts, &self.out_lens);
             // Runs from sources to runs from ranks: a chunk's index in its rank's part.
