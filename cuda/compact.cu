@@ -24,7 +24,9 @@
 // run is contiguous in both orders.
 //
 // Variant constants: OP, ITEMS, BLOCK (threads per block), SELF_CLEARING (1: launches with
-// self_clearing set, whose code only this variant has).
+// self_clearing set, whose code only this variant has), HEADS (1: unique's predicate, "differs
+// from the element before it", in place of `pred`; the input pointer starts `shift` elements
+// before the chunk, whose first element's predecessor it is).
 
 struct CompactParams {
     unsigned int n;        // elements in this chunk
@@ -41,7 +43,7 @@ struct CompactParams {
     unsigned int slot;     // the slot holding this chunk's base (0 or 1)
     unsigned int state0;   // this chunk's first tile state
     unsigned int self_clearing;  // nonzero: words of the counters buffer, no RESET (see the Vulkan twin)
-    unsigned int pad1;
+    unsigned int shift;    // the input binding starts this many elements before the chunk
     unsigned int pad2;
 };
 
@@ -110,9 +112,24 @@ __device__ __forceinline__ void xw_load_tile(const XW_T* __restrict__ in, unsign
     }
 }
 
+// Whether two elements have the same bits (a NaN equals only a NaN of the same payload, and
+// +0.0 is not -0.0).
+__device__ __forceinline__ bool xw_same_bits(XW_T x, XW_T y) {
+    unsigned long long bx = 0, by = 0;
+    memcpy(&bx, &x, sizeof(XW_T));
+    memcpy(&by, &y, sizeof(XW_T));
+    return bx == by;
+}
+
+// `in` points at the chunk's first element; with HEADS, element -1 is the one before the chunk
+// where `shift` is nonzero.
 __device__ __forceinline__ bool xw_passes(const XW_T* __restrict__ in, unsigned int i,
                                           const CompactParams& p, XW_T a, XW_T b) {
+#if HEADS
+    return i < p.n && ((i == 0 && p.shift == 0) || !xw_same_bits(in[i], in[(int)i - 1]));
+#else
     return i < p.n && xw_predicate(in[i], p.pred, a, b);
+#endif
 }
 
 // The passing elements of tile t of this chunk (every thread gets the count).
@@ -211,6 +228,34 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
+// HEADS (unique's predicate): bit j is set where the element of step j differs in its bits from the element
+// before it (or is the input's first): the heads of the runs of equal elements, which unique
+// keeps. Lane l > 0's predecessor is lane l - 1's element of the same step, lane 0's the last
+// lane's element of the step before, and at step 0 the element before the warp's run (loaded).
+// One shuffle a step: the last lane offers its previous step's element instead of its own.
+__device__ __forceinline__ unsigned int xw_head_bits(const XW_T* __restrict__ in,
+                                                     const XW_T (&v)[ITEMS], unsigned int first,
+                                                     bool whole, const CompactParams& p,
+                                                     unsigned int* count) {
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    const bool at_start = first == 0 && p.shift == 0;  // lane 0 of the input's first run
+    XW_T before = v[0];
+    if (lane == 0 && !at_start && first < p.n) before = in[(int)first - 1];
+    unsigned int kept = 0, c = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const XW_T offer = j > 0 && lane == XW_WARP - 1 ? v[j - 1] : v[j];
+        const XW_T got = __shfl_sync(XW_FULL_MASK, offer, (lane + XW_WARP - 1) % XW_WARP);
+        const XW_T prev = j == 0 && lane == 0 ? before : got;
+        const bool valid = whole || first + j * XW_WARP < p.n;
+        const bool pass = valid && ((j == 0 && at_start) || !xw_same_bits(v[j], prev));
+        kept |= (unsigned int)pass << j;
+        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    }
+    *count = c;
+    return kept;
+}
+
 extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
@@ -240,6 +285,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     unsigned long long out0;
     if (!xw_window_offset(base, p, &out0)) return;
     states += p.state0;
+#if HEADS
+    in += p.shift;
+#endif
     const unsigned int lane = threadIdx.x % XW_WARP;
     const unsigned int warp = threadIdx.x / XW_WARP;
     unsigned int t = (unsigned int)xw_group();
@@ -264,6 +312,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     // The predicate's code (xw_predicate) is uniform: one branch here instead of one per
     // element.
     unsigned int kept, count;
+#if HEADS
+    kept = xw_head_bits(in, v, first, whole, p, &count);
+#else
     switch (p.pred) {
     case 0: kept = xw_kept_bits(0u, v, first, whole, p, a, b, &count); break;
     case 1: kept = xw_kept_bits(1u, v, first, whole, p, a, b, &count); break;
@@ -273,6 +324,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     case 5: kept = xw_kept_bits(5u, v, first, whole, p, a, b, &count); break;
     default: kept = xw_kept_bits(p.pred, v, first, whole, p, a, b, &count); break;
     }
+#endif
     // The warp leaders combine their counts in shared memory.
     if (lane == 0) warp_counts[warp] = count;
     __syncthreads();

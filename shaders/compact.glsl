@@ -24,6 +24,11 @@
 // The base of chunk k is in slot k % 2 (`slot`): the launches of chunk k for other windows
 // still read it after the chunk has written slot (k + 1) % 2.
 //
+// HEADS (a variant of its own): the predicate is unique's, "differs in its bits from the element
+// before it" (the input's first element always passes), in place of `pred`; a chunk after the
+// first binds its input from `shift` elements before its start, so that its first element's
+// predecessor is in the binding.
+//
 // A tile is gl_WorkGroupSize.x * ITEMS consecutive elements. Subgroup s of the workgroup owns
 // the s-th run of gl_SubgroupSize * ITEMS of them and reads it in ITEMS coalesced steps (step j:
 // lane l reads element j * gl_SubgroupSize + l of the run). Per step one ballot gives every
@@ -66,6 +71,9 @@ layout(local_size_x_id = 0) in;
 
 layout(constant_id = 1) const uint OP = 0u;
 layout(constant_id = 2) const uint ITEMS = 16u;
+// 1: the head predicate (XW_PRED_HEAD, unique's), whose chunks read the element before them;
+// 0: the predicates of vote_predicate.glsl.
+layout(constant_id = 3) const uint HEADS = 0u;
 
 const uint OP_RESET = 0u;
 const uint OP_UNORDERED = 1u;
@@ -113,7 +121,7 @@ layout(push_constant) uniform Params {
     uint slot;     // the slot holding this chunk's base (0 or 1)
     uint state0;   // this chunk's first tile state
     uint self_clearing;  // nonzero: the counters buffer's words, no RESET (see the top)
-    uint pad1;
+    uint shift;    // the input binding starts this many elements before the chunk (HEADS)
     uint pad2;
 } p;
 
@@ -181,10 +189,36 @@ void zero_states_if_last() {
 // ballot_count and ballot_rank: the passing lanes of a ballot, all and below the caller.
 #include "tile_ballot.glsl"
 
+// An element's bits, as one word or two: heads compare and shuffle these (a NaN equals only a
+// NaN of the same payload, +0.0 is not -0.0, and no float passes through the driver's math).
+#if defined(XW_TYPE_F32)
+#define XB uint
+XB xw_elem_bits(T v) { return floatBitsToUint(v); }
+#elif defined(XW_TYPE_F64)
+#define XB uvec2
+XB xw_elem_bits(T v) { return unpackDouble2x32(v); }
+#elif defined(XW_TYPE_I64) || defined(XW_TYPE_U64)
+#define XB uvec2
+XB xw_elem_bits(T v) { return unpackUint2x32(uint64_t(v)); }
+#else
+#define XB uint
+XB xw_elem_bits(T v) { return uint(v); }
+#endif
+
+// Element i of this chunk (the binding starts `shift` elements before it).
+// The code src/compact.rs passes with HEADS.
+const uint XW_PRED_HEAD = 12u;
+
+T src_at(uint i) { return src[(HEADS != 0u ? p.shift : 0u) + i]; }
+
 bool passes(uint i) {
+    if (HEADS != 0u) {
+        return i < p.n && ((i == 0u && p.shift == 0u) ||
+                           xw_elem_bits(src_at(i)) != xw_elem_bits(src[p.shift + i - 1u]));
+    }
     T a = xw_pred_operand(p.a_lo, p.a_hi);
     T b = xw_pred_operand(p.b_lo, p.b_hi);
-    return i < p.n && xw_predicate(src[i], xw_pred_code(p.pred, a, b), a, b);
+    return i < p.n && xw_predicate(src_at(i), xw_pred_code(p.pred, a, b), a, b);
 }
 
 // The first element of the caller's subgroup's run in tile t.
@@ -272,11 +306,11 @@ uint look_back(uint k) {
 void load_tile(uint t, out T v[ITEMS]) {
     uint first = run_first(t);
     if ((t + 1u) * TILE <= p.n) {
-        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) v[j] = src[first + j * gl_SubgroupSize];
+        [[unroll]] for (uint j = 0u; j < ITEMS; ++j) v[j] = src_at(first + j * gl_SubgroupSize);
     } else {
         [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
             uint i = first + j * gl_SubgroupSize;
-            v[j] = i < p.n ? src[i] : T(0);
+            v[j] = i < p.n ? src_at(i) : T(0);
         }
     }
 }
@@ -289,6 +323,32 @@ uint kept_bits(uint code, T v[ITEMS], uint first, bool whole, T a, T b, out uint
     count = 0u;
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = (whole || first + j * gl_SubgroupSize < p.n) && xw_predicate(v[j], code, a, b);
+        kept |= uint(pass) << j;
+        count += ballot_count(subgroupBallot(pass));
+    }
+    return kept;
+}
+
+// HEADS (unique's predicate): bit j is set where the element of step j differs in its bits from the element
+// before it (or is the input's first). Lane l > 0's predecessor is lane l - 1's element of the
+// same step, lane 0's the last lane's element of the step before, and at step 0 the element
+// before the subgroup's run (loaded). One shuffle a step: the last lane offers its previous
+// step's element instead of its own.
+uint head_bits(T v[ITEMS], uint first, bool whole, out uint count) {
+    uint lane = gl_SubgroupInvocationID;
+    uint last = gl_SubgroupSize - 1u;
+    bool at_start = first == 0u && p.shift == 0u;  // lane 0 of the input's first run
+    XB before = xw_elem_bits(v[0]);
+    if (lane == 0u && !at_start && first < p.n) before = xw_elem_bits(src[p.shift + first - 1u]);
+    uint kept = 0u;
+    count = 0u;
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        XB own = xw_elem_bits(v[j]);
+        XB offer = j > 0u && lane == last ? xw_elem_bits(v[j > 0u ? j - 1u : 0u]) : own;
+        XB got = subgroupShuffle(offer, (lane + last) & last);
+        XB prev = j == 0u && lane == 0u ? before : got;
+        bool valid = whole || first + j * gl_SubgroupSize < p.n;
+        bool pass = valid && ((j == 0u && at_start) || own != prev);
         kept |= uint(pass) << j;
         count += ballot_count(subgroupBallot(pass));
     }
@@ -331,7 +391,13 @@ void main() {
     // The predicate's code is uniform: one branch here instead of one per element.
     uint kept;
     uint count;
-    switch (xw_pred_code(p.pred, a, b)) {
+    // HEADS also tests the code (always XW_PRED_HEAD there), which keeps the other predicates'
+    // branches in that variant: so built, NVIDIA's driver gave it 60 registers (four workgroups
+    // an SM) and unique of 2^24 i32 took 55.5 us on an H200; without the test 66 registers,
+    // three workgroups, 62.0 us (NOTES.md, version 25).
+    if (HEADS != 0u && p.pred == XW_PRED_HEAD) {
+        kept = head_bits(v, first, whole, count);
+    } else switch (xw_pred_code(p.pred, a, b)) {
     case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, whole, a, b, count); break;
     case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, whole, a, b, count); break;
     case XW_PRED_NONZERO: kept = kept_bits(XW_PRED_NONZERO, v, first, whole, a, b, count); break;

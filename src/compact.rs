@@ -49,8 +49,10 @@
 //! ```
 
 use crate::device::{
-    BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures,
+    BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, RawBuffer,
+    SubgroupFeatures,
 };
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::CompactParams;
 use crate::plan;
@@ -180,15 +182,101 @@ pub fn compact_tuned<T: PredicateElement>(
     count: &mut DeviceVec<u64>,
     tuning: Tuning,
 ) -> Result<()> {
-    let n = input.len();
-    validate(pred, n, output.len(), count.len(), tuning)?;
+    validate(pred, input.len(), output.len(), count.len(), tuning)?;
+    run(
+        dev,
+        order,
+        &Job {
+            elem: T::KIND,
+            words: pred.words(),
+            n: input.len(),
+            input: input.raw(),
+            output: output.raw(),
+            heads: false,
+        },
+        count,
+        tuning,
+    )
+}
+
+/// The heads of `n` elements of `elem` (`U32` or `U64`: keys as their bits) in `keys`: every
+/// element that differs from the one before it, and the first, compacted in input order into
+/// `keys_out` (at least `n` elements), their number into `count[0]`. Unique's kernel: the
+/// stable compaction with the head predicate, whose chunks after the first read the element
+/// before them. The caller has checked the lengths.
+pub(crate) fn heads(
+    dev: &dyn Device,
+    elem: ElemKind,
+    n: usize,
+    keys: &RawBuffer,
+    keys_out: &RawBuffer,
+    count: &DeviceVec<u64>,
+    tuning: Tuning,
+) -> Result<()> {
+    debug_assert!(matches!(elem, ElemKind::U32 | ElemKind::U64));
+    validate_tuning(tuning)?;
+    run(
+        dev,
+        Order::Stable,
+        &Job {
+            elem,
+            words: [HEAD_CODE, 0, 0, 0, 0],
+            n,
+            input: keys,
+            output: keys_out,
+            heads: true,
+        },
+        count,
+        tuning,
+    )
+}
+
+/// The predicate code passed with the head predicate (`XW_PRED_HEAD` in the GLSL kernel).
+const HEAD_CODE: u32 = 12;
+
+/// What one compaction reads and writes.
+struct Job<'a> {
+    elem: ElemKind,
+    /// The predicate's code and operands ([`Predicate::words`]; unused with `heads`).
+    words: [u32; 5],
+    /// Input elements.
+    n: usize,
+    input: &'a RawBuffer,
+    /// At least `n` elements.
+    output: &'a RawBuffer,
+    /// The head predicate (the kernels' `HEADS` variant) in place of `words`: a chunk after
+    /// the first binds its input from an aligned place before its start, so that it reads the
+    /// element before it.
+    heads: bool,
+}
+
+impl Job<'_> {
+    /// Elements `start .. start + len` of `buf` as a binding.
+    fn elems<'b>(&self, buf: &'b RawBuffer, start: usize, len: usize) -> Binding<'b> {
+        let size = self.elem.size() as u64;
+        Binding {
+            buffer: buf,
+            offset: start as u64 * size,
+            bytes: len.max(1) as u64 * size,
+        }
+    }
+}
+
+fn run(
+    dev: &dyn Device,
+    order: Order,
+    job: &Job<'_>,
+    count: &DeviceVec<u64>,
+    tuning: Tuning,
+) -> Result<()> {
+    let n = job.n;
     let info = dev.info();
     plan::require(
         info,
-        T::KIND,
+        job.elem,
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
-    let plan = Plan::new(info, T::KIND.size(), n, tuning);
+    let plan = Plan::new(info, job.elem.size(), n, tuning);
     // Scratch: the chunk's count, its tile tickets, its tiles done and the chunk bases
     // (`COUNTER_WORDS`); one tile state per tile of the input, each chunk its own run (stable only:
     // a few bytes per 16 KiB of input, zeroed once by the reset).
@@ -246,14 +334,15 @@ pub fn compact_tuned<T: PredicateElement>(
     let launcher = Launcher {
         dev,
         info,
-        elem: T::KIND,
-        items: items_per_thread(T::KIND.size()),
-        words: pred.words(),
+        elem: job.elem,
+        items: items_per_thread(job.elem.size()),
+        words: job.words,
         spin: tuning.spin,
         count,
         counter,
         states,
         self_clearing: shared.is_some(),
+        heads: job.heads,
     };
     if shared.is_none() {
         launcher.reset()?;
@@ -266,15 +355,22 @@ pub fn compact_tuned<T: PredicateElement>(
     let mut slot = 0;
     while start < n {
         let len = plan.chunk.min(n - start);
-        let src = input.binding(start, len);
+        // Heads: the element before the chunk too, from a place the binding may start at.
+        let shift = if job.heads && start > 0 {
+            (info.binding_alignment as usize / job.elem.size()).max(1)
+        } else {
+            0
+        };
+        let src = job.elems(job.input, start - shift, len + shift);
         let chunk = ChunkLaunch {
             len,
             tiles: len.div_ceil(plan.tile),
             slot,
             state0: start / plan.tile,
+            shift: shift as u32,
         };
         for window in plan.windows(start) {
-            let dst = output.binding(window.first, window.len);
+            let dst = job.elems(job.output, window.first, window.len);
             launcher.launch(step, chunk, src, dst, window)?;
         }
         slot ^= 1;
@@ -291,6 +387,7 @@ fn validate<T: PredicateElement>(
     tuning: Tuning,
 ) -> Result<()> {
     pred.validate()?;
+    validate_tuning(tuning)?;
     if output < input {
         return Err(Error::LengthMismatch {
             name: "output",
@@ -305,6 +402,10 @@ fn validate<T: PredicateElement>(
             actual: 0,
         });
     }
+    Ok(())
+}
+
+fn validate_tuning(tuning: Tuning) -> Result<()> {
     match tuning.max_binding_elems {
         Some(m) if m < MIN_BINDING_ELEMS => Err(Error::invalid(
             "max_binding_elems",
@@ -335,6 +436,8 @@ struct ChunkLaunch {
     slot: u32,
     /// The chunk's first tile state: its first tile in the whole input.
     state0: usize,
+    /// Elements of the input binding before the chunk's first.
+    shift: u32,
 }
 
 /// Chunk and window sizes for one compaction.
@@ -410,6 +513,8 @@ struct Launcher<'a> {
     states: Option<(Binding<'a>, usize)>,
     /// The scratch lies in the device's counters buffer (see `compact_tuned`).
     self_clearing: bool,
+    /// The head predicate's variant (`HEADS`).
+    heads: bool,
 }
 
 impl Launcher<'_> {
@@ -462,6 +567,7 @@ impl Launcher<'_> {
             slot: chunk.slot,
             state0: chunk.state0 as u32,
             self_clearing: u32::from(self.self_clearing),
+            shift: chunk.shift,
             ..Default::default()
         };
         let (states, _) = self.states();
@@ -476,7 +582,11 @@ impl Launcher<'_> {
         bindings: [Binding<'_>; 5],
         params: CompactParams,
     ) -> Result<()> {
-        let mut consts = vec![("OP", step as u32), ("ITEMS", self.items)];
+        let mut consts = vec![
+            ("OP", step as u32),
+            ("ITEMS", self.items),
+            ("HEADS", u32::from(self.heads)),
+        ];
         // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); the
         // GLSL kernels take the workgroup size from constant 0.
         if self.info.backend == BackendKind::Cuda {

@@ -1,5 +1,6 @@
-//! What unique ([`crate::unique`]), run-length encoding ([`crate::run_length`]) and
-//! reduce-by-key ([`crate::reduce_by_key`]) share: runs of equal consecutive keys found in one
+//! What run-length encoding ([`crate::run_length`]), reduce-by-key ([`crate::reduce_by_key`])
+//! and, for 64-bit keys on a device without 64-bit integers in kernels, unique
+//! ([`crate::unique`]) share: runs of equal consecutive keys found in one
 //! pass over the input, in tiles whose exclusive prefixes (the runs before them, and the value of
 //! the run entering them) come from a decoupled look-back with a fallback that cannot deadlock.
 //!

@@ -1,6 +1,17 @@
 //! Unique (CUB's `DeviceSelect::Unique`): the first key of each run of equal consecutive keys,
-//! in input order, and the number of runs, in one pass ([`crate::runs`]). Keys of every element
-//! type are compared by their bits.
+//! in input order, and the number of runs, in one pass. Keys of every element type are compared
+//! by their bits: `+0.0` and `-0.0` are different keys, and a NaN equals only a NaN of the same
+//! payload.
+//!
+//! The pass is the stable compaction's ([`crate::compact`]) with a predicate of its own, "differs
+//! from the element before it": each subgroup ballots its steps, a lane taking its predecessor
+//! from the lane below by one shuffle, and the tiles' offsets come from the compaction's decoupled
+//! look-back. Keys are moved as 32- or 64-bit words, so no float passes through the device's
+//! arithmetic. On a Vulkan device without `shaderInt64`, 64-bit keys take the runs kernel of
+//! run-length encoding ([`crate::runs`]) instead, with the same result.
+//!
+//! # Limits
+//! At most [`crate::plan::MAX_LAUNCH_ELEMS`] keys, and no more than one kernel binding spans.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -11,11 +22,12 @@
 //! # Ok(()) }
 //! ```
 
+/// Knobs that change speed, never results: the stable compaction's.
+pub use crate::compact::Tuning;
 use crate::device::{Device, DeviceVec};
 use crate::element::{ElemKind, Element};
 use crate::error::Result;
 use crate::plan;
-pub use crate::runs::Tuning;
 use crate::runs::{self, RunsCall};
 
 /// Writes the first key of each run of `keys` to `keys_out[0 .. runs]` and `runs` to
@@ -38,13 +50,47 @@ pub fn unique_tuned<K: Element>(
     num_runs: &mut DeviceVec<u64>,
     tuning: Tuning,
 ) -> Result<()> {
+    check(dev, keys, keys_out, num_runs)?;
+    let n = keys.len();
+    let words = match K::KIND.size() {
+        4 => ElemKind::U32,
+        _ if dev.info().int64 => ElemKind::U64,
+        _ => {
+            let tuning = runs::Tuning { spin: tuning.spin };
+            return unique_runs_kernel(dev, keys, keys_out, num_runs, tuning);
+        }
+    };
+    crate::compact::heads(dev, words, n, keys.raw(), keys_out.raw(), num_runs, tuning)
+}
+
+/// The checks of every unique call, before anything runs.
+fn check<K: Element>(
+    dev: &dyn Device,
+    keys: &DeviceVec<K>,
+    keys_out: &DeviceVec<K>,
+    num_runs: &DeviceVec<u64>,
+) -> Result<()> {
     runs::check_output("keys_out", keys.len(), keys_out.len())?;
     runs::check_common(dev, keys, num_runs)?;
     plan::check_distinct(
         "unique",
         &[("keys_out", keys_out.raw()), ("num_runs", num_runs.raw())],
         &[("keys", keys.raw())],
-    )?;
+    )
+}
+
+/// [`unique`] by the runs kernel of run-length encoding, which needs no 64-bit integers in
+/// kernels: what 64-bit keys take on a device without `shaderInt64`, and what the tests
+/// compare on every device.
+#[doc(hidden)]
+pub fn unique_runs_kernel<K: Element>(
+    dev: &dyn Device,
+    keys: &DeviceVec<K>,
+    keys_out: &mut DeviceVec<K>,
+    num_runs: &mut DeviceVec<u64>,
+    tuning: runs::Tuning,
+) -> Result<()> {
+    check(dev, keys, keys_out, num_runs)?;
     let n = keys.len();
     let bytes = K::KIND.size();
     runs::launch(

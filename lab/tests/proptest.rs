@@ -571,21 +571,28 @@ fn run_keys<T: Arb>() -> BoxedStrategy<Data<T>> {
 }
 
 /// Unique and run-length encoding of keys of `T`, with and without the look-back's fallback
-/// forced (spin 0).
+/// forced (spin 0); unique each way it runs.
 fn unique_rle_prop<T: Arb>() {
-    use xwarp_lab::validate::runs::{expected_run_length, expected_unique, run_unique_or_rle};
+    use xwarp_lab::validate::runs::{
+        expected_run_length, expected_unique, run_unique_or_rle, UniqueWay,
+    };
     let strategy = (
         any::<bool>(),
         select(vec![RunsTuning::default().spin, 0]),
+        select(vec![
+            UniqueWay::Planned,
+            UniqueWay::Chunks(xwarp::compact::MIN_BINDING_ELEMS),
+            UniqueWay::RunsKernel,
+        ]),
         run_keys::<T>(),
     );
     property(
         &format!("unique and run_length {}", T::KIND),
         strategy,
-        |dev, (rle, spin, Data(keys))| {
+        |dev, (rle, spin, way, Data(keys))| {
             let poison = poison_value(&keys);
             let what = format!(
-                "{} {} n={} spin {spin}",
+                "{} {} n={} spin {spin} {way:?}",
                 if rle { "run_length" } else { "unique" },
                 T::KIND,
                 keys.len()
@@ -595,7 +602,7 @@ fn unique_rle_prop<T: Arb>() {
             } else {
                 expected_unique(&keys, poison)
             };
-            let got = run_unique_or_rle(dev, rle, &keys, poison, RunsTuning { spin })
+            let got = run_unique_or_rle(dev, rle, &keys, poison, RunsTuning { spin }, way)
                 .map_err(|e| format!("{what}: {e}"))?;
             // Index 0 is the run count; then the keys output, then the lengths.
             exact(&what, &want, &got)

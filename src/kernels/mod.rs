@@ -173,8 +173,9 @@ param_blocks! {
         /// Nonzero: the counter words and tile states lie in the device's counters buffer
         /// (one chunk, one window, no RESET launch).
         pub self_clearing: u32,
-        /// Padding.
-        pub pad1: u32,
+        /// Elements of the input binding before the chunk's first (the head predicate reads
+        /// the one before the chunk).
+        pub shift: u32,
         /// Padding.
         pub pad2: u32,
     }
@@ -694,7 +695,7 @@ layout(push_constant) uniform Params {
 template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
-#if OP == 0 || EXTRA
+#if OP == 0 || EXTRA || HEADS
 #error \"compiled with -DOTHER\"
 #endif
 }
@@ -702,7 +703,10 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
         let files = vec![("compact.cu".to_string(), cu.to_string())];
         let iface = source::cuda_interface("compact", &files);
         let found: Vec<&str> = iface.constants.iter().map(|c| c.0.as_str()).collect();
-        assert_eq!(found, ["ITEMS", "SELF_CLEARING", "BLOCK", "OP", "EXTRA"]);
+        assert_eq!(
+            found,
+            ["ITEMS", "SELF_CLEARING", "BLOCK", "OP", "EXTRA", "HEADS"]
+        );
         let errors = source::check_cuda(k, &iface);
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(

@@ -175,7 +175,7 @@ pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
         "slot",
         "state0",
         "self_clearing",
-        "pad1",
+        "shift",
         "pad2",
     ],
 };
@@ -353,7 +353,7 @@ const SCAN_DEVICE_CONSTS: [Const; 4] = [
 ];
 
 /// The constants of both compaction kernels on Vulkan.
-const COMPACT_CONSTS: [Const; 2] = [
+const COMPACT_CONSTS: [Const; 3] = [
     // The step: 0 reset, 1 unordered, 2 stable.
     Const {
         name: "OP",
@@ -365,6 +365,13 @@ const COMPACT_CONSTS: [Const; 2] = [
         name: "ITEMS",
         on: On::Both,
         values: &[16, 8],
+    },
+    // 1: the head predicate of unique (a variant of its own, so that the other predicates'
+    // kernel keeps its code).
+    Const {
+        name: "HEADS",
+        on: On::Both,
+        values: OFF_ON,
     },
 ];
 
@@ -409,6 +416,7 @@ pub const KERNELS: &[KernelDef] = &[
         consts: &[
             COMPACT_CONSTS[0],
             COMPACT_CONSTS[1],
+            COMPACT_CONSTS[2],
             Const {
                 name: "BLOCK",
                 on: On::Cuda,

@@ -159,6 +159,21 @@ pub struct RunsCase {
     pub n: usize,
     /// Look-back spin (0 forces the fallback wherever a predecessor has not published).
     pub tuning: Tuning,
+    /// Unique: how it runs ([`UniqueWay`]); the other families ignore it.
+    pub way: UniqueWay,
+}
+
+/// How a unique case runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UniqueWay {
+    /// [`xwarp::unique::unique_tuned`] as planned for the device.
+    Planned,
+    /// Planned as if one kernel binding spanned at most this many elements: many chunks, each
+    /// reading the key before it, and many output windows.
+    Chunks(usize),
+    /// [`xwarp::unique::unique_runs_kernel`]: what 64-bit keys take on a device without
+    /// 64-bit integers in kernels.
+    RunsKernel,
 }
 
 impl fmt::Display for RunsCase {
@@ -170,6 +185,11 @@ impl fmt::Display for RunsCase {
         )?;
         if self.tuning != Tuning::default() {
             write!(f, " spin={}", self.tuning.spin)?;
+        }
+        match self.way {
+            UniqueWay::Planned => {}
+            UniqueWay::Chunks(b) => write!(f, " bindings of {b} elements")?,
+            UniqueWay::RunsKernel => write!(f, " by the runs kernel")?,
         }
         Ok(())
     }
@@ -195,7 +215,9 @@ pub fn rbk_ops() -> Vec<(ReduceOp, ElemKind)> {
 
 /// The cases of `family` (`unique`, `run_length` or `reduce_by_key`):
 /// - unique and run-length encoding: every key type and pattern at every length of
-///   [`RUNS_LENGTHS`], and at 300007 with spin 0;
+///   [`RUNS_LENGTHS`], and at 300007 with spin 0; unique also in chunks of a few tiles
+///   (long runs, all keys equal, and short runs with spin 0, at 50001) and by the runs kernel
+///   (hard values at 4097, long runs at 300007 with spin 0);
 /// - reduce-by-key: every operator of every value type with `u32` keys, and `f32` and `f64`
 ///   sums with keys of every type, each pattern at every length (the longest for long runs
 ///   only), and at 300007 with spin 0;
@@ -224,24 +246,32 @@ pub fn runs_cases(family: &str, quick: bool, large: bool) -> Vec<RunsCase> {
                     pattern,
                     n,
                     tuning: Tuning::default(),
+                    way: UniqueWay::Planned,
                 });
             }
         }
-        cases.push(RunsCase {
+        let n = if quick { 70_001 } else { 300_007 };
+        let case = |pattern, n, tuning, way| RunsCase {
             op,
             key,
-            pattern: KeyPattern::Long,
-            n: if quick { 70_001 } else { 300_007 },
-            tuning: spin0,
-        });
+            pattern,
+            n,
+            tuning,
+            way,
+        };
+        cases.push(case(KeyPattern::Long, n, spin0, UniqueWay::Planned));
+        if op == RunsOp::Unique {
+            let chunks = UniqueWay::Chunks(xwarp::compact::MIN_BINDING_ELEMS);
+            let d = Tuning::default();
+            cases.push(case(KeyPattern::Long, 50_001, d, chunks));
+            cases.push(case(KeyPattern::AllEqual, 50_001, d, chunks));
+            cases.push(case(KeyPattern::Short, 50_001, spin0, chunks));
+            cases.push(case(KeyPattern::Hard, 4097, d, UniqueWay::RunsKernel));
+            cases.push(case(KeyPattern::Long, n, spin0, UniqueWay::RunsKernel));
+        }
         if large {
-            cases.push(RunsCase {
-                op,
-                key,
-                pattern: KeyPattern::Long,
-                n: (1 << 24) + 1,
-                tuning: Tuning::default(),
-            });
+            let d = Tuning::default();
+            cases.push(case(KeyPattern::Long, (1 << 24) + 1, d, UniqueWay::Planned));
         }
     };
     match family {
@@ -305,6 +335,7 @@ pub fn run_unique_or_rle<K: Element>(
     keys: &[K],
     poison: K,
     tuning: Tuning,
+    way: UniqueWay,
 ) -> Result<Vec<u64>> {
     let len = keys.len() + OUTPUT_SLACK;
     let input = DeviceVec::from_slice(dev, keys)?;
@@ -329,7 +360,25 @@ pub fn run_unique_or_rle<K: Element>(
             false,
         ))
     } else {
-        xwarp::unique::unique_tuned(dev, &input, &mut keys_out, &mut count, tuning)?;
+        let compact = |max_binding_elems| xwarp::compact::Tuning {
+            spin: tuning.spin,
+            max_binding_elems,
+        };
+        match way {
+            UniqueWay::Planned => {
+                xwarp::unique::unique_tuned(dev, &input, &mut keys_out, &mut count, compact(None))?
+            }
+            UniqueWay::Chunks(b) => xwarp::unique::unique_tuned(
+                dev,
+                &input,
+                &mut keys_out,
+                &mut count,
+                compact(Some(b)),
+            )?,
+            UniqueWay::RunsKernel => {
+                xwarp::unique::unique_runs_kernel(dev, &input, &mut keys_out, &mut count, tuning)?
+            }
+        }
         Ok(words::<K, u32>(
             count.to_vec(dev)?[0],
             &keys_out.to_vec(dev)?,
@@ -456,7 +505,7 @@ fn unique_or_rle_on<K: Element>(
         devices,
         format!("{case} (count, keys, lengths)"),
         &want,
-        |dev| run_unique_or_rle(dev, rle, &keys, poison, case.tuning),
+        |dev| run_unique_or_rle(dev, rle, &keys, poison, case.tuning, case.way),
     )
 }
 
