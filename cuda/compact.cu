@@ -23,7 +23,8 @@
 // run) and then out in coalesced stores, BLOCK consecutive elements per step: the tile's output
 // run is contiguous in both orders.
 //
-// Variant constants: OP, ITEMS, BLOCK (threads per block), SELF_CLEARING (1: launches with
+// Variant constants: OP (3: LENGTHS's last step), ITEMS, BLOCK (threads per block), LENGTHS (1,
+// with HEADS: run-length encoding's lengths too), SELF_CLEARING (1: launches with
 // self_clearing set, whose code only this variant has), HEADS (1: unique's predicate, "differs
 // from the element before it", in place of `pred`; the input pointer starts `shift` elements
 // before the chunk, whose first element's predecessor it is).
@@ -256,11 +257,83 @@ __device__ __forceinline__ unsigned int xw_head_bits(const XW_T* __restrict__ in
     return kept;
 }
 
+#define NO_HEAD 0xffffffffu
+
+#if LENGTHS
+// LENGTHS (with HEADS; run-length encoding), after the keys' scatter: each head's run length
+// staged at its key's place and written to lengths; the tile's last head stages its position,
+// and tile t's first head its global rank and position in side (NO_HEAD: none). The twin of
+// write_lengths in shaders/compact.glsl, whose comment says how. Every thread calls it.
+__device__ void xw_write_lengths(unsigned int kept, unsigned int t, unsigned int below,
+                                 unsigned int rank0, XW_T* out_stage, unsigned int* first_heads,
+                                 unsigned int* __restrict__ lengths, unsigned int* side,
+                                 unsigned long long out_first, unsigned int tile_count,
+                                 const CompactParams& p) {
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    const unsigned int warp = threadIdx.x / XW_WARP;
+    const unsigned int run0 = t * BLOCK * ITEMS + warp * XW_WARP * ITEMS;
+    __syncthreads();  // every thread has read out_stage for the keys
+    unsigned int first_head = NO_HEAD, passing = 0;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, (kept >> j) & 1u);
+        if (first_head == NO_HEAD && ballot != 0) first_head = run0 + j * XW_WARP + __ffs(ballot) - 1;
+        passing += __popc(ballot);
+    }
+    if (lane == 0) first_heads[warp] = first_head;
+    __syncthreads();
+    unsigned int next = NO_HEAD;  // the first head after the current step
+    for (unsigned int w = BLOCK / XW_WARP; w-- > warp + 1;) {
+        if (first_heads[w] != NO_HEAD) next = first_heads[w];
+    }
+    const unsigned int above_lane = ~((2u << lane) - 1u);
+    unsigned int at = below + passing;
+#pragma unroll
+    for (unsigned int k = 0; k < ITEMS; ++k) {
+        const unsigned int j = ITEMS - 1 - k;
+        const bool head = (kept >> j) & 1u;
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, head);
+        at -= __popc(ballot);
+        const unsigned int step0 = run0 + j * XW_WARP;
+        if (head) {
+            const unsigned int pos = step0 + lane;
+            const unsigned int above = ballot & above_lane;
+            const unsigned int after = above != 0 ? step0 + __ffs(above) - 1 : next;
+            const unsigned int q = at + __popc(ballot & ((1u << lane) - 1u));
+            out_stage[q] = (XW_T)(after != NO_HEAD ? after - pos : pos);
+            if (q == 0) {
+                const unsigned int g = p.state0 + t;
+                side[2 * g] = rank0;
+                side[2 * g + 1] = pos;
+            }
+        }
+        if (ballot != 0) next = step0 + __ffs(ballot) - 1;
+    }
+    if (tile_count == 0 && threadIdx.x == 0) side[2 * (p.state0 + t)] = NO_HEAD;
+    __syncthreads();
+    for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK)
+        lengths[out_first + i] = (unsigned int)out_stage[i];
+}
+#endif
+
 extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
+                                   unsigned int* lengths, unsigned int* side,
                                    CompactParams p) {
-#if OP == 0
+#if OP == 3
+    // LENGTHS (one launch after the chunk's; p.tiles its tiles, p.n its elements): the run
+    // before each tile's first head ends there, and the last run at n; each of those runs'
+    // lengths holds its last head's position. Each run is one thread's.
+    const unsigned long long g = xw_group() * blockDim.x + threadIdx.x;
+    if (g < p.tiles) {
+        const unsigned int r = side[2 * g];
+        if (r != NO_HEAD && r > 0) lengths[r - 1] = side[2 * g + 1] - lengths[r - 1];
+    } else if (g == p.tiles) {
+        const unsigned int runs = (unsigned int)*total;
+        if (runs > 0) lengths[runs - 1] = p.n - lengths[runs - 1];
+    }
+#elif OP == 0
     // RESET: the total, the counters and the first chunk's base.
     const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
     if (i < p.tiles) states[i] = 0;
@@ -384,6 +457,10 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
+#if LENGTHS && OP == 2
+    xw_write_lengths(kept, t, below, (unsigned int)base + tile_base, out_stage, warp_counts,
+                     lengths, side, out0 + tile_base, tile_count, p);
+#endif
 #if OP == 2 && SELF_CLEARING
     // With self_clearing, the last tile to count itself done zeroes the tile states and the
     // done counter.

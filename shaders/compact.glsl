@@ -74,10 +74,13 @@ layout(constant_id = 2) const uint ITEMS = 16u;
 // 1: the head predicate (XW_PRED_HEAD, unique's), whose chunks read the element before them;
 // 0: the predicates of vote_predicate.glsl.
 layout(constant_id = 3) const uint HEADS = 0u;
+// 1 (with HEADS; run-length encoding): each head's run length too (write_lengths, OP_LENGTHS).
+layout(constant_id = 4) const uint LENGTHS = 0u;
 
 const uint OP_RESET = 0u;
 const uint OP_UNORDERED = 1u;
 const uint OP_STABLE = 2u;
+const uint OP_LENGTHS = 3u;
 
 const uint STATE_AGGREGATE = 1u << 30;
 const uint STATE_INCLUSIVE = 2u << 30;
@@ -106,6 +109,11 @@ layout(std430, binding = 3) coherent buffer Counter64 { uint64_t counter64[]; };
 // Tile states, read with plain loads while other workgroups publish (volatile: every poll
 // reads memory again).
 layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
+// LENGTHS: the run lengths (a window like dst's), and two words a tile (side[2 g], side[2 g + 1]:
+// the global rank and the position of tile g's first head, or NO_HEAD).
+layout(std430, binding = 5) buffer Lengths { uint lengths[]; };
+layout(std430, binding = 6) buffer Side { uint side[]; };
+const uint NO_HEAD = 0xffffffffu;
 layout(push_constant) uniform Params {
     uint n;        // elements in this chunk
     uint pred;     // predicate code (vote_predicate.glsl)
@@ -355,9 +363,85 @@ uint head_bits(T v[ITEMS], uint first, bool whole, out uint count) {
     return kept;
 }
 
+// LENGTHS, after the keys' scatter (out_stage free, sg_counts too): each head's run length
+// staged at its key's place and written to lengths. A head's run ends at the next head of the
+// tile: within its step (the lowest passing lane above it), else in a later step of its
+// subgroup's run (a sweep from the last step carries the first head after the step), else in a
+// later subgroup's run (their first heads meet in sg_counts). The tile's last head has no next
+// head in the tile: it stages its position instead, and OP_LENGTHS subtracts it from the
+// position of the next tile's first head (or from n). Call it from the whole workgroup in
+// uniform control flow.
+void write_lengths(uint kept, uint t, uint below, uint rank0, uint out_first, uint tile_count) {
+    uint sg = gl_SubgroupID;
+    uint run0 = t * TILE + sg * gl_SubgroupSize * ITEMS;  // the subgroup's first element
+    barrier();  // every invocation has read out_stage for the keys
+    // The subgroup's first head (its element, or NO_HEAD), and its passing count.
+    uint first_head = NO_HEAD;
+    uint passing = 0u;
+    // Loops kept rolled (they index no array): unrolled or not, NVIDIA's driver gives this
+    // variant 86 registers (NOTES.md, version 25).
+    [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        uvec4 ballot = subgroupBallot(((kept >> j) & 1u) != 0u);
+        if (first_head == NO_HEAD && ballot != uvec4(0u)) {
+            first_head = run0 + j * gl_SubgroupSize + subgroupBallotFindLSB(ballot);
+        }
+        passing += ballot_count(ballot);
+    }
+    if (subgroupElect()) sg_counts[xw_subgroup_id()] = first_head;
+    barrier();
+    uint next = NO_HEAD;  // the first head after the current step
+    for (uint s = xw_num_subgroups(); s-- > sg + 1u;) {
+        if (sg_counts[s] != NO_HEAD) next = sg_counts[s];
+    }
+    uint at = below + passing;
+    [[dont_unroll]] for (uint k = 0u; k < ITEMS; ++k) {
+        uint j = ITEMS - 1u - k;
+        bool head = ((kept >> j) & 1u) != 0u;
+        uvec4 ballot = subgroupBallot(head);
+        at -= ballot_count(ballot);
+        uint step0 = run0 + j * gl_SubgroupSize;
+        if (head) {
+            uint pos = step0 + gl_SubgroupInvocationID;
+            uvec4 above = ballot & gl_SubgroupGtMask;
+            uint after = above != uvec4(0u) ? step0 + subgroupBallotFindLSB(above) : next;
+            uint q = min(at + ballot_rank(ballot), TILE - 1u);
+            out_stage[q] = T(after != NO_HEAD ? after - pos : pos);
+            if (q == 0u) {
+                uint g = p.state0 + t;
+                side[2u * g] = rank0;
+                side[2u * g + 1u] = pos;
+            }
+        }
+        if (ballot != uvec4(0u)) next = step0 + subgroupBallotFindLSB(ballot);
+    }
+    if (tile_count == 0u && gl_LocalInvocationIndex == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
+    barrier();
+    for (uint i = gl_LocalInvocationIndex; i < tile_count; i += gl_WorkGroupSize.x) {
+        lengths[out_first + i] = uint(out_stage[i]);
+    }
+}
+
+// OP_LENGTHS (one launch after the chunk's, p.tiles = its tiles, p.n = its elements): the run
+// before each tile's first head ends there, and the last run at n; each of those runs' lengths
+// holds its last head's position (write_lengths). Each run is one invocation's.
+void lengths_step() {
+    uint g = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
+    if (g < p.tiles) {
+        uint r = side[2u * g];
+        if (r != NO_HEAD && r > 0u) lengths[r - 1u] = side[2u * g + 1u] - lengths[r - 1u];
+    } else if (g == p.tiles) {
+        uint runs = total[0];
+        if (runs > 0u) lengths[runs - 1u] = p.n - lengths[runs - 1u];
+    }
+}
+
 void main() {
     if (OP == OP_RESET) {
         reset_step();
+        return;
+    }
+    if (OP == OP_LENGTHS) {
+        lengths_step();
         return;
     }
     // Whole workgroups leave together, so the barriers below stay uniform.
@@ -493,6 +577,9 @@ void main() {
     barrier();
     uint out_first = out0 + tile_base;
     for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
+    if (OP == OP_STABLE && LENGTHS != 0u) {
+        write_lengths(kept, t, below, base.x + tile_base, out_first, tile_count);
+    }
     if (OP == OP_STABLE && p.self_clearing != 0u) zero_states_if_last();
 
 #if !defined(XW_COUNT64)

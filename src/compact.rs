@@ -115,6 +115,8 @@ enum Step {
     Reset = 0,
     Unordered = 1,
     Stable = 2,
+    /// The run lengths that end at a tile's first head, and the last (`LENGTHS`).
+    Lengths = 3,
 }
 
 /// Words of the counter scratch: the chunk's count and tiles done (one 64-bit word), tickets,
@@ -193,6 +195,7 @@ pub fn compact_tuned<T: PredicateElement>(
             input: input.raw(),
             output: output.raw(),
             heads: false,
+            lengths: None,
         },
         count,
         tuning,
@@ -225,6 +228,49 @@ pub(crate) fn heads(
             input: keys,
             output: keys_out,
             heads: true,
+            lengths: None,
+        },
+        count,
+        tuning,
+    )
+}
+
+/// Whether [`run_lengths`] takes `n` elements of `elem_size` bytes on this device with this
+/// tuning in one chunk and one output window (else run-length encoding takes the runs kernel).
+pub(crate) fn lengths_fit(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning) -> bool {
+    let plan = Plan::new(info, elem_size, n, tuning);
+    plan.single && n <= plan.chunk
+}
+
+/// [`heads`] with each head's run length into `lengths` (`u32`, at least `n`): run-length
+/// encoding in one pass over the keys and one small launch, for inputs that
+/// [`lengths_fit`]. A head's length is the distance to the next head of its tile; the tile's
+/// last head holds its position, and a last launch subtracts it from the position of the next
+/// tile's first head (two words a tile, in a scratch buffer), or from `n`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_lengths(
+    dev: &dyn Device,
+    elem: ElemKind,
+    n: usize,
+    keys: &RawBuffer,
+    keys_out: &RawBuffer,
+    lengths: &RawBuffer,
+    count: &DeviceVec<u64>,
+    tuning: Tuning,
+) -> Result<()> {
+    debug_assert!(matches!(elem, ElemKind::U32 | ElemKind::U64));
+    debug_assert!(lengths_fit(dev.info(), elem.size(), n, tuning));
+    run(
+        dev,
+        Order::Stable,
+        &Job {
+            elem,
+            words: [HEAD_CODE, 0, 0, 0, 0],
+            n,
+            input: keys,
+            output: keys_out,
+            heads: true,
+            lengths: Some(lengths),
         },
         count,
         tuning,
@@ -248,6 +294,9 @@ struct Job<'a> {
     /// the first binds its input from an aligned place before its start, so that it reads the
     /// element before it.
     heads: bool,
+    /// With `heads`, one chunk and one window: each head's run length into this `u32` buffer
+    /// (the `LENGTHS` variant and its last step).
+    lengths: Option<&'a RawBuffer>,
 }
 
 impl Job<'_> {
@@ -258,6 +307,15 @@ impl Job<'_> {
             buffer: buf,
             offset: start as u64 * size,
             bytes: len.max(1) as u64 * size,
+        }
+    }
+
+    /// The first `len` words of a `u32` buffer as a binding.
+    fn elems_u32<'b>(&self, buf: &'b RawBuffer, len: usize) -> Binding<'b> {
+        Binding {
+            buffer: buf,
+            offset: 0,
+            bytes: len.max(1) as u64 * 4,
         }
     }
 }
@@ -331,6 +389,11 @@ fn run(
             )
         }
     };
+    // LENGTHS: two words a tile (the rank and position of its first head).
+    let lengths_scratch = match job.lengths {
+        Some(_) if n > 0 => Some(DeviceVec::<u32>::alloc(dev, 2 * tiles)?),
+        _ => None,
+    };
     let launcher = Launcher {
         dev,
         info,
@@ -343,6 +406,12 @@ fn run(
         states,
         self_clearing: shared.is_some(),
         heads: job.heads,
+        lengths: lengths_scratch.as_ref().map(|side| {
+            (
+                job.elems_u32(job.lengths.unwrap(), n),
+                side.binding(0, side.len()),
+            )
+        }),
     };
     if shared.is_none() {
         launcher.reset()?;
@@ -375,6 +444,9 @@ fn run(
         }
         slot ^= 1;
         start += len;
+    }
+    if launcher.lengths.is_some() {
+        launcher.lengths_step(n, tiles)?;
     }
     Ok(())
 }
@@ -515,6 +587,8 @@ struct Launcher<'a> {
     self_clearing: bool,
     /// The head predicate's variant (`HEADS`).
     heads: bool,
+    /// `LENGTHS`: the lengths output and the two words a tile.
+    lengths: Option<(Binding<'a>, Binding<'a>)>,
 }
 
 impl Launcher<'_> {
@@ -536,7 +610,7 @@ impl Launcher<'_> {
         self.run(
             Step::Reset,
             groups,
-            [c, c, self.count.binding(0, 1), c, states],
+            [c, c, self.count.binding(0, 1), c, states, c, c],
             params,
         )
     }
@@ -571,21 +645,47 @@ impl Launcher<'_> {
             ..Default::default()
         };
         let (states, _) = self.states();
-        let bindings = [src, dst, self.count.binding(0, 1), self.counter, states];
+        let (lengths, side) = self.lengths.unwrap_or((self.counter, self.counter));
+        let bindings = [
+            src,
+            dst,
+            self.count.binding(0, 1),
+            self.counter,
+            states,
+            lengths,
+            side,
+        ];
         self.run(step, groups, bindings, params)
+    }
+
+    /// The last step of `LENGTHS` (one chunk of `n` elements in `tiles` tiles): one invocation
+    /// per tile and one for the last run.
+    fn lengths_step(&self, n: usize, tiles: usize) -> Result<()> {
+        let (lengths, side) = self.lengths.expect("a LENGTHS launcher");
+        let groups = plan::grid(self.info, (tiles as u64 + 1).div_ceil(BLOCK as u64))?;
+        let params = CompactParams {
+            n: n as u32,
+            tiles: tiles as u32,
+            ..Default::default()
+        };
+        let c = self.counter;
+        let (states, _) = self.states();
+        let bindings = [c, c, self.count.binding(0, 1), c, states, lengths, side];
+        self.run(Step::Lengths, groups, bindings, params)
     }
 
     fn run(
         &self,
         step: Step,
         groups: [u32; 2],
-        bindings: [Binding<'_>; 5],
+        bindings: [Binding<'_>; 7],
         params: CompactParams,
     ) -> Result<()> {
         let mut consts = vec![
             ("OP", step as u32),
             ("ITEMS", self.items),
             ("HEADS", u32::from(self.heads)),
+            ("LENGTHS", u32::from(self.lengths.is_some())),
         ];
         // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); the
         // GLSL kernels take the workgroup size from constant 0.

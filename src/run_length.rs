@@ -1,6 +1,16 @@
 //! Run-length encoding (CUB's `DeviceRunLengthEncode::Encode`): the key and the length of each
-//! run of equal consecutive keys, and the number of runs, in one pass ([`crate::runs`]). Keys of
-//! every element type are compared by their bits.
+//! run of equal consecutive keys, and the number of runs, in one pass. Keys of every element
+//! type are compared by their bits.
+//!
+//! The pass is unique's ([`crate::unique`]: the stable compaction with the predicate "differs
+//! from the key before it"), which also stages each head's run length: the distance to the next
+//! head of its tile, found from the same ballots (the lowest passing lane above it, else the
+//! first head of a later step or subgroup). A tile's last head holds its position, and one
+//! small launch afterwards turns it into a length from the position of the next tile's first
+//! head (two words a tile) or from the input's end. Keys are moved as 32- or 64-bit words.
+//! Inputs longer than one launch of the compaction (more than 2^29 keys, or more than one
+//! kernel binding holds, or than [`Tuning::max_binding_elems`]), and 64-bit keys on a device without `shaderInt64`, take the runs
+//! kernel ([`crate::runs`]) instead, with the same result.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -11,11 +21,12 @@
 //! # Ok(()) }
 //! ```
 
+/// Knobs that change speed, never results: the stable compaction's.
+pub use crate::compact::Tuning;
 use crate::device::{Device, DeviceVec};
 use crate::element::{ElemKind, Element};
 use crate::error::Result;
 use crate::plan;
-pub use crate::runs::Tuning;
 use crate::runs::{self, RunsCall};
 
 /// Writes each run's key to `keys_out[r]` and its length to `lengths[r]` for runs
@@ -40,6 +51,42 @@ pub fn encode_tuned<K: Element>(
     num_runs: &mut DeviceVec<u64>,
     tuning: Tuning,
 ) -> Result<()> {
+    check(dev, keys, keys_out, lengths, num_runs)?;
+    let n = keys.len();
+    let info = dev.info();
+    let words = match K::KIND.size() {
+        4 => Some(ElemKind::U32),
+        _ if info.int64 => Some(ElemKind::U64),
+        _ => None,
+    };
+    match words {
+        Some(words) if crate::compact::lengths_fit(info, K::KIND.size(), n, tuning) => {
+            crate::compact::run_lengths(
+                dev,
+                words,
+                n,
+                keys.raw(),
+                keys_out.raw(),
+                lengths.raw(),
+                num_runs,
+                tuning,
+            )
+        }
+        _ => {
+            let tuning = runs::Tuning { spin: tuning.spin };
+            encode_runs_kernel(dev, keys, keys_out, lengths, num_runs, tuning)
+        }
+    }
+}
+
+/// The checks of every encoding, before anything runs.
+fn check<K: Element>(
+    dev: &dyn Device,
+    keys: &DeviceVec<K>,
+    keys_out: &DeviceVec<K>,
+    lengths: &DeviceVec<u32>,
+    num_runs: &DeviceVec<u64>,
+) -> Result<()> {
     let n = keys.len();
     runs::check_output("keys_out", n, keys_out.len())?;
     runs::check_output("lengths", n, lengths.len())?;
@@ -52,7 +99,23 @@ pub fn encode_tuned<K: Element>(
             ("num_runs", num_runs.raw()),
         ],
         &[("keys", keys.raw())],
-    )?;
+    )
+}
+
+/// [`encode`] by the runs kernel, which needs no 64-bit integers in kernels and takes any
+/// input one launch may span: what longer inputs and 64-bit keys on a device without
+/// `shaderInt64` take, and what the tests compare on every device.
+#[doc(hidden)]
+pub fn encode_runs_kernel<K: Element>(
+    dev: &dyn Device,
+    keys: &DeviceVec<K>,
+    keys_out: &mut DeviceVec<K>,
+    lengths: &mut DeviceVec<u32>,
+    num_runs: &mut DeviceVec<u64>,
+    tuning: runs::Tuning,
+) -> Result<()> {
+    check(dev, keys, keys_out, lengths, num_runs)?;
+    let n = keys.len();
     runs::launch(
         dev,
         &RunsCall {

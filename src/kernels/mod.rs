@@ -695,7 +695,7 @@ layout(push_constant) uniform Params {
 template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
-#if OP == 0 || EXTRA || HEADS
+#if OP == 0 || EXTRA || HEADS || LENGTHS
 #error \"compiled with -DOTHER\"
 #endif
 }
@@ -705,7 +705,15 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
         let found: Vec<&str> = iface.constants.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(
             found,
-            ["ITEMS", "SELF_CLEARING", "BLOCK", "OP", "EXTRA", "HEADS"]
+            [
+                "ITEMS",
+                "SELF_CLEARING",
+                "BLOCK",
+                "OP",
+                "EXTRA",
+                "HEADS",
+                "LENGTHS"
+            ]
         );
         let errors = source::check_cuda(k, &iface);
         assert_eq!(errors.len(), 2, "{errors:#?}");

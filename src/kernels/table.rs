@@ -353,12 +353,13 @@ const SCAN_DEVICE_CONSTS: [Const; 4] = [
 ];
 
 /// The constants of both compaction kernels on Vulkan.
-const COMPACT_CONSTS: [Const; 3] = [
-    // The step: 0 reset, 1 unordered, 2 stable.
+const COMPACT_CONSTS: [Const; 4] = [
+    // The step: 0 reset, 1 unordered, 2 stable, 3 the run lengths that end at a tile's first
+    // head (run-length encoding).
     Const {
         name: "OP",
         on: On::Both,
-        values: &[0, 1, 2],
+        values: &[0, 1, 2, 3],
     },
     // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
     Const {
@@ -370,6 +371,12 @@ const COMPACT_CONSTS: [Const; 3] = [
     // kernel keeps its code).
     Const {
         name: "HEADS",
+        on: On::Both,
+        values: OFF_ON,
+    },
+    // 1 (with HEADS): each head's run length too (run-length encoding).
+    Const {
+        name: "LENGTHS",
         on: On::Both,
         values: OFF_ON,
     },
@@ -417,6 +424,7 @@ pub const KERNELS: &[KernelDef] = &[
             COMPACT_CONSTS[0],
             COMPACT_CONSTS[1],
             COMPACT_CONSTS[2],
+            COMPACT_CONSTS[3],
             Const {
                 name: "BLOCK",
                 on: On::Cuda,

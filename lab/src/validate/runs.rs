@@ -159,20 +159,21 @@ pub struct RunsCase {
     pub n: usize,
     /// Look-back spin (0 forces the fallback wherever a predecessor has not published).
     pub tuning: Tuning,
-    /// Unique: how it runs ([`UniqueWay`]); the other families ignore it.
+    /// Unique and run-length encoding: how they run ([`UniqueWay`]); reduce-by-key ignores it.
     pub way: UniqueWay,
 }
 
-/// How a unique case runs.
+/// How a unique or run-length encoding case runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UniqueWay {
     /// [`xwarp::unique::unique_tuned`] as planned for the device.
     Planned,
-    /// Planned as if one kernel binding spanned at most this many elements: many chunks, each
-    /// reading the key before it, and many output windows.
+    /// Planned as if one kernel binding spanned at most this many elements: unique in many
+    /// chunks, each reading the key before it, and many output windows; run-length encoding
+    /// then takes the runs kernel.
     Chunks(usize),
-    /// [`xwarp::unique::unique_runs_kernel`]: what 64-bit keys take on a device without
-    /// 64-bit integers in kernels.
+    /// [`xwarp::unique::unique_runs_kernel`] or [`xwarp::run_length::encode_runs_kernel`]:
+    /// what 64-bit keys take on a device without 64-bit integers in kernels.
     RunsKernel,
 }
 
@@ -215,7 +216,7 @@ pub fn rbk_ops() -> Vec<(ReduceOp, ElemKind)> {
 
 /// The cases of `family` (`unique`, `run_length` or `reduce_by_key`):
 /// - unique and run-length encoding: every key type and pattern at every length of
-///   [`RUNS_LENGTHS`], and at 300007 with spin 0; unique also in chunks of a few tiles
+///   [`RUNS_LENGTHS`], and at 300007 with spin 0; also planned for bindings of a few tiles
 ///   (long runs, all keys equal, and short runs with spin 0, at 50001) and by the runs kernel
 ///   (hard values at 4097, long runs at 300007 with spin 0);
 /// - reduce-by-key: every operator of every value type with `u32` keys, and `f32` and `f64`
@@ -260,7 +261,7 @@ pub fn runs_cases(family: &str, quick: bool, large: bool) -> Vec<RunsCase> {
             way,
         };
         cases.push(case(KeyPattern::Long, n, spin0, UniqueWay::Planned));
-        if op == RunsOp::Unique {
+        if matches!(op, RunsOp::Unique | RunsOp::RunLength) {
             let chunks = UniqueWay::Chunks(xwarp::compact::MIN_BINDING_ELEMS);
             let d = Tuning::default();
             cases.push(case(KeyPattern::Long, 50_001, d, chunks));
@@ -342,17 +343,25 @@ pub fn run_unique_or_rle<K: Element>(
     let mut keys_out = DeviceVec::<K>::alloc(dev, len)?;
     keys_out.fill(dev, poison)?;
     let mut count = DeviceVec::from_slice(dev, &[u64::MAX])?;
+    let compact = |max_binding_elems| xwarp::compact::Tuning {
+        spin: tuning.spin,
+        max_binding_elems,
+    };
     if run_length {
         let mut lengths = DeviceVec::<u32>::alloc(dev, len)?;
         lengths.fill(dev, 0xcdcd_cdcd)?;
-        xwarp::run_length::encode_tuned(
-            dev,
-            &input,
-            &mut keys_out,
-            &mut lengths,
-            &mut count,
-            tuning,
-        )?;
+        let (k, l, c) = (&mut keys_out, &mut lengths, &mut count);
+        match way {
+            UniqueWay::Planned => {
+                xwarp::run_length::encode_tuned(dev, &input, k, l, c, compact(None))?
+            }
+            UniqueWay::Chunks(b) => {
+                xwarp::run_length::encode_tuned(dev, &input, k, l, c, compact(Some(b)))?
+            }
+            UniqueWay::RunsKernel => {
+                xwarp::run_length::encode_runs_kernel(dev, &input, k, l, c, tuning)?
+            }
+        }
         Ok(words(
             count.to_vec(dev)?[0],
             &keys_out.to_vec(dev)?,
@@ -360,10 +369,6 @@ pub fn run_unique_or_rle<K: Element>(
             false,
         ))
     } else {
-        let compact = |max_binding_elems| xwarp::compact::Tuning {
-            spin: tuning.spin,
-            max_binding_elems,
-        };
         match way {
             UniqueWay::Planned => {
                 xwarp::unique::unique_tuned(dev, &input, &mut keys_out, &mut count, compact(None))?
