@@ -229,6 +229,8 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
+#define NO_HEAD 0xffffffffu
+
 // HEADS (unique's predicate): bit j is set where the element of step j differs in its bits from the element
 // before it (or is the input's first): the heads of the runs of equal elements, which unique
 // keeps. Lane l > 0's predecessor is lane l - 1's element of the same step, lane 0's the last
@@ -237,12 +239,12 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
 __device__ __forceinline__ unsigned int xw_head_bits(const XW_T* __restrict__ in,
                                                      const XW_T (&v)[ITEMS], unsigned int first,
                                                      bool whole, const CompactParams& p,
-                                                     unsigned int* count) {
+                                                     unsigned int* count, unsigned int* last_head) {
     const unsigned int lane = threadIdx.x % XW_WARP;
     const bool at_start = first == 0 && p.shift == 0;  // lane 0 of the input's first run
     XW_T before = v[0];
     if (lane == 0 && !at_start && first < p.n) before = in[(int)first - 1];
-    unsigned int kept = 0, c = 0;
+    unsigned int kept = 0, c = 0, last = NO_HEAD;
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const XW_T offer = j > 0 && lane == XW_WARP - 1 ? v[j - 1] : v[j];
@@ -251,70 +253,14 @@ __device__ __forceinline__ unsigned int xw_head_bits(const XW_T* __restrict__ in
         const bool valid = whole || first + j * XW_WARP < p.n;
         const bool pass = valid && ((j == 0 && at_start) || !xw_same_bits(v[j], prev));
         kept |= (unsigned int)pass << j;
-        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
+        c += __popc(ballot);
+        if (ballot != 0) last = first - lane + j * XW_WARP + 31 - __clz(ballot);
     }
     *count = c;
+    *last_head = last;
     return kept;
 }
-
-#define NO_HEAD 0xffffffffu
-
-#if LENGTHS
-// LENGTHS (with HEADS; run-length encoding), after the keys' scatter: each head's run length
-// staged at its key's place and written to lengths; the tile's last head stages its position,
-// and tile t's first head its global rank and position in side (NO_HEAD: none). The twin of
-// write_lengths in shaders/compact.glsl, whose comment says how. Every thread calls it.
-__device__ void xw_write_lengths(unsigned int kept, unsigned int t, unsigned int below,
-                                 unsigned int rank0, XW_T* out_stage, unsigned int* first_heads,
-                                 unsigned int* __restrict__ lengths, unsigned int* side,
-                                 unsigned long long out_first, unsigned int tile_count,
-                                 const CompactParams& p) {
-    const unsigned int lane = threadIdx.x % XW_WARP;
-    const unsigned int warp = threadIdx.x / XW_WARP;
-    const unsigned int run0 = t * BLOCK * ITEMS + warp * XW_WARP * ITEMS;
-    __syncthreads();  // every thread has read out_stage for the keys
-    unsigned int first_head = NO_HEAD, passing = 0;
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, (kept >> j) & 1u);
-        if (first_head == NO_HEAD && ballot != 0) first_head = run0 + j * XW_WARP + __ffs(ballot) - 1;
-        passing += __popc(ballot);
-    }
-    if (lane == 0) first_heads[warp] = first_head;
-    __syncthreads();
-    unsigned int next = NO_HEAD;  // the first head after the current step
-    for (unsigned int w = BLOCK / XW_WARP; w-- > warp + 1;) {
-        if (first_heads[w] != NO_HEAD) next = first_heads[w];
-    }
-    const unsigned int above_lane = ~((2u << lane) - 1u);
-    unsigned int at = below + passing;
-#pragma unroll
-    for (unsigned int k = 0; k < ITEMS; ++k) {
-        const unsigned int j = ITEMS - 1 - k;
-        const bool head = (kept >> j) & 1u;
-        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, head);
-        at -= __popc(ballot);
-        const unsigned int step0 = run0 + j * XW_WARP;
-        if (head) {
-            const unsigned int pos = step0 + lane;
-            const unsigned int above = ballot & above_lane;
-            const unsigned int after = above != 0 ? step0 + __ffs(above) - 1 : next;
-            const unsigned int q = at + __popc(ballot & ((1u << lane) - 1u));
-            out_stage[q] = (XW_T)(after != NO_HEAD ? after - pos : pos);
-            if (q == 0) {
-                const unsigned int g = p.state0 + t;
-                side[2 * g] = rank0;
-                side[2 * g + 1] = pos;
-            }
-        }
-        if (ballot != 0) next = step0 + __ffs(ballot) - 1;
-    }
-    if (tile_count == 0 && threadIdx.x == 0) side[2 * (p.state0 + t)] = NO_HEAD;
-    __syncthreads();
-    for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK)
-        lengths[out_first + i] = (unsigned int)out_stage[i];
-}
-#endif
 
 extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
@@ -352,6 +298,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __shared__ unsigned int s_last;  // STABLE with self_clearing: the last to count itself done
 #endif
     __shared__ XW_T out_stage[BLOCK * ITEMS];
+#if LENGTHS
+    __shared__ unsigned int warp_last[XW_MAX_WARPS];  // each warp's last head, or NO_HEAD
+#endif
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
     const unsigned long long base = xw_base(counter, p.slot);
@@ -384,9 +333,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     // scatter, which costs a ballot per step and saves a register per step).
     // The predicate's code (xw_predicate) is uniform: one branch here instead of one per
     // element.
-    unsigned int kept, count;
+    unsigned int kept, count, last_head = NO_HEAD;
 #if HEADS
-    kept = xw_head_bits(in, v, first, whole, p, &count);
+    kept = xw_head_bits(in, v, first, whole, p, &count, &last_head);
 #else
     switch (p.pred) {
     case 0: kept = xw_kept_bits(0u, v, first, whole, p, a, b, &count); break;
@@ -400,6 +349,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
 #endif
     // The warp leaders combine their counts in shared memory.
     if (lane == 0) warp_counts[warp] = count;
+#if LENGTHS
+    if (lane == 0) warp_last[warp] = last_head;
+#endif
     __syncthreads();
     unsigned int below = 0, tile_count = 0;
     for (unsigned int w = 0; w < blockDim.x / XW_WARP; ++w) {
@@ -447,20 +399,44 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     }
 #endif
     unsigned int at = below;
+#if LENGTHS && OP == 2
+    // The head before the current step's lanes (the last of an earlier warp's run first); the
+    // twin of the GLSL kernel's scatter: a head writes the length of the run before it at the
+    // place before its own, the tile's last head its position at its own place, and tile t's
+    // first head its global rank and position in side (NO_HEAD: no head).
+    unsigned int prev_head = NO_HEAD;
+    for (unsigned int w = 0; w < warp; ++w)
+        if (warp_last[w] != NO_HEAD) prev_head = warp_last[w];
+    if (tile_count == 0 && threadIdx.x == 0) side[2 * (p.state0 + t)] = NO_HEAD;
+    unsigned int* const len_out = lengths + out0 + tile_base;
+#endif
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const bool pass = (kept >> j) & 1u;
         const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
-        if (pass) out_stage[at + __popc(ballot & below_lane)] = v[j];
+        const unsigned int q = at + __popc(ballot & below_lane);
+        if (pass) out_stage[q] = v[j];
+#if LENGTHS && OP == 2
+        const unsigned int step0 = first - lane + j * XW_WARP;
+        if (pass) {
+            const unsigned int pos = step0 + lane;
+            const unsigned int lower = ballot & below_lane;
+            const unsigned int before_head = lower != 0 ? step0 + 31 - __clz(lower) : prev_head;
+            if (q > 0) len_out[q - 1] = pos - before_head;
+            if (q + 1 == tile_count) len_out[q] = pos;
+            if (q == 0) {
+                const unsigned int g = p.state0 + t;
+                side[2 * g] = (unsigned int)base + tile_base;
+                side[2 * g + 1] = pos;
+            }
+        }
+        if (ballot != 0) prev_head = step0 + 31 - __clz(ballot);
+#endif
         at += __popc(ballot);
     }
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
-#if LENGTHS && OP == 2
-    xw_write_lengths(kept, t, below, (unsigned int)base + tile_base, out_stage, warp_counts,
-                     lengths, side, out0 + tile_base, tile_count, p);
-#endif
 #if OP == 2 && SELF_CLEARING
     // With self_clearing, the last tile to count itself done zeroes the tile states and the
     // done counter.

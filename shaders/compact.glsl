@@ -74,7 +74,7 @@ layout(constant_id = 2) const uint ITEMS = 16u;
 // 1: the head predicate (XW_PRED_HEAD, unique's), whose chunks read the element before them;
 // 0: the predicates of vote_predicate.glsl.
 layout(constant_id = 3) const uint HEADS = 0u;
-// 1 (with HEADS; run-length encoding): each head's run length too (write_lengths, OP_LENGTHS).
+// 1 (with HEADS; run-length encoding): each head's run length too (main's scatter, OP_LENGTHS).
 layout(constant_id = 4) const uint LENGTHS = 0u;
 
 const uint OP_RESET = 0u;
@@ -142,6 +142,8 @@ shared uint s_ticket;
 shared int s_stalled;
 shared uint s_last_tile;  // STABLE with self_clearing: this tile was the last to count itself done
 shared T out_stage[TILE];
+// LENGTHS: each subgroup's last head (its element in the chunk, or NO_HEAD).
+shared uint sg_last[LENGTHS != 0u ? gl_WorkGroupSize.x : 1u];
 
 // Where the chunk's output starts in the output binding, if it starts in this launch's window.
 // Every invocation reads the same base, so leaving on `false` is uniform.
@@ -342,7 +344,8 @@ uint kept_bits(uint code, T v[ITEMS], uint first, bool whole, T a, T b, out uint
 // same step, lane 0's the last lane's element of the step before, and at step 0 the element
 // before the subgroup's run (loaded). One shuffle a step: the last lane offers its previous
 // step's element instead of its own.
-uint head_bits(T v[ITEMS], uint first, bool whole, out uint count) {
+// `last_head` gets the subgroup's last head (its element in the chunk), or NO_HEAD.
+uint head_bits(T v[ITEMS], uint first, bool whole, out uint count, out uint last_head) {
     uint lane = gl_SubgroupInvocationID;
     uint last = gl_SubgroupSize - 1u;
     bool at_start = first == 0u && p.shift == 0u;  // lane 0 of the input's first run
@@ -350,6 +353,7 @@ uint head_bits(T v[ITEMS], uint first, bool whole, out uint count) {
     if (lane == 0u && !at_start && first < p.n) before = xw_elem_bits(src[p.shift + first - 1u]);
     uint kept = 0u;
     count = 0u;
+    last_head = NO_HEAD;
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         XB own = xw_elem_bits(v[j]);
         XB offer = j > 0u && lane == last ? xw_elem_bits(v[j > 0u ? j - 1u : 0u]) : own;
@@ -358,72 +362,18 @@ uint head_bits(T v[ITEMS], uint first, bool whole, out uint count) {
         bool valid = whole || first + j * gl_SubgroupSize < p.n;
         bool pass = valid && ((j == 0u && at_start) || own != prev);
         kept |= uint(pass) << j;
-        count += ballot_count(subgroupBallot(pass));
+        uvec4 ballot = subgroupBallot(pass);
+        count += ballot_count(ballot);
+        if (ballot != uvec4(0u)) {
+            last_head = first - lane + j * gl_SubgroupSize + subgroupBallotFindMSB(ballot);
+        }
     }
     return kept;
 }
 
-// LENGTHS, after the keys' scatter (out_stage free, sg_counts too): each head's run length
-// staged at its key's place and written to lengths. A head's run ends at the next head of the
-// tile: within its step (the lowest passing lane above it), else in a later step of its
-// subgroup's run (a sweep from the last step carries the first head after the step), else in a
-// later subgroup's run (their first heads meet in sg_counts). The tile's last head has no next
-// head in the tile: it stages its position instead, and OP_LENGTHS subtracts it from the
-// position of the next tile's first head (or from n). Call it from the whole workgroup in
-// uniform control flow.
-void write_lengths(uint kept, uint t, uint below, uint rank0, uint out_first, uint tile_count) {
-    uint sg = gl_SubgroupID;
-    uint run0 = t * TILE + sg * gl_SubgroupSize * ITEMS;  // the subgroup's first element
-    barrier();  // every invocation has read out_stage for the keys
-    // The subgroup's first head (its element, or NO_HEAD), and its passing count.
-    uint first_head = NO_HEAD;
-    uint passing = 0u;
-    // Loops kept rolled (they index no array): unrolled or not, NVIDIA's driver gives this
-    // variant 86 registers (NOTES.md, version 25).
-    [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        uvec4 ballot = subgroupBallot(((kept >> j) & 1u) != 0u);
-        if (first_head == NO_HEAD && ballot != uvec4(0u)) {
-            first_head = run0 + j * gl_SubgroupSize + subgroupBallotFindLSB(ballot);
-        }
-        passing += ballot_count(ballot);
-    }
-    if (subgroupElect()) sg_counts[xw_subgroup_id()] = first_head;
-    barrier();
-    uint next = NO_HEAD;  // the first head after the current step
-    for (uint s = xw_num_subgroups(); s-- > sg + 1u;) {
-        if (sg_counts[s] != NO_HEAD) next = sg_counts[s];
-    }
-    uint at = below + passing;
-    [[dont_unroll]] for (uint k = 0u; k < ITEMS; ++k) {
-        uint j = ITEMS - 1u - k;
-        bool head = ((kept >> j) & 1u) != 0u;
-        uvec4 ballot = subgroupBallot(head);
-        at -= ballot_count(ballot);
-        uint step0 = run0 + j * gl_SubgroupSize;
-        if (head) {
-            uint pos = step0 + gl_SubgroupInvocationID;
-            uvec4 above = ballot & gl_SubgroupGtMask;
-            uint after = above != uvec4(0u) ? step0 + subgroupBallotFindLSB(above) : next;
-            uint q = min(at + ballot_rank(ballot), TILE - 1u);
-            out_stage[q] = T(after != NO_HEAD ? after - pos : pos);
-            if (q == 0u) {
-                uint g = p.state0 + t;
-                side[2u * g] = rank0;
-                side[2u * g + 1u] = pos;
-            }
-        }
-        if (ballot != uvec4(0u)) next = step0 + subgroupBallotFindLSB(ballot);
-    }
-    if (tile_count == 0u && gl_LocalInvocationIndex == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
-    barrier();
-    for (uint i = gl_LocalInvocationIndex; i < tile_count; i += gl_WorkGroupSize.x) {
-        lengths[out_first + i] = uint(out_stage[i]);
-    }
-}
-
 // OP_LENGTHS (one launch after the chunk's, p.tiles = its tiles, p.n = its elements): the run
 // before each tile's first head ends there, and the last run at n; each of those runs' lengths
-// holds its last head's position (write_lengths). Each run is one invocation's.
+// holds its last head's position (main's scatter). Each run is one invocation's.
 void lengths_step() {
     uint g = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
     if (g < p.tiles) {
@@ -475,12 +425,13 @@ void main() {
     // The predicate's code is uniform: one branch here instead of one per element.
     uint kept;
     uint count;
+    uint last_head = NO_HEAD;
     // HEADS also tests the code (always XW_PRED_HEAD there), which keeps the other predicates'
     // branches in that variant: so built, NVIDIA's driver gave it 60 registers (four workgroups
     // an SM) and unique of 2^24 i32 took 55.5 us on an H200; without the test 66 registers,
     // three workgroups, 62.0 us (NOTES.md, version 25).
     if (HEADS != 0u && p.pred == XW_PRED_HEAD) {
-        kept = head_bits(v, first, whole, count);
+        kept = head_bits(v, first, whole, count, last_head);
     } else switch (xw_pred_code(p.pred, a, b)) {
     case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, whole, a, b, count); break;
     case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, whole, a, b, count); break;
@@ -500,6 +451,7 @@ void main() {
     }
     // The subgroup leaders combine their counts in shared memory.
     if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
+    if (LENGTHS != 0u && subgroupElect()) sg_last[xw_subgroup_id()] = last_head;
     barrier();
     uint below = 0u;
     uint tile_count = 0u;
@@ -568,18 +520,46 @@ void main() {
     }
 
     uint at = below;
+    uint out_first = out0 + tile_base;
+    // LENGTHS: the head before the current step's lanes (the last of an earlier subgroup's run
+    // first). A head writes the length of the run before it (up to its own element) at the
+    // place before its own; the tile's last head writes its position at its own place instead;
+    // the run before the tile's first head is OP_LENGTHS's (side). A step's passing lanes
+    // write consecutive places, so these stores need no staging (a second staging area did
+    // not fit 32 KiB of shared memory).
+    uint prev_head = NO_HEAD;
+    if (LENGTHS != 0u) {
+        for (uint s = 0u; s < gl_SubgroupID; ++s) {
+            if (sg_last[s] != NO_HEAD) prev_head = sg_last[s];
+        }
+        if (tile_count == 0u && local == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
+    }
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
         uvec4 ballot = subgroupBallot(pass);
-        if (pass) out_stage[min(at + ballot_rank(ballot), TILE - 1u)] = v[j];
+        uint q = min(at + ballot_rank(ballot), TILE - 1u);
+        if (pass) out_stage[q] = v[j];
+        if (LENGTHS != 0u) {
+            uint step0 = first - gl_SubgroupInvocationID + j * gl_SubgroupSize;
+            if (pass) {
+                uint pos = step0 + gl_SubgroupInvocationID;
+                uvec4 lower = ballot & gl_SubgroupLtMask;
+                uint before_head =
+                    lower != uvec4(0u) ? step0 + subgroupBallotFindMSB(lower) : prev_head;
+                if (q > 0u) lengths[out_first + q - 1u] = pos - before_head;
+                if (q + 1u == tile_count) lengths[out_first + q] = pos;
+                if (q == 0u) {
+                    uint g = p.state0 + t;
+                    side[2u * g] = base.x + tile_base;
+                    side[2u * g + 1u] = pos;
+                }
+            }
+            if (ballot != uvec4(0u)) prev_head = step0 + subgroupBallotFindMSB(ballot);
+        }
         at += ballot_count(ballot);
     }
     barrier();
-    uint out_first = out0 + tile_base;
     for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
-    if (OP == OP_STABLE && LENGTHS != 0u) {
-        write_lengths(kept, t, below, base.x + tile_base, out_first, tile_count);
-    }
     if (OP == OP_STABLE && p.self_clearing != 0u) zero_states_if_last();
 
 #if !defined(XW_COUNT64)
