@@ -45,7 +45,7 @@ struct CompactParams {
     unsigned int state0;   // this chunk's first tile state
     unsigned int self_clearing;  // nonzero: words of the counters buffer, no RESET (see the Vulkan twin)
     unsigned int shift;    // the input binding starts this many elements before the chunk
-    unsigned int pad2;
+    unsigned int close;    // LENGTHS, SELF_CLEARING: the last block closes the runs (no OP 3)
 };
 
 #include "predicate.cuh"
@@ -262,23 +262,39 @@ __device__ __forceinline__ unsigned int xw_head_bits(const XW_T* __restrict__ in
     return kept;
 }
 
+// The run before each tile's first head ends there, and the last run at n; each of those runs'
+// lengths holds its last head's position (the scatter's). Each run is one thread's, from
+// `first` in steps of `stride`; with `zero` (the last block of a self-clearing pass, whose two
+// words a tile lie in the counters buffer) they go back to zero, and the loads bypass L1 (the
+// other blocks stored them in this launch).
+__device__ void xw_close_runs(unsigned int* lengths, unsigned int* side,
+                              unsigned long long* total, const CompactParams& p,
+                              unsigned long long first, unsigned long long stride, bool zero) {
+    for (unsigned long long g = first; g <= p.tiles; g += stride) {
+        if (g < p.tiles) {
+            const unsigned int r = __ldcg(&side[2 * g]);
+            if (r != NO_HEAD && r > 0)
+                lengths[r - 1] = __ldcg(&side[2 * g + 1]) - __ldcg(&lengths[r - 1]);
+            if (zero) {
+                side[2 * g] = 0;
+                side[2 * g + 1] = 0;
+            }
+        } else {
+            const unsigned int runs = (unsigned int)__ldcg(total);
+            if (runs > 0) lengths[runs - 1] = p.n - __ldcg(&lengths[runs - 1]);
+        }
+    }
+}
+
 extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restrict__ in, XW_T* __restrict__ out,
                                    unsigned long long* __restrict__ total,
                                    unsigned int* counter, unsigned int* states,
                                    unsigned int* lengths, unsigned int* side,
                                    CompactParams p) {
 #if OP == 3
-    // LENGTHS (one launch after the chunk's; p.tiles its tiles, p.n its elements): the run
-    // before each tile's first head ends there, and the last run at n; each of those runs'
-    // lengths holds its last head's position. Each run is one thread's.
-    const unsigned long long g = xw_group() * blockDim.x + threadIdx.x;
-    if (g < p.tiles) {
-        const unsigned int r = side[2 * g];
-        if (r != NO_HEAD && r > 0) lengths[r - 1] = side[2 * g + 1] - lengths[r - 1];
-    } else if (g == p.tiles) {
-        const unsigned int runs = (unsigned int)*total;
-        if (runs > 0) lengths[runs - 1] = p.n - lengths[runs - 1];
-    }
+    // LENGTHS (one launch after the chunk's; p.tiles its tiles, p.n its elements).
+    xw_close_runs(lengths, side, total, p, xw_group() * blockDim.x + threadIdx.x, p.tiles + 1,
+                  false);
 #elif OP == 0
     // RESET: the total, the counters and the first chunk's base.
     const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
@@ -387,7 +403,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     // With self_clearing: past its states (see the Vulkan twin), the tile counts itself done;
     // the round trip overlaps the scatter.
 #if SELF_CLEARING
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && !(LENGTHS && p.close)) {
         __threadfence();
         s_last = atomicAdd(&counter[C_DONE], 1u) + 1 == p.tiles;
     }
@@ -437,6 +453,21 @@ extern "C" __global__ __launch_bounds__(BLOCK) void compact(const XW_T* __restri
     __syncthreads();
     XW_T* const dst = out + out0 + tile_base;
     for (unsigned int i = threadIdx.x; i < tile_count; i += BLOCK) dst[i] = out_stage[i];
+#if OP == 2 && SELF_CLEARING && LENGTHS
+    // With `close`: the two words a tile lie in the counters buffer too, and the last block to
+    // count itself done does the last launch's work (xw_close_runs) and zeroes them; the count
+    // comes after every thread's stores of lengths and side.
+    if (p.close) {
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) s_last = atomicAdd(&counter[C_DONE], 1u) + 1 == p.tiles;
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            xw_close_runs(lengths, side, total, p, threadIdx.x, BLOCK, true);
+        }
+    }
+#endif
 #if OP == 2 && SELF_CLEARING
     // With self_clearing, the last tile to count itself done zeroes the tile states and the
     // done counter.

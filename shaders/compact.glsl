@@ -88,7 +88,7 @@ const uint STATE_VALUE = STATE_AGGREGATE - 1u;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
-layout(std430, binding = 2) buffer Total { uint total[]; };  // the u64 count, low word first
+layout(std430, binding = 2) coherent buffer Total { uint total[]; };  // the u64 count, low word first
 // The counter words, each on a 128-byte line of its own: every tile takes one or two atomics
 // on them and reads the chunk base. Measured on an H200 with the words on one line: the Vulkan
 // compaction took 14-16 ns per tile at 2^26-2^28 against 3-5 ns on CUDA; with them apart it
@@ -111,8 +111,9 @@ layout(std430, binding = 3) coherent buffer Counter64 { uint64_t counter64[]; };
 layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
 // LENGTHS: the run lengths (a window like dst's), and two words a tile (side[2 g], side[2 g + 1]:
 // the global rank and the position of tile g's first head, or NO_HEAD).
-layout(std430, binding = 5) buffer Lengths { uint lengths[]; };
-layout(std430, binding = 6) buffer Side { uint side[]; };
+// Coherent: a self-clearing pass's last tile reads what the others stored (close_runs).
+layout(std430, binding = 5) coherent buffer Lengths { uint lengths[]; };
+layout(std430, binding = 6) coherent buffer Side { uint side[]; };
 const uint NO_HEAD = 0xffffffffu;
 layout(push_constant) uniform Params {
     uint n;        // elements in this chunk
@@ -130,7 +131,7 @@ layout(push_constant) uniform Params {
     uint state0;   // this chunk's first tile state
     uint self_clearing;  // nonzero: the counters buffer's words, no RESET (see the top)
     uint shift;    // the input binding starts this many elements before the chunk (HEADS)
-    uint pad2;
+    uint close;    // LENGTHS, self_clearing: the last tile closes the runs (no OP_LENGTHS)
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
@@ -371,19 +372,31 @@ uint head_bits(T v[ITEMS], uint first, bool whole, out uint count, out uint last
     return kept;
 }
 
-// OP_LENGTHS (one launch after the chunk's, p.tiles = its tiles, p.n = its elements): the run
+// OP_LENGTHS (one launch after the chunk's, p.tiles = its tiles, p.n = its elements; or the
+// last tile of a self-clearing pass): the run
 // before each tile's first head ends there, and the last run at n; each of those runs' lengths
 // holds its last head's position (main's scatter). Each run is one invocation's.
-void lengths_step() {
-    uint g = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
-    if (g < p.tiles) {
-        uint r = side[2u * g];
-        if (r != NO_HEAD && r > 0u) lengths[r - 1u] = side[2u * g + 1u] - lengths[r - 1u];
-    } else if (g == p.tiles) {
-        uint runs = total[0];
-        if (runs > 0u) lengths[runs - 1u] = p.n - lengths[runs - 1u];
+// With `zero`, by one workgroup (the last tile of a self-clearing pass, whose two words a tile
+// lie in the counters buffer and go back to zero); else by the grid, an invocation a tile.
+void close_runs(bool zero) {
+    uint first = zero ? gl_LocalInvocationIndex : xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
+    uint stride = zero ? gl_WorkGroupSize.x : p.tiles + 1u;
+    for (uint g = first; g <= p.tiles; g += stride) {
+        if (g < p.tiles) {
+            uint r = side[2u * g];
+            if (r != NO_HEAD && r > 0u) lengths[r - 1u] = side[2u * g + 1u] - lengths[r - 1u];
+            if (zero) {
+                side[2u * g] = 0u;
+                side[2u * g + 1u] = 0u;
+            }
+        } else {
+            uint runs = total[0];
+            if (runs > 0u) lengths[runs - 1u] = p.n - lengths[runs - 1u];
+        }
     }
 }
+
+void lengths_step() { close_runs(false); }
 
 void main() {
     if (OP == OP_RESET) {
@@ -507,7 +520,8 @@ void main() {
         // With self_clearing: the tile has published its last state and its invocations have
         // read their last ones (the barrier that ends look_back), so it counts itself done; the
         // count's round trip overlaps the scatter. Release: the publications come first.
-        if (p.self_clearing != 0u && local == 0u) {
+        // (LENGTHS with `close` counts after its stores, below.)
+        if ((LENGTHS == 0u || p.close == 0u) && p.self_clearing != 0u && local == 0u) {
             uint before = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice,
                                     gl_StorageSemanticsBuffer, gl_SemanticsRelease);
             s_last_tile = before + 1u == p.tiles ? 1u : 0u;
@@ -560,6 +574,25 @@ void main() {
     }
     barrier();
     for (uint i = local; i < tile_count; i += gl_WorkGroupSize.x) dst[out_first + i] = out_stage[i];
+    if (OP == OP_STABLE && LENGTHS != 0u && p.close != 0u) {
+        // The two words a tile lie in the counters buffer too, and the last tile to count
+        // itself done does OP_LENGTHS's work: every invocation's stores of lengths and side
+        // are released before the count, which the last tile acquires. (Only for a few tiles:
+        // from 1024 tiles that count's wait and the last tile's loop cost more than the launch
+        // they save; NOTES.md, version 25.)
+        controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                       gl_SemanticsAcquireRelease);
+        if (local == 0u) {
+            uint before = atomicAdd(counter[C_DONE], 1u, gl_ScopeDevice,
+                                    gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+            s_last_tile = before + 1u == p.tiles ? 1u : 0u;
+        }
+        barrier();
+        if (s_last_tile != 0u) {
+            memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+            close_runs(true);
+        }
+    }
     if (OP == OP_STABLE && p.self_clearing != 0u) zero_states_if_last();
 
 #if !defined(XW_COUNT64)

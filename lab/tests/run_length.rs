@@ -121,6 +121,63 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
 }
 
 #[test]
+fn encodings_of_one_pass_leave_the_device_counters_zero() {
+    // Encodings whose pass keeps its tile states and two words a tile in the device's counters
+    // buffer close their runs in the pass's last tile, which zeroes those words: the result
+    // must equal the CPU's and the buffer be zero again after each; sizes from one key to the
+    // most tiles closed in the pass and one tile more (a last launch, the states still in the
+    // counters buffer), to the most tiles kept there and one more, 4- and 8-byte keys, short
+    // runs and all keys equal, with and without the fallback.
+    use xwarp_lab::validate::runs::{
+        expected_run_length, run_unique_or_rle, KeyPattern, UniqueWay,
+    };
+    let mut rng = xwarp::Rng::new(common::seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        if dev.counters().is_none() {
+            return;
+        }
+        for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
+            let tile = xwarp::compact::tile_elems(elem_bytes);
+            let most = xwarp::compact::SELF_CLEARING_MAX_TILES * tile;
+            let closed = xwarp::compact::CLOSE_IN_PASS_MAX_TILES * tile;
+            let sizes = [
+                1,
+                tile - 1,
+                tile + 1,
+                31 * tile + 5,
+                closed,
+                closed + 1,
+                most,
+                most + 1,
+            ];
+            for (j, &n) in sizes.iter().enumerate() {
+                let tuning = xwarp::runs::Tuning {
+                    spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
+                };
+                let pattern = if j % 3 == 2 {
+                    KeyPattern::AllEqual
+                } else {
+                    KeyPattern::Short
+                };
+                let label = format!("{}: {elem_bytes}-byte n={n} {pattern} {tuning:?}", d.label);
+                let (got, want) = if elem_bytes == 4 {
+                    let keys: Vec<u32> = pattern.keys(n, &mut rng);
+                    let got = run_unique_or_rle(dev, true, &keys, 7, tuning, UniqueWay::Planned);
+                    (got, expected_run_length(&keys, 7))
+                } else {
+                    let keys: Vec<f64> = pattern.keys(n, &mut rng);
+                    let got = run_unique_or_rle(dev, true, &keys, 0.5, tuning, UniqueWay::Planned);
+                    (got, expected_run_length(&keys, 0.5))
+                };
+                assert!(got.unwrap() == want, "{label}: wrong encoding");
+                common::assert_counters_zero(dev, &label);
+            }
+        }
+    });
+}
+
+#[test]
 fn every_backend_is_tested() {
     assert!(!devices().is_empty());
 }

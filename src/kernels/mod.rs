@@ -176,8 +176,9 @@ param_blocks! {
         /// Elements of the input binding before the chunk's first (the head predicate reads
         /// the one before the chunk).
         pub shift: u32,
-        /// Padding.
-        pub pad2: u32,
+        /// Nonzero (`LENGTHS`, self-clearing): the pass's last tile closes the runs (the two
+        /// words a tile lie in the counters buffer), no last launch.
+        pub close: u32,
     }
 
     /// The warp vote's block (`vote`).

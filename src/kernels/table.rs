@@ -176,7 +176,7 @@ pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
         "state0",
         "self_clearing",
         "shift",
-        "pad2",
+        "close",
     ],
 };
 /// The warp vote's block.
