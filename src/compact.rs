@@ -210,21 +210,39 @@ pub fn compact_tuned<T: PredicateElement>(
     )
 }
 
+/// The words unique and run-length encoding move keys of `key_bytes` bytes as in [`heads`]:
+/// `U32`, or `U64` where the device has 64-bit integers in kernels; `None` (the runs kernel
+/// then) otherwise.
+pub(crate) fn key_words(info: &DeviceInfo, key_bytes: usize) -> Option<ElemKind> {
+    match key_bytes {
+        4 => Some(ElemKind::U32),
+        _ if info.int64 => Some(ElemKind::U64),
+        _ => None,
+    }
+}
+
 /// The heads of `n` elements of `elem` (`U32` or `U64`: keys as their bits) in `keys`: every
 /// element that differs from the one before it, and the first, compacted in input order into
 /// `keys_out` (at least `n` elements), their number into `count[0]`. Unique's kernel: the
 /// stable compaction with the head predicate, whose chunks after the first read the element
-/// before them. The caller has checked the lengths.
+/// before them. With `lengths` (`u32`, at least `n`; only for inputs that [`lengths_fit`]), each
+/// head's run length too, run-length encoding's kernel: in the scatter each head writes the
+/// length of the run before it, the tile's last head its position; the runs that end at a
+/// tile's first head are closed from two words a tile by the pass's last tile (up to
+/// [`CLOSE_IN_PASS_MAX_TILES`]) or by a last small launch. The caller has checked the lengths.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn heads(
     dev: &dyn Device,
     elem: ElemKind,
     n: usize,
     keys: &RawBuffer,
     keys_out: &RawBuffer,
+    lengths: Option<&RawBuffer>,
     count: &DeviceVec<u64>,
     tuning: Tuning,
 ) -> Result<()> {
     debug_assert!(matches!(elem, ElemKind::U32 | ElemKind::U64));
+    debug_assert!(lengths.is_none() || lengths_fit(dev.info(), elem.size(), n, tuning));
     validate_tuning(tuning)?;
     run(
         dev,
@@ -236,53 +254,19 @@ pub(crate) fn heads(
             input: keys,
             output: keys_out,
             heads: true,
-            lengths: None,
+            lengths,
         },
         count,
         tuning,
     )
 }
 
-/// Whether [`run_lengths`] takes `n` elements of `elem_size` bytes on this device with this
-/// tuning in one chunk and one output window (else run-length encoding takes the runs kernel).
+/// Whether [`heads`] with lengths takes `n` elements of `elem_size` bytes on this device with
+/// this tuning in one chunk and one output window (else run-length encoding takes the runs
+/// kernel).
 pub(crate) fn lengths_fit(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning) -> bool {
     let plan = Plan::new(info, elem_size, n, tuning);
     plan.single && n <= plan.chunk
-}
-
-/// [`heads`] with each head's run length into `lengths` (`u32`, at least `n`): run-length
-/// encoding in one pass over the keys and one small launch, for inputs that
-/// [`lengths_fit`]. A head's length is the distance to the next head of its tile; the tile's
-/// last head holds its position, and a last launch subtracts it from the position of the next
-/// tile's first head (two words a tile, in a scratch buffer), or from `n`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_lengths(
-    dev: &dyn Device,
-    elem: ElemKind,
-    n: usize,
-    keys: &RawBuffer,
-    keys_out: &RawBuffer,
-    lengths: &RawBuffer,
-    count: &DeviceVec<u64>,
-    tuning: Tuning,
-) -> Result<()> {
-    debug_assert!(matches!(elem, ElemKind::U32 | ElemKind::U64));
-    debug_assert!(lengths_fit(dev.info(), elem.size(), n, tuning));
-    run(
-        dev,
-        Order::Stable,
-        &Job {
-            elem,
-            words: [HEAD_CODE, 0, 0, 0, 0],
-            n,
-            input: keys,
-            output: keys_out,
-            heads: true,
-            lengths: Some(lengths),
-        },
-        count,
-        tuning,
-    )
 }
 
 /// The predicate code passed with the head predicate (`XW_PRED_HEAD` in the GLSL kernel).

@@ -54,23 +54,10 @@ pub fn encode_tuned<K: Element>(
     check(dev, keys, keys_out, lengths, num_runs)?;
     let n = keys.len();
     let info = dev.info();
-    let words = match K::KIND.size() {
-        4 => Some(ElemKind::U32),
-        _ if info.int64 => Some(ElemKind::U64),
-        _ => None,
-    };
-    match words {
+    match crate::compact::key_words(info, K::KIND.size()) {
         Some(words) if crate::compact::lengths_fit(info, K::KIND.size(), n, tuning) => {
-            crate::compact::run_lengths(
-                dev,
-                words,
-                n,
-                keys.raw(),
-                keys_out.raw(),
-                lengths.raw(),
-                num_runs,
-                tuning,
-            )
+            let (input, output, lengths) = (keys.raw(), keys_out.raw(), Some(lengths.raw()));
+            crate::compact::heads(dev, words, n, input, output, lengths, num_runs, tuning)
         }
         _ => {
             let tuning = runs::Tuning { spin: tuning.spin };

@@ -52,15 +52,12 @@ pub fn unique_tuned<K: Element>(
 ) -> Result<()> {
     check(dev, keys, keys_out, num_runs)?;
     let n = keys.len();
-    let words = match K::KIND.size() {
-        4 => ElemKind::U32,
-        _ if dev.info().int64 => ElemKind::U64,
-        _ => {
-            let tuning = runs::Tuning { spin: tuning.spin };
-            return unique_runs_kernel(dev, keys, keys_out, num_runs, tuning);
-        }
+    let Some(words) = crate::compact::key_words(dev.info(), K::KIND.size()) else {
+        let tuning = runs::Tuning { spin: tuning.spin };
+        return unique_runs_kernel(dev, keys, keys_out, num_runs, tuning);
     };
-    crate::compact::heads(dev, words, n, keys.raw(), keys_out.raw(), num_runs, tuning)
+    let (input, output) = (keys.raw(), keys_out.raw());
+    crate::compact::heads(dev, words, n, input, output, None, num_runs, tuning)
 }
 
 /// The checks of every unique call, before anything runs.
