@@ -17,12 +17,13 @@ struct PartitionParams {
     unsigned int b_lo;   // second operand (in_range's hi)
     unsigned int b_hi;
     unsigned int tiles;  // tiles of the input
-    unsigned int pad;
+    unsigned int scan;   // nonzero: the count step's last block scans the counts (no scan launch)
 };
 
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
+#define XW_SCAN_ITEMS 16u // tile counts per thread in a round of the last block's scan
 
 // Bit j: the element of step j of the thread's run (from `first`) passes; *count gets the
 // warp's passing elements. Called with a constant code, the predicate's switch folds away.
@@ -40,9 +41,62 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
+// The count step with p.scan: the block that counts its tile last (its ticket, one word of the
+// device's counters buffer, zero before the launch and after it) writes the exclusive scan of
+// every tile's count to prefix, XW_SCAN_ITEMS consecutive counts a thread a round (the host
+// bounds the rounds). The count's store, then a fence, then the ticket; the last block fences
+// again before it reads the counts from L2.
+__device__ __forceinline__ void xw_scan_if_last(const unsigned int* counts, unsigned int* prefix,
+                                                unsigned int* ticket, unsigned int* warp_sums,
+                                                const PartitionParams& p) {
+    __shared__ bool s_last;
+    const unsigned int local = threadIdx.x;
+    if (local == 0) {
+        __threadfence();
+        s_last = atomicAdd(ticket, 1u) + 1u == p.tiles;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const unsigned int lane = local % XW_WARP;
+    const unsigned int warp = local / XW_WARP;
+    unsigned int carry = 0;
+    for (unsigned int base = 0; base < p.tiles; base += BLOCK * XW_SCAN_ITEMS) {
+        const unsigned int at = base + local * XW_SCAN_ITEMS;
+        unsigned int c[XW_SCAN_ITEMS];
+        unsigned int sum = 0;
+#pragma unroll
+        for (unsigned int j = 0; j < XW_SCAN_ITEMS; ++j) {
+            c[j] = at + j < p.tiles ? __ldcg(&counts[at + j]) : 0u;
+            sum += c[j];
+        }
+        unsigned int incl = sum;
+#pragma unroll
+        for (unsigned int o = 1; o < XW_WARP; o <<= 1) {
+            const unsigned int v = __shfl_up_sync(XW_FULL_MASK, incl, o);
+            if (lane >= o) incl += v;
+        }
+        if (lane == XW_WARP - 1) warp_sums[warp] = incl;
+        __syncthreads();
+        unsigned int before = carry + incl - sum;
+        for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
+            const unsigned int s = warp_sums[w];
+            if (w < warp) before += s;
+            carry += s;
+        }
+#pragma unroll
+        for (unsigned int j = 0; j < XW_SCAN_ITEMS; ++j) {
+            if (at + j < p.tiles) prefix[at + j] = before;
+            before += c[j];
+        }
+        __syncthreads();  // warp_sums is read before the next round writes it
+    }
+    if (local == 0) *ticket = 0;
+}
+
 extern "C" __global__ __launch_bounds__(BLOCK) void partition(
-    const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* __restrict__ counts,
-    const unsigned int* __restrict__ prefix, unsigned long long* __restrict__ total,
+    const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
+    unsigned int* prefix, unsigned long long* __restrict__ total, unsigned int* ticket,
     PartitionParams p) {
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ XW_T stage[BLOCK * ITEMS];
@@ -86,6 +140,10 @@ extern "C" __global__ __launch_bounds__(BLOCK) void partition(
     }
 #if OP == 0
     if (local == 0) counts[t] = tile_count;
+    if (p.scan) {
+        __syncthreads();  // every thread has read warp_counts, which the scan reuses
+        xw_scan_if_last(counts, prefix, ticket, warp_counts, p);
+    }
 #elif OP == 1
     // The element of step j sits at place q = run + j * 32 + lane of the tile, with `at`
     // passing elements of the tile before it.

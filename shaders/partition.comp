@@ -2,9 +2,13 @@
 // Stable two-way partition by a run-time predicate; the twin of cuda/partition.cu, modelled by
 // src/cpu/partition.rs. A call is three steps (src/partition.rs):
 //   COUNT    per tile t, the elements that pass the predicate: counts[t].
-//   (then)   an exclusive device scan of the tile counts (xwarp::scan, itself a decoupled
-//            look-back with its no-deadlock fallback): prefix[t], the passing elements of the
-//            tiles before t.
+//   (then)   an exclusive scan of the tile counts: prefix[t], the passing elements of the tiles
+//            before t. With p.scan, by the count step's last workgroup: each workgroup counts
+//            its tile done on a ticket (one word of the device's counters buffer, zero before
+//            the launch and after it; the count's store released, the ticket acquired), and
+//            the one that counts last scans every count, SCAN_ITEMS a invocation a round (the
+//            host bounds the rounds; one launch less, NOTES.md version 26). Otherwise a device
+//            scan (xwarp::scan, itself a decoupled look-back with its no-deadlock fallback).
 //   SCATTER  per tile t, with P = prefix[t] and S = prefix[tiles - 1] + counts[tiles - 1] (every
 //            passing element): the tile's passing elements go to P + their rank, its others to
 //            S + (t * TILE - P) + their rank, each group in input order. Workgroup 0 also writes
@@ -20,6 +24,7 @@
 // memory (the passing ones first) and leave in coalesced stores: each is contiguous in the
 // output.
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -33,9 +38,11 @@ const uint OP_COUNT = 0u;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
-layout(std430, binding = 2) buffer Counts { uint counts[]; };
-layout(std430, binding = 3) readonly buffer Prefix { uint prefix[]; };
+// Coherent: the count step's last workgroup reads what the others stored.
+layout(std430, binding = 2) coherent buffer Counts { uint counts[]; };
+layout(std430, binding = 3) buffer Prefix { uint prefix[]; };
 layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
+layout(std430, binding = 5) coherent buffer Ticket { uint ticket[]; };  // p.scan's ticket
 layout(push_constant) uniform Params {
     uint n;      // elements
     uint pred;   // predicate code (vote_predicate.glsl)
@@ -44,13 +51,56 @@ layout(push_constant) uniform Params {
     uint b_lo;   // second operand (in_range's hi)
     uint b_hi;
     uint tiles;  // tiles of the input
-    uint pad;
+    uint scan;   // nonzero: the count step's last workgroup scans the counts (no scan launch)
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
 
+const uint SCAN_ITEMS = 16u;  // tile counts per invocation in a round of the last scan
+
 shared uint sg_counts[gl_WorkGroupSize.x];
 shared T stage[TILE];
+shared uint s_last;
+
+// p.scan: the count step's end (see the header). Uniform control flow.
+void scan_if_last(uint local) {
+    if (local == 0u) {
+        uint before = atomicAdd(ticket[0], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsAcquireRelease);
+        s_last = before + 1u == p.tiles ? 1u : 0u;
+    }
+    barrier();
+    if (s_last == 0u) return;
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    uint block = gl_WorkGroupSize.x;
+    uint carry = 0u;
+    for (uint base = 0u; base < p.tiles; base += block * SCAN_ITEMS) {
+        uint at = base + local * SCAN_ITEMS;
+        uint c[SCAN_ITEMS];
+        uint sum = 0u;
+        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
+            c[j] = at + j < p.tiles ? counts[at + j] : 0u;
+            sum += c[j];
+        }
+        // The invocations' inclusive sums, by doubling steps in shared memory.
+        sg_counts[local] = sum;
+        barrier();
+        for (uint o = 1u; o < block; o <<= 1u) {
+            uint v = local >= o ? sg_counts[local - o] : 0u;
+            barrier();
+            sg_counts[local] += v;
+            barrier();
+        }
+        uint before = carry + sg_counts[local] - sum;
+        carry += sg_counts[block - 1u];
+        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
+            if (at + j < p.tiles) prefix[at + j] = before;
+            before += c[j];
+        }
+        barrier();  // sg_counts is read before the next round writes it
+    }
+    if (local == 0u) ticket[0] = 0u;
+}
 
 // Bit j: the element of step j of the caller's run (from `first`) passes; `count` gets the
 // subgroup's passing elements. Called with a constant code, the predicate's switch folds away.
@@ -114,6 +164,10 @@ void main() {
     }
     if (OP == OP_COUNT) {
         if (local == 0u) counts[t] = tile_count;
+        if (p.scan != 0u) {
+            barrier();  // every invocation has read sg_counts, which the scan reuses
+            scan_if_last(local);
+        }
         return;
     }
     // The element of step j sits at place q = run + j * gl_SubgroupSize + lane of the tile,

@@ -8,8 +8,11 @@
 //! Three steps, in tiles of [`BLOCK`] threads × [`items_per_thread`] elements (16 KiB of input),
 //! ranked by subgroup ballots as in the stable compaction ([`crate::compact`]):
 //! 1. `partition` (count): each tile's passing count;
-//! 2. [`crate::scan::device_scan`] of the tile counts (exclusive sum): each tile's offset, by
-//!    the decoupled look-back with its fallback that cannot deadlock;
+//! 2. the exclusive sum of the tile counts: each tile's offset. Up to
+//!    [`SCAN_IN_PASS_MAX_TILES`] tiles the count step's last workgroup computes it (a ticket in
+//!    the device's counters buffer, zero again after the launch); beyond, or on a device
+//!    without that buffer, [`crate::scan::device_scan`], by the decoupled look-back with its
+//!    fallback that cannot deadlock;
 //! 3. `partition` (scatter): each tile stages its passing elements and its others in shared
 //!    memory and writes both runs with coalesced stores, the passing ones at the tile's offset,
 //!    the others after every passing element (the total, which the scan's last entry gives).
@@ -33,7 +36,7 @@
 //! At most [`plan::MAX_LAUNCH_ELEMS`] elements, and no more than one kernel binding spans. Every
 //! check happens before anything is launched, so a refused call leaves its outputs untouched.
 
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::kernels::PartitionParams;
 use crate::plan;
@@ -41,6 +44,11 @@ use crate::reduce::ReduceOp;
 use crate::scan::{self, ScanKind};
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
+
+/// Most tiles whose offsets the count step's last workgroup scans; more take a scan launch of
+/// their own (each workgroup's wait for its ticket lengthens the count step by more than the
+/// launch it saves beyond about two waves of tiles: NOTES.md, version 26).
+pub const SCAN_IN_PASS_MAX_TILES: usize = 1024;
 
 /// The steps of the plan: `OP` in `shaders/partition.comp` and `cuda/partition.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +67,35 @@ pub fn partition<T: PredicateElement>(
     output: &mut DeviceVec<T>,
     count: &mut DeviceVec<u64>,
 ) -> Result<()> {
+    partition_tuned(dev, pred, input, output, count, Tuning::default())
+}
+
+/// How [`partition_tuned`] plans a call; results never depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Most tiles whose offsets the count step's last workgroup scans (at most
+    /// [`SCAN_IN_PASS_MAX_TILES`]); more take a scan launch. 0 always takes the launch — what
+    /// the tests use to compare the two ways.
+    pub scan_in_pass_max_tiles: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            scan_in_pass_max_tiles: SCAN_IN_PASS_MAX_TILES,
+        }
+    }
+}
+
+/// [`partition`] with explicit [`Tuning`].
+pub fn partition_tuned<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &DeviceVec<T>,
+    output: &mut DeviceVec<T>,
+    count: &mut DeviceVec<u64>,
+    tuning: Tuning,
+) -> Result<()> {
     validate(dev, pred, input, output, count)?;
     let info = dev.info();
     let n = input.len();
@@ -71,6 +108,18 @@ pub fn partition<T: PredicateElement>(
     if info.backend == BackendKind::Cuda {
         consts.push(("BLOCK", BLOCK));
     }
+    // The count step's ticket: a word of the device's counters buffer, zero before and after.
+    let ticket = dev
+        .counters()
+        .filter(|c| {
+            let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
+            tiles > 0 && tiles <= most && c.bytes() >= 4
+        })
+        .map(|c| Binding {
+            buffer: c,
+            offset: 0,
+            bytes: 4,
+        });
     let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
     let params = PartitionParams {
         n: n as u32,
@@ -80,7 +129,7 @@ pub fn partition<T: PredicateElement>(
         b_lo,
         b_hi,
         tiles: tiles as u32,
-        pad: 0,
+        scan: ticket.is_some() as u32,
     };
     let launch = |step: Step, prefix: &DeviceVec<u32>| -> Result<()> {
         let mut consts = consts.clone();
@@ -100,12 +149,16 @@ pub fn partition<T: PredicateElement>(
                 counts.binding(0, tiles),
                 prefix.binding(0, tiles),
                 count.binding(0, 1),
+                // Unused without the scan in the pass.
+                ticket.unwrap_or_else(|| counts.binding(0, tiles)),
             ],
             params: bytemuck::bytes_of(&params),
         })
     };
     if tiles > 0 {
         launch(Step::Count, &prefix)?;
+    }
+    if tiles > 0 && ticket.is_none() {
         scan::device_scan(
             dev,
             ReduceOp::Sum,

@@ -6,12 +6,12 @@
 mod common;
 
 use common::{devices, for_each_device, seed};
-use xwarp::partition::{partition, partition_host};
+use xwarp::partition::{self, partition, partition_host, SCAN_IN_PASS_MAX_TILES};
 use xwarp::vote::{Predicate, PredicateElement};
 use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
 use xwarp_lab::validate::first_mismatch;
 use xwarp_lab::validate::partition::{
-    expected, partition_cases, run_partition, PartitionCase, PARTITION_LENGTHS,
+    expected, partition_cases, run_partition_tuned, PartitionCase, PARTITION_LENGTHS,
 };
 use xwarp_lab::validate::poison_value;
 use xwarp_lab::validate::vote::{case_input, PredSpec};
@@ -33,11 +33,20 @@ fn odd_numbers_first_then_even_ones() {
 
 /// Runs `cases` on every device: count, output and slack, bit for bit.
 fn check<T: PredicateElement>(what: &str, input: &[T], pred: Predicate<T>) {
+    check_tuned(what, input, pred, partition::Tuning::default());
+}
+
+fn check_tuned<T: PredicateElement>(
+    what: &str,
+    input: &[T],
+    pred: Predicate<T>,
+    tuning: partition::Tuning,
+) {
     let poison = poison_value(input);
     let want = expected(pred, input, poison);
     let mut outputs = Vec::new();
     for_each_device(|d| {
-        let got = run_partition(&*d.dev, pred, input, poison)
+        let got = run_partition_tuned(&*d.dev, pred, input, poison, tuning)
             .unwrap_or_else(|e| panic!("{}: {what} ({pred}): {e}", d.label));
         if let Some(m) = first_mismatch(&want, &got) {
             // Index 0 is the count; output element k is index k + 1, the slack after it.
@@ -150,6 +159,44 @@ fn long_input_with_a_skewed_predicate() {
         &input,
         Predicate::Greater(0),
     );
+}
+
+/// The tile offsets scanned by the count pass's last workgroup (one round, two, and the most
+/// tiles it takes) and by a scan launch of their own give the same output, and the limit holds
+/// (`Tuning` of 1 tile: a tile in the pass, more by a launch); the device's counters stay zero
+/// for the calls after (each case runs twice).
+#[test]
+fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
+    fn run<T: PredicateElement>(input: &[T]) {
+        for most in [0, 1, SCAN_IN_PASS_MAX_TILES] {
+            let tuning = partition::Tuning {
+                scan_in_pass_max_tiles: most,
+            };
+            for _ in 0..2 {
+                check_tuned(
+                    &format!(
+                        "n = {}, scanned in the pass up to {most} tiles",
+                        input.len()
+                    ),
+                    input,
+                    Predicate::Odd,
+                    tuning,
+                );
+            }
+        }
+    }
+    let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
+    let tile = partition::tile_elems(4);
+    let mut sizes = vec![1, 33, tile, tile + 1, 1_000_003];
+    if large {
+        // Two rounds of the last workgroup's scan, and its limit.
+        sizes.extend([(1 << 24) + 1, SCAN_IN_PASS_MAX_TILES * tile]);
+    }
+    let mut rng = Rng::new(seed());
+    for n in sizes {
+        let input: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+        run(&input);
+    }
 }
 
 #[test]

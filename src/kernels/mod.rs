@@ -314,8 +314,9 @@ param_blocks! {
         pub b_hi: u32,
         /// Tiles of the input.
         pub tiles: u32,
-        /// Padding to a multiple of 16 bytes.
-        pub pad: u32,
+        /// Nonzero: the count step's last block scans the tile counts into the prefixes (no scan
+        /// launch), with its ticket in the device's counters buffer.
+        pub scan: u32,
     }
 
     /// The even-bin histogram's block (`histogram`).

@@ -231,7 +231,7 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
 /// The stable partition's block.
 pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
     name: "PartitionParams",
-    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "pad"],
+    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "scan"],
 };
 /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
 /// `reduce_by_key`).

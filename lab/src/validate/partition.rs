@@ -74,10 +74,22 @@ pub fn run_partition<T: PredicateElement>(
     input: &[T],
     poison: T,
 ) -> Result<Vec<u64>> {
+    run_partition_tuned(dev, pred, input, poison, partition::Tuning::default())
+}
+
+/// [`run_partition`] planned by `tuning` (the tile offsets scanned in the count pass or by a
+/// launch of their own).
+pub fn run_partition_tuned<T: PredicateElement>(
+    dev: &dyn Device,
+    pred: Predicate<T>,
+    input: &[T],
+    poison: T,
+    tuning: partition::Tuning,
+) -> Result<Vec<u64>> {
     let src = DeviceVec::from_slice(dev, input)?;
     let (mut out, whole) = slack_output(dev, input.len(), poison)?;
     let mut count = DeviceVec::from_slice(dev, &[u64::MAX])?;
-    partition::partition(dev, pred, &src, &mut out, &mut count)?;
+    partition::partition_tuned(dev, pred, &src, &mut out, &mut count, tuning)?;
     let mut words = count.to_vec(dev)?;
     words.extend(whole.to_vec(dev)?.iter().map(|v| v.to_bits64()));
     Ok(words)
