@@ -94,6 +94,8 @@ fn compile(k: &Kernel<'_>, arch: u32) -> Result<nvrtc::Ptx> {
         // XW_T must be one token: kernels write `XW_T(0)`, which C++ rejects for
         // `unsigned int(0)`; so it names a typedef of the CUDA type, declared first below.
         format!("-DXW_T={ELEM_TYPEDEF}"),
+        // The element's size, for the preprocessor (launch bounds by type).
+        format!("-DXW_ELEM_BYTES={}", k.elem.size()),
     ];
     for &(name, value) in k.consts {
         if !is_identifier(name) {
