@@ -253,6 +253,41 @@ fn split_even_is_tile_aligned_and_balanced() {
     }
 }
 
+/// Shards of whole tiles of tile totals (TILE * TILE elements on every rank but the last):
+/// each rank sends the next level of its totals instead of the totals. Float sums, min and max
+/// equal the one-device reduce and the CPU's group order, bit for bit, on 2 and 3 ranks (one of
+/// them empty, and a short last shard).
+#[test]
+fn reduce_of_shards_of_whole_second_level_tiles() {
+    let big = TILE * TILE;
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev: &dyn Device = &*d.dev;
+        for lens in [vec![big, big], vec![big, 0, 4097], vec![big, 5]] {
+            let n: usize = lens.iter().sum();
+            let data: Vec<f32> = f32::input(ReduceOp::Sum, n, &mut rng);
+            let group = Group::in_process(vec![dev; lens.len()]).unwrap();
+            let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
+            for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
+                let one = device_reduce_host(dev, op, &data).unwrap();
+                let want = cpu::group::reduce(op, &split(&data, &lens));
+                let got = group::reduce_host(&group, op, &x).unwrap();
+                assert_eq!(
+                    want.to_bits(),
+                    one.to_bits(),
+                    "{op:?} {lens:?}: CPU group order"
+                );
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{}: {op:?} {lens:?}: {got} against {want}",
+                    d.label
+                );
+            }
+        }
+    });
+}
+
 /// Ranks on distinct devices: three Vulkan devices opened apart (transfers through host
 /// memory) and the test devices together; reduce, scan and sort against the CPU.
 #[test]
