@@ -412,33 +412,6 @@ pub(crate) fn tile_totals<T: Reduce>(
     first_level(dev, op, input, chunk, totals, at)
 }
 
-/// The next level of [`device_reduce`] over a run of tile totals that starts a tile of the
-/// level (as `crate::group`'s ranks' totals do where every rank but the last has whole tiles of
-/// them): the totals of `totals`' tiles of [`TILE`] values, `totals.len().div_ceil(TILE)` values
-/// written to `next[at..]`, each exactly the value `device_reduce` computes for that tile.
-pub(crate) fn next_level<T: Reduce>(
-    dev: &dyn Device,
-    op: ReduceOp,
-    totals: &DeviceVec<T>,
-    next: &DeviceVec<T>,
-    at: usize,
-) -> Result<()> {
-    require::<T>(dev, op)?;
-    let n = totals.len();
-    let len = n.div_ceil(TILE);
-    if at + len > next.len() {
-        return Err(Error::LengthMismatch {
-            name: "next",
-            expected: (at + len) as u64,
-            actual: next.len() as u64,
-        });
-    }
-    if n == 0 {
-        return Ok(());
-    }
-    launch(dev, op, SCOPE_TILE, totals, 0, n, next, at, len)
-}
-
 /// The tile totals of `input` into `totals[at..]`, in launches of at most `chunk` elements
 /// (whole tiles), so the tiling (and the order) never depends on the device's binding limits.
 fn first_level<T: Reduce>(

@@ -253,10 +253,10 @@ fn split_even_is_tile_aligned_and_balanced() {
     }
 }
 
-/// Shards of whole tiles of tile totals (TILE * TILE elements on every rank but the last):
-/// each rank sends the next level of its totals instead of the totals. Float sums, min and max
-/// equal the one-device reduce and the CPU's group order, bit for bit, on 2 and 3 ranks (one of
-/// them empty, and a short last shard).
+/// Shards of whole tiles of tile totals (TILE * TILE elements on every rank but the last, the
+/// weak-scaling layout of 2^24 elements a rank): float sums, min and max equal the one-device
+/// reduce and the CPU's group order, bit for bit, on 2 and 3 ranks (one of them empty, and a
+/// short last shard).
 #[test]
 fn reduce_of_shards_of_whole_second_level_tiles() {
     let big = TILE * TILE;

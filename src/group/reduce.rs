@@ -43,19 +43,7 @@ pub fn reduce<T: Reduce>(
         return single::device_reduce(group.device(0), op, input.shard(0), output.shard_mut(0), 0);
     }
     let tiles: Vec<usize> = input.lens().iter().map(|n| n.div_ceil(TILE)).collect();
-    let total_tiles: usize = tiles.iter().sum();
-    // Where the totals of every rank but the last are whole tiles of the next level (shards of
-    // multiples of TILE * TILE elements, e.g. 2^24 a rank), each rank also computes its part of
-    // the next level, the very values `device_reduce` of all the totals computes there, and only
-    // those travel: a few values a rank instead of a total a tile (NOTES.md, version 26).
-    let next = ranks > 1 && total_tiles > TILE && tiles[..ranks - 1].iter().all(|t| t % TILE == 0);
-    // What each rank contributes, in rank order: its tile totals, or their next level.
-    let parts: Vec<usize> = if next {
-        tiles.iter().map(|t| t.div_ceil(TILE)).collect()
-    } else {
-        tiles.clone()
-    };
-    let starts: Vec<usize> = parts
+    let starts: Vec<usize> = tiles
         .iter()
         .scan(0, |at, &t| {
             let start = *at;
@@ -63,43 +51,37 @@ pub fn reduce<T: Reduce>(
             Some(start)
         })
         .collect();
-    let total_parts: usize = parts.iter().sum();
+    let total_tiles: usize = tiles.iter().sum();
     let size = T::KIND.size() as u64;
     let output = &*output;
     group.run(|rank| {
         let (r, dev) = (rank.rank, rank.dev());
-        // Every rank's part, in rank order.
-        let totals = DeviceVec::<T>::alloc(dev, total_parts)?;
-        if !next {
-            single::tile_totals(dev, op, input.shard(r), &totals, starts[r])?;
-        } else if tiles[r] > 0 {
-            let own = DeviceVec::<T>::alloc(dev, tiles[r])?;
-            single::tile_totals(dev, op, input.shard(r), &own, 0)?;
-            single::next_level(dev, op, &own, &totals, starts[r])?;
-        }
+        // Every rank's tile totals, in rank order.
+        let totals = DeviceVec::<T>::alloc(dev, total_tiles)?;
+        single::tile_totals(dev, op, input.shard(r), &totals, starts[r])?;
         rank.step("tile totals")?;
         let piece = |peer: usize, of: usize| Piece {
             peer,
             buffer: totals.raw(),
             offset: starts[of] as u64 * size,
-            bytes: parts[of] as u64 * size,
+            bytes: tiles[of] as u64 * size,
         };
         let peers = || (0..ranks).filter(move |&p| p != r);
-        let sends: Vec<Piece<'_>> = if parts[r] > 0 {
+        let sends: Vec<Piece<'_>> = if tiles[r] > 0 {
             peers().map(|p| piece(p, r)).collect()
         } else {
             Vec::new()
         };
         let recvs: Vec<Piece<'_>> = peers()
-            .filter(|&p| parts[p] > 0)
+            .filter(|&p| tiles[p] > 0)
             .map(|p| piece(p, p))
             .collect();
         rank.ex.exchange(r, &sends, &recvs)?;
         rank.step("exchange")?;
         let out = output.shard(r);
-        if total_parts == 1 {
+        if total_tiles == 1 {
             // A single tile's total is the result (`device_reduce` of it would differ for min
-            // and max of a NaN: `op(NaN, id)` is `id`). (With `next` there are at least two.)
+            // and max of a NaN: `op(NaN, id)` is `id`).
             dev.copy(totals.raw(), 0, out.raw(), 0, size)?;
         } else {
             single::device_reduce(dev, op, &totals, &mut view(out)?, 0)?;
