@@ -43,8 +43,11 @@
 //                                          for u32 and 2^63 for u64 (about half the values pass)
 //   sort_keys                              cub::DeviceRadixSort::SortKeys, ascending, every bit,
 //                                          not in place (the inputs are the keys)
-//   sort_pairs                             cub::DeviceRadixSort::SortPairs, the same keys with the
-//                                          uint32 values 0, 1, ..., n - 1 (xwarp's pair values)
+//   sort_pairs                             cub::DeviceRadixSort::SortPairs, the same keys with
+//                                          values naming their input places (xwarp's pair
+//                                          values): for 4-byte keys the uint32 values 0, 1, ...,
+//                                          n - 1; for 8-byte keys (i64, u64, f64) uint64 values
+//                                          (i << 32) | (i ^ 0x9e3779b9), both words the index
 //   partition_if                           cub::DevicePartition::If with select_if's predicate (the
 //                                          others after the selected ones, in reverse order)
 //   unique                                 cub::DeviceSelect::Unique
@@ -68,9 +71,10 @@
 // min/max and selection exact — CUB's selection is stable — float sums and scans within a
 // rounding tolerance, since CUB's association order is its own; sorts without a host sort, by
 // the properties that define them: keys in CUB's order and the same multiset of bit patterns as
-// the input (a fingerprint), pairs exactly — the values a permutation of the input indices, each
-// key the input's key at its value, equal keys in increasing index); two untimed warm-up calls
-// follow. Then:
+// the input (a fingerprint), pairs exactly — every value one an input index makes (a uint64
+// whose two words disagree was moved or written wrong in one of them), the indices a
+// permutation of 0..n-1, each key the input's key at its value's index, equal keys in
+// increasing index); two untimed warm-up calls follow. Then:
 //   GPU time:  --reps calls, each between two cudaEvents; before each, outside the events, a
 //              cudaMemsetAsync over --scrub-bytes evicts the L2 cache.
 //   host wall: --reps more calls, each timed with std::chrono::steady_clock around the CUB call
@@ -310,6 +314,37 @@ struct Elem<double> {
 /// The unsigned integer of the same size as T: integer sums wrap in it.
 template <typename T>
 using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+/// The value type of a pair sort with keys of T: as wide as the keys (uint32 for 4-byte keys,
+/// uint64 for 8-byte ones), as in xwarp's benchmark.
+template <typename T>
+using PairValue = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+/// The word the low half of a uint64 pair value holds the index xor'ed with.
+constexpr uint64_t kPairCheckWord = 0x9e3779b9;
+
+/// The pair value of the key at input place `i` (below 2^32): the index itself for uint32, and
+/// for uint64 the index in the high word and the index xor kPairCheckWord in the low one, so
+/// that a word moved apart from its other half, or either word written wrong, shows.
+/// (xwarp: `PairValue::of_index` in lab/src/bench/check.rs.)
+template <typename V>
+V pair_value(size_t i) {
+  static_assert(std::is_same_v<V, uint32_t> || std::is_same_v<V, uint64_t>, "u32 or u64 values");
+  if constexpr (sizeof(V) == 4) {
+    return static_cast<uint32_t>(i);
+  } else {
+    const uint64_t x = static_cast<uint64_t>(i);
+    return (x << 32) | ((x ^ kPairCheckWord) & 0xffffffffu);
+  }
+}
+
+/// The input place a pair value names, or SIZE_MAX where it is no place's value (a uint64 whose
+/// two words disagree).
+inline size_t pair_index(uint32_t v) { return v; }
+inline size_t pair_index(uint64_t v) {
+  const uint64_t high = v >> 32;
+  return (v & 0xffffffffu) == (high ^ kPairCheckWord) ? static_cast<size_t>(high) : SIZE_MAX;
+}
 
 /// Generator draws per value: 3 for floats (mantissa, exponent, sign), 1 for integers.
 template <typename T>
@@ -909,54 +944,66 @@ std::string check_sorted_keys(const Fingerprint& want, const FingerprintKey& key
   return "";
 }
 
-/// Checks a stable sort of pairs whose values were the input indices 0..n-1, exactly: the values
-/// a permutation (a bitmap), each key the input's key at its value, and every pair after the one
-/// before in the order (radix order, input index): sorted and stable. Only the stable sort has
-/// all three properties.
-template <typename T>
+/// Checks a stable sort of pairs whose values were pair_value<V>(i) of the input indices
+/// 0..n-1, exactly: every value one an index makes (both words of a uint64 naming the same
+/// index), the indices a permutation (a bitmap), each key the input's key at its value's index,
+/// and every pair after the one before in the order (radix order, input index): sorted and
+/// stable. Only the stable sort has all these properties.
+template <typename T, typename V>
 std::string check_sorted_pairs(const std::vector<T>& in, const std::vector<T>& keys,
-                               const std::vector<uint32_t>& values) {
+                               const std::vector<V>& values) {
+  static_assert(std::is_same_v<V, uint32_t> || std::is_same_v<V, uint64_t>, "u32 or u64 values");
   const size_t n = in.size();
   if (keys.size() != n || values.size() != n) {
     return std::to_string(keys.size()) + " keys and " + std::to_string(values.size()) +
            " values, expected " + std::to_string(n) + " of each";
   }
+  auto bad = first_failing(n, [&](size_t i) { return pair_index(values[i]) < n; });
+  if (bad.first != SIZE_MAX) {
+    const size_t i = bad.first;
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(values[i]));
+    if (pair_index(values[i]) == SIZE_MAX) {
+      return "value " + std::to_string(i) + " is " + hex +
+             ", whose two words name different input indices (a word moved or written apart "
+             "from its other half)";
+    }
+    return "value " + std::to_string(i) + " is " + hex + ", of index " +
+           std::to_string(pair_index(values[i])) + ", not an input index";
+  }
+  // From here every value names an index below n.
+  auto index = [&](size_t i) { return pair_index(values[i]); };
   std::vector<std::atomic<uint64_t>> seen((n + 63) / 64);
   for (auto& w : seen) w.store(0, std::memory_order_relaxed);
-  auto bad = first_failing(n, [&](size_t i) {
-    const size_t v = values[i];
-    if (v >= n) return false;
+  bad = first_failing(n, [&](size_t i) {
+    const size_t v = index(i);
     const uint64_t bit = uint64_t{1} << (v % 64);
     return (seen[v / 64].fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
   });
   if (bad.first != SIZE_MAX) {
     const size_t i = bad.first;
-    if (values[i] >= n) {
-      return "value " + std::to_string(i) + " is " + std::to_string(values[i]) +
-             ", not an input index";
-    }
-    return "value " + std::to_string(values[i]) + " appears twice (again at " +
+    return "value of index " + std::to_string(index(i)) + " appears twice (again at " +
            std::to_string(i) + "): an element duplicated and another lost";
   }
   bad = first_failing(n, [&](size_t i) {
-    return bit_cast<Bits<T>>(keys[i]) == bit_cast<Bits<T>>(in[values[i]]);
+    return bit_cast<Bits<T>>(keys[i]) == bit_cast<Bits<T>>(in[index(i)]);
   });
   if (bad.first != SIZE_MAX) {
     const size_t i = bad.first;
-    return "key " + std::to_string(i) + " is " + show(keys[i]) + " but its value " +
-           std::to_string(values[i]) + " is the index of " + show(in[values[i]]);
+    return "key " + std::to_string(i) + " is " + show(keys[i]) + " but its value names index " +
+           std::to_string(index(i)) + ", whose key is " + show(in[index(i)]);
   }
   bad = first_failing(n == 0 ? 0 : n - 1, [&](size_t i) {
     const Bits<T> a = radix_order(keys[i]), b = radix_order(keys[i + 1]);
-    return a < b || (a == b && values[i] < values[i + 1]);
+    return a < b || (a == b && index(i) < index(i + 1));
   });
   if (bad.first != SIZE_MAX) {
     const size_t i = bad.first;
     const bool equal = radix_order(keys[i]) == radix_order(keys[i + 1]);
     return std::string(equal ? "equal keys out of input order (unstable)" : "keys out of order") +
            ": element " + std::to_string(i) + " is " + show(keys[i]) + " from input index " +
-           std::to_string(values[i]) + ", element " + std::to_string(i + 1) + " is " +
-           show(keys[i + 1]) + " from " + std::to_string(values[i + 1]);
+           std::to_string(index(i)) + ", element " + std::to_string(i + 1) + " is " +
+           show(keys[i + 1]) + " from " + std::to_string(index(i + 1));
   }
   return "";
 }
@@ -1015,6 +1062,65 @@ std::string self_test_checks() {
     auto v = idx;
     std::swap(v[same - 1], v[same]);
     if (check_sorted_pairs(in, keys, v).empty()) return "the pair check missed an unstable run";
+  }
+  // uint64 values (the pair sorts of 8-byte keys): xwarp's pattern, and a word moved or written
+  // apart from its other half caught.
+  if (pair_value<uint64_t>(0) != 0x000000009e3779b9ull ||
+      pair_value<uint64_t>(1) != 0x000000019e3779b8ull ||
+      pair_value<uint64_t>(0x3fffffff) != 0x3fffffffa1c88646ull) {
+    return "the uint64 pair values are not xwarp's";
+  }
+  if (pair_index(pair_value<uint64_t>(0x3fffffff)) != 0x3fffffff ||
+      pair_index(uint64_t{0xcdcdcdcdcdcdcdcdull}) != SIZE_MAX) {
+    return "the uint64 pair values do not name their indices";
+  }
+  {
+    std::vector<uint64_t> in64(n);
+    for (size_t i = 0; i < n; ++i) in64[i] = (uint64_t{in[i]} << 40) | in[i];
+    std::vector<uint64_t> keys64(n), v64(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys64[i] = in64[idx[i]];
+      v64[i] = pair_value<uint64_t>(idx[i]);
+    }
+    if (!check_sorted_pairs(in64, keys64, v64).empty()) {
+      return "the pair check fails a correct sort with uint64 values";
+    }
+    const uint64_t low = 0xffffffffu;
+    for (const uint64_t word : {low, ~low}) {
+      auto v = v64;  // one word of two equal keys' values swapped, the other in place
+      const uint64_t a = v[same - 1], b = v[same];
+      v[same - 1] = (a & ~word) | (b & word);
+      v[same] = (b & ~word) | (a & word);
+      if (check_sorted_pairs(in64, keys64, v).empty()) {
+        return "the pair check missed an unstable move of one word of a uint64 value";
+      }
+      auto w = v64;  // one word left unwritten (the poison 0xcd...), the other right
+      w[n / 3] = (w[n / 3] & ~word) | (uint64_t{0xcdcdcdcdcdcdcdcdull} & word);
+      if (check_sorted_pairs(in64, keys64, w).empty()) {
+        return "the pair check missed an unwritten word of a uint64 value";
+      }
+    }
+    {
+      auto k = keys64;
+      auto v = v64;
+      std::swap(k[step - 1], k[step]);
+      std::swap(v[step - 1], v[step]);
+      if (check_sorted_pairs(in64, k, v).empty()) {
+        return "the pair check missed a swapped pair with uint64 values";
+      }
+    }
+    {
+      auto v = v64;
+      std::swap(v[same - 1], v[same]);
+      if (check_sorted_pairs(in64, keys64, v).empty()) {
+        return "the pair check missed an unstable run with uint64 values";
+      }
+      v = v64;
+      v[same] = v[same - 1];
+      if (check_sorted_pairs(in64, keys64, v).empty()) {
+        return "the pair check missed a duplicated element with uint64 values";
+      }
+    }
   }
   return "";
 }
@@ -1481,11 +1587,12 @@ void print_skip(Algo algo, const char* type, uint64_t n, const std::string& reas
 }
 
 /// One radix sort of `n` keys at `keys_in` (with `values_in` and `values_out` for pairs, else
-/// null): ascending over every bit, not in place. With `temp` null it only sizes the temporary
-/// storage into `temp_bytes`. The count is 32-bit: CUB then sorts with 32-bit offsets.
+/// null; values of PairValue<T>: uint32 for 4-byte keys, uint64 for 8-byte ones): ascending
+/// over every bit, not in place. With `temp` null it only sizes the temporary storage into
+/// `temp_bytes`. The count is 32-bit: CUB then sorts with 32-bit offsets.
 template <typename T>
 cudaError_t cub_sort(Algo algo, void* temp, size_t& temp_bytes, const T* keys_in, T* keys_out,
-                     const uint32_t* values_in, uint32_t* values_out, int n,
+                     const PairValue<T>* values_in, PairValue<T>* values_out, int n,
                      cudaStream_t stream = 0) {
   if (algo == Algo::SortPairs) {
     return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in,
@@ -1511,20 +1618,21 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   const int items = static_cast<int>(n);
   const T* keys_in = dev_in.as<T>();
 
-  // The pair values 0, 1, ..., n - 1, uploaded outside the timed calls.
-  const DeviceBuffer values_in(pairs ? n * sizeof(uint32_t) : 0);
-  const DeviceBuffer values_out(pairs ? n * sizeof(uint32_t) : 0);
+  // The pair values pair_value<V>(i) for i = 0, 1, ..., n - 1 (uint32 for 4-byte keys, uint64
+  // for 8-byte ones), uploaded outside the timed calls.
+  using V = PairValue<T>;
+  const DeviceBuffer values_in(pairs ? n * sizeof(V) : 0);
+  const DeviceBuffer values_out(pairs ? n * sizeof(V) : 0);
   if (pairs) {
-    std::vector<uint32_t> values(n);
+    std::vector<V> values(n);
     parallel_pieces(n, [&](size_t lo, size_t hi, size_t) {
-      for (size_t i = lo; i < hi; ++i) values[i] = static_cast<uint32_t>(i);
+      for (size_t i = lo; i < hi; ++i) values[i] = pair_value<V>(i);
     });
-    CUDA_CHECK(cudaMemcpy(values_in.get(), values.data(), n * sizeof(uint32_t),
-                          cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(values_in.get(), values.data(), n * sizeof(V), cudaMemcpyHostToDevice));
   }
   const DeviceBuffer keys_out(n * sizeof(T));
-  const uint32_t* vin = values_in.as<uint32_t>();
-  uint32_t* vout = values_out.as<uint32_t>();
+  const V* vin = values_in.as<V>();
+  V* vout = values_out.as<V>();
   T* kout = keys_out.as<T>();
 
   size_t temp_bytes = 0;
@@ -1536,10 +1644,11 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   };
   auto call = [&]() { call_on(0); };
 
-  // Outputs poisoned (every byte 0xcd), then one call checked by the sort's properties.
+  // Outputs poisoned (every byte 0xcd: never a pair value of an index below 2^31), then one
+  // call checked by the sort's properties.
   CUDA_CHECK(cudaMemset(kout, 0xcd, n * sizeof(T)));
   if (pairs) {
-    CUDA_CHECK(cudaMemset(vout, 0xcd, n * sizeof(uint32_t)));
+    CUDA_CHECK(cudaMemset(vout, 0xcd, n * sizeof(V)));
   }
   call();
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -1547,8 +1656,8 @@ void run_sort_case(Algo algo, const std::vector<T>& host_in, const DeviceBuffer&
   CUDA_CHECK(cudaMemcpy(got_keys.data(), kout, n * sizeof(T), cudaMemcpyDeviceToHost));
   std::string problem;
   if (pairs) {
-    std::vector<uint32_t> got_values(n);
-    CUDA_CHECK(cudaMemcpy(got_values.data(), vout, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    std::vector<V> got_values(n);
+    CUDA_CHECK(cudaMemcpy(got_values.data(), vout, n * sizeof(V), cudaMemcpyDeviceToHost));
     problem = check_sorted_pairs(host_in, got_keys, got_values);
   } else {
     problem = check_sorted_keys(fingerprint, key, got_keys);

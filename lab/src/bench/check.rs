@@ -7,11 +7,14 @@
 //!   sums of a keyed 64-bit mix over every key's bits, and a product of `(r - key)` modulo the
 //!   prime 2^61 - 1 at a random point `r`). A lost, duplicated or altered key changes the
 //!   multiset; a swapped pair breaks the order.
-//! - **pairs whose values are the input indices** ([`check_sorted_pairs`]): the values a
-//!   permutation of `0..n` (a bitmap: each index seen once), each key the input's key at its
-//!   value's index, and each pair after the one before it in the order *(mapped key, input
-//!   index)*: sorted, and stable (equal keys in increasing input index). Those three
-//!   properties have exactly one solution, the stable sort, so this check is exact.
+//! - **pairs whose values name the input indices** ([`check_sorted_pairs`], values of
+//!   [`PairValue`]: the `u32` index itself, or for 8-byte keys a `u64` whose two words both
+//!   encode it): every value one an index makes (a `u64` whose words disagree was moved or
+//!   written wrong in one of them), the indices a permutation of `0..n` (a bitmap: each index
+//!   seen once), each key the input's key at its value's index, and each pair after the one
+//!   before it in the order *(mapped key, input index)*: sorted, and stable (equal keys in
+//!   increasing input index). Those properties have exactly one solution, the stable sort, so
+//!   this check is exact.
 //!
 //! Each check names the first place it fails. The multiset fingerprint is the one part that is
 //! probabilistic: two different multisets of `n` keys agree on the product at most at `n` of
@@ -253,12 +256,61 @@ pub(crate) fn check_sorted_keys<T: Element>(
     Ok(())
 }
 
-/// Checks a stable sort of pairs whose values were the input indices `0..n`, over every bit:
-/// exact (see the module documentation). `Err` says what and where.
-pub(crate) fn check_sorted_pairs<T: Element>(
+/// The word the low half of a `u64` pair value holds the index xor'ed with.
+pub(crate) const PAIR_CHECK_WORD: u64 = 0x9e37_79b9;
+
+/// The values of the benchmark's pair sorts: each names the input place of its key, so that
+/// after the sort a wrong or unstable move shows ([`check_sorted_pairs`]).
+pub(crate) trait PairValue: Element {
+    /// What the output is filled with before a sort: the value of no index below 2^30 (the
+    /// most keys a sort takes), so a value left unwritten shows.
+    const POISON: Self;
+
+    /// The value of the key at input place `i` (below 2^32).
+    fn of_index(i: usize) -> Self;
+
+    /// The input place `self` names, or `None` where it is no place's value (a `u64` whose two
+    /// words disagree).
+    fn index(self) -> Option<usize>;
+}
+
+/// `u32` values (the pair sorts of 4-byte keys): the index itself.
+impl PairValue for u32 {
+    const POISON: Self = 0xcdcd_cdcd;
+
+    fn of_index(i: usize) -> Self {
+        i as u32
+    }
+
+    fn index(self) -> Option<usize> {
+        Some(self as usize)
+    }
+}
+
+/// `u64` values (the pair sorts of 8-byte keys): the index in the high word and the index xor
+/// [`PAIR_CHECK_WORD`] in the low one, `(i << 32) | (i ^ 0x9e37_79b9)`, so that a word moved
+/// apart from its other half, or either word written wrong, makes the two disagree.
+impl PairValue for u64 {
+    const POISON: Self = 0xcdcd_cdcd_cdcd_cdcd;
+
+    fn of_index(i: usize) -> Self {
+        let i = i as u64;
+        (i << 32) | ((i ^ PAIR_CHECK_WORD) & 0xffff_ffff)
+    }
+
+    fn index(self) -> Option<usize> {
+        let high = self >> 32;
+        (self & 0xffff_ffff == high ^ PAIR_CHECK_WORD).then_some(high as usize)
+    }
+}
+
+/// Checks a stable sort of pairs whose values were [`PairValue::of_index`] of the input
+/// indices `0..n`, over every bit: exact (see the module documentation). `Err` says what and
+/// where.
+pub(crate) fn check_sorted_pairs<T: Element, V: PairValue>(
     input: &[T],
     keys: &[T],
-    values: &[u32],
+    values: &[V],
     order: SortOrder,
 ) -> Result<(), String> {
     let n = input.len();
@@ -269,37 +321,53 @@ pub(crate) fn check_sorted_pairs<T: Element>(
             values.len()
         ));
     }
-    // The values: a permutation of 0..n.
-    let seen: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-    let bad_value = par_first_difference(n, |i| {
-        let v = values[i] as usize;
-        if v >= n {
-            return false;
-        }
-        let bit = 1u64 << (v % 64);
-        seen[v / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0
-    });
-    if let Some((i, count)) = bad_value {
+    // Each value one an index makes, of an index below n.
+    if let Some((i, count)) = par_first_difference(n, |i| values[i].index().is_some_and(|v| v < n))
+    {
         let v = values[i];
-        return Err(if v as usize >= n {
-            format!("value {i} is {v}, not an input index below {n} ({count} bad values)")
-        } else {
-            format!("value {v} appears twice (again at {i}): an element duplicated and another lost ({count} repeats)")
+        return Err(match v.index() {
+            None => format!(
+                "value {i} is {:#x}, whose two words name different input indices (a word moved \
+                 or written apart from its other half; {count} bad values)",
+                v.to_bits64()
+            ),
+            Some(at) => format!(
+                "value {i} is {:#x}, of index {at}, not an input index below {n} ({count} bad \
+                 values)",
+                v.to_bits64()
+            ),
         });
     }
-    // Each key the input's key at its value's index.
+    // From here every value names an index below n.
+    let index = |i: usize| values[i].index().unwrap_or(usize::MAX);
+    // The indices: a permutation of 0..n.
+    let seen: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
     if let Some((i, count)) = par_first_difference(n, |i| {
-        keys[i].to_bits64() == input[values[i] as usize].to_bits64()
+        let v = index(i);
+        let bit = 1u64 << (v % 64);
+        seen[v / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0
     }) {
         return Err(format!(
-            "key {i} is {:?}, but its value {} is the index of {:?} ({count} such keys)",
-            keys[i], values[i], input[values[i] as usize]
+            "value of index {} appears twice (again at {i}): an element duplicated and another \
+             lost ({count} repeats)",
+            index(i)
+        ));
+    }
+    // Each key the input's key at its value's index.
+    if let Some((i, count)) =
+        par_first_difference(n, |i| keys[i].to_bits64() == input[index(i)].to_bits64())
+    {
+        return Err(format!(
+            "key {i} is {:?}, but its value names index {}, whose key is {:?} ({count} such keys)",
+            keys[i],
+            index(i),
+            input[index(i)]
         ));
     }
     // Sorted by (mapped key, input index): in order, and stable.
     let map = |i: usize| mapped_key(T::KIND, keys[i].to_bits64(), order);
     if let Some((i, count)) = par_first_difference(n.saturating_sub(1), |i| {
-        (map(i), values[i]) < (map(i + 1), values[i + 1])
+        (map(i), index(i)) < (map(i + 1), index(i + 1))
     }) {
         let what = if map(i) == map(i + 1) {
             "equal keys out of input order (unstable)"
@@ -310,10 +378,10 @@ pub(crate) fn check_sorted_pairs<T: Element>(
             "{what}: element {i} is {:?} from input index {}, element {} is {:?} from {} \
              ({count} such places)",
             keys[i],
-            values[i],
+            index(i),
             i + 1,
             keys[i + 1],
-            values[i + 1]
+            index(i + 1)
         ));
     }
     Ok(())
@@ -336,11 +404,13 @@ mod tests {
 
     const ASC: SortOrder = SortOrder::Ascending;
 
-    #[test]
-    fn the_pair_check_passes_the_stable_sort_and_catches_each_kind_of_error() {
+    /// The pair check over values of `V` ([`PairValue::of_index`] of the input indices):
+    /// passes the stable sort, catches each kind of error.
+    fn pair_check_catches_each_kind_of_error<V: PairValue>() {
         // At least 8 keys of 7 values: two keys are equal, and (random) two differ.
         for n in [10, 1000, 200_003] {
-            let (input, keys, values) = sorted_pairs(n, 7);
+            let (input, keys, idx) = sorted_pairs(n, 7);
+            let values: Vec<V> = idx.iter().map(|&i| V::of_index(i as usize)).collect();
             assert_eq!(check_sorted_pairs(&input, &keys, &values, ASC), Ok(()));
             // A swapped pair of different keys.
             let i = (1..n).find(|&i| keys[i] != keys[i - 1]).unwrap();
@@ -370,12 +440,76 @@ mod tests {
             let mut k = keys.clone();
             k[i] = k[i].wrapping_add(1);
             assert!(check_sorted_pairs(&input, &k, &values, ASC).is_err());
-            // A value out of range (an unwritten, poisoned slot).
+            // An unwritten, poisoned slot.
             let mut v = values.clone();
-            v[n / 2] = 0xcdcd_cdcd;
+            v[n / 2] = V::POISON;
+            let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
+            assert!(
+                e.contains("not an input index") || e.contains("two words"),
+                "{e}"
+            );
+            // The value of an index past the end.
+            let mut v = values.clone();
+            v[n / 2] = V::of_index(n);
             let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
             assert!(e.contains("not an input index"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_pair_check_passes_the_stable_sort_and_catches_each_kind_of_error() {
+        pair_check_catches_each_kind_of_error::<u32>();
+        pair_check_catches_each_kind_of_error::<u64>();
+    }
+
+    /// `u64` values: both words encode the index, and each index's value is the pattern
+    /// `(i << 32) | (i ^ 0x9e37_79b9)` (the CUB program's too: its self-test pins the same
+    /// values); a word moved or written apart from its other half fails the check.
+    #[test]
+    fn u64_pair_values_catch_a_wrong_move_in_either_word() {
+        assert_eq!(u64::of_index(0), 0x0000_0000_9e37_79b9);
+        assert_eq!(u64::of_index(1), 0x0000_0001_9e37_79b8);
+        assert_eq!(u64::of_index(0x3fff_ffff), 0x3fff_ffff_a1c8_8646);
+        for i in [0, 1, 77, (1 << 30) - 1, u32::MAX as usize] {
+            assert_eq!(u64::of_index(i).index(), Some(i));
+            assert_eq!(u32::of_index(i).index(), Some(i));
+        }
+        assert_eq!(u64::POISON.index(), None);
+        // 64-bit keys of few distinct values, sorted stably, with u64 values.
+        let n = 100_003;
+        let (input32, _, idx) = sorted_pairs(n, 7);
+        let wide = |k: u32| (u64::from(k) << 40) | u64::from(k);
+        let input: Vec<u64> = input32.iter().map(|&k| wide(k)).collect();
+        let keys: Vec<u64> = idx.iter().map(|&i| input[i as usize]).collect();
+        let values: Vec<u64> = idx.iter().map(|&i| u64::of_index(i as usize)).collect();
+        assert_eq!(check_sorted_pairs(&input, &keys, &values, ASC), Ok(()));
+        let j = (1..n).find(|&j| keys[j] == keys[j - 1]).unwrap();
+        let low = 0xffff_ffffu64;
+        // The low words of two equal keys' values swapped (an unstable move of one word only).
+        let mut v = values.clone();
+        let (a, b) = (v[j - 1], v[j]);
+        v[j - 1] = (a & !low) | (b & low);
+        v[j] = (b & !low) | (a & low);
+        let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
+        assert!(e.contains("two words"), "{e}");
+        // The high words swapped instead.
+        let mut v = values.clone();
+        v[j - 1] = (b & !low) | (a & low);
+        v[j] = (a & !low) | (b & low);
+        let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
+        assert!(e.contains("two words"), "{e}");
+        // One word left unwritten (poisoned), the other right.
+        for mask in [low, !low] {
+            let mut v = values.clone();
+            v[n / 3] = (v[n / 3] & !mask) | (u64::POISON & mask);
+            let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
+            assert!(e.contains("two words"), "{e}");
+        }
+        // Both words moved together, wrongly: the unstable run shows as with u32 values.
+        let mut v = values.clone();
+        v.swap(j - 1, j);
+        let e = check_sorted_pairs(&input, &keys, &v, ASC).unwrap_err();
+        assert!(e.contains("unstable"), "{e}");
     }
 
     #[test]

@@ -13,8 +13,10 @@
 //! `Rng::new(seed)` draws `n` values (`Rng::vec`). The select predicate is `v > threshold` with
 //! the threshold 0 for signed integers and floats, 2^31 for `u32` and 2^63 for `u64`: the same
 //! as [`xwarp::vote::Predicate::Greater`] with that threshold. The radix sorts sort those values
-//! ascending over every bit as keys; `SortPairs` moves the `u32` values `0, 1, ..., n - 1` with
-//! them (the values of xwarp's pair sort in the benchmark). The toolbox's counterparts
+//! ascending over every bit as keys; `SortPairs` moves with them values naming their input
+//! places (the values of xwarp's pair sort in the benchmark): for 4-byte keys the `u32` values
+//! `0, 1, ..., n - 1`, for 8-byte keys (`i64`, `u64`, `f64`) `u64` values
+//! `(i << 32) | (i ^ 0x9e37_79b9)`, both words the index, checked word by word. The toolbox's counterparts
 //! (`DevicePartition::If`, `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode`,
 //! `DeviceReduce::ReduceByKey`, `DeviceSegmentedReduce::Sum`, `DeviceHistogram::HistogramEven`)
 //! compute what [`super::toolbox`] describes; CUB 3.0.1 has no `DeviceTopK`.
@@ -108,7 +110,8 @@ pub enum CubAlgo {
     SelectIf,
     /// `cub::DeviceRadixSort::SortKeys`, ascending, every bit, not in place.
     SortKeys,
-    /// `cub::DeviceRadixSort::SortPairs` with `u32` values, ascending, every bit, not in place.
+    /// `cub::DeviceRadixSort::SortPairs`, ascending, every bit, not in place, with values as wide
+    /// as the keys (`u32` for 4-byte keys, `u64` for 8-byte ones; see the module documentation).
     SortPairs,
     /// `cub::DevicePartition::If` with `v > threshold` (the others come in reverse order).
     PartitionIf,

@@ -1,5 +1,6 @@
 //! Inputs, element types and the throughput chains of the benchmark.
 
+use super::check::PairValue;
 use super::{measure_gpu, Algo, ChainRow, Ctx, Reference, Stats, HARD_CHECK_MAX};
 use xwarp::cpu;
 use xwarp::cpu::reduce::Reduce;
@@ -16,6 +17,10 @@ use xwarp::vote::PredicateElement;
 pub(crate) trait BenchElem: Reduce + PredicateElement + xwarp::histogram::Sample {
     /// The compaction and vote threshold: about half of the random inputs lie above it.
     const THRESHOLD: Self;
+
+    /// The values of the pair sort with keys of this type ([`pair_values`]): `u32` for 4-byte
+    /// keys, `u64` for 8-byte ones.
+    type PairValue: PairValue;
 
     /// Random weights and the CPU reference of the moving average over `input`; `None` for
     /// types without a stencil.
@@ -41,9 +46,10 @@ pub(crate) trait BenchElem: Reduce + PredicateElement + xwarp::histogram::Sample
 }
 
 macro_rules! int_bench_elem {
-    ($($t:ty = $th:expr),*) => {$(
+    ($($t:ty = $th:expr, $v:ty);*) => {$(
         impl BenchElem for $t {
             const THRESHOLD: Self = $th;
+            type PairValue = $v;
             fn stencil_reference(_: &mut Rng, _: &[Self]) -> Option<([Self; POINTS], Vec<Self>)> {
                 None
             }
@@ -66,12 +72,13 @@ macro_rules! int_bench_elem {
         }
     )*};
 }
-int_bench_elem!(i32 = 0, u32 = 1 << 31, i64 = 0, u64 = 1 << 63);
+int_bench_elem!(i32 = 0, u32; u32 = 1 << 31, u32; i64 = 0, u64; u64 = 1 << 63, u64);
 
 macro_rules! float_bench_elem {
-    ($($t:ty),*) => {$(
+    ($($t:ty, $v:ty);*) => {$(
         impl BenchElem for $t {
             const THRESHOLD: Self = 0.0;
+            type PairValue = $v;
             fn stencil_reference(
                 rng: &mut Rng,
                 input: &[Self],
@@ -101,7 +108,7 @@ macro_rules! float_bench_elem {
         }
     )*};
 }
-float_bench_elem!(f32, f64);
+float_bench_elem!(f32, u32; f64, u64);
 
 /// Calls `f::<T>(args)` with `T` the Rust type of an [`xwarp::ElemKind`].
 macro_rules! with_bench_elem {
@@ -279,9 +286,11 @@ fn chain_subgroup(dev: &dyn Device) -> u32 {
     }
 }
 
-/// The values of a pair sort of `n` keys: the `u32` indices `0, 1, ..., n - 1`, the values the
-/// CUB program's `SortPairs` gets too. After the sort they are the keys' input places, so a
-/// wrong or unstable move shows in them.
-pub(crate) fn pair_values(n: usize) -> Vec<u32> {
-    (0..n as u32).collect()
+/// The values of a pair sort of `n` keys: [`PairValue::of_index`] of the indices
+/// `0, 1, ..., n - 1`, the values the CUB program's `SortPairs` gets too: the `u32` indices for
+/// 4-byte keys, and for 8-byte keys `u64` values whose two words both encode the index
+/// (`(i << 32) | (i ^ 0x9e37_79b9)`). After the sort they name the keys' input places, so a
+/// wrong or unstable move shows in them, in either word of a `u64`.
+pub(crate) fn pair_values<V: PairValue>(n: usize) -> Vec<V> {
+    (0..n).map(V::of_index).collect()
 }

@@ -35,10 +35,11 @@
 //! [`Sorter`] made once per case, outside the timed span, whose storage every call reuses: the
 //! clearing and histogram launches and every digit pass, ascending over every bit of the key.
 //! Its keys are the random inputs every algorithm gets (`data::random_input`: integers of
-//! uniform random bits, floats finite of random sign and magnitude); a pair sort's values are
-//! the `u32` indices `0, 1, ..., n - 1` (`data::pair_values`), the values CUB's `SortPairs`
-//! gets too. The default types include `u32` because the sort's targets are stated for `u32`
-//! keys.
+//! uniform random bits, floats finite of random sign and magnitude); a pair sort's values name
+//! the keys' input places `0, 1, ..., n - 1` (`data::pair_values`), the values CUB's
+//! `SortPairs` gets too: with 4-byte keys the `u32` indices, with 8-byte keys (`i64`, `u64`,
+//! `f64`) `u64` values whose two words both encode the index, `(i << 32) | (i ^ 0x9e37_79b9)`.
+//! The default types include `u32` because the sort's targets are stated for `u32` keys.
 
 mod check;
 pub mod cub;
@@ -109,7 +110,8 @@ pub enum Algo {
     Vote,
     /// [`Sorter::sort_keys`], ascending, every bit.
     SortKeys,
-    /// [`Sorter::sort_pairs`] with `u32` values, ascending, every bit.
+    /// [`Sorter::sort_pairs`], ascending, every bit, with values as wide as the keys: `u32`
+    /// for 4-byte keys, `u64` for 8-byte ones (`data::pair_values`).
     SortPairs,
     /// One of the device-wide toolbox ([`toolbox`]: partition, unique, run-length encoding,
     /// reduce-by-key, segmented reduce, histogram, top-k).
@@ -211,7 +213,8 @@ impl Algo {
     /// keeps: every input read once, every output written once.
     ///
     /// For the sorts: every key read once and written once, `2 * n * size`, and for pairs every
-    /// `u32` value too, `2 * n * (size + 4)`. That is the least any sort must move, not what a
+    /// value too, each as wide as its key (`u32` for 4-byte keys, `u64` for 8-byte ones),
+    /// `2 * n * (size + size)`. That is the least any sort must move, not what a
     /// radix sort moves (each digit pass reads and writes every key and value again), so the
     /// GB/s of a sort is an effective rate: the same bytes for every backend and for CUB, whose
     /// times it compares as their ratio does.
@@ -224,7 +227,7 @@ impl Algo {
             Algo::Vote => {
                 n * size + n * 4 + vote::warps(n as usize) as u64 * vote::RECORD_WORDS as u64 * 4
             }
-            Algo::SortPairs => 2 * n * (size + 4),
+            Algo::SortPairs => 2 * n * (size + size),
             Algo::Toolbox(t) => t.bytes(n as usize, size as usize, kept as usize),
             Algo::Copy | Algo::Scan(_) | Algo::Stencil(_) | Algo::Shfl(_) | Algo::SortKeys => {
                 2 * n * size
@@ -1037,7 +1040,7 @@ enum Reference<T: BenchElem> {
     Tool(toolbox::Expected),
 }
 
-/// What the property checks of a sort need: the input (the pair sort's values are its
+/// What the property checks of a sort need: the input (the pair sort's values name its
 /// indices, [`data::pair_values`]) and the fingerprint of its keys.
 struct SortInput<T> {
     input: Arc<Vec<T>>,
@@ -1154,9 +1157,10 @@ struct Case<'a, T: BenchElem> {
     count: DeviceVec<u64>,
     /// The sort's storage, made with the case so that no timed call allocates.
     sorter: Option<Sorter<T>>,
-    /// The pair sort's values ([`data::pair_values`]) and their output.
-    values_in: DeviceVec<u32>,
-    values_out: DeviceVec<u32>,
+    /// The pair sort's values ([`data::pair_values`]: `u32` for 4-byte keys, `u64` for 8-byte
+    /// ones) and their output.
+    values_in: DeviceVec<T::PairValue>,
+    values_out: DeviceVec<T::PairValue>,
     /// A toolbox algorithm's outputs and plan.
     tool: Option<toolbox::State<T>>,
 }
@@ -1178,7 +1182,7 @@ impl<'a, T: BenchElem> Case<'a, T> {
         };
         let sorter = match algo {
             Algo::SortKeys => Some(Sorter::new(dev, n)?),
-            Algo::SortPairs => Some(Sorter::for_pairs::<u32>(dev, n)?),
+            Algo::SortPairs => Some(Sorter::for_pairs::<T::PairValue>(dev, n)?),
             _ => None,
         };
         let values_in = if algo == Algo::SortPairs {
@@ -1210,8 +1214,9 @@ impl<'a, T: BenchElem> Case<'a, T> {
         case.words.fill(dev, 0xcdcd_cdcd)?;
         case.ranks.fill(dev, 0xcdcd_cdcd)?;
         case.count.fill(dev, u64::MAX)?;
-        // Never an index of a pair value: a value left unwritten shows.
-        case.values_out.fill(dev, 0xcdcd_cdcd)?;
+        // Never the value of an input index: a value left unwritten shows.
+        case.values_out
+            .fill(dev, <T::PairValue as check::PairValue>::POISON)?;
         Ok(case)
     }
 
@@ -1963,10 +1968,27 @@ mod tests {
             vec![Algo::SortKeys, Algo::SortPairs]
         );
         assert_eq!("sort_pairs".parse::<Algo>().unwrap(), Algo::SortPairs);
-        // Keys read and written once; pairs with their u32 values too.
-        assert_eq!(Algo::SortKeys.bytes(1 << 20, 4, 0), 8 << 20);
-        assert_eq!(Algo::SortPairs.bytes(1 << 20, 4, 0), 16 << 20);
-        assert_eq!(Algo::SortPairs.bytes(1 << 20, 8, 0), 24 << 20);
+        // Keys read and written once; pairs with their values too, u32 for 4-byte keys and
+        // u64 for 8-byte keys.
+        let n = 1u64 << 20;
+        assert_eq!(Algo::SortKeys.bytes(1 << 20, 4, 0), 2 * n * 4);
+        assert_eq!(Algo::SortKeys.bytes(1 << 20, 8, 0), 2 * n * 8);
+        assert_eq!(Algo::SortPairs.bytes(1 << 20, 4, 0), 2 * n * (4 + 4));
+        assert_eq!(Algo::SortPairs.bytes(1 << 20, 8, 0), 2 * n * (8 + 8));
+        fn value_size<T: BenchElem>() -> usize {
+            std::mem::size_of::<T::PairValue>()
+        }
+        assert_eq!(
+            [
+                value_size::<i32>(),
+                value_size::<u32>(),
+                value_size::<f32>(),
+                value_size::<i64>(),
+                value_size::<u64>(),
+                value_size::<f64>()
+            ],
+            [4, 4, 4, 8, 8, 8]
+        );
         assert!(Algo::SortKeys.supports(ElemKind::U64) && Algo::SortPairs.supports(ElemKind::F64));
         // Every CUB counterpart is an entry point of the CUB program.
         for a in Algo::ALL {
