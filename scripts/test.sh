@@ -30,6 +30,11 @@ for w in "${widths[@]}"; do
         LP_NATIVE_VECTOR_WIDTH=$w XWARP_SUBNORMALS=$mode cargo test --locked \
             --test subnormals --test float_orders --test selftest --test misuse
     done
+    if [ "$w" = 256 ]; then
+        echo "== XWARP_VULKAN_READS=staged: reads through a staging copy (llvmpipe maps all memory)"
+        LP_NATIVE_VECTOR_WIDTH=$w XWARP_VULKAN_READS=staged cargo test --locked \
+            --test queue --test interop --test reduce --test compact
+    fi
     # xwarp inside a wgpu application (the `wgpu` feature, which the lab's tests turn on, so
     # this reuses the build above).
     LP_NATIVE_VECTOR_WIDTH=$w cargo run --locked --quiet --example wgpu_sort

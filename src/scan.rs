@@ -6,7 +6,9 @@
 //! Single pass: each workgroup scans a tile of [`TILE`] = 4096 elements (256 threads × 16
 //! consecutive elements; 32-bit types move through shared memory so that global loads and
 //! stores are coalesced) and gets the tile's exclusive prefix by decoupled look-back over the
-//! tiles before it, which publish their totals and inclusive prefixes as they go. The look-back
+//! tiles before it, which publish their totals and inclusive prefixes as they go. Integer scans,
+//! whose operators are associative, may take tiles of 256 × 32 = 8192 instead (the device and
+//! the length choose, [`Tuning::items`] overrides; the bits are the same). The look-back
 //! reads the state of 256 predecessors at once (one per invocation, meeting in shared memory,
 //! so no subgroup operation and no subgroup size is involved) and so usually finds an
 //! inclusive prefix in its first window. 32-bit types keep each tile's flag and value together
@@ -90,12 +92,21 @@ pub struct Tuning {
     /// Polls of a look-back window with unpublished predecessors before a tile reduces them
     /// itself.
     pub spin: u32,
-    /// Plan as if one launch could span at most this many elements (a multiple of [`TILE`]);
-    /// `None`: the device's binding limit. Small values force many launches.
+    /// Plan as if one launch could span at most this many elements (a multiple of the tile,
+    /// [`BLOCK`] × the elements per thread: [`TILE`] unless [`Tuning::items`] says otherwise;
+    /// where the device would choose a larger integer tile that the limit does not divide, the
+    /// scan takes [`TILE`]); `None`: the device's binding limit. Small values force many
+    /// launches.
     pub max_launch_elems: Option<usize>,
     /// Tiles each thread of the look-back reads at once, 1 to [`MAX_LOOKBACK_TILES`]; `None`:
     /// the device and the length choose.
     pub lookback_tiles: Option<u32>,
+    /// Elements per thread of a device-scan tile of integers, 1 to [`MAX_ITEMS`] (8-byte
+    /// integers: 1 to [`ITEMS`]); `None`: the device and the length choose. Integer operators
+    /// are associative, so every tile gives the same bits; a float scan's tile is part of its
+    /// documented order and stays [`ITEMS`] (any other value is refused), as does a scan of
+    /// several segments.
+    pub items: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -104,7 +115,55 @@ impl Default for Tuning {
             spin: DEFAULT_SPIN,
             max_launch_elems: None,
             lookback_tiles: None,
+            items: None,
         }
+    }
+}
+
+/// The most elements per thread [`Tuning::items`] accepts for 4-byte integers, where the
+/// device's shared memory holds such a tile ([`max_items`]).
+pub const MAX_ITEMS: u32 = 32;
+
+/// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
+/// ([`Tuning::items`]): floats [`ITEMS`] (part of their order); 8-byte integers [`ITEMS`];
+/// 4-byte integers up to [`MAX_ITEMS`], as far as the device's shared memory holds the tile
+/// (the kernels stage it there: 1056 bytes per element per thread, beside the look-back's
+/// window of up to [`MAX_LOOKBACK_TILES`] tiles per thread, 8 bytes per tile).
+pub fn max_items(info: &crate::device::DeviceInfo, elem: ElemKind) -> u32 {
+    match elem {
+        ElemKind::I32 | ElemKind::U32 => {
+            let per_item = u64::from(BLOCK) * 4 * 33 / 32;
+            let window = u64::from(BLOCK * MAX_LOOKBACK_TILES) * 8 + 2048;
+            let fits = u64::from(info.shared_memory_bytes).saturating_sub(window) / per_item;
+            (fits.min(u64::from(MAX_ITEMS)) as u32).max(ITEMS)
+        }
+        _ => ITEMS,
+    }
+}
+
+/// The elements per thread of a device scan of `len` elements of `T` in `segments` segments:
+/// [`Tuning::items`] checked, or the device's choice for integers, else [`ITEMS`].
+fn tile_items<T: Reduce>(
+    dev: &dyn Device,
+    tuning: &Tuning,
+    segments: usize,
+    len: usize,
+) -> Result<u32> {
+    let fixed = matches!(T::KIND, ElemKind::F32 | ElemKind::F64) || segments > 1;
+    let most = max_items(dev.info(), T::KIND);
+    match tuning.items {
+        None if fixed => Ok(ITEMS),
+        None => Ok(crate::tuning::scan_items(dev.info(), T::KIND, len).clamp(1, most)),
+        Some(i) if fixed && i != ITEMS => Err(Error::invalid(
+            "items",
+            i,
+            format!(
+                "{ITEMS}: the tile of a float scan, or of a scan of several segments, is part \
+                 of its order"
+            ),
+        )),
+        Some(i) if (1..=most).contains(&i) => Ok(i),
+        Some(i) => Err(Error::invalid("items", i, format!("1..={most}"))),
     }
 }
 
@@ -268,18 +327,28 @@ pub(crate) fn scan_segments<T: Reduce>(
     else {
         return Ok(());
     };
-    let mut chunk = plan::chunk_elems(dev.info(), T::KIND.size(), TILE as u64) as usize;
+    let total: usize = segments.iter().map(|(i, _)| i.len()).sum();
+    let mut items = tile_items::<T>(dev, &tuning, segments.len(), total)?;
+    // A launch limit that is not a multiple of the tile the device chose keeps the default
+    // tile (an explicit `items` must fit the limit, checked below).
+    if let (None, Some(max)) = (tuning.items, tuning.max_launch_elems) {
+        if max % (BLOCK * items) as usize != 0 {
+            items = ITEMS;
+        }
+    }
+    let tile = (BLOCK * items) as usize;
+    let mut chunk = plan::chunk_elems(dev.info(), T::KIND.size(), tile as u64) as usize;
     if let Some(max) = tuning.max_launch_elems {
-        if max < TILE || max % TILE != 0 {
+        if max < tile || max % tile != 0 {
             return Err(Error::invalid(
                 "max_launch_elems",
                 max,
-                format!("a positive multiple of {TILE}"),
+                format!("a positive multiple of {tile} (the tile)"),
             ));
         }
         chunk = chunk.min(max);
     }
-    let tiles: usize = segments.iter().map(|(i, _)| i.len().div_ceil(TILE)).sum();
+    let tiles: usize = segments.iter().map(|(i, _)| i.len().div_ceil(tile)).sum();
     let window = match tuning.lookback_tiles {
         None => crate::tuning::scan_lookback_tiles(dev.info(), tiles),
         Some(k) if (1..=MAX_LOOKBACK_TILES).contains(&k) => k,
@@ -332,13 +401,13 @@ pub(crate) fn scan_segments<T: Reduce>(
     let mut consts = vec![
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
-        ("ITEMS", ITEMS),
+        ("ITEMS", items),
         ("LB_TILES", window),
     ];
     // Only the CUDA twin reads PARTIALS_IN_SHARED (src/kernels/table.rs): the GLSL kernels
     // always keep the partials in shared memory and declare no such constant.
     if dev.info().backend == BackendKind::Cuda {
-        let partials = crate::tuning::scan_partials_in_shared(T::KIND);
+        let partials = crate::tuning::scan_partials_in_shared(T::KIND, items);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
         consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
     }
@@ -379,8 +448,8 @@ pub(crate) fn scan_segments<T: Reduce>(
     for (input, output) in segments {
         for start in (0..input.len()).step_by(chunk) {
             let n = chunk.min(input.len() - start);
-            let launch_tiles = n.div_ceil(TILE);
-            let tile0 = segment_tile0 + start / TILE;
+            let launch_tiles = n.div_ceil(tile);
+            let tile0 = segment_tile0 + start / tile;
             let params = ScanDeviceParams {
                 n: n as u32,
                 tiles: launch_tiles as u32,
@@ -407,7 +476,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             })?;
             launch += 1;
         }
-        segment_tile0 += input.len().div_ceil(TILE);
+        segment_tile0 += input.len().div_ceil(tile);
     }
     Ok(())
 }

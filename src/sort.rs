@@ -108,6 +108,12 @@ pub const LARGE_SORT: usize = 1 << 21;
 /// a thread then takes 64 registers, four blocks of 256 a multiprocessor, as many as its
 /// shared memory allows; earlier bounds made no faster pass, NOTES.md).
 pub const DEFAULT_MIN_BLOCKS: u32 = 0;
+/// CUDA: the digit pass's [`Tuning::min_blocks`] where it is 0 (the default) and 8-byte keys
+/// carry 8-byte values: two blocks a multiprocessor (96 registers a thread, where the
+/// compiler alone took 76 and ran three). H100, u64 keys with u64 values at 2^24, µs a sort
+/// (NOTES.md, version 27): 2231 against 2414 by default, 2452 at three blocks; fewer keys a
+/// thread were slower (12: 2722, 14: 2584).
+pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 2;
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].
@@ -217,8 +223,9 @@ pub struct Tuning {
     pub histogram_parts: Option<u32>,
     /// CUDA: the digit pass's blocks each multiprocessor should hold at once, which bounds
     /// the registers the compiler may give a thread (`__launch_bounds__(block, min_blocks)`);
-    /// 0 leaves the compiler free (Vulkan drivers choose on their own). Default
-    /// [`DEFAULT_MIN_BLOCKS`].
+    /// 0 (the default, [`DEFAULT_MIN_BLOCKS`]) is the library's choice: the compiler free,
+    /// except for 8-byte keys with 8-byte values ([`WIDE_PAIRS_MIN_BLOCKS`]). Vulkan drivers
+    /// choose on their own.
     pub min_blocks: u32,
 }
 
@@ -907,7 +914,14 @@ impl<K: Element> Sorter<K> {
             // writes the histogram rows too, for `counts_of_digits`), on the tile
             // `TilePlan::whole` chose (each pass ranks the whole tile, padding included).
             let work_b = work.binding(0, WORK_STATES as usize);
-            let consts = onesweep_consts(&small, vw, key_order, &self.tuning, info.backend, true);
+            let consts = onesweep_consts(
+                &small,
+                (K::KIND.size(), vw),
+                key_order,
+                &self.tuning,
+                info.backend,
+                true,
+            );
             let mut flags = 0;
             let dst = match keys_out {
                 Some(out) => {
@@ -977,7 +991,14 @@ impl<K: Element> Sorter<K> {
                 value_tmp
             }
         };
-        let consts = onesweep_consts(&plan, vw, key_order, &self.tuning, info.backend, false);
+        let consts = onesweep_consts(
+            &plan,
+            (K::KIND.size(), vw),
+            key_order,
+            &self.tuning,
+            info.backend,
+            false,
+        );
         let onesweep = Kernel {
             name: "sort_onesweep",
             elem: K::KIND,
@@ -1073,7 +1094,7 @@ fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> 
 /// GLSL kernel ranks by ballots and takes its workgroup size from constant 0.
 fn onesweep_consts(
     plan: &TilePlan,
-    value_words: u32,
+    (key_bytes, value_words): (usize, u32),
     key_order: u32,
     tuning: &Tuning,
     backend: crate::device::BackendKind,
@@ -1088,7 +1109,11 @@ fn onesweep_consts(
     if backend == crate::device::BackendKind::Cuda {
         consts.push(("MATCH_ANY", u32::from(tuning.match_any)));
         consts.push(("BLOCK", plan.block));
-        consts.push(("MIN_BLOCKS", tuning.min_blocks));
+        let min_blocks = match tuning.min_blocks {
+            0 if key_bytes == 8 && value_words == 2 => WIDE_PAIRS_MIN_BLOCKS,
+            m => m,
+        };
+        consts.push(("MIN_BLOCKS", min_blocks));
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));

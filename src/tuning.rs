@@ -65,14 +65,40 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
     }
 }
 
-/// Scan (CUDA twin only): whether a device-scan tile keeps each thread's partial folds in
-/// shared memory through the look-back (computing them again at the end) rather than in
-/// registers. The GLSL kernels always do.
+/// Scan: elements per thread of a device-scan tile of integers of `elem` for `n` elements
+/// (floats always take [`crate::scan::ITEMS`], part of their order; 8-byte integers too):
+/// [`crate::scan::MAX_ITEMS`] (32, tiles of 8192) for 4-byte integers from 2^20 elements on
+/// CUDA, and from 2^20 to 2^23 on Vulkan; else [`crate::scan::ITEMS`] (16).
+///
+/// H100 (NOTES.md, version 27), `i32` inclusive scans, µs at 16 → 32: CUDA (with the partial
+/// folds in shared memory, [`scan_partials_in_shared`]) 2^20 11.9 → 11.6, 2^21 17.3 → 14.8,
+/// 2^22 25.0 → 22.8, 2^23 38.7 → 36.7, 2^24 62.1 → 59.4, 2^26 211 → 196, 2^28 808 → 750;
+/// below 2^20 slower (2^16 7.7 → 9.0). Vulkan 2^20 13.6 → 12.4, 2^21 20.4 → 16.6, 2^22 29.1
+/// → 26.2, 2^23 44.7 → 42.5, but 2^24 70.0 → 75.0 (2048 tiles: a clearing launch, and 108
+/// registers against 60); 24 and 28 were between or slower on both.
+pub(crate) fn scan_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
+    let wide = match info.backend {
+        BackendKind::Cuda => n >= 1 << 20,
+        BackendKind::Vulkan => (1 << 20..=1 << 23).contains(&n),
+    };
+    if wide && matches!(elem, ElemKind::I32 | ElemKind::U32) {
+        crate::scan::MAX_ITEMS
+    } else {
+        crate::scan::ITEMS
+    }
+}
+
+/// Scan (CUDA twin only): whether a device-scan tile of `items` elements per thread keeps
+/// each thread's partial folds in shared memory through the look-back (computing them again
+/// at the end) rather than in registers: always for floats, and for 32-bit integers at 32
+/// elements per thread. The GLSL kernels always do.
 ///
 /// H200 (NOTES.md, version 4): fewer registers made CUDA's 32-bit integer scans slower (0.90 to
-/// 0.73 of CUB at 2^28) and its float scans faster (0.79 to 0.86).
-pub(crate) fn scan_partials_in_shared(elem: ElemKind) -> bool {
-    !matches!(elem, ElemKind::I32 | ElemKind::U32)
+/// 0.73 of CUB at 2^28) and its float scans faster (0.79 to 0.86). H100 (version 27), `i32`
+/// at 32 elements per thread: in shared memory 40 registers and no spill (48 and a 64-byte
+/// spill in registers), 2^21 15.8 → 14.8 µs, 2^22 25.0 → 22.8, 2^28 738 → 749.
+pub(crate) fn scan_partials_in_shared(elem: ElemKind, items: u32) -> bool {
+    !matches!(elem, ElemKind::I32 | ElemKind::U32) || items >= crate::scan::MAX_ITEMS
 }
 
 /// Vulkan: whether kernel `name` for elements of `elem` runs without the driver's bounds

@@ -3,12 +3,12 @@
 //!
 //! ```text
 //! cargo run --release -p xwarp-lab --example sort_tuning -- [--n N] [--reps R]
-//!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [TUNING ...]
+//!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [--wide-values] [TUNING ...]
 //! ```
 //! A tuning is `key=value` pairs separated by commas: `items`, `items_wide`, `block`,
 //! `min_blocks`, `match_any`, `groups` (histogram workgroups), `parts` (histogram counter
 //! copies), `spin`; missing keys keep the
-//! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (the input
+//! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (`--wide-values`: `u64`; the input
 //! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
 //! it is timed; the times are GPU medians over the repetitions, each after a cache scrub.
 //! Afterwards the compiler's statistics of each digit-pass variant are printed.
@@ -23,6 +23,7 @@ struct Args {
     reps: usize,
     kind: ElemKind,
     pairs: bool,
+    wide_values: bool,
     tunings: Vec<(String, Tuning)>,
 }
 
@@ -32,6 +33,7 @@ fn parse() -> Result<Args, String> {
         reps: 11,
         kind: ElemKind::U32,
         pairs: false,
+        wide_values: false,
         tunings: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -58,6 +60,7 @@ fn parse() -> Result<Args, String> {
                     .ok_or(format!("--type {v}: one of u32 i32 f32 u64 i64 f64"))?;
             }
             "--pairs" => args.pairs = true,
+            "--wide-values" => args.wide_values = true,
             spec => {
                 let mut t = Tuning::default();
                 for kv in spec.split(',').filter(|s| !s.is_empty() && *s != "default") {
@@ -95,7 +98,11 @@ fn main() -> ExitCode {
     };
     macro_rules! go {
         ($t:ty) => {
-            run::<$t>(&args)
+            if args.wide_values {
+                run::<$t, u64>(&args)
+            } else {
+                run::<$t, u32>(&args)
+            }
         };
     }
     let ok = match args.kind {
@@ -120,10 +127,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Sorts once per tuning and backend (checked against the CPU), then times; false when any
 /// result was wrong.
-fn run<K: Element>(args: &Args) -> bool {
+fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
     let n = args.n;
     let input: Vec<K> = Rng::new(2024).vec(n);
-    let indices: Vec<u32> = (0..n as u32).collect();
+    let indices: Vec<V> = (0..n as u32).map(V::from).collect();
     let order = SortOrder::Ascending;
     let (want_keys, want_values) =
         xwarp::cpu::sort::sort_pairs(&input, &indices, order, all_bits::<K>());
@@ -132,7 +139,11 @@ fn run<K: Element>(args: &Args) -> bool {
         "sort_tuning: {} {} keys{}, {} repetitions",
         n,
         K::KIND,
-        if args.pairs { " with u32 values" } else { "" },
+        if args.pairs {
+            format!(" with {} values", V::KIND)
+        } else {
+            String::new()
+        },
         args.reps
     );
     // XWARP_BACKEND=cuda or =vulkan times one backend only (for a profiler).
@@ -152,7 +163,7 @@ fn run<K: Element>(args: &Args) -> bool {
         let keys_in = DeviceVec::from_slice(dev, &input).expect("upload");
         let values_in = DeviceVec::from_slice(dev, &indices).expect("upload");
         let mut keys_out = DeviceVec::<K>::alloc(dev, n).expect("alloc");
-        let mut values_out = DeviceVec::<u32>::alloc(dev, n).expect("alloc");
+        let mut values_out = DeviceVec::<V>::alloc(dev, n).expect("alloc");
         let scrub_a = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
         let scrub_b = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
         for (name, tuning) in &args.tunings {
@@ -160,7 +171,7 @@ fn run<K: Element>(args: &Args) -> bool {
             let pairs = args.pairs;
             let call = |sorter: &mut Sorter<K>,
                         keys_out: &mut DeviceVec<K>,
-                        values_out: &mut DeviceVec<u32>| {
+                        values_out: &mut DeviceVec<V>| {
                 if pairs {
                     sorter.sort_pairs(
                         dev,
@@ -176,7 +187,7 @@ fn run<K: Element>(args: &Args) -> bool {
                 }
             };
             keys_out.fill(dev, K::zeroed()).expect("fill");
-            values_out.fill(dev, u32::MAX).expect("fill");
+            values_out.fill(dev, V::from(u32::MAX)).expect("fill");
             if let Err(e) = call(&mut sorter, &mut keys_out, &mut values_out) {
                 println!("{kind} {name}: {e}");
                 continue;

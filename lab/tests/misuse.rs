@@ -361,7 +361,12 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             ..ScanTuning::default()
         };
         let windows = format!("1..={}", scan::MAX_LOOKBACK_TILES);
+        let items = |i| ScanTuning {
+            items: Some(i),
+            ..ScanTuning::default()
+        };
         let tiles = format!("multiple of {}", scan::TILE);
+        let item_range = format!("1..={}", scan::ITEMS);
         let k_high = scan::MAX_LOOKBACK_TILES + 1;
         for (t, name, value, allowed) in [
             (window(0), "lookback_tiles", 0.to_string(), &windows),
@@ -371,6 +376,8 @@ fn invalid_offsets_name_the_offset_and_its_range() {
                 k_high.to_string(),
                 &windows,
             ),
+            (items(0), "items", 0.to_string(), &item_range),
+            (items(17), "items", 17.to_string(), &item_range),
             (launch(1), "max_launch_elems", 1.to_string(), &tiles),
             (
                 launch(scan::TILE + 1),

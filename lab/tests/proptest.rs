@@ -850,6 +850,7 @@ fn scan_prop<T: Arb>() {
             spin,
             max_launch_elems,
             lookback_tiles,
+            items: None,
         });
     let scope = prop_oneof![
         Just(ScanScope::Warp),

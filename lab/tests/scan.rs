@@ -202,6 +202,87 @@ fn scans_of_one_launch_leave_the_device_counters_zero() {
 }
 
 #[test]
+fn integer_scans_agree_at_every_tile() {
+    // Integer scans may take any tile (`Tuning::items`: their operators are associative), each
+    // checked against the CPU at one tile, a tile and one more, several tiles, and past the
+    // tiles whose states the device's counters buffer holds (a clearing launch), with and
+    // without the fallback; a float scan refuses any tile but its own, its output untouched.
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let most = scan::max_items(dev.info(), ElemKind::I32);
+        let tiles = [1u32, 7, 8, 16, 24, most];
+        for (j, items) in tiles.into_iter().filter(|&i| i <= most).enumerate() {
+            let tile = (scan::BLOCK * items) as usize;
+            for (i, n) in [1, tile - 1, tile + 1, 5 * tile + 3, 1100 * tile + 1]
+                .into_iter()
+                .enumerate()
+            {
+                let tuning = Tuning {
+                    items: Some(items),
+                    spin: if (i + j) % 2 == 0 {
+                        0
+                    } else {
+                        scan::DEFAULT_SPIN
+                    },
+                    ..Tuning::default()
+                };
+                let kind = if i % 2 == 0 {
+                    ScanKind::Inclusive
+                } else {
+                    ScanKind::Exclusive
+                };
+                let op = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max][(i + j) % 3];
+                let a = i32::input(op, n, &mut rng);
+                let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+                let src = DeviceVec::from_slice(dev, &a).unwrap();
+                let mut dst = DeviceVec::<i32>::alloc(dev, n).unwrap();
+                dst.fill(dev, i32::MIN + 3).unwrap();
+                scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning).unwrap();
+                let got = dst.to_vec(dev).unwrap();
+                if let Some(m) = first_mismatch(&want, &got) {
+                    panic!("{}: i32 {op:?} {kind:?} n={n} {tuning:?}: {m}", d.label);
+                }
+                if items <= scan::ITEMS && n < 100 * tile {
+                    let b = u64::input(op, n, &mut rng);
+                    let want = xwarp::cpu::scan::device_scan(op, kind, &b);
+                    let src = DeviceVec::from_slice(dev, &b).unwrap();
+                    let mut dst = DeviceVec::<u64>::alloc(dev, n).unwrap();
+                    dst.fill(dev, u64::MAX - 3).unwrap();
+                    scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning).unwrap();
+                    let got = dst.to_vec(dev).unwrap();
+                    if let Some(m) = first_mismatch(&want, &got) {
+                        panic!("{}: u64 {op:?} {kind:?} n={n} {tuning:?}: {m}", d.label);
+                    }
+                }
+                assert_counters_zero(dev, &format!("{}: n={n} {tuning:?}", d.label));
+            }
+        }
+        let x = f32::input(ReduceOp::Sum, 100, &mut rng);
+        let src = DeviceVec::from_slice(dev, &x).unwrap();
+        let mut dst = DeviceVec::<f32>::alloc(dev, 100).unwrap();
+        dst.fill(dev, 7.5).unwrap();
+        let tuning = Tuning {
+            items: Some(8),
+            ..Tuning::default()
+        };
+        let r = scan::device_scan_tuned(
+            dev,
+            ReduceOp::Sum,
+            ScanKind::Inclusive,
+            &src,
+            &mut dst,
+            tuning,
+        );
+        match r {
+            Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, "items", "{}", d.label),
+            other => panic!("{}: a float scan with 8 items: {other:?}", d.label),
+        }
+        assert_eq!(dst.to_vec(dev).unwrap(), vec![7.5; 100], "{}", d.label);
+    });
+}
+
+#[test]
 fn bad_input_is_a_typed_error() {
     for_each_device(|d| {
         let dev = &*d.dev;

@@ -538,13 +538,16 @@ mod tests {
         holds("reduce_device", "ITEMS", crate::reduce::ITEMS);
         for scan in ["scan_device", "scan_device_s64"] {
             holds(scan, "ITEMS", crate::scan::ITEMS);
+            holds(scan, "ITEMS", crate::scan::MAX_ITEMS);
             for w in 1..=crate::scan::MAX_LOOKBACK_TILES {
                 holds(scan, "LB_TILES", w);
             }
         }
         for elem in ElemKind::ALL {
-            let partials = crate::tuning::scan_partials_in_shared(elem);
-            holds("scan_device", "PARTIALS_IN_SHARED", u32::from(partials));
+            for items in [crate::scan::ITEMS, crate::scan::MAX_ITEMS] {
+                let partials = crate::tuning::scan_partials_in_shared(elem, items);
+                holds("scan_device", "PARTIALS_IN_SHARED", u32::from(partials));
+            }
             holds(
                 "compact",
                 "ITEMS",

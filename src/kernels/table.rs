@@ -343,7 +343,7 @@ const SCAN_DEVICE_CONSTS: [Const; 4] = [
     Const {
         name: "ITEMS",
         on: On::Both,
-        values: &[16],
+        values: &[16, 32],
     },
     Const {
         name: "LB_TILES",
@@ -796,7 +796,7 @@ pub const KERNELS: &[KernelDef] = &[
             Const {
                 name: "MIN_BLOCKS",
                 on: On::Cuda,
-                values: &[0, 4],
+                values: &[0, 2, 4],
             },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {

@@ -173,6 +173,34 @@ impl VkBuffer {
         Ok(this)
     }
 
+    /// Whether the buffer lies in device-local memory that the host has mapped and sees
+    /// coherently: a read of it needs no copy ([`HOST_READ_MAX_BYTES`]).
+    pub(super) fn host_readable(&self) -> bool {
+        let wanted = vk::MemoryPropertyFlags::DEVICE_LOCAL
+            | vk::MemoryPropertyFlags::HOST_VISIBLE
+            | vk::MemoryPropertyFlags::HOST_COHERENT;
+        lock(&self.allocation)
+            .as_ref()
+            .is_some_and(|a| a.memory_properties().contains(wanted) && a.mapped_ptr().is_some())
+    }
+
+    /// Whether a read of `bytes` of this buffer comes straight from its mapping: a
+    /// host-readable buffer ([`Self::host_readable`]), and either a small read
+    /// ([`HOST_READ_MAX_BYTES`]) or memory the host caches (a CPU device's, a shared-memory
+    /// GPU's), since reads through an uncached mapping of a PCIe BAR are slow. Unless
+    /// `XWARP_VULKAN_READS=staged` sends every read through a copy into staging memory (so
+    /// that the tests run that path on devices whose memory is all mapped).
+    pub(super) fn read_directly(&self, bytes: u64) -> bool {
+        static STAGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let staged = *STAGED
+            .get_or_init(|| std::env::var("XWARP_VULKAN_READS").is_ok_and(|v| v == "staged"));
+        let cached = lock(&self.allocation).as_ref().is_some_and(|a| {
+            a.memory_properties()
+                .contains(vk::MemoryPropertyFlags::HOST_CACHED)
+        });
+        !staged && self.host_readable() && (bytes <= HOST_READ_MAX_BYTES || cached)
+    }
+
     /// The mapped bytes of a host-visible buffer.
     pub(super) fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let mut guard = lock(&self.allocation);
@@ -199,13 +227,37 @@ impl Drop for VkBuffer {
     }
 }
 
+/// Buffers of at most this many bytes ([`Device::alloc`]: one-value results, counts) lie in
+/// device-local memory the host maps, where the device has such memory (a PCIe BAR, or a CPU
+/// device's memory): reading one ([`Device::read`], `DeviceVec::to_vec`) waits for the queue
+/// and copies from the mapping, with no copy command into staging memory before the wait.
+/// Larger buffers, and small ones where no such memory is left, stay in device memory only.
+pub(super) const HOST_READ_MAX_BYTES: u64 = 256;
+
 impl VulkanDevice {
-    /// [`Device::alloc`]: a buffer of xwarp's own, in device memory.
+    /// [`Device::alloc`]: a buffer of xwarp's own, in device memory (small ones host-readable,
+    /// [`HOST_READ_MAX_BYTES`]).
     pub(super) fn alloc_buffer(&self, bytes: u64) -> Result<RawBuffer> {
         if bytes == 0 {
             return Err(Error::invalid("bytes", 0, "1 or more"));
         }
-        let buf = VkBuffer::new(&self.core, bytes, MemoryLocation::GpuOnly, "xwarp buffer")?;
+        let mapped = (bytes <= HOST_READ_MAX_BYTES)
+            .then(|| {
+                VkBuffer::new(
+                    &self.core,
+                    bytes,
+                    MemoryLocation::CpuToGpu,
+                    "xwarp buffer (host-readable)",
+                )
+            })
+            .and_then(|b| b.ok())
+            // The allocator falls back to host memory where device-local mappable memory is
+            // full or absent: such a buffer is dropped again.
+            .filter(VkBuffer::host_readable);
+        let buf = match mapped {
+            Some(b) => b,
+            None => VkBuffer::new(&self.core, bytes, MemoryLocation::GpuOnly, "xwarp buffer")?,
+        };
         Ok(RawBuffer::new(
             Arc::new(buf),
             bytes,

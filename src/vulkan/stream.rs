@@ -474,32 +474,37 @@ impl VulkanDevice {
         };
     }
 
-    /// Ends the recording of `f`: on an application's device, first a barrier that makes what
-    /// it wrote visible to the application's later work and host reads.
+    /// Ends the recording of `f`, first with a barrier that makes what it wrote visible to host
+    /// reads (a read of a buffer the host maps then only waits for the fence,
+    /// [`Self::download`]) and, on an application's device, to the application's later work.
     fn end_frame(&self, f: &mut Frame) -> Result<()> {
         let d = &self.core.device;
         f.recording = false;
-        if self.external {
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::MEMORY_READ
-                        | vk::AccessFlags::MEMORY_WRITE
-                        | vk::AccessFlags::HOST_READ,
-                );
-            // SAFETY: recording command buffer of this device.
-            unsafe {
-                d.cmd_pipeline_barrier(
-                    f.cmd,
-                    vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
-                )
-            };
-        }
+        let (dst_stages, dst_access) = if self.external {
+            (
+                vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
+                vk::AccessFlags::MEMORY_READ
+                    | vk::AccessFlags::MEMORY_WRITE
+                    | vk::AccessFlags::HOST_READ,
+            )
+        } else {
+            (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ)
+        };
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(dst_access);
+        // SAFETY: recording command buffer of this device.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                f.cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                dst_stages,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
         // SAFETY: the command buffer is recording (begun by `begin`).
         unsafe { d.end_command_buffer(f.cmd) }.map_err(Error::vk("vkEndCommandBuffer"))
     }
@@ -886,6 +891,11 @@ impl VulkanDevice {
             return self.synchronize();
         }
         let bytes = dst.len() as u64;
+        if let Ok(mapped) = src.downcast::<VkBuffer>(self.id, &self.info.name) {
+            if mapped.read_directly(bytes) {
+                return self.read_mapped(mapped, offset, dst);
+            }
+        }
         let mut s = self.stream_lock();
         self.refuse_in_recording(&s, "Device::read")?;
         if let Some(at) = self.staging_room(&mut s, bytes)? {
@@ -927,6 +937,20 @@ impl VulkanDevice {
         self.flush(&mut s)?;
         drop(s);
         staging.with_mapped(|m| dst.copy_from_slice(&m[..dst.len()]))
+    }
+
+    /// [`Self::download`] of a buffer the host maps (`buffer`, behind `src`; see
+    /// `memory::HOST_READ_MAX_BYTES`): the work recorded so far is submitted, everything
+    /// submitted waited for (each submission ends with a barrier that makes its writes visible
+    /// to the host, [`Self::end_frame`]), then the bytes come straight from the mapping: no
+    /// copy command, and no submission at all where the work was submitted already.
+    fn read_mapped(&self, buffer: &VkBuffer, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let mut s = self.stream_lock();
+        self.refuse_in_recording(&s, "Device::read")?;
+        let t = self.submit_frame(&mut s)?;
+        self.wait_for(&mut s, t)?;
+        // Still holding the stream: no later command can write the buffer before the copy.
+        buffer.with_mapped(|m| dst.copy_from_slice(&m[offset as usize..][..dst.len()]))
     }
 
     /// Records the copy of a read: `bytes` from `(buffer, offset)` `from` into the host-visible
