@@ -153,7 +153,10 @@ fn tile_items<T: Reduce>(
     let most = max_items(dev.info(), T::KIND);
     match tuning.items {
         None if fixed => Ok(ITEMS),
-        None => Ok(crate::tuning::scan_items(dev.info(), T::KIND, len).clamp(1, most)),
+        // The device's choice where its shared memory holds that tile, else the default.
+        None => Ok(Some(crate::tuning::scan_items(dev.info(), T::KIND, len))
+            .filter(|i| (1..=most).contains(i))
+            .unwrap_or(ITEMS)),
         Some(i) if fixed && i != ITEMS => Err(Error::invalid(
             "items",
             i,
