@@ -908,20 +908,23 @@ impl<K: Element> Sorter<K> {
         let value_bytes = (n * 4 * vw as usize) as u64;
         let vals = |raw| whole(raw, value_bytes);
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
+        let consts_of = |plan: &TilePlan, whole: bool| {
+            onesweep_consts(
+                plan,
+                (K::KIND.size(), vw),
+                key_order,
+                &self.tuning,
+                info.backend,
+                whole,
+            )
+        };
 
         if let Some(small) = one_launch {
             // One workgroup holds every key: the whole sort in one launch (every pass; it
             // writes the histogram rows too, for `counts_of_digits`), on the tile
             // `TilePlan::whole` chose (each pass ranks the whole tile, padding included).
             let work_b = work.binding(0, WORK_STATES as usize);
-            let consts = onesweep_consts(
-                &small,
-                (K::KIND.size(), vw),
-                key_order,
-                &self.tuning,
-                info.backend,
-                true,
-            );
+            let consts = consts_of(&small, true);
             let mut flags = 0;
             let dst = match keys_out {
                 Some(out) => {
@@ -991,14 +994,7 @@ impl<K: Element> Sorter<K> {
                 value_tmp
             }
         };
-        let consts = onesweep_consts(
-            &plan,
-            (K::KIND.size(), vw),
-            key_order,
-            &self.tuning,
-            info.backend,
-            false,
-        );
+        let consts = consts_of(&plan, false);
         let onesweep = Kernel {
             name: "sort_onesweep",
             elem: K::KIND,

@@ -204,7 +204,8 @@ fn scans_of_one_launch_leave_the_device_counters_zero() {
 #[test]
 fn integer_scans_agree_at_every_tile() {
     // Integer scans may take any tile (`Tuning::items`: their operators are associative), each
-    // checked against the CPU at one tile, a tile and one more, several tiles, and past the
+    // checked against the CPU at 1, 31 and 33 elements, a tile less one and one more, several
+    // tiles, 1000003, and past the
     // tiles whose states the device's counters buffer holds (a clearing launch), with and
     // without the fallback; a float scan refuses any tile but its own, its output untouched.
     let mut rng = Rng::new(seed());
@@ -214,9 +215,18 @@ fn integer_scans_agree_at_every_tile() {
         let tiles = [1u32, 7, 8, 16, 24, most];
         for (j, items) in tiles.into_iter().filter(|&i| i <= most).enumerate() {
             let tile = (scan::BLOCK * items) as usize;
-            for (i, n) in [1, tile - 1, tile + 1, 5 * tile + 3, 1100 * tile + 1]
-                .into_iter()
-                .enumerate()
+            for (i, n) in [
+                1,
+                31,
+                33,
+                tile - 1,
+                tile + 1,
+                5 * tile + 3,
+                1_000_003,
+                1100 * tile + 1,
+            ]
+            .into_iter()
+            .enumerate()
             {
                 let tuning = Tuning {
                     items: Some(items),

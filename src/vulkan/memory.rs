@@ -22,6 +22,9 @@ pub(super) struct Core {
     name: String,
     /// False for an application's device: xwarp frees its own memory on it, nothing else.
     owned: bool,
+    /// The device has a memory type that is device-local, host-visible and host-coherent
+    /// (where small buffers go, [`HOST_READ_MAX_BYTES`]).
+    mappable_device_memory: bool,
     pub(super) _instance: Arc<Instance>,
 }
 
@@ -35,6 +38,12 @@ impl Core {
         name: &str,
         owned: bool,
     ) -> Result<Arc<Self>> {
+        // SAFETY: `pd` is a physical device of this instance.
+        let props = unsafe { inst.instance.get_physical_device_memory_properties(pd) };
+        let mappable_device_memory = props
+            .memory_types_as_slice()
+            .iter()
+            .any(|t| t.property_flags.contains(HOST_READABLE));
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: inst.instance.clone(),
             device: device.clone(),
@@ -49,6 +58,7 @@ impl Core {
                 allocator: ManuallyDrop::new(Mutex::new(a)),
                 name: name.to_string(),
                 owned,
+                mappable_device_memory,
                 _instance: inst.clone(),
             })),
             Err(e) => {
@@ -173,32 +183,24 @@ impl VkBuffer {
         Ok(this)
     }
 
-    /// Whether the buffer lies in device-local memory that the host has mapped and sees
-    /// coherently: a read of it needs no copy ([`HOST_READ_MAX_BYTES`]).
-    pub(super) fn host_readable(&self) -> bool {
-        let wanted = vk::MemoryPropertyFlags::DEVICE_LOCAL
-            | vk::MemoryPropertyFlags::HOST_VISIBLE
-            | vk::MemoryPropertyFlags::HOST_COHERENT;
-        lock(&self.allocation)
-            .as_ref()
-            .is_some_and(|a| a.memory_properties().contains(wanted) && a.mapped_ptr().is_some())
-    }
-
-    /// Whether a read of `bytes` of this buffer comes straight from its mapping: a
-    /// host-readable buffer ([`Self::host_readable`]), and either a small read
-    /// ([`HOST_READ_MAX_BYTES`]) or memory the host caches (a CPU device's, a shared-memory
-    /// GPU's), since reads through an uncached mapping of a PCIe BAR are slow. Unless
-    /// `XWARP_VULKAN_READS=staged` sends every read through a copy into staging memory (so
-    /// that the tests run that path on devices whose memory is all mapped).
+    /// Whether a read of `bytes` of this buffer comes straight from its mapping: the buffer
+    /// lies in device-local memory the host has mapped and sees coherently, and either the read
+    /// is small ([`HOST_READ_MAX_BYTES`]) or the host caches that memory (a CPU device's, a
+    /// shared-memory GPU's), since reads through an uncached mapping of a PCIe BAR are slow.
+    /// Unless `XWARP_VULKAN_READS=staged` sends every read through a copy into staging memory
+    /// (so that the tests run that path on devices whose memory is all mapped).
     pub(super) fn read_directly(&self, bytes: u64) -> bool {
         static STAGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let staged = *STAGED
             .get_or_init(|| std::env::var("XWARP_VULKAN_READS").is_ok_and(|v| v == "staged"));
-        let cached = lock(&self.allocation).as_ref().is_some_and(|a| {
-            a.memory_properties()
-                .contains(vk::MemoryPropertyFlags::HOST_CACHED)
-        });
-        !staged && self.host_readable() && (bytes <= HOST_READ_MAX_BYTES || cached)
+        !staged
+            && lock(&self.allocation).as_ref().is_some_and(|a| {
+                let flags = a.memory_properties();
+                flags.contains(HOST_READABLE)
+                    && a.mapped_ptr().is_some()
+                    && (bytes <= HOST_READ_MAX_BYTES
+                        || flags.contains(vk::MemoryPropertyFlags::HOST_CACHED))
+            })
     }
 
     /// The mapped bytes of a host-visible buffer.
@@ -234,6 +236,13 @@ impl Drop for VkBuffer {
 /// Larger buffers, and small ones where no such memory is left, stay in device memory only.
 pub(super) const HOST_READ_MAX_BYTES: u64 = 256;
 
+/// The memory small buffers take where the device has it ([`HOST_READ_MAX_BYTES`]).
+const HOST_READABLE: vk::MemoryPropertyFlags = vk::MemoryPropertyFlags::from_raw(
+    vk::MemoryPropertyFlags::DEVICE_LOCAL.as_raw()
+        | vk::MemoryPropertyFlags::HOST_VISIBLE.as_raw()
+        | vk::MemoryPropertyFlags::HOST_COHERENT.as_raw(),
+);
+
 impl VulkanDevice {
     /// [`Device::alloc`]: a buffer of xwarp's own, in device memory (small ones host-readable,
     /// [`HOST_READ_MAX_BYTES`]).
@@ -241,7 +250,7 @@ impl VulkanDevice {
         if bytes == 0 {
             return Err(Error::invalid("bytes", 0, "1 or more"));
         }
-        let mapped = (bytes <= HOST_READ_MAX_BYTES)
+        let mapped = (bytes <= HOST_READ_MAX_BYTES && self.core.mappable_device_memory)
             .then(|| {
                 VkBuffer::new(
                     &self.core,
@@ -252,8 +261,9 @@ impl VulkanDevice {
             })
             .and_then(|b| b.ok())
             // The allocator falls back to host memory where device-local mappable memory is
-            // full or absent: such a buffer is dropped again.
-            .filter(VkBuffer::host_readable);
+            // full (and, under `XWARP_VULKAN_READS=staged`, every small buffer stays in device
+            // memory as before): such a buffer is dropped again.
+            .filter(|b| b.read_directly(bytes));
         let buf = match mapped {
             Some(b) => b,
             None => VkBuffer::new(&self.core, bytes, MemoryLocation::GpuOnly, "xwarp buffer")?,
