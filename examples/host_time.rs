@@ -226,8 +226,16 @@ fn main() -> xwarp::Result<()> {
             replayed.push(t.elapsed().as_secs_f64() / 10.0);
             verify(&sum, &scan, &kept, &count)?;
         }
+        let barriers = rec
+            .barriers()
+            .map_or("every one (stream order)".to_string(), |b| b.to_string());
         sequences.push((
-            format!("{} {}", dev.info().backend, dev.info().name),
+            format!(
+                "{} {} ({} commands, barriers: {barriers})",
+                dev.info().backend,
+                dev.info().name,
+                rec.operations()
+            ),
             us(sync),
             us(queued),
             us(replayed),

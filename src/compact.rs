@@ -351,13 +351,12 @@ fn run(
             4 * in_counters as u64,
         ],
     );
-    let shared = dev.counters().filter(|c| {
-        n > 0
-            && n <= plan.chunk
-            && plan.single
-            && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES)
-            && bytes <= c.bytes()
-    });
+    let shared = (n > 0
+        && n <= plan.chunk
+        && plan.single
+        && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES))
+        .then(|| dev.counter_slot(bytes))
+        .flatten();
     let fresh_counter;
     let fresh_states;
     let (counter, states) = match shared {

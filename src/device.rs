@@ -362,19 +362,23 @@ impl Ticket {
 pub struct Recording {
     device: DeviceId,
     operations: usize,
+    barriers: Option<usize>,
     inner: Box<dyn Any + Send + Sync>,
 }
 
 impl Recording {
-    /// Wraps a backend's recorded sequence of `operations` commands made on `device`.
+    /// Wraps a backend's recorded sequence of `operations` commands made on `device`, with
+    /// `barriers` between them where the backend places them itself.
     pub(crate) fn new(
         device: DeviceId,
         operations: usize,
+        barriers: Option<usize>,
         inner: Box<dyn Any + Send + Sync>,
     ) -> Self {
         Recording {
             device,
             operations,
+            barriers,
             inner,
         }
     }
@@ -382,6 +386,15 @@ impl Recording {
     /// Commands (launches, copies, fills) the sequence holds.
     pub fn operations(&self) -> usize {
         self.operations
+    }
+
+    /// The barriers between the sequence's commands, where the backend places them: on
+    /// Vulkan a command waits for the earlier ones only where it reads what one of them wrote
+    /// or writes what one of them read or wrote (since the last barrier), so independent
+    /// commands run side by side; `None` on CUDA, whose stream runs every command after the
+    /// one before it.
+    pub fn barriers(&self) -> Option<usize> {
+        self.barriers
     }
 
     /// The device it was recorded on, the only one that replays it.
@@ -561,6 +574,10 @@ pub const MAX_PARAMS: usize = 128;
 /// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (scans and
 /// compactions of one launch keep their tile states there, [`crate::scan`], [`crate::compact`]).
 pub const COUNTER_BYTES: u64 = 64 << 10;
+
+/// Bytes of each part of the counters buffer [`Device::counter_slot`] hands out in turn
+/// where the backend splits it: eight parts.
+pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 8;
 
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
 /// [`check_launch`].
@@ -760,11 +777,20 @@ pub trait Device: Send + Sync {
     /// opens, for kernels that count their finished workgroups within one launch, and for the
     /// tile states of scans and compactions of one launch (no clearing launch). The contract:
     /// every word is zero whenever none of this device's launches runs, so a kernel that uses a
-    /// word sets it back to zero before it finishes. This device runs its launches one after
-    /// another, never two at once, so no two launches share a word. `None` where the backend
-    /// keeps no such buffer; algorithms then take a path without it.
+    /// word sets it back to zero before it finishes. Launches that use the same words run one
+    /// after the other (CUDA's stream runs every launch after the one before; Vulkan orders
+    /// launches by the buffer ranges they touch), so no two launches share a word at once.
+    /// `None` where the backend keeps no such buffer; algorithms then take a path without it.
     fn counters(&self) -> Option<&RawBuffer> {
         None
+    }
+    /// Part of [`Self::counters`] of at least `bytes`, under the same contract, for one call's
+    /// launches. A backend that runs independent launches side by side (Vulkan) hands out
+    /// parts of [`COUNTER_SLOT_BYTES`] in turn, so that successive calls that fit one touch
+    /// different words and need not wait for each other; a larger request gets the whole
+    /// buffer. `None` where there is no counters buffer or `bytes` exceeds it.
+    fn counter_slot(&self, bytes: u64) -> Option<&RawBuffer> {
+        self.counters().filter(|c| bytes <= c.bytes())
     }
     /// Messages the driver's debugging layers reported (Vulkan validation messages of warning
     /// or error severity when validation is on); empty otherwise.

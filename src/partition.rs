@@ -109,12 +109,10 @@ pub fn partition_tuned<T: PredicateElement>(
         consts.push(("BLOCK", BLOCK));
     }
     // The count step's ticket: a word of the device's counters buffer, zero before and after.
-    let ticket = dev
-        .counters()
-        .filter(|c| {
-            let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
-            tiles > 0 && tiles <= most && c.bytes() >= 4
-        })
+    let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
+    let ticket = (tiles > 0 && tiles <= most)
+        .then(|| dev.counter_slot(4))
+        .flatten()
         .map(|c| Binding {
             buffer: c,
             offset: 0,

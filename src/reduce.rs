@@ -347,7 +347,12 @@ pub fn device_reduce_tuned<T: Reduce>(
         && input.len() <= chunk
         && launches.one_launch(dev, tiles)
     {
-        if let Some(counters) = dev.counters() {
+        let words = if tiles > TILE {
+            1 + tiles.div_ceil(TILE)
+        } else {
+            1
+        };
+        if let Some(counters) = dev.counter_slot(4 * words as u64) {
             // More tiles than one tile of totals: room for the next level's totals after them.
             let next = if tiles > TILE {
                 tiles.div_ceil(TILE)

@@ -382,11 +382,10 @@ pub(crate) fn scan_segments<T: Reduce>(
     // before and after every launch: the tile that finishes last zeroes them again, so no
     // temporary and no clearing launch (its cost is most of a small scan's, NOTES.md version
     // 19). Others get fresh memory, zeroed by the scan kernel in its clearing mode first.
-    let shared = dev.counters().filter(|c| {
-        launches == 1
-            && tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info())
-            && bytes <= c.bytes()
-    });
+    let shared = (launches == 1
+        && tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info()))
+    .then(|| dev.counter_slot(bytes))
+    .flatten();
     let fresh;
     let state = match shared {
         Some(c) => c,

@@ -12,7 +12,7 @@ use xwarp::reduce::{device_reduce, ReduceOp};
 use xwarp::scan::{device_scan, ScanKind};
 use xwarp::sort::{SortOrder, Sorter};
 use xwarp::vote::Predicate;
-use xwarp::{cpu, Device, DeviceVec, ElemKind, Element, Error, Rng};
+use xwarp::{cpu, BackendKind, Device, DeviceVec, ElemKind, Element, Error, Rng};
 use xwarp_lab::validate::{first_mismatch, first_mismatch_nan_as_class, poison_value};
 
 /// The tests of this binary one at a time: they share each device, and some count what the
@@ -299,6 +299,88 @@ fn a_recording_replays_with_new_data_like_the_synchronous_calls() {
             dev.synchronize().unwrap();
             p.check(dev, &format!("{} replay {round} f32 n={n}", d.label), &data);
         }
+    });
+}
+
+/// Vulkan separates recorded commands by a barrier only where one depends on an earlier one
+/// through a buffer: copies between four pairs of their own buffers run side by side, a chain
+/// of copies waits at every link, copies into two halves of one buffer are independent, and
+/// the results are the sequential ones either way. CUDA's stream orders every command.
+#[test]
+fn recorded_commands_wait_only_for_what_they_depend_on() {
+    let _serial = serial();
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let n = 4097;
+        let bytes = (n * 4) as u64;
+        let data: Vec<Vec<i32>> = (0..4).map(|_| inputs_i32(&mut rng, n)).collect();
+        let src: Vec<DeviceVec<i32>> = data
+            .iter()
+            .map(|v| DeviceVec::from_slice(dev, v).unwrap())
+            .collect();
+        let mut dst: Vec<DeviceVec<i32>> =
+            (0..4).map(|_| DeviceVec::alloc(dev, n).unwrap()).collect();
+        let halves = DeviceVec::<i32>::alloc(dev, 2 * n).unwrap();
+        let barriers = |rec: &xwarp::Recording| {
+            if dev.info().backend == BackendKind::Cuda {
+                assert_eq!(rec.barriers(), None, "{}", d.label);
+            }
+        };
+        // Four independent copies, then each copied again into one half of `halves`: the
+        // second round reads what the first wrote (one barrier), its two halves do not overlap.
+        let rec = dev
+            .record(&mut || {
+                for (s, t) in src.iter().zip(&dst) {
+                    dev.copy(s.raw(), 0, t.raw(), 0, bytes)?;
+                }
+                for (k, t) in dst[..2].iter().enumerate() {
+                    dev.copy(t.raw(), 0, halves.raw(), k as u64 * bytes, bytes)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        barriers(&rec);
+        if dev.info().backend == BackendKind::Vulkan {
+            assert_eq!(rec.operations(), 6, "{}", d.label);
+            assert_eq!(rec.barriers(), Some(1), "{}: {rec:?}", d.label);
+        }
+        // A chain: each copy reads what the one before wrote.
+        let chain = dev
+            .record(&mut || {
+                dev.copy(src[0].raw(), 0, dst[0].raw(), 0, bytes)?;
+                dev.copy(dst[0].raw(), 0, dst[1].raw(), 0, bytes)?;
+                dev.copy(dst[1].raw(), 0, dst[2].raw(), 0, bytes)?;
+                // Writes what the first copy of this chain read: waits too.
+                dev.copy(dst[2].raw(), 0, src[0].raw(), 0, bytes)?;
+                Ok(())
+            })
+            .unwrap();
+        barriers(&chain);
+        if dev.info().backend == BackendKind::Vulkan {
+            assert_eq!(chain.barriers(), Some(3), "{}: {chain:?}", d.label);
+        }
+        for round in 0..2 {
+            let poison = poison_value(&data[0]);
+            for t in dst.iter_mut() {
+                t.fill(dev, poison).unwrap();
+            }
+            let t = dev.replay(&rec).unwrap();
+            dev.wait(t).unwrap();
+            let what = format!("{} round {round}", d.label);
+            for (want, t) in data.iter().zip(&dst) {
+                same(&what, want, &t.to_vec(dev).unwrap());
+            }
+            let both = halves.to_vec(dev).unwrap();
+            same(&what, &data[0], &both[..n]);
+            same(&what, &data[1], &both[n..]);
+        }
+        let t = dev.replay(&chain).unwrap();
+        dev.wait(t).unwrap();
+        for t in &dst[..3] {
+            same(&d.label, &data[0], &t.to_vec(dev).unwrap());
+        }
+        same(&d.label, &data[0], &src[0].to_vec(dev).unwrap());
     });
 }
 

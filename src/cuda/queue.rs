@@ -351,7 +351,7 @@ impl CudaDevice {
             graph: Mutex::new(graph),
             _keep: keep,
         });
-        Ok(Recording::new(self.id, operations, Box::new(rec)))
+        Ok(Recording::new(self.id, operations, None, Box::new(rec)))
     }
 
     /// [`crate::Device::replay`]: launches the graph on the stream, then a ticket after it.

@@ -460,6 +460,10 @@ impl VulkanDevice {
     ///   application does not access the range from the host or from other queues, and does not
     ///   submit work to xwarp's queue that reads xwarp's results (it would run first: see the
     ///   module docs).
+    /// - `buffer` shares no memory with another buffer given to xwarp (two buffers bound to
+    ///   overlapping memory): xwarp orders its commands by the buffers and ranges they read
+    ///   and write, and would let work on one run beside work on the other. Ranges of the
+    ///   same buffer are ordered correctly, however they overlap.
     /// - A buffer created with `VK_SHARING_MODE_EXCLUSIVE` is owned by the queue family xwarp
     ///   submits to ([`Self::queue_family`]): the application released and acquired it if it
     ///   used it on another family.

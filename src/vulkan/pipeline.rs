@@ -4,7 +4,7 @@
 
 use super::instance::lock;
 use super::spirv;
-use super::stream::Stream;
+use super::stream::{Access, Stream};
 use super::VulkanDevice;
 #[cfg(doc)]
 use super::VulkanFeatures;
@@ -97,7 +97,12 @@ impl VulkanDevice {
     fn pipeline(
         &self,
         launch: &Launch<'_>,
-    ) -> Result<(vk::Pipeline, vk::PipelineLayout, vk::DescriptorSetLayout)> {
+    ) -> Result<(
+        vk::Pipeline,
+        vk::PipelineLayout,
+        vk::DescriptorSetLayout,
+        spirv::BindingUse,
+    )> {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
         // variant for the element type where the kernel has one. Under the Vulkan memory
@@ -124,11 +129,11 @@ impl VulkanDevice {
             consts: k.consts.to_vec(),
         };
         let mut pipelines = lock(&self.pipelines);
-        if let Some(&p) = pipelines.get(&key) {
-            return Ok((p, layout, set_layout));
+        if let Some(&(p, uses)) = pipelines.get(&key) {
+            return Ok((p, layout, set_layout, uses));
         }
         let d = &self.core.device;
-        let module = {
+        let (module, uses) = {
             let mut modules = lock(&self.modules);
             match modules.get(&(k.name, variant)) {
                 Some(&m) => m,
@@ -152,8 +157,9 @@ impl VulkanDevice {
                         )
                     }
                     .map_err(Error::vk("vkCreateShaderModule"))?;
-                    modules.insert((k.name, variant), m);
-                    m
+                    let entry = (m, spirv::binding_use(&words));
+                    modules.insert((k.name, variant), entry);
+                    entry
                 }
             }
         };
@@ -222,8 +228,8 @@ impl VulkanDevice {
         // SAFETY: module, layout and specialization data are alive for the call.
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
-        pipelines.insert(key, p);
-        Ok((p, layout, set_layout))
+        pipelines.insert(key, (p, uses));
+        Ok((p, layout, set_layout, uses))
     }
 
     fn descriptor_set(
@@ -293,7 +299,7 @@ impl VulkanDevice {
             .iter()
             .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
-        let (pipeline, layout, set_layout) = self.pipeline(launch)?;
+        let (pipeline, layout, set_layout, uses) = self.pipeline(launch)?;
         let mut s = self.stream_lock();
         let set = self.descriptor_set(&mut s, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
@@ -320,7 +326,15 @@ impl VulkanDevice {
             .collect();
         let mut params = [0u8; MAX_PARAMS];
         params[..launch.params.len()].copy_from_slice(launch.params);
-        self.begin(&mut s)?;
+        let accesses: Vec<Access> = launch
+            .bindings
+            .iter()
+            .zip(&buffers)
+            .enumerate()
+            .filter(|(i, _)| uses.uses(*i))
+            .map(|(i, (b, vb))| Access::new(vb.buffer, vb.base + b.offset, b.bytes, uses.writes(i)))
+            .collect();
+        self.begin(&mut s, &accesses)?;
         // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
         // buffers are alive until the submit finishes; ranges and limits were checked above.
         unsafe {
@@ -416,7 +430,7 @@ impl VulkanDevice {
         // they are queried.
         let mut pipelines: Vec<(PipelineKey, vk::Pipeline)> = lock(&self.pipelines)
             .iter()
-            .map(|(k, &p)| (k.clone(), p))
+            .map(|(k, &(p, _))| (k.clone(), p))
             .collect();
         pipelines.sort_by(|(a, _), (b, _)| {
             (a.name, a.variant, a.block, &a.consts).cmp(&(b.name, b.variant, b.block, &b.consts))
@@ -473,8 +487,36 @@ mod tests {
         s
     }
 
+    /// Every shader the build compiled: its bindings as `BindingUse` reads them.
+    #[test]
+    fn bindings_of_real_shaders_are_read() {
+        let words = |name: &str, variant: &str| {
+            let (_, bytes) = find_shader(name, variant).unwrap();
+            ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap()
+        };
+        // scan_device: src (0) readonly, dst (1) writeonly, the counters and tile states (2,
+        // 3) coherent; the module, optimised, has no variable for the buffers it never touches
+        // (4, 5: the values sit in the states' words).
+        let scan = spirv::binding_use(&words("scan_device", "i32"));
+        assert_ne!(scan, spirv::BindingUse::ALL);
+        assert!(scan.uses(0) && !scan.writes(0));
+        for b in 1..=3 {
+            assert!(scan.uses(b) && scan.writes(b), "binding {b}");
+        }
+        for b in 4..=6 {
+            assert!(!scan.uses(b) && !scan.writes(b), "binding {b}");
+        }
+        // Every module of the build is understood.
+        for &(name, variant, _) in SHADERS {
+            let u = spirv::binding_use(&words(name, variant));
+            assert_ne!(u, spirv::BindingUse::ALL, "{name} {variant}");
+            assert_eq!(u.written & !u.declared, 0, "{name} {variant}");
+        }
+    }
+
     /// Every shader with the float modes added is still valid SPIR-V for Vulkan 1.2 (checked
     /// by `spirv-val` where it is installed; CI installs it).
+
     #[test]
     fn every_shader_with_denorm_preserve_validates() {
         use std::io::Write;

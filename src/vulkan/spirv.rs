@@ -21,6 +21,26 @@ const OP_TYPE_FLOAT: u32 = 22;
 const CAPABILITY_DENORM_PRESERVE: u32 = 4464;
 /// Execution mode `DenormPreserve` (SPV_KHR_float_controls), with a target width operand.
 const MODE_DENORM_PRESERVE: u32 = 4459;
+/// `OpDecorate`.
+const OP_DECORATE: u32 = 71;
+/// `OpMemberDecorate`.
+const OP_MEMBER_DECORATE: u32 = 72;
+/// `OpVariable`.
+const OP_VARIABLE: u32 = 59;
+/// `OpTypePointer`.
+const OP_TYPE_POINTER: u32 = 32;
+/// `OpTypeStruct`.
+const OP_TYPE_STRUCT: u32 = 30;
+/// Decoration `Binding`.
+const DECORATION_BINDING: u32 = 33;
+/// Decoration `DescriptorSet`.
+const DECORATION_DESCRIPTOR_SET: u32 = 34;
+/// Decoration `NonWritable`.
+const DECORATION_NON_WRITABLE: u32 = 24;
+/// Storage class `Uniform` (buffer blocks of SPIR-V before 1.3 too).
+const STORAGE_UNIFORM: u32 = 2;
+/// Storage class `StorageBuffer`.
+const STORAGE_STORAGE_BUFFER: u32 = 12;
 /// Words of the module header.
 const HEADER: usize = 5;
 const FLOAT_CONTROLS: &str = "SPV_KHR_float_controls";
@@ -51,6 +71,116 @@ pub(crate) fn float_widths(words: &[u32]) -> Vec<u32> {
     widths.sort_unstable();
     widths.dedup();
     widths
+}
+
+/// Which bindings of descriptor set 0 a module declares, and which of those it may write: the
+/// dependencies between launches ([`super::stream`]) follow from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BindingUse {
+    /// Bit `i`: binding `i` is declared (read, and written unless `written` says otherwise).
+    pub declared: u64,
+    /// Bit `i`: binding `i` may be written (it is not `NonWritable`, as a GLSL `readonly`
+    /// buffer is).
+    pub written: u64,
+}
+
+impl BindingUse {
+    /// Every binding read and written: what a module that cannot be read is taken to do.
+    pub const ALL: BindingUse = BindingUse {
+        declared: u64::MAX,
+        written: u64::MAX,
+    };
+
+    /// Whether binding `i` is read or written.
+    pub fn uses(&self, i: usize) -> bool {
+        i >= 64 || self.declared >> i & 1 == 1
+    }
+
+    /// Whether binding `i` may be written.
+    pub fn writes(&self, i: usize) -> bool {
+        i >= 64 || self.written >> i & 1 == 1
+    }
+}
+
+/// How `words` uses the bindings of descriptor set 0 ([`BindingUse`]): a buffer variable is
+/// read-only where it, or every member of its block, is decorated `NonWritable`. Anything the
+/// reader does not follow (a set other than 0, a binding past 63, a variable without a
+/// binding, a module it cannot parse) gives [`BindingUse::ALL`].
+pub(crate) fn binding_use(words: &[u32]) -> BindingUse {
+    binding_use_of(words).unwrap_or(BindingUse::ALL)
+}
+
+fn binding_use_of(words: &[u32]) -> Option<BindingUse> {
+    use std::collections::HashMap;
+    let list = instructions(words)?;
+    let mut binding: HashMap<u32, u32> = HashMap::new();
+    let mut set: HashMap<u32, u32> = HashMap::new();
+    let mut non_writable: std::collections::HashSet<u32> = Default::default();
+    // Per struct type: members decorated NonWritable.
+    let mut member_non_writable: HashMap<u32, u64> = HashMap::new();
+    let mut members: HashMap<u32, usize> = HashMap::new();
+    let mut pointee: HashMap<u32, u32> = HashMap::new();
+    let mut variables = Vec::new();
+    for &(at, op, count) in &list {
+        let w = &words[at + 1..at + count];
+        match op {
+            OP_DECORATE if w.len() >= 2 => match w[1] {
+                DECORATION_BINDING if w.len() >= 3 => {
+                    binding.insert(w[0], w[2]);
+                }
+                DECORATION_DESCRIPTOR_SET if w.len() >= 3 => {
+                    set.insert(w[0], w[2]);
+                }
+                DECORATION_NON_WRITABLE => {
+                    non_writable.insert(w[0]);
+                }
+                _ => {}
+            },
+            OP_MEMBER_DECORATE if w.len() >= 3 && w[2] == DECORATION_NON_WRITABLE => {
+                if w[1] >= 64 {
+                    return None;
+                }
+                *member_non_writable.entry(w[0]).or_default() |= 1 << w[1];
+            }
+            OP_TYPE_STRUCT if !w.is_empty() => {
+                members.insert(w[0], w.len() - 1);
+            }
+            OP_TYPE_POINTER if w.len() >= 3 => {
+                pointee.insert(w[0], w[2]);
+            }
+            OP_VARIABLE
+                if w.len() >= 3 && matches!(w[2], STORAGE_UNIFORM | STORAGE_STORAGE_BUFFER) =>
+            {
+                variables.push((w[0], w[1]));
+            }
+            _ => {}
+        }
+    }
+    let mut out = BindingUse {
+        declared: 0,
+        written: 0,
+    };
+    for (ty, id) in variables {
+        let b = *binding.get(&id)?;
+        if set.get(&id).copied().unwrap_or(0) != 0 || b >= 64 {
+            return None;
+        }
+        let block = *pointee.get(&ty)?;
+        let n = *members.get(&block)?;
+        if n > 64 {
+            return None;
+        }
+        let all_members = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let read_only = non_writable.contains(&id)
+            || (n > 0
+                && member_non_writable.get(&block).copied().unwrap_or(0) & all_members
+                    == all_members);
+        out.declared |= 1 << b;
+        if !read_only {
+            out.written |= 1 << b;
+        }
+    }
+    Some(out)
 }
 
 /// The words of a nul-terminated literal string, padded to whole words.
@@ -185,6 +315,52 @@ mod tests {
         // Applying it again adds only the modes: the capability and extension stay single.
         let twice = with_denorm_preserve(&w, &[32]).unwrap();
         assert_eq!(twice.len(), w.len() + 4);
+    }
+
+    #[test]
+    fn bindings_follow_the_decorations() {
+        // A module with three buffers: binding 0 NonWritable on its variable, binding 1 on
+        // every member of its block, binding 2 on one member of two.
+        let mut w = module();
+        let dec = |w: &mut Vec<u32>, id, d: &[u32]| {
+            w.push(((2 + d.len() as u32) << 16) | OP_DECORATE);
+            w.push(id);
+            w.extend_from_slice(d);
+        };
+        dec(&mut w, 20, &[DECORATION_BINDING, 0]);
+        dec(&mut w, 20, &[DECORATION_DESCRIPTOR_SET, 0]);
+        dec(&mut w, 20, &[DECORATION_NON_WRITABLE]);
+        dec(&mut w, 21, &[DECORATION_BINDING, 1]);
+        dec(&mut w, 22, &[DECORATION_BINDING, 2]);
+        w.extend([4 << 16 | OP_MEMBER_DECORATE, 11, 0, DECORATION_NON_WRITABLE]);
+        w.extend([4 << 16 | OP_MEMBER_DECORATE, 12, 1, DECORATION_NON_WRITABLE]);
+        w.extend([3 << 16 | OP_TYPE_STRUCT, 10, 2]);
+        w.extend([3 << 16 | OP_TYPE_STRUCT, 11, 2]);
+        w.extend([4 << 16 | OP_TYPE_STRUCT, 12, 2, 2]);
+        for (ptr, block) in [(13, 10), (14, 11), (15, 12)] {
+            w.extend([
+                4 << 16 | OP_TYPE_POINTER,
+                ptr,
+                STORAGE_STORAGE_BUFFER,
+                block,
+            ]);
+        }
+        for (ptr, var) in [(13, 20), (14, 21), (15, 22)] {
+            w.extend([4 << 16 | OP_VARIABLE, ptr, var, STORAGE_STORAGE_BUFFER]);
+        }
+        let u = binding_use(&w);
+        assert_eq!(u.declared, 0b111);
+        assert_eq!(u.written, 0b100);
+        // Another descriptor set, or a variable without a binding: everything.
+        let mut other = w.clone();
+        dec(&mut other, 22, &[DECORATION_DESCRIPTOR_SET, 1]);
+        assert_eq!(binding_use(&other), BindingUse::ALL);
+        let mut unbound = w.clone();
+        unbound.extend([4 << 16 | OP_VARIABLE, 13, 23, STORAGE_STORAGE_BUFFER]);
+        assert_eq!(binding_use(&unbound), BindingUse::ALL);
+        let mut bad = w;
+        bad[5] = 0;
+        assert_eq!(binding_use(&bad), BindingUse::ALL);
     }
 
     #[test]

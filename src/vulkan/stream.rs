@@ -89,6 +89,53 @@ impl Staging {
     }
 }
 
+/// Most buffer ranges a frame tracks between two barriers; a command past them gets a barrier
+/// before it whatever it touches, so the tracking stays a short scan.
+const MAX_TRACKED_ACCESSES: usize = 64;
+
+/// A buffer range one command reads, or reads and writes (shaders and transfers alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Access {
+    buffer: vk::Buffer,
+    start: u64,
+    end: u64,
+    write: bool,
+}
+
+impl Access {
+    /// `bytes` of `buffer` from byte `offset`, written when `write`.
+    pub(super) fn new(buffer: vk::Buffer, offset: u64, bytes: u64, write: bool) -> Self {
+        Access {
+            buffer,
+            start: offset,
+            end: offset.saturating_add(bytes),
+            write,
+        }
+    }
+
+    /// Whether a command doing `self` must wait for one that did `earlier`: they touch
+    /// overlapping bytes of one buffer (an empty range overlaps nothing) and at least one of
+    /// them writes (a read after a write,
+    /// a write after a read, or two writes).
+    fn depends_on(&self, earlier: &Access) -> bool {
+        (self.write || earlier.write)
+            && self.buffer == earlier.buffer
+            && self.start < self.end
+            && earlier.start < earlier.end
+            && self.start < earlier.end
+            && earlier.start < self.end
+    }
+}
+
+/// Whether a command doing `accesses` must be separated by a barrier from commands that did
+/// `earlier` since the last one ([`Access::depends_on`]), or the tracking is full.
+fn needs_barrier(earlier: &[Access], accesses: &[Access]) -> bool {
+    earlier.len() + accesses.len() > MAX_TRACKED_ACCESSES
+        || accesses
+            .iter()
+            .any(|a| earlier.iter().any(|e| a.depends_on(e)))
+}
+
 /// One command buffer with what its submit needs: its own pool (reset as a whole once the
 /// submit has finished), fence, descriptor pools, and what it keeps alive.
 pub(super) struct Frame {
@@ -99,6 +146,11 @@ pub(super) struct Frame {
     pub(super) recording: bool,
     /// Commands recorded since it began.
     pub(super) commands: u32,
+    /// What the commands recorded since the last barrier (or the start) touch: a command
+    /// that depends on none of them needs no barrier before it.
+    pub(super) since_barrier: Vec<Access>,
+    /// Barriers recorded between commands since it began.
+    pub(super) barriers: u32,
     pub(super) keep: Vec<Arc<dyn std::any::Any + Send + Sync>>,
     /// Staging buffers of writes too large for the device's [`Staging`] buffer.
     pub(super) staging: Vec<VkBuffer>,
@@ -236,6 +288,8 @@ pub(super) fn new_frame(d: &ash::Device, family: u32) -> Result<Frame> {
             fence,
             recording: false,
             commands: 0,
+            since_barrier: Vec::new(),
+            barriers: 0,
             keep: Vec::new(),
             staging: Vec::new(),
             uses_staging: false,
@@ -320,7 +374,8 @@ impl VulkanDevice {
     pub(super) fn record_zero(&self, buffer: &RawBuffer) -> Result<()> {
         let target = self.target(buffer)?;
         let mut s = self.stream_lock();
-        self.begin(&mut s)?;
+        let zeroed = Access::new(target.buffer, target.base, buffer.bytes(), true);
+        self.begin(&mut s, &[zeroed])?;
         // SAFETY: recording command buffer of this device; the buffer is one of its own
         // (created with TRANSFER_DST), the range is all of it (a multiple of 4 bytes from its
         // start), and the stream keeps it alive until the submit finishes.
@@ -351,7 +406,8 @@ impl VulkanDevice {
             return Ok(());
         }
         let mut s = self.stream_lock();
-        self.begin(&mut s)?;
+        let filled = Access::new(target.buffer, target.base + offset, bytes, true);
+        self.begin(&mut s, &[filled])?;
         // SAFETY: recording command buffer of this device; the buffer allows transfers into
         // it, the range lies inside it and is a multiple of 4 bytes from a multiple of 4
         // (checked above; buffers start 4-byte aligned), and the stream keeps the buffer alive
@@ -393,16 +449,25 @@ impl VulkanDevice {
         }
     }
 
-    /// Starts recording if needed, and separates the next command from earlier ones.
-    pub(super) fn begin(&self, s: &mut Stream) -> Result<()> {
+    /// Starts recording if needed, and separates the next command, which does `accesses`,
+    /// from earlier ones where it depends on one of them: a barrier where it reads what an
+    /// earlier command since the last barrier wrote, or writes what one read or wrote. An
+    /// independent command gets none and may run beside the earlier ones (NVIDIA's driver:
+    /// 0.14-0.19 us a dispatch against 1.6-1.7 behind a barrier, NOTES.md version 14).
+    /// Distinct buffers are taken to be distinct memory: xwarp's own never alias, and an
+    /// application's buffers given to xwarp must not alias each other.
+    pub(super) fn begin(&self, s: &mut Stream, accesses: &[Access]) -> Result<()> {
         self.start(s)?;
-        if s.commands > 0 {
+        if s.commands > 0 && needs_barrier(&s.since_barrier, accesses) {
             self.barrier_before_use(
                 s.cmd,
                 vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
                 vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
             );
+            s.since_barrier.clear();
+            s.barriers += 1;
         }
+        s.since_barrier.extend_from_slice(accesses);
         s.commands += 1;
         Ok(())
     }
@@ -427,6 +492,8 @@ impl VulkanDevice {
             .map_err(Error::vk("vkBeginCommandBuffer"))?;
             s.recording = true;
             s.commands = 0;
+            s.barriers = 0;
+            s.since_barrier.clear();
             // Earlier work on this queue may still run (submitted without a wait: xwarp's own,
             // a replay's, or the application's) and may have written the buffers this work
             // uses, or still read ones it writes: a dependency on everything before it in
@@ -691,7 +758,7 @@ impl VulkanDevice {
             if !capture.recording {
                 // An empty recording is still one that replays (as nothing).
                 std::mem::swap(&mut s.frame, &mut capture);
-                let begun = self.begin(&mut s);
+                let begun = self.begin(&mut s, &[]);
                 std::mem::swap(&mut s.frame, &mut capture);
                 begun?;
                 capture.commands = 0;
@@ -708,11 +775,17 @@ impl VulkanDevice {
             return Err(e);
         }
         let operations = capture.commands as usize;
+        let barriers = capture.barriers as usize;
         let rec = Arc::new(VkRecording {
             core: self.core.clone(),
             frame: capture,
         });
-        Ok(Recording::new(self.id, operations, Box::new(rec)))
+        Ok(Recording::new(
+            self.id,
+            operations,
+            Some(barriers),
+            Box::new(rec),
+        ))
     }
 
     /// [`Device::replay`].
@@ -796,7 +869,9 @@ impl VulkanDevice {
                 s.small_staging
                     .buffer
                     .with_mapped(|m| m[at as usize..][..src.len()].copy_from_slice(src))?;
-                self.begin(&mut s)?;
+                let piece = Access::new(s.small_staging.buffer.buffer, at, bytes, false);
+                let written = Access::new(target.buffer, target.base + offset, bytes, true);
+                self.begin(&mut s, &[piece, written])?;
                 let regions = copy_regions(at, target.base + offset, bytes);
                 // SAFETY: recording command buffer of this device; the staging buffer lives as
                 // long as the stream, and `dst` is kept alive until the submit finishes; the
@@ -825,7 +900,10 @@ impl VulkanDevice {
         staging.with_mapped(|m| m[..src.len()].copy_from_slice(src))?;
         let mut s = self.stream_lock();
         self.refuse_in_recording(&s, "Device::write")?;
-        self.begin(&mut s)?;
+        let bytes = src.len() as u64;
+        let staged = Access::new(staging.buffer, 0, bytes, false);
+        let written = Access::new(target.buffer, target.base + offset, bytes, true);
+        self.begin(&mut s, &[staged, written])?;
         let regions = copy_regions(0, target.base + offset, src.len() as u64);
         // SAFETY: both buffers are alive until the submit finishes (kept in the stream) and
         // the regions lie inside both.
@@ -863,7 +941,13 @@ impl VulkanDevice {
             return Ok(());
         }
         let mut s = self.stream_lock();
-        self.begin(&mut s)?;
+        self.begin(
+            &mut s,
+            &[
+                Access::new(from.buffer, from.base + src_offset, bytes, false),
+                Access::new(to.buffer, to.base + dst_offset, bytes, true),
+            ],
+        )?;
         let regions = copy_regions(from.base + src_offset, to.base + dst_offset, bytes);
         // SAFETY: both buffers are kept alive until the submit finishes; ranges checked above.
         unsafe {
@@ -899,8 +983,9 @@ impl VulkanDevice {
         let mut s = self.stream_lock();
         self.refuse_in_recording(&s, "Device::read")?;
         if let Some(at) = self.staging_room(&mut s, bytes)? {
-            self.begin(&mut s)?;
             let staging = s.small_staging.buffer.buffer;
+            let read = Access::new(source.buffer, source.base + offset, bytes, false);
+            self.begin(&mut s, &[read, Access::new(staging, at, bytes, true)])?;
             self.record_download(
                 &s,
                 (source.buffer, source.base + offset),
@@ -926,7 +1011,8 @@ impl VulkanDevice {
         )?;
         let mut s = self.stream_lock();
         self.refuse_in_recording(&s, "Device::read")?;
-        self.begin(&mut s)?;
+        let read = Access::new(source.buffer, source.base + offset, bytes, false);
+        self.begin(&mut s, &[read, Access::new(staging.buffer, 0, bytes, true)])?;
         self.record_download(
             &s,
             (source.buffer, source.base + offset),
@@ -1144,6 +1230,39 @@ impl VulkanDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ash::vk::Handle;
+
+    #[test]
+    fn barriers_separate_dependent_commands_only() {
+        let (a, b) = (vk::Buffer::from_raw(1), vk::Buffer::from_raw(2));
+        let read = |buf, at, n| Access::new(buf, at, n, false);
+        let write = |buf, at, n| Access::new(buf, at, n, true);
+        let earlier = [read(a, 0, 64), write(b, 0, 64)];
+        // Reads of what was read, and anything of other bytes or buffers: independent.
+        assert!(!needs_barrier(&earlier, &[read(a, 0, 64)]));
+        assert!(!needs_barrier(
+            &earlier,
+            &[write(a, 64, 8), write(b, 64, 8)]
+        ));
+        assert!(!needs_barrier(
+            &earlier,
+            &[write(vk::Buffer::from_raw(3), 0, 64)]
+        ));
+        assert!(!needs_barrier(&[], &[write(a, 0, 64)]));
+        // A read after a write, a write after a read, two writes: dependent.
+        assert!(needs_barrier(&earlier, &[read(b, 63, 1)]));
+        assert!(needs_barrier(&earlier, &[write(a, 10, 1)]));
+        assert!(needs_barrier(&earlier, &[write(b, 0, 1)]));
+        assert!(needs_barrier(&earlier, &[read(b, 32, 0), read(b, 0, 1)]));
+        // Empty ranges touch nothing.
+        assert!(!needs_barrier(&earlier, &[write(a, 8, 0)]));
+        // Past the tracked number, always.
+        let many: Vec<Access> = (0..MAX_TRACKED_ACCESSES as u64)
+            .map(|i| read(a, i * 8, 8))
+            .collect();
+        assert!(needs_barrier(&many, &[read(b, 1000, 8)]));
+        assert!(!needs_barrier(&many[1..], &[read(b, 1000, 8)]));
+    }
 
     #[test]
     fn copy_regions_cover_the_range_in_pieces_below_2_gib() {

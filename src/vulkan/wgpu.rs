@@ -1055,6 +1055,10 @@ impl Device for WgpuXwarp {
         self.xw.counters()
     }
 
+    fn counter_slot(&self, bytes: u64) -> Option<&RawBuffer> {
+        self.xw.counter_slot(bytes)
+    }
+
     fn diagnostics(&self) -> Vec<String> {
         self.xw.diagnostics()
     }
