@@ -110,6 +110,7 @@ pub(crate) fn scan_partials_in_shared(elem: ElemKind, items: u32) -> bool {
 /// instructions each): without them the ladder's rungs took 1–12% less time, the copy at
 /// 2^20 7–10%, the `f32` scans, compactions, vote and stencils 1–3%, the u32 key sort at
 /// 2^28 3%; the `i32` scans took 2–6% more from 2^24, so they keep the checks.
+#[cfg(feature = "vulkan")]
 pub(crate) fn vulkan_unchecked_buffers(name: &str, elem: ElemKind) -> bool {
     !(name.starts_with("scan_device") && matches!(elem, ElemKind::I32 | ElemKind::U32))
 }
