@@ -2,10 +2,44 @@
 // twin of cuda/reduce_tile.cuh. Include after reduce_op.glsl, with `shared T stage[]` of the
 // workgroup's size declared, ITEMS a constant and the workgroup size set.
 
+#if defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+// Exact f32 sums: the invocations 0 .. xw_tile_live - 1 of the last XW_TILE_FOLD hold elements,
+// the others the identity, -0.0 (a partial tile's). A pair whose upper block holds only such
+// invocations is its lower block's value as it is (x + -0.0 is x for every x): no exact sum,
+// whose test fails on zeros, for the padding.
+uint xw_tile_live = 0xffffffffu;
+#define XW_SET_TILE_LIVE(b_, n) xw_tile_live = (n) > (b_) ? (n) - (b_) : 0u;
+// The pair (lower, upper) of a tree level whose upper block starts at invocation `upper`.
+T xw_pair(T lower, T upper_value, uint upper) {
+    return OP == 0u && upper >= xw_tile_live ? lower : xw_op(lower, upper_value);
+}
+#else
+#define XW_SET_TILE_LIVE(b_, n)
+T xw_pair(T lower, T upper_value, uint upper) { return xw_op(lower, upper_value); }
+#endif
+
 // The xor butterfly over aligned blocks of `span` invocations (32 or the workgroup): levels
 // below the subgroup size shuffle, the others go through shared memory. Call in uniform
 // control flow.
 T butterfly(T v, uint local, uint span) {
+#if defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+    if (xw_tile_live >= gl_WorkGroupSize.x) {
+        // A whole tile: the loop without the padding's test.
+        for (uint s = 1u; s < span; s <<= 1u) {
+            T o;
+            if (s < gl_SubgroupSize) {
+                o = xw_shuffle_xor(v, s);
+            } else {
+                stage[local] = v;
+                barrier();
+                o = stage[local ^ s];
+                barrier();
+            }
+            v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
+        }
+        return v;
+    }
+#endif
     for (uint s = 1u; s < span; s <<= 1u) {
         T o;
         if (s < gl_SubgroupSize) {
@@ -16,7 +50,8 @@ T butterfly(T v, uint local, uint span) {
             o = stage[local ^ s];
             barrier();
         }
-        v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
+        uint upper = (local & ~(2u * s - 1u)) + s;
+        v = (local & s) == 0u ? xw_pair(v, o, upper) : xw_pair(o, v, upper);
     }
     return v;
 }
@@ -38,7 +73,9 @@ T block_total(T v, uint local) {
         v = local < subgroups ? stage[local] : v;
         for (uint s = 1u; s < subgroups; s <<= 1u) {
             T o = xw_shuffle_xor(v, s);
-            v = (local & s) == 0u ? xw_op(v, o) : xw_op(o, v);
+            // (The test is two instructions a level on the subgroups' few totals.)
+            uint upper = ((local & ~(2u * s - 1u)) + s) * sg;
+            v = (local & s) == 0u ? xw_pair(v, o, upper) : xw_pair(o, v, upper);
         }
     }
     return v;
@@ -82,6 +119,37 @@ const bool XW_KEY_FOLD = false;
     [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);
 #endif
 
+// The part of a partial tile an invocation folds (XW_TILE_FOLD): exact f32 sums (SUBNORMALS 1)
+// fold their elements padded with the identity, -0.0, in one batch (XW_FOLD_ITEMS): x + -0.0
+// is x for every x, so the bits are those of skipping the missing elements, and the batch's
+// native sums replace one exact sum (a test and a branch) an element. The others skip them: a
+// NaN identity of min or max would change an all-NaN run's result.
+#if defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+#define XW_PARTIAL_FOLD(acc, ARRAY, b_, block_, local_, n)                                   \
+    if (OP == 0u) {                                                                          \
+        /* An invocation past the end holds no element: acc stays as it is. */               \
+        if (b_ + local_ < (n)) {                                                             \
+            T x_[ITEMS];                                                                     \
+            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                \
+                uint i_ = b_ + k_ * block_ + local_;                                         \
+                x_[k_] = i_ < (n) ? ARRAY[i_] : xw_identity();                               \
+            }                                                                                \
+            XW_FOLD_ITEMS(acc, x_);                                                          \
+        }                                                                                    \
+    } else {                                                                                 \
+        [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                    \
+            uint i_ = b_ + k_ * block_ + local_;                                             \
+            if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                       \
+        }                                                                                    \
+    }
+#else
+#define XW_PARTIAL_FOLD(acc, ARRAY, b_, block_, local_, n)                                   \
+    [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                        \
+        uint i_ = b_ + k_ * block_ + local_;                                                 \
+        if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                           \
+    }
+#endif
+
 // acc = the fold, in order, of ARRAY[base + k * block + local] for k = 0 .. ITEMS-1 (elements at
 // or past n skipped): each invocation's part of the tile starting at `base`. A whole tile issues
 // every load before the first fold.
@@ -90,15 +158,13 @@ const bool XW_KEY_FOLD = false;
         uint b_ = (base);                                                                    \
         uint block_ = gl_WorkGroupSize.x;                                                    \
         uint local_ = xw_local();                                                            \
+        XW_SET_TILE_LIVE(b_, n)                                                              \
         if (b_ + block_ * ITEMS <= (n)) {                                                    \
             T x_[ITEMS];                                                                     \
             [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_)                                  \
                 x_[k_] = ARRAY[b_ + k_ * block_ + local_];                                   \
             XW_FOLD_ITEMS(acc, x_);                                                          \
         } else {                                                                             \
-            [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                \
-                uint i_ = b_ + k_ * block_ + local_;                                         \
-                if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                   \
-            }                                                                                \
+            XW_PARTIAL_FOLD(acc, ARRAY, b_, block_, local_, n)                               \
         }                                                                                    \
     }

@@ -17,6 +17,12 @@
 
 #if defined(XW_SUBNORMALS_EXACT)
 #extension GL_KHR_shader_subgroup_vote : require
+
+// Invocations holding elements of the input: 0 .. xw_live - 1 (a partial last tile sets it;
+// the others hold only the identity). Exact float sums skip the test of a sum whose source
+// lane is past them: its operands are -0.0 and a value already tested (or -0.0), so the
+// driver's sum is exact, and a partial tile does not fold its padding again exactly.
+uint xw_live = 0xffffffffu;
 #endif
 
 // Inclusive Kogge-Stone scan of a 32-lane logical warp. When the warp spans several subgroups
@@ -31,9 +37,19 @@ T warp_inclusive(T v, uint local) {
         // steps below need).
         bool slow = false;
         T x = v;
-        for (uint d = 1u; d < XW_WARP; d <<= 1u) {
-            T o = xw_shuffle_up(x, d);
-            if (lane >= d) x = xw_op_fast(o, x, slow);
+        if (xw_live == 0xffffffffu) {
+            // A whole tile: every sum tested (the loop of kernels without partial tiles).
+            for (uint d = 1u; d < XW_WARP; d <<= 1u) {
+                T o = xw_shuffle_up(x, d);
+                if (lane >= d) x = xw_op_fast(o, x, slow);
+            }
+        } else {
+            for (uint d = 1u; d < XW_WARP; d <<= 1u) {
+                T o = xw_shuffle_up(x, d);
+                bool t = false;
+                if (lane >= d) x = xw_op_fast(o, x, t);
+                slow = slow || (t && local - d < xw_live);
+            }
         }
         if (!subgroupAny(slow)) return x;
     }

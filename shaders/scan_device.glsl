@@ -463,7 +463,14 @@ void main() {
     for (uint j = 0u; j < ITEMS; ++j) {
         acc = xw_op_fast(acc, tile_stage[xw_pad(local * ITEMS + j)], slow);
     }
-    if (slow) {
+    // Invocations past the input's end fold the identity alone: -0.0, exactly.
+#if defined(XW_SUBNORMALS_EXACT)
+    bool live = base < p.n;
+#define XW_IF_LIVE(c) ((c) && live)
+#else
+#define XW_IF_LIVE(c) (c)
+#endif
+    if (XW_IF_LIVE(slow)) {
         acc = xw_identity();
         [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
             acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
@@ -478,7 +485,17 @@ void main() {
 #endif
     T prefix;
     T total;
+#if defined(XW_SUBNORMALS_EXACT)
+    // A partial tile (the input's last) tells the exact sums which invocations hold input;
+    // the fallback's tile_total, for full tiles, must not see it.
+    if (tile_base + gl_WorkGroupSize.x * ITEMS > p.n) {
+        xw_live = (p.n - tile_base + ITEMS - 1u) / ITEMS;
+    }
     block_prefix(acc, local, prefix, total);
+    xw_live = 0xffffffffu;
+#else
+    block_prefix(acc, local, prefix, total);
+#endif
 
     T e = xw_identity();
     if (k > 0u) {
@@ -503,7 +520,7 @@ void main() {
         tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op_fast(pre, before, slow_out))
                                          : xw_op_fast(pre, part, slow_out);
     }
-    if (slow_out) {
+    if (XW_IF_LIVE(slow_out)) {
         part = xw_identity();
         [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
             uint i = tile_base + local * ITEMS + j;
