@@ -31,6 +31,8 @@ for w in "${widths[@]}"; do
             --test subnormals --test float_orders --test selftest --test misuse
     done
     if [ "$w" = 256 ]; then
+        echo "== XWARP_SUBNORMALS=emulate: the segmented reduce's exact kernels (their small segments' trees)"
+        LP_NATIVE_VECTOR_WIDTH=$w XWARP_SUBNORMALS=emulate cargo test --locked --test segmented_reduce
         echo "== XWARP_VULKAN_READS=staged: reads through a staging copy (llvmpipe maps all memory)"
         LP_NATIVE_VECTOR_WIDTH=$w XWARP_VULKAN_READS=staged cargo test --locked \
             --test queue --test reduce

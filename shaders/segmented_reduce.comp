@@ -61,6 +61,21 @@ void main() {
         [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
             v[t] = t < m ? xw_op(xw_identity(), src[first + t]) : xw_identity();
         }
+#if defined(XW_SUBNORMALS_EXACT)
+        if (OP == 0u) {
+            // Exact sums: a pair whose upper subtree starts at or past m (identities, -0.0,
+            // only) is its lower value as it is (x + -0.0 is x for every x), as are the
+            // levels above SMALL: no exact sum, whose test fails on zeros, for the padding.
+            [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
+                uint d = 1u << level;
+                [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) {
+                    if (t + d < m) v[t] = xw_op(v[t], v[t + d]);
+                }
+            }
+            dst[s] = v[0];
+            return;
+        }
+#endif
         [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
             uint d = 1u << level;
             [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) v[t] = xw_op(v[t], v[t + d]);
