@@ -115,8 +115,7 @@ impl Access {
 
     /// Whether a command doing `self` must wait for one that did `earlier`: they touch
     /// overlapping bytes of one buffer (an empty range overlaps nothing) and at least one of
-    /// them writes (a read after a write,
-    /// a write after a read, or two writes).
+    /// them writes (a read after a write, a write after a read, or two writes).
     fn depends_on(&self, earlier: &Access) -> bool {
         (self.write || earlier.write)
             && self.buffer == earlier.buffer
