@@ -157,7 +157,7 @@ fn launch<T: Reduce>(
 /// totals as one tile. With more, word `1 + g` counts the tiles whose totals form tile `g` of
 /// totals; the last to count there reduces that tile of totals to `totals[groups + g]` (which
 /// must have room) and counts it on the first word, and the last to count those reduces them
-/// as one tile. The counter words needed, `1 + groups.div_ceil(TILE)`, must fit in
+/// as one tile. The counter words needed ([`one_pass_counter_words`]) must fit in
 /// [`COUNTER_BYTES`].
 #[allow(clippy::too_many_arguments)]
 fn launch_one_pass<T: Reduce>(
@@ -176,11 +176,7 @@ fn launch_one_pass<T: Reduce>(
         groups: groups as u32,
         dst_index: dst_index as u32,
     };
-    let words = if groups > TILE {
-        1 + groups.div_ceil(TILE)
-    } else {
-        1
-    };
+    let words = one_pass_counter_words(groups);
     dev.launch(&Launch {
         kernel: Kernel {
             name: "reduce_device",
@@ -205,6 +201,16 @@ fn launch_one_pass<T: Reduce>(
         ],
         params: bytemuck::bytes_of(&params),
     })
+}
+
+/// The counter words [`launch_one_pass`] uses for `groups` tiles: one, and one more a tile of
+/// totals where there are more tiles than one tile of totals holds.
+fn one_pass_counter_words(groups: usize) -> usize {
+    if groups > TILE {
+        1 + groups.div_ceil(TILE)
+    } else {
+        1
+    }
 }
 
 /// Checks `op` for `T` and that the device runs the reduce kernels for `T`.
@@ -347,11 +353,7 @@ pub fn device_reduce_tuned<T: Reduce>(
         && input.len() <= chunk
         && launches.one_launch(dev, tiles)
     {
-        let words = if tiles > TILE {
-            1 + tiles.div_ceil(TILE)
-        } else {
-            1
-        };
+        let words = one_pass_counter_words(tiles);
         if let Some(counters) = dev.counter_slot(4 * words as u64) {
             // More tiles than one tile of totals: room for the next level's totals after them.
             let next = if tiles > TILE {
