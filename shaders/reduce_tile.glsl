@@ -56,12 +56,58 @@ T butterfly(T v, uint local, uint span) {
     return v;
 }
 
+// Whether f32 min and max fold a thread's run as integer keys (float_ops.glsl: the same bits
+// as the fold of xw_min or xw_max; not where the kernels flush, SUBNORMALS 2), and reduce the
+// workgroup's values the same way (xw_key_total).
+#if defined(XW_TYPE_F32)
+const bool XW_KEY_FOLD = (OP == 2u || OP == 3u) && SUBNORMALS != 2u;
+
+// The subgroups' least keys (xw_key_total).
+shared uint xw_key_stage[gl_WorkGroupSize.x];
+
+// Invocation 0's result of block_total for f32 min and max (XW_KEY_FOLD), by integer minima
+// instead of the tree's float operations. The tree's total is the value of the least min key
+// (greatest max key) among the invocations' non-NaN values, whatever the tree's shape (keys
+// are a bijection of the bits), and where every value is NaN the last invocation's (a NaN `a`
+// yields `b`, and the lower block is always on the left). So each invocation offers one
+// integer: its min key, or its max key complemented, so that the least wins for both; for a
+// NaN, 0xffffffff - local, above every non-NaN key (XW_MIN_KEY_NAN and the complement of
+// XW_MAX_KEY_NAN are lower) and least for the last NaN. A NaN's bits come from the invocation
+// that held it, through `stage`. Call in uniform control flow.
+T xw_key_total(T v, uint local) {
+    uint sg = gl_SubgroupSize;
+    uint subgroups = gl_WorkGroupSize.x / sg;
+    uint key = xw_isnan(v) ? 0xffffffffu - local : (OP == 2u ? xw_min_key(v) : ~xw_max_key(v));
+    for (uint s = 1u; s < sg; s <<= 1u) key = min(key, subgroupShuffleXor(key, s));
+    stage[local] = v;
+    if (local % sg == 0u) xw_key_stage[local / sg] = key;
+    barrier();
+    T result = v;
+    if (local < sg) {
+        // The whole first subgroup is here, so its shuffles are defined.
+        for (uint i = local; i < subgroups; i += sg) key = min(key, xw_key_stage[i]);
+        for (uint s = 1u; s < sg; s <<= 1u) key = min(key, subgroupShuffleXor(key, s));
+        if (key > 0xffffffffu - gl_WorkGroupSize.x) {
+            result = stage[0xffffffffu - key];
+        } else {
+            result = OP == 2u ? xw_from_min_key(key) : xw_from_max_key(~key);
+        }
+    }
+    return result;
+}
+#else
+const bool XW_KEY_FOLD = false;
+#endif
+
 // Invocation 0's result of butterfly(v, local, gl_WorkGroupSize.x), the workgroup's total, with
 // one barrier where the subgroups' totals fit in one subgroup: the levels below the subgroup
 // size by shuffles, then the first subgroup combines the subgroup totals by the same pairwise
 // tree (lower block always on the left), so the bits are the same. Other invocations' results
 // are unspecified. Call in uniform control flow.
 T block_total(T v, uint local) {
+#if defined(XW_TYPE_F32)
+    if (XW_KEY_FOLD) return xw_key_total(v, local);
+#endif
     uint sg = gl_SubgroupSize;
     uint subgroups = gl_WorkGroupSize.x / sg;
     if (subgroups > sg) return butterfly(v, local, gl_WorkGroupSize.x);
@@ -80,14 +126,6 @@ T block_total(T v, uint local) {
     }
     return v;
 }
-
-// Whether f32 min and max fold a thread's run as integer keys (float_ops.glsl: the same bits
-// as the fold of xw_min or xw_max; not where the kernels flush, SUBNORMALS 2).
-#if defined(XW_TYPE_F32)
-const bool XW_KEY_FOLD = (OP == 2u || OP == 3u) && SUBNORMALS != 2u;
-#else
-const bool XW_KEY_FOLD = false;
-#endif
 
 // acc = the fold of x_[0] .. x_[ITEMS - 1] onto acc, in order. Exact f32 sums (SUBNORMALS 1)
 // are taken natively with their tests beside (xw_sum_fast) and folded again exactly where one
@@ -119,20 +157,31 @@ const bool XW_KEY_FOLD = false;
     [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) acc = xw_op(acc, x_[k_]);
 #endif
 
-// The part of a partial tile an invocation folds (XW_TILE_FOLD): exact f32 sums (SUBNORMALS 1)
-// fold their elements padded with the identity, -0.0, in one batch (XW_FOLD_ITEMS): x + -0.0
-// is x for every x, so the bits are those of skipping the missing elements, and the batch's
-// native sums replace one exact sum (a test and a branch) an element. The others skip them: a
-// NaN identity of min or max would change an all-NaN run's result.
+// The part of a partial tile an invocation folds (XW_TILE_FOLD). Where the operator allows it
+// (XW_BATCH_PARTIAL), in one batch like a whole tile's (XW_FOLD_ITEMS), every load issued
+// before the first fold and none out of bounds: the invocation's missing elements are loads of
+// its last element again, which a fold of min, max, and or or does not change (a NaN run's
+// result, its last element, included), and for the other operators are then replaced by the
+// identity, whose fold changes nothing either: integers wrap exactly, and exact f32 sums
+// (SUBNORMALS 1) add -0.0, for which x + -0.0 is x for every x. Native float sums and products
+// skip them instead (a NaN's bits through the driver's add are the driver's).
+const bool XW_IDEMPOTENT = OP >= 2u && OP <= 5u;
 #if defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+const bool XW_BATCH_PARTIAL = OP != 1u;
+#elif defined(XW_T_FLOAT)
+const bool XW_BATCH_PARTIAL = OP == 2u || OP == 3u;
+#else
+const bool XW_BATCH_PARTIAL = true;
+#endif
 #define XW_PARTIAL_FOLD(acc, ARRAY, b_, block_, local_, n)                                   \
-    if (OP == 0u) {                                                                          \
+    if (XW_BATCH_PARTIAL) {                                                                  \
         /* An invocation past the end holds no element: acc stays as it is. */               \
         if (b_ + local_ < (n)) {                                                             \
+            uint last_ = min(ITEMS - 1u, ((n) - b_ - local_ - 1u) / block_);                 \
             T x_[ITEMS];                                                                     \
             [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                \
-                uint i_ = b_ + k_ * block_ + local_;                                         \
-                x_[k_] = i_ < (n) ? ARRAY[i_] : xw_identity();                               \
+                x_[k_] = ARRAY[b_ + min(k_, last_) * block_ + local_];                       \
+                if (!XW_IDEMPOTENT && k_ > last_) x_[k_] = xw_identity();                    \
             }                                                                                \
             XW_FOLD_ITEMS(acc, x_);                                                          \
         }                                                                                    \
@@ -142,13 +191,6 @@ const bool XW_KEY_FOLD = false;
             if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                       \
         }                                                                                    \
     }
-#else
-#define XW_PARTIAL_FOLD(acc, ARRAY, b_, block_, local_, n)                                   \
-    [[unroll]] for (uint k_ = 0u; k_ < ITEMS; ++k_) {                                        \
-        uint i_ = b_ + k_ * block_ + local_;                                                 \
-        if (i_ < (n)) acc = xw_op(acc, ARRAY[i_]);                                           \
-    }
-#endif
 
 // acc = the fold, in order, of ARRAY[base + k * block + local] for k = 0 .. ITEMS-1 (elements at
 // or past n skipped): each invocation's part of the tile starting at `base`. A whole tile issues

@@ -140,6 +140,55 @@ fn min_max_ignore_nan_and_order_signed_zeros() {
     });
 }
 
+/// f32 NaNs of random payloads and signs: all NaN, or NaN with a few other values (zeros of
+/// both signs among them) at random places, where the tiles' and the threads' parts are whole,
+/// partial and all NaN. Min and max give the reference's bits, a NaN's payload included (the
+/// last NaN of the documented order where every value is NaN).
+fn nan_heavy(rng: &mut Rng, n: usize, others: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n)
+        .map(|_| {
+            let payload = 1 + rng.below((1 << 23) - 1) as u32;
+            let sign = (rng.below(2) as u32) << 31;
+            f32::from_bits(sign | 0x7f80_0000 | payload)
+        })
+        .collect();
+    let values = [0.0f32, -0.0, 1.5, -7.25, f32::INFINITY, f32::NEG_INFINITY, 1e-40];
+    for _ in 0..others.min(n) {
+        let at = rng.below(n as u64) as usize;
+        v[at] = values[rng.below(values.len() as u64) as usize];
+    }
+    v
+}
+
+#[test]
+fn min_max_of_nan_heavy_inputs_keep_the_reference_bits() {
+    let mut rng = Rng::new(seed());
+    for n in [1, 31, 33, 255, 257, 4095, 4096, 4097, 3 * 4096 + 5, 70_001] {
+        for others in [0, 1, 3] {
+            let input = nan_heavy(&mut rng, n, others);
+            for op in [ReduceOp::Min, ReduceOp::Max] {
+                let want = xwarp::cpu::reduce::device_reduce(op, &input);
+                let poison = poison_value(&[want]);
+                for launches in [Launches::PerLevel, Launches::OneLaunch] {
+                    let label = format!("{op} n = {n}, {others} not NaN, {launches:?}");
+                    check_on_every_device(&label, &[want], |dev| {
+                        let src = DeviceVec::from_slice(dev, &input)?;
+                        let mut out = DeviceVec::from_slice(dev, &[poison])?;
+                        device_reduce_tuned(dev, op, &src, &mut out, 0, Tuning { launches })?;
+                        out.to_vec(dev)
+                    });
+                }
+                // Segments of one tile and of several, and a short one.
+                let cut = [0u32, (n / 3) as u32, (n - n / 7) as u32, n as u32];
+                let want = xwarp::cpu::segmented_reduce::segmented_reduce(op, &input, &cut);
+                check_on_every_device(&format!("segmented {op} n = {n}"), &want, |dev| {
+                    xwarp::segmented_reduce::segmented_reduce_host(dev, op, &input, &cut)
+                });
+            }
+        }
+    }
+}
+
 #[test]
 fn integers_wrap_on_overflow() {
     for_each_device(|d| {
