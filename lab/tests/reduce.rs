@@ -152,7 +152,15 @@ fn nan_heavy(rng: &mut Rng, n: usize, others: usize) -> Vec<f32> {
             f32::from_bits(sign | 0x7f80_0000 | payload)
         })
         .collect();
-    let values = [0.0f32, -0.0, 1.5, -7.25, f32::INFINITY, f32::NEG_INFINITY, 1e-40];
+    let values = [
+        0.0f32,
+        -0.0,
+        1.5,
+        -7.25,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+    ];
     for _ in 0..others.min(n) {
         let at = rng.below(n as u64) as usize;
         v[at] = values[rng.below(values.len() as u64) as usize];
