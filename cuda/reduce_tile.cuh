@@ -101,14 +101,14 @@ __device__ __forceinline__ T fold_items(T acc, const T (&x)[ITEMS]) {
     return acc;
 }
 
-// A partial tile's part in one batch where the operator allows it, as the GLSL twin does: the
-// missing elements are loads of the thread's last element again, which min, max, and and or
-// do not change (a NaN run's result, its last element, included), and for integer sums,
-// products and xor are then the identity (integers wrap exactly). Float sums and products
-// skip them.
+// A partial tile's part of f32 min and max in one batch of keys, as the GLSL twin does: the
+// missing elements are loads of the thread's last element again, which min and max do not
+// change (a NaN run's result, its last element, included). The other operators skip them one
+// by one: nvcc predicates those loads, and a batch (the GLSL twin's for every integer
+// operator, with the identity in place of the repeats) made integer sums 7-13% slower at
+// 2^10-2^20 on an H100 (NOTES.md, version 29).
 constexpr bool XW_IDEMPOTENT = OP >= 2 && OP <= 5;
-constexpr bool XW_BATCH_PARTIAL =
-    XW_IDEMPOTENT || !(xw_same_type<T, float>::value || xw_same_type<T, double>::value);
+constexpr bool XW_BATCH_PARTIAL = XW_KEY_FOLD;
 
 // One element of a tile: through the read-only path, or with CG through L2 only (for values
 // other blocks of the same launch wrote).
