@@ -12,6 +12,8 @@
 //! shader may use in part. In DIR: `cache.bin` (`vkGetPipelineCacheData` of a cache that holds
 //! this pipeline only), `stats.txt`, and `ir-E-R.txt` or `.bin` per executable E and
 //! representation R. The cache's layout is the driver's own; the tool does not interpret it.
+//! `--unchecked` creates the pipeline without the driver's bounds checks on buffers
+//! (`VK_EXT_pipeline_robustness`), as the library does for most kernels.
 //! `--time GROUPS` also dispatches (on queue family `--family`, default the first with compute) GROUPS workgroups of the pipeline (every binding on one zeroed
 //! buffer of `--buffer-mib` MiB, default 64; push constants zero) and prints the GPU time's
 //! median over 11 runs: with a shader whose workgroups each take a fixed time, the time of
@@ -64,6 +66,9 @@ struct Args {
     buffer_mib: u64,
     /// Queue family of the timed dispatches (`None`: the first with compute).
     family: Option<u32>,
+    /// Storage and uniform buffers without the driver's bounds checks
+    /// (`VK_EXT_pipeline_robustness`), as the library creates most of its pipelines.
+    unchecked: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -75,6 +80,7 @@ fn parse_args() -> Res<Args> {
     let mut time = 0;
     let mut buffer_mib = 64;
     let mut family = None;
+    let mut unchecked = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -84,6 +90,7 @@ fn parse_args() -> Res<Args> {
             "--bindings" => bindings = value()?.parse().map_err(|e| format!("--bindings: {e}"))?,
             "--device" => device = value()?.parse().map_err(|e| format!("--device: {e}"))?,
             "--family" => family = Some(value()?.parse().map_err(|e| format!("--family: {e}"))?),
+            "--unchecked" => unchecked = true,
             "--time" => time = value()?.parse().map_err(|e| format!("--time: {e}"))?,
             "--buffer-mib" => {
                 buffer_mib = value()?.parse().map_err(|e| format!("--buffer-mib: {e}"))?
@@ -110,6 +117,7 @@ fn parse_args() -> Res<Args> {
         time,
         buffer_mib,
         family,
+        unchecked,
     })
 }
 
@@ -200,18 +208,39 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
     );
     let ext = ash::khr::pipeline_executable_properties::NAME;
     let has_ext = exts.iter().any(|e| e.extension_name_as_c_str() == Ok(ext));
+    let robust_ext = ash::ext::pipeline_robustness::NAME;
+    if a.unchecked
+        && !exts
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(robust_ext))
+    {
+        return Err("--unchecked: the device has no VK_EXT_pipeline_robustness".into());
+    }
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
         .queue_family_index(family)
         .queue_priorities(&priorities)];
-    let names = [ext.as_ptr()];
+    let mut names = Vec::new();
+    if has_ext {
+        names.push(ext.as_ptr());
+    }
+    if a.unchecked {
+        names.push(robust_ext.as_ptr());
+    }
     let mut feat = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
         .pipeline_executable_info(true);
-    let mut info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+    let mut robust =
+        vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default().pipeline_robustness(true);
+    let mut info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&names);
     if has_ext {
-        info = info.enabled_extension_names(&names).push_next(&mut feat);
+        info = info.push_next(&mut feat);
     }
-    // SAFETY: the create info and its chain live until the call returns; the extension and its
+    if a.unchecked {
+        info = info.push_next(&mut robust);
+    }
+    // SAFETY: the create info and its chain live until the call returns; the extensions and their
     // feature are enabled only where listed; destroyed below.
     let device = or_vk(
         unsafe { instance.create_device(pd, &info, None) },
@@ -301,10 +330,16 @@ fn with_device(
         } else {
             vk::PipelineCreateFlags::empty()
         };
-        let info = vk::ComputePipelineCreateInfo::default()
+        let mut robustness = vk::PipelineRobustnessCreateInfoEXT::default()
+            .storage_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+            .uniform_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED);
+        let mut info = vk::ComputePipelineCreateInfo::default()
             .flags(flags)
             .stage(stage)
             .layout(layout);
+        if a.unchecked {
+            info = info.push_next(&mut robustness);
+        }
         let pipeline = d
             .create_compute_pipelines(cache, &[info], None)
             .map_err(|(_, e)| format!("vkCreateComputePipelines failed: {e}"))?[0];
