@@ -120,23 +120,6 @@ uint xw_pad(uint i) {
     return i + (i >> 5u);
 }
 
-// The padded shared index of round i's element of this invocation (tile element
-// i * BLOCK + local), from `at0 = xw_pad(local)`: a constant step a round where BLOCK is a
-// multiple of 32, so the driver addresses every round from one register and an immediate
-// (it kept sixteen indices live through the look-back otherwise, NOTES.md version 29).
-uint xw_round_at(uint at0, uint i, uint local) {
-    uint block = gl_WorkGroupSize.x;
-    return block % 32u == 0u ? at0 + i * (block + block / 32u) : xw_pad(i * block + local);
-}
-
-// The padded shared index of this invocation's j-th consecutive element (tile element
-// local * ITEMS + j), from `mine0 = xw_pad(local * ITEMS)`: mine0 + j where ITEMS is a power
-// of two of at most 32 (the invocation's elements never cross a pad word), as above.
-uint xw_mine_at(uint mine0, uint j, uint local) {
-    bool unpadded = (ITEMS & (ITEMS - 1u)) == 0u && ITEMS <= 32u;
-    return unpadded ? mine0 + j : xw_pad(local * ITEMS + j);
-}
-
 #if !defined(XW_STATE64)
 // A relaxed atomic load of flags[i].
 uint poll_word(uint i) {
@@ -206,9 +189,7 @@ void publish(uint tile, uint flag, T v, bool inclusive) {
 T tile_total(uint t, uint local) {
     uint base = (t * gl_WorkGroupSize.x + local) * ITEMS;
     T acc = xw_identity();
-    // One load at a time: the fallback is rare, and its registers would count for the whole
-    // kernel (a batch of loads here set the kernel's register count, NOTES.md version 29).
-    [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    for (uint j = 0u; j < ITEMS; ++j) {
         if (base + j < p.n) acc = xw_op(acc, src[base + j]);
     }
     T prefix;
@@ -468,15 +449,9 @@ void main() {
 
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
-    // Round i's element is g0 + i * BLOCK, in the input where i * BLOCK < rem; one base each
-    // for the global and the shared index, the rounds at constant offsets from them.
-    uint g0 = tile_base + local;
-    uint rem = p.n > g0 ? p.n - g0 : 0u;
-    uint at0 = xw_pad(local);
-    uint mine0 = xw_pad(local * ITEMS);
     for (uint i = 0u; i < ITEMS; ++i) {
-        uint step = i * gl_WorkGroupSize.x;
-        tile_stage[xw_round_at(at0, i, local)] = step < rem ? src[g0 + step] : xw_identity();
+        uint idx = i * gl_WorkGroupSize.x + local;
+        tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
     }
     barrier();
     // The invocation's elements stay in shared memory through the look-back, and their partial
@@ -486,7 +461,7 @@ void main() {
     // bits; reduce_op.glsl's xw_op_fast).
     bool slow = false;
     for (uint j = 0u; j < ITEMS; ++j) {
-        acc = xw_op_fast(acc, tile_stage[xw_mine_at(mine0, j, local)], slow);
+        acc = xw_op_fast(acc, tile_stage[xw_pad(local * ITEMS + j)], slow);
     }
     // Invocations past the input's end fold the identity alone: -0.0, exactly.
 #if defined(XW_SUBNORMALS_EXACT)
@@ -498,7 +473,7 @@ void main() {
     if (XW_IF_LIVE(slow)) {
         acc = xw_identity();
         [[dont_unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-            acc = xw_op(acc, tile_stage[xw_mine_at(mine0, j, local)]);
+            acc = xw_op(acc, tile_stage[xw_pad(local * ITEMS + j)]);
         }
     }
 #else
@@ -539,7 +514,7 @@ void main() {
     T part = xw_identity();
     bool slow_out = false;
     for (uint j = 0u; j < ITEMS; ++j) {
-        uint at = xw_mine_at(mine0, j, local);
+        uint at = xw_pad(local * ITEMS + j);
         T before = part;
         part = xw_op_fast(part, tile_stage[at], slow_out);
         tile_stage[at] = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op_fast(pre, before, slow_out))
@@ -551,14 +526,14 @@ void main() {
             uint i = tile_base + local * ITEMS + j;
             T before = part;
             part = xw_op(part, i < p.n ? src[i] : xw_identity());
-            tile_stage[xw_mine_at(mine0, j, local)] =
+            tile_stage[xw_pad(local * ITEMS + j)] =
                 EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, before)) : xw_op(pre, part);
         }
     }
     barrier();
     for (uint i = 0u; i < ITEMS; ++i) {
-        uint step = i * gl_WorkGroupSize.x;
-        if (step < rem) dst[g0 + step] = tile_stage[xw_round_at(at0, i, local)];
+        uint idx = i * gl_WorkGroupSize.x + local;
+        if (tile_base + idx < p.n) dst[tile_base + idx] = tile_stage[xw_pad(idx)];
     }
 #else
     for (uint j = 0u; j < ITEMS; ++j) {
