@@ -241,7 +241,7 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
         info = info.push_next(&mut robust);
     }
     // SAFETY: the create info and its chain live until the call returns; the extensions and their
-    // feature are enabled only where listed; destroyed below.
+    // features are enabled only where listed; destroyed below.
     let device = or_vk(
         unsafe { instance.create_device(pd, &info, None) },
         "vkCreateDevice",
