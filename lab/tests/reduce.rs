@@ -175,17 +175,7 @@ fn min_max_of_nan_heavy_inputs_keep_the_reference_bits() {
         for others in [0, 1, 3] {
             let input = nan_heavy(&mut rng, n, others);
             for op in [ReduceOp::Min, ReduceOp::Max] {
-                let want = xwarp::cpu::reduce::device_reduce(op, &input);
-                let poison = poison_value(&[want]);
-                for launches in [Launches::PerLevel, Launches::OneLaunch] {
-                    let label = format!("{op} n = {n}, {others} not NaN, {launches:?}");
-                    check_on_every_device(&label, &[want], |dev| {
-                        let src = DeviceVec::from_slice(dev, &input)?;
-                        let mut out = DeviceVec::from_slice(dev, &[poison])?;
-                        device_reduce_tuned(dev, op, &src, &mut out, 0, Tuning { launches })?;
-                        out.to_vec(dev)
-                    });
-                }
+                check_every_launch_plan(&format!("{op} n = {n}, {others} not NaN"), op, &input);
                 // Segments of one tile and of several, and a short one.
                 let cut = [0u32, (n / 3) as u32, (n - n / 7) as u32, n as u32];
                 let want = xwarp::cpu::segmented_reduce::segmented_reduce(op, &input, &cut);
@@ -373,6 +363,21 @@ fn both_launch_plans_agree_around_4096_tiles() {
     }
 }
 
+/// `input` reduced by `op` through each launch plan into a poisoned output, bit for bit against
+/// the CPU reference, on every device.
+fn check_every_launch_plan<T: xwarp::cpu::reduce::Reduce>(label: &str, op: ReduceOp, input: &[T]) {
+    let want = xwarp::cpu::reduce::device_reduce(op, input);
+    let poison = poison_value(&[want]);
+    for launches in [Launches::PerLevel, Launches::OneLaunch] {
+        check_on_every_device(&format!("{label}, {launches:?}"), &[want], |dev| {
+            let src = DeviceVec::from_slice(dev, input)?;
+            let mut out = DeviceVec::from_slice(dev, &[poison])?;
+            device_reduce_tuned(dev, op, &src, &mut out, 0, Tuning { launches })?;
+            out.to_vec(dev)
+        });
+    }
+}
+
 fn every_plan<T: ReduceInput>(elem: ElemKind, rng: &mut Rng) {
     let float = matches!(elem, ElemKind::F32 | ElemKind::F64);
     for op in ReduceOp::ALL
@@ -381,17 +386,7 @@ fn every_plan<T: ReduceInput>(elem: ElemKind, rng: &mut Rng) {
     {
         for n in [4097, 70_001, (1 << 20) + 7] {
             let input = T::input(op, n, rng);
-            let want = xwarp::cpu::reduce::device_reduce(op, &input);
-            let poison = poison_value(&[want]);
-            for launches in [Launches::PerLevel, Launches::OneLaunch] {
-                let label = format!("{elem} {op} n = {n}, {launches:?}");
-                check_on_every_device(&label, &[want], |dev| {
-                    let src = DeviceVec::from_slice(dev, &input)?;
-                    let mut out = DeviceVec::from_slice(dev, &[poison])?;
-                    device_reduce_tuned(dev, op, &src, &mut out, 0, Tuning { launches })?;
-                    out.to_vec(dev)
-                });
-            }
+            check_every_launch_plan(&format!("{elem} {op} n = {n}"), op, &input);
         }
     }
 }
