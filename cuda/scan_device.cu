@@ -133,10 +133,10 @@ struct LookBack {
     T value;
 };
 
-// The near look-back, by the first warp alone (no block barrier); CUDA only: the GLSL twin's
-// form of it (shuffle butterflies in place of ballots) made the Vulkan scan 21-34% slower on
-// an H100 where this one made the CUDA scan 8-9% faster at 2^22 and above (NOTES version 14).
-// The results are the same left fold either way. lane i polls tile k - 1 - i
+// The near look-back, by the first warp alone (no block barrier; the GLSL twin's, for 32-bit
+// types, meets in shared memory with subgroup barriers and walks down past windows without an
+// inclusive prefix where the operator is associative). The results are the same left fold
+// either way. lane i polls tile k - 1 - i
 // until every tile above the nearest inclusive prefix among the 32 (offset m) has published;
 // then the warp folds P(k - 1 - m) and the aggregates after it in order (the same left fold
 // as the window's) and lane 0 publishes. Sets lb.near and lb.value; the caller meets the other
