@@ -208,7 +208,7 @@ impl VulkanDevice {
         // The others ask for the checks by name (robustBufferAccess's behaviour, which every
         // device supports): with pipelineRobustness enabled, a pipeline that names none may
         // get another default.
-        let buffers = if crate::tuning::vulkan_unchecked_buffers(k.name, k.elem) {
+        let buffers = if crate::tuning::vulkan_unchecked_buffers(k.name, k.elem, k.consts) {
             vk::PipelineRobustnessBufferBehaviorEXT::DISABLED
         } else {
             vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS
