@@ -27,7 +27,7 @@ struct HistogramParams {
 
 #include "predicate.cuh"
 
-#define BATCH 4u
+#define BATCH 8u
 #define NONE 0xffffffffu
 
 typedef unsigned long long xw_u64;
@@ -137,10 +137,20 @@ extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __rest
     const unsigned int stop = min(start + p.chunk, p.n);
     for (unsigned int base = start; base < stop; base += BATCH * BLOCK) {
         unsigned int b[BATCH];
+        if (base + BATCH * BLOCK <= stop) {
+            // A whole step: every load issued before any sample is binned (a bin's branches
+            // would otherwise keep each load behind the one before).
+            XW_T x[BATCH];
 #pragma unroll
-        for (unsigned int j = 0; j < BATCH; ++j) {
-            const unsigned int i = base + j * BLOCK + local;
-            b[j] = i < stop ? xw_bin_of(samples[i], p) : NONE;
+            for (unsigned int j = 0; j < BATCH; ++j) x[j] = samples[base + j * BLOCK + local];
+#pragma unroll
+            for (unsigned int j = 0; j < BATCH; ++j) b[j] = xw_bin_of(x[j], p);
+        } else {
+#pragma unroll
+            for (unsigned int j = 0; j < BATCH; ++j) {
+                const unsigned int i = base + j * BLOCK + local;
+                b[j] = i < stop ? xw_bin_of(samples[i], p) : NONE;
+            }
         }
 #pragma unroll
         for (unsigned int j = 0; j < BATCH; ++j) xw_count(sh, counts, b[j]);

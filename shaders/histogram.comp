@@ -13,7 +13,8 @@
 //           then adds its nonzero bins to counts with one atomic each (bins <= SHARED_WORDS);
 //   GLOBAL  the same straight into counts (more bins than shared memory holds);
 //   WIDEN   wide[b] = counts[b] as u64 (two words, low first).
-// Samples are read in coalesced steps of BATCH loads in flight per invocation. A subgroup
+// Samples are read in coalesced steps of BATCH loads per invocation, all issued before the
+// step's first sample is binned (where the step lies wholly inside the chunk). A subgroup
 // counts one step at once, warp-aggregated: the lowest lane with a counted sample is the leader,
 // a ballot finds every lane whose sample falls in the leader's bin, and the leader adds them
 // with one atomic; the other lanes add their own. So samples that all fall in one bin cost one
@@ -61,7 +62,7 @@ layout(push_constant) uniform Params {
     uint pad2;
 } p;
 
-const uint BATCH = 4u;
+const uint BATCH = 8u;
 const uint NONE = 0xffffffffu;
 
 shared uint sh[SHARED_WORDS];
@@ -179,9 +180,17 @@ void main() {
     uint stop = min(start + p.chunk, p.n);
     for (uint base = start; base < stop; base += BATCH * block) {
         uint b[BATCH];
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-            uint i = base + j * block + local;
-            b[j] = i < stop ? bin_of(samples[i]) : NONE;
+        if (base + BATCH * block <= stop) {
+            // A whole step: every load issued before any sample is binned (a bin's branches
+            // would otherwise keep each load behind the one before).
+            T x[BATCH];
+            [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
+            [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
+        } else {
+            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+                uint i = base + j * block + local;
+                b[j] = i < stop ? bin_of(samples[i]) : NONE;
+            }
         }
         [[unroll]] for (uint j = 0u; j < BATCH; ++j) count(b[j]);
     }

@@ -43,7 +43,7 @@ pub const SHARED_BINS: usize = 4096;
 /// Most workgroups of a counting launch.
 const MAX_GROUPS: usize = 1024;
 /// Loads in flight per invocation (`BATCH` in the kernels).
-const BATCH: usize = 4;
+const BATCH: usize = 8;
 /// Threads per workgroup.
 const BLOCK: u32 = plan::BLOCK;
 
