@@ -178,21 +178,23 @@ void main() {
     }
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
-    for (uint base = start; base < stop; base += BATCH * block) {
+    // Where the chunk's whole steps end (start < stop: the launch has no empty workgroup).
+    uint whole = stop - (stop - start) % (BATCH * block);
+    for (uint base = start; base < whole; base += BATCH * block) {
+        // A whole step: every load issued before any sample is binned (a bin's branches would
+        // otherwise keep each load behind the one before).
+        T x[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
         uint b[BATCH];
-        if (base + BATCH * block <= stop) {
-            // A whole step: every load issued before any sample is binned (a bin's branches
-            // would otherwise keep each load behind the one before).
-            T x[BATCH];
-            [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
-            [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
-        } else {
-            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-                uint i = base + j * block + local;
-                b[j] = i < stop ? bin_of(samples[i]) : NONE;
-            }
-        }
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
         [[unroll]] for (uint j = 0u; j < BATCH; ++j) count(b[j]);
+    }
+    // The chunk's partial last step (the input's end): one sample an invocation at a time, in
+    // a loop of its own (one copy of the binning's code rather than BATCH more).
+    if (whole < stop) {
+        [[dont_unroll]] for (uint i = whole + local; i < whole + BATCH * block; i += block) {
+            count(i < stop ? bin_of(samples[i]) : NONE);
+        }
     }
     if (OP == OP_SHARED) {
         barrier();
