@@ -458,6 +458,9 @@ struct WayCase {
     out_lens: Vec<usize>,
     /// The most keys one rank's sort takes ([`GroupSorter::set_chunk_limit`]).
     chunk: Option<usize>,
+    /// The fewest keys of a piece of the overlapped exchange
+    /// ([`GroupSorter::set_pipeline_min`]; `None`: the default).
+    pieces: Option<usize>,
 }
 
 /// Runs `case` on ranks sharing `dev`, every output poisoned first, and checks every output
@@ -472,6 +475,9 @@ fn way_case<K: Element>(dev: &dyn Device, case: &WayCase, rng: &mut Rng) -> Sort
     keys_out.fill(&group, poison_value(&keys)).unwrap();
     let mut sorter = GroupSorter::<K>::new(&group);
     sorter.set_chunk_limit(case.chunk);
+    if let Some(keys) = case.pieces {
+        sorter.set_pipeline_min(keys);
+    }
     let (bits, order) = (case.bits.clone(), case.order);
     let (want_keys, want_values) = cpu::sort::sort_pairs(&keys, &values, order, bits.clone());
     let what = format!("{case:?} on {}", dev.info().name);
@@ -558,6 +564,7 @@ fn in_three_layouts(
             lens,
             out_lens,
             chunk,
+            pieces: None,
         })
         .collect()
 }
@@ -567,6 +574,9 @@ fn in_three_layouts(
 /// (no bucket above about 1/64 of the keys) and output parts of at least a tile but the last.
 /// Every key type, keys and pairs, both orders, the whole and partial bit ranges, input and
 /// output layouts that differ, zero-length shards; every output bit against the CPU sort.
+/// Every other case cuts the exchange into pieces of at least 700 keys (up to eight a rank,
+/// each sorted on its own, those in the rank's output part straight into it), the others
+/// into one piece a rank.
 #[test]
 fn group_sort_takes_one_bulk_exchange() {
     use KeyPattern::*;
@@ -595,6 +605,11 @@ fn group_sort_takes_one_bulk_exchange() {
             None,
             &mut rng,
         ));
+    }
+    for (i, case) in cases.iter_mut().enumerate() {
+        if i % 2 == 1 {
+            case.pieces = Some(700);
+        }
     }
     ways(&cases, SortPath::OneExchange);
 }
@@ -641,6 +656,7 @@ fn group_sort_falls_back_to_lsd_on_skewed_keys() {
             lens,
             out_lens,
             chunk: None,
+            pieces: None,
         });
     }
     ways(&cases, SortPath::Lsd);
@@ -691,6 +707,12 @@ fn group_sort_in_chunks_past_one_sort() {
             &mut rng,
         ));
     }
+    // Groups cut into pieces as well, in every other case.
+    for (i, case) in bulk.iter_mut().enumerate() {
+        if i % 2 == 0 {
+            case.pieces = Some(1500);
+        }
+    }
     ways(&bulk, SortPath::OneExchange);
     let n = 30_000;
     let lsd: Vec<WayCase> = [
@@ -708,6 +730,7 @@ fn group_sort_in_chunks_past_one_sort() {
         lens: group::split_even(n, ranks),
         out_lens: Layout::Last.lens(n, ranks, &mut rng),
         chunk,
+        pieces: None,
     })
     .collect();
     ways(&lsd, SortPath::Lsd);
@@ -997,7 +1020,13 @@ fn nccl_group_or_a_typed_error() {
             let v = GroupVec::from_slice(&group, &values, &lens).unwrap();
             let mut ks = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
             let mut vs = GroupVec::<u32>::alloc(&group, &out_lens).unwrap();
-            GroupSorter::new(&group)
+            let mut sorter = GroupSorter::new(&group);
+            // Odd lengths: pieces of at least 4096 keys (up to eight a rank); 2^24: the
+            // default (two a rank on two GPUs).
+            if n % 2 == 1 {
+                sorter.set_pipeline_min(4096);
+            }
+            sorter
                 .sort_pairs(
                     &group,
                     &k,

@@ -47,6 +47,21 @@ pub trait Exchange: Send + Sync {
     /// One round of transfers (see the trait's contract), called by rank `rank` on its own
     /// thread with its sends and receives.
     fn exchange(&self, rank: usize, sends: &[Piece<'_>], recvs: &[Piece<'_>]) -> Result<()>;
+    /// [`Exchange::exchange`] whose transfers may still be running when the call returns, so
+    /// that the rank can queue other work meanwhile: they are ordered after the work the rank
+    /// queued before the call, and the work it queues after [`Exchange::finish_exchange`]
+    /// sees them. In between, the rank's work must not touch the round's ranges (neither
+    /// read a receive range nor write a send range). At most one round per rank is started
+    /// and not finished; collective as `exchange`. The default runs the round at once.
+    fn start_exchange(&self, rank: usize, sends: &[Piece<'_>], recvs: &[Piece<'_>]) -> Result<()> {
+        self.exchange(rank, sends, recvs)
+    }
+    /// Orders the round [`Exchange::start_exchange`] started before the work rank `rank`
+    /// queues next (nothing where no round is open).
+    fn finish_exchange(&self, rank: usize) -> Result<()> {
+        let _ = rank;
+        Ok(())
+    }
     /// Called before each group operation while no rank runs: forgets whatever a previous
     /// operation left (one that failed may have left a round half done).
     fn begin(&self) {

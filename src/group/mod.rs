@@ -94,7 +94,7 @@ pub use reduce::{reduce, reduce_host};
 pub use scan::scan;
 #[doc(hidden)]
 pub use sort::SortPath;
-pub use sort::{GroupSorter, CHUNK_UNIT};
+pub use sort::{GroupSorter, CHUNK_UNIT, PIPELINE_MIN_KEYS, PIPELINE_PIECES};
 
 use crate::device::{Device, DeviceVec};
 use crate::element::Element;

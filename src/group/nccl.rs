@@ -1,15 +1,21 @@
 //! The NCCL exchange (feature `nccl`): one communicator per GPU of the host, made at once by
 //! `ncclCommInitAll`, and each round as NCCL point-to-point sends and receives in one NCCL
 //! group, on each rank's xwarp stream (so they are ordered with the rank's kernels by stream
-//! order). NCCL is loaded at run time, as cudarc loads the driver: a machine without it gets
+//! order), or, for a round started with `start_exchange`, on a second stream of the rank's
+//! device, ordered with the xwarp stream by two events (the round waits for the work queued
+//! before it; `finish_exchange` makes the xwarp stream wait for the round), so that the rank's
+//! kernels run while the round moves data. NCCL is loaded at run time, as cudarc loads the driver: a machine without it gets
 //! [`Error::MissingFeature`], never a panic.
 
 use super::exchange::{check_pieces, Exchange, Piece, Rendezvous};
 use crate::cuda::CudaDevice;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use cudarc::driver::result::{event, stream as cu_stream};
+use cudarc::driver::sys as cu;
 use cudarc::nccl::{result as nccl, sys};
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// An NCCL communicator, destroyed with the exchange.
@@ -35,10 +41,67 @@ fn nccl_err(call: &'static str) -> impl FnOnce(nccl::NcclError) -> Error {
     }
 }
 
+/// A rank's second stream, where a started round runs, and its two events: `ready`, recorded
+/// on the xwarp stream when the round starts (the side stream waits for it), and `done`,
+/// recorded on the side stream after the round (the xwarp stream waits for it when the round
+/// is finished). `open`: a round started and not finished.
+struct Side {
+    stream: cu::CUstream,
+    ready: cu::CUevent,
+    done: cu::CUevent,
+    open: AtomicBool,
+}
+
+// SAFETY: a stream and an event handle may be used from any thread; rank r's side is used by
+// rank r's thread inside one group operation (operations run one after another), by `begin`
+// while no rank runs, and destroyed only in `Drop`.
+unsafe impl Send for Side {}
+// SAFETY: as above: no two threads use one rank's side at once.
+unsafe impl Sync for Side {}
+
+/// [`Error::Cuda`] naming the driver call.
+fn cu_err(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |e| Error::Cuda {
+        call,
+        reason: format!("{e:?}"),
+    }
+}
+
+impl Side {
+    /// A non-blocking stream and two events in `dev`'s context.
+    fn new(dev: &CudaDevice) -> Result<Side> {
+        dev.context()
+            .bind_to_thread()
+            .map_err(cu_err("cuCtxSetCurrent"))?;
+        let stream = cu_stream::create(cu_stream::StreamKind::NonBlocking)
+            .map_err(cu_err("cuStreamCreate"))?;
+        let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+        let ready = event::create(flags).map_err(cu_err("cuEventCreate"))?;
+        let done = event::create(flags).map_err(cu_err("cuEventCreate"))?;
+        Ok(Side {
+            stream,
+            ready,
+            done,
+            open: AtomicBool::new(false),
+        })
+    }
+
+    /// Waits on the host for a round left open (an operation that failed between start and
+    /// finish), so that nothing of it runs into the next operation.
+    fn settle(&self, dev: &CudaDevice) {
+        if self.open.swap(false, Ordering::AcqRel) {
+            let _ = dev.context().bind_to_thread();
+            // SAFETY: the stream was created in `Side::new` and is destroyed only in `Drop`.
+            let _ = unsafe { cu_stream::synchronize(self.stream) };
+        }
+    }
+}
+
 /// The exchange of a group of CUDA devices through NCCL (see the module docs).
 pub struct NcclExchange {
     devices: Vec<Arc<CudaDevice>>,
     comms: Vec<Comm>,
+    sides: Vec<Side>,
     version: c_int,
     rendezvous: Rendezvous,
 }
@@ -98,12 +161,19 @@ impl NcclExchange {
         // distinct device ordinals, as ncclCommInitAll requires; NCCL writes the handles.
         unsafe { nccl::comm_init_all(raw.as_mut_ptr(), count, ordinals.as_ptr()) }
             .map_err(nccl_err("ncclCommInitAll"))?;
-        Ok(NcclExchange {
+        // Owned at once, so that a failure below destroys them.
+        let mut ex = NcclExchange {
             rendezvous: Rendezvous::new(devices.len()),
             comms: raw.into_iter().map(Comm).collect(),
+            sides: Vec::with_capacity(devices.len()),
             devices,
             version,
-        })
+        };
+        for d in 0..ex.devices.len() {
+            let side = Side::new(&ex.devices[d])?;
+            ex.sides.push(side);
+        }
+        Ok(ex)
     }
 
     /// Issues rank `rank`'s NCCL sends and receives (device addresses and lengths) in one
@@ -113,10 +183,10 @@ impl NcclExchange {
         rank: usize,
         sends: &[(usize, u64, u64)],
         recvs: &[(usize, u64, u64)],
+        stream: cu::CUstream,
     ) -> Result<()> {
-        let dev = &self.devices[rank];
         let comm = self.comms[rank].0;
-        let stream = dev.stream().cu_stream() as sys::cudaStream_t;
+        let stream = stream as sys::cudaStream_t;
         nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
         let mut first = Ok(());
         let transfers = sends
@@ -172,6 +242,77 @@ impl Exchange for NcclExchange {
     }
 
     fn exchange(&self, rank: usize, sends: &[Piece<'_>], recvs: &[Piece<'_>]) -> Result<()> {
+        let (to_peers, from_peers) = self.prepare(rank, sends, recvs)?;
+        let stream = self.devices[rank].stream().cu_stream();
+        self.issue(rank, &to_peers, &from_peers, stream)
+    }
+
+    fn start_exchange(&self, rank: usize, sends: &[Piece<'_>], recvs: &[Piece<'_>]) -> Result<()> {
+        let side = &self.sides[rank];
+        if side.open.load(Ordering::Acquire) {
+            return Err(Error::invalid(
+                "start_exchange",
+                format!("a second round on rank {rank}"),
+                "one started round per rank, finished before the next starts",
+            ));
+        }
+        let (to_peers, from_peers) = self.prepare(rank, sends, recvs)?;
+        let main = self.devices[rank].stream().cu_stream();
+        // SAFETY: both events and the side stream were created in this device's context in
+        // `Side::new` and live until `Drop`; `main` is the device's live xwarp stream. The
+        // side stream waits for everything queued on `main` so far.
+        unsafe {
+            event::record(side.ready, main).map_err(cu_err("cuEventRecord"))?;
+            cu_stream::wait_event(
+                side.stream,
+                side.ready,
+                cu::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+            .map_err(cu_err("cuStreamWaitEvent"))?;
+        }
+        side.open.store(true, Ordering::Release);
+        self.issue(rank, &to_peers, &from_peers, side.stream)?;
+        // SAFETY: as above; `done` marks the end of the round on the side stream.
+        unsafe { event::record(side.done, side.stream) }.map_err(cu_err("cuEventRecord"))
+    }
+
+    fn finish_exchange(&self, rank: usize) -> Result<()> {
+        let side = &self.sides[rank];
+        if !side.open.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let main = self.devices[rank].stream().cu_stream();
+        // SAFETY: `done` and `main` are live (see `start_exchange`); the xwarp stream's next
+        // work waits for the round.
+        unsafe {
+            cu_stream::wait_event(
+                main,
+                side.done,
+                cu::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(cu_err("cuStreamWaitEvent"))
+    }
+
+    fn begin(&self) {
+        for (side, dev) in self.sides.iter().zip(&self.devices) {
+            side.settle(dev);
+        }
+        self.rendezvous.reset();
+    }
+}
+
+impl NcclExchange {
+    /// What every round does before NCCL runs: the checks, the rank's copies to itself (on
+    /// its xwarp stream) and the ranks' meeting; returns the transfers to and from peers as
+    /// (peer, device address, bytes).
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        &self,
+        rank: usize,
+        sends: &[Piece<'_>],
+        recvs: &[Piece<'_>],
+    ) -> Result<(Vec<(usize, u64, u64)>, Vec<(usize, u64, u64)>)> {
         check_pieces(self, rank, sends, recvs)?;
         let dev = &self.devices[rank];
         // Everything that can fail before NCCL runs: once one rank has issued its transfers,
@@ -215,7 +356,7 @@ impl Exchange for NcclExchange {
             reason: format!("{e:?}"),
         })?;
         self.rendezvous.barrier()?;
-        self.issue(rank, &to_peers, &from_peers)
+        Ok((to_peers, from_peers))
     }
 }
 
@@ -225,6 +366,17 @@ impl Drop for NcclExchange {
         // broken context, which the devices' next users meet.
         for d in &self.devices {
             let _ = d.synchronize();
+        }
+        for (side, dev) in self.sides.iter().zip(&self.devices) {
+            side.open.store(true, Ordering::Release);
+            side.settle(dev);
+            // SAFETY: the side's stream and events were created in `Side::new`, nothing runs
+            // on the stream any more (synchronized just above), and they are destroyed once.
+            unsafe {
+                let _ = event::destroy(side.ready);
+                let _ = event::destroy(side.done);
+                let _ = cu_stream::destroy(side.stream);
+            }
         }
         for c in &self.comms {
             // SAFETY: each communicator came from ncclCommInitAll, is destroyed once, here,

@@ -28,14 +28,24 @@ use std::sync::Mutex;
 ///    of the output's boundary; ranks with empty output parts get nothing).
 /// 3. Every rank sorts its shard stably by `T` alone (a one-digit [`Sorter`] call): its keys
 ///    for each rank are one segment.
-/// 4. One exchange round: each rank sends each segment to its rank; a rank receives the
-///    segments in source rank order. Keys equal in the bit range have the same bucket, so
-///    they arrive in their global input order.
-/// 5. Each rank sorts what it received stably by the bits up to `T`'s (one [`Sorter`] call;
-///    the digits above are alike): it holds the sorted vector's places `A[d] .. A[d + 1]`.
+/// 4. The exchange: each rank sends each segment to its rank; a rank receives the segments
+///    in source rank order. Keys equal in the bit range have the same bucket, so they arrive
+///    in their global input order.
+/// 5. Each rank sorts what it received stably by the bits up to `T`'s (the digits above are
+///    alike): it holds the sorted vector's places `A[d] .. A[d + 1]`.
 /// 6. A second exchange round moves them to the output layout (each place to the rank whose
-///    output part holds it); a rank whose range is its output part sorts straight into its
-///    output in step 5, and the round is skipped when that holds for every rank.
+///    output part holds it).
+///
+/// Steps 4 and 5 overlap: each rank cuts its buckets into *pieces* of consecutive buckets
+/// (about [`PIPELINE_PIECES`], each of twice the keys of the one before and at least
+/// [`PIPELINE_MIN_KEYS`]; the first and the last bucket alone where they cross the rank's
+/// output part's ends), the exchange
+/// moves one piece of every rank per round, and a rank sorts piece `i` (one [`Sorter`] call)
+/// while round `i + 1` moves the next ([`super::Exchange::start_exchange`]: NCCL on a second
+/// stream). A piece whose places in the sorted vector lie in the rank's own output part is
+/// sorted straight into the output; only the others (at most the first and the last of a
+/// rank, for even layouts) go through the round of step 6, which is skipped when no rank has
+/// one.
 ///
 /// # Parts larger than one sort
 /// One device's sort takes at most [`crate::sort::max_len`] keys (about 2^30). A rank whose
@@ -51,9 +61,10 @@ use std::sync::Mutex;
 ///
 /// Every rank decides the same from the same counts; the result is the one stable sort of the
 /// whole vector, so it equals one device's [`Sorter`] result. Cost beyond one device's sort of
-/// the same keys: one one-digit sort and two exchange rounds, the first moving (nearly) the
-/// whole vector once, the second only the keys of the buckets that straddle the output's
-/// boundaries (a bucket's worth between neighbours for keys spread over `T`'s values).
+/// the same keys: one one-digit sort, the exchange of (nearly) the whole vector, overlapped
+/// with the local sorts but for its first piece, and the round of step 6, which moves the
+/// pieces that straddle the output's boundaries (for keys spread over `T`'s values, about a
+/// piece between neighbours).
 ///
 /// # Fallback: a distributed LSD radix sort
 /// Where a rank would receive more keys in step 4 than twice the larger of its input and
@@ -77,6 +88,8 @@ pub struct GroupSorter<K: Element> {
     tuning: Tuning,
     /// The most keys one rank's sort takes, below the device's own limit (tests).
     chunk_limit: Option<usize>,
+    /// The fewest keys of a piece of the overlapped exchange (tests: smaller).
+    pipeline_min: usize,
     ranks: Vec<Mutex<Storage<K>>>,
     /// The way the latest call that ran took.
     path: Option<SortPath>,
@@ -106,11 +119,11 @@ impl<K: Element> std::fmt::Debug for GroupSorter<K> {
     }
 }
 
-/// One rank's storage: its sorter and two key and value buffers between passes.
+/// One rank's storage: its sorter and three key and value buffers between passes.
 struct Storage<K: Element> {
     sorter: Sorter<K>,
-    keys: [Option<RawBuffer>; 2],
-    values: [Option<RawBuffer>; 2],
+    keys: [Option<RawBuffer>; 3],
+    values: [Option<RawBuffer>; 3],
 }
 
 /// Where a rank's current keys (and values) are.
@@ -133,12 +146,13 @@ impl<K: Element> GroupSorter<K> {
         GroupSorter {
             tuning,
             chunk_limit: None,
+            pipeline_min: PIPELINE_MIN_KEYS,
             ranks: (0..group.ranks())
                 .map(|_| {
                     Mutex::new(Storage {
                         sorter: Sorter::with_tuning(tuning),
-                        keys: [None, None],
-                        values: [None, None],
+                        keys: [None, None, None],
+                        values: [None, None, None],
                     })
                 })
                 .collect(),
@@ -152,6 +166,14 @@ impl<K: Element> GroupSorter<K> {
     #[doc(hidden)]
     pub fn set_chunk_limit(&mut self, keys: Option<usize>) {
         self.chunk_limit = keys.map(|k| k.max(CHUNK_UNIT));
+    }
+
+    /// Sets the fewest keys of a piece of the overlapped exchange (at least 1; default
+    /// [`PIPELINE_MIN_KEYS`]), so that tests reach many pieces at small sizes. For tests; not
+    /// part of the API.
+    #[doc(hidden)]
+    pub fn set_pipeline_min(&mut self, keys: usize) {
+        self.pipeline_min = keys.max(1);
     }
 
     /// The way the latest call that ran took (`None` before the first, and after a call
@@ -249,6 +271,7 @@ impl<K: Element> GroupSorter<K> {
         let (in_lens, out_lens) = (keys_in.lens(), keys_out.lens());
         let mut chunk = Vec::with_capacity(group.ranks());
         let mut pad = Vec::with_capacity(group.ranks());
+        let mut windows = Vec::with_capacity(group.ranks());
         for r in 0..group.ranks() {
             let info = group.device(r).info();
             single::check_device(info)?;
@@ -269,13 +292,19 @@ impl<K: Element> GroupSorter<K> {
             }
             // A rank whose part, or what it may receive, exceeds a chunk works through windows:
             // a device without them is refused here, before anything runs.
+            let raw = keys_out.shard(r).raw();
+            let window = group.device(r).window(raw, 0, raw.bytes().min(16));
             if 2 * in_lens[r].max(out_lens[r]) > c {
-                let raw = keys_out.shard(r).raw();
-                group.device(r).window(raw, 0, raw.bytes().min(16))?;
+                window?;
+                windows.push(true);
+            } else {
+                // Without windows, a rank sorts what it receives in one piece.
+                windows.push(window.is_ok());
             }
             chunk.push(c);
             pad.push((info.binding_alignment as usize).max(1));
         }
+        let pipeline_min = self.pipeline_min;
         let values = values.map(|(vin, vout)| (vin, &*vout));
         let job = Job {
             keys_in,
@@ -287,6 +316,8 @@ impl<K: Element> GroupSorter<K> {
             out_lens,
             chunk,
             pad,
+            windows,
+            pipeline_min,
         };
         self.path = None;
         if group.ranks() == 1 && job.in_lens[0].max(job.out_lens[0]) <= job.chunk[0] {
@@ -327,9 +358,25 @@ struct Job<'a, K: Element, V: Element> {
     /// Each rank's chunk: the most keys one of its sorts takes (with the call's values), a
     /// multiple of [`CHUNK_UNIT`].
     chunk: Vec<usize>,
-    /// Each rank's alignment of windows, in elements ([`crate::DeviceInfo::binding_alignment`]).
+    /// Each rank's alignment of windows, in bytes ([`crate::DeviceInfo::binding_alignment`];
+    /// as a count of elements, a multiple of the alignment in bytes).
     pad: Vec<usize>,
+    /// Whether each rank's device has [`Device::window`]s (else it sorts what it receives in
+    /// one piece).
+    windows: Vec<bool>,
+    /// The fewest keys of a piece of the overlapped exchange.
+    pipeline_min: usize,
 }
+
+/// Pieces of the overlapped exchange per rank: what a rank receives is cut into about this
+/// many, each twice the one before (see [`GroupSorter`]; two H100s, 2^28 u32 keys a rank,
+/// ms a sort: 10.0-10.3 at 4, 10.3-10.4 at 5, 10.9 at 6, 10.2-10.5 at 8 of equal size, 10.8-10.9
+/// without pieces; NOTES.md version 32).
+pub const PIPELINE_PIECES: usize = 4;
+
+/// The fewest keys of a piece of the overlapped exchange (a piece is one sort: below about
+/// 2^22 keys the sort's fixed cost outweighs what the overlap hides).
+pub const PIPELINE_MIN_KEYS: usize = 1 << 22;
 
 /// Chunks are multiples of this many keys (so that every chunk's window is aligned).
 pub const CHUNK_UNIT: usize = 4096;
@@ -429,6 +476,36 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         }
     }
 
+    /// Copies `count` keys (and values) of rank `r` from index `from.2` of its `from.1` keys at
+    /// `from.0` to index `to.2` of its `to.1` keys at `to.0`, on its device.
+    fn copy_keys(
+        &self,
+        dev: &dyn Device,
+        st: &Storage<K>,
+        r: usize,
+        from: (At, usize, usize),
+        to: (At, usize, usize),
+        count: usize,
+    ) -> Result<()> {
+        let (src_keys, src_values) = self.at(st, r, from.0, from.1)?;
+        let (dst_keys, dst_values) = self.at(st, r, to.0, to.1)?;
+        let copy = |src: &RawBuffer, dst: &RawBuffer, size: usize| {
+            let size = size as u64;
+            dev.copy(
+                src,
+                from.2 as u64 * size,
+                dst,
+                to.2 as u64 * size,
+                count as u64 * size,
+            )
+        };
+        copy(src_keys.raw(), dst_keys.raw(), K::KIND.size())?;
+        if let (Some(sv), Some(dv)) = (src_values, dst_values) {
+            copy(sv.raw(), dv.raw(), V::KIND.size())?;
+        }
+        Ok(())
+    }
+
     /// The keys (and values) of rank `r` at `at`, `len` of them.
     fn at(
         &self,
@@ -455,8 +532,8 @@ impl<K: Element, V: Element> Job<'_, K, V> {
     }
 
     /// Sorts keys `range` of rank `r`'s `from_len` keys (and values) at `from` stably by
-    /// `bits` into the same range of its `to_len` keys at `to` (through windows where the
-    /// range is not all of them).
+    /// `bits` into keys `to_range` (as long) of its `to_len` keys at `to` (through windows
+    /// where a range is not all of them).
     #[allow(clippy::too_many_arguments)]
     fn sort_range(
         &self,
@@ -465,17 +542,17 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         r: usize,
         (from, from_len): (At, usize),
         (to, to_len): (At, usize),
-        range: &Range<usize>,
+        (range, to_range): (&Range<usize>, &Range<usize>),
         bits: Range<u32>,
     ) -> Result<()> {
         let (keys_in, values_in) = self.at(st, r, from, from_len)?;
         let (keys_out, values_out) = self.at(st, r, to, to_len)?;
         let keys_in = part(dev, keys_in, range)?;
-        let mut keys_out = part(dev, keys_out, range)?;
+        let mut keys_out = part(dev, keys_out, to_range)?;
         match (values_in, values_out) {
             (Some(vin), Some(vout)) => {
                 let vin = part(dev, vin, range)?;
-                let mut vout = part(dev, vout, range)?;
+                let mut vout = part(dev, vout, to_range)?;
                 st.sorter.sort_pairs(
                     dev,
                     &keys_in,
@@ -549,11 +626,20 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             })
             .collect();
         if let Some(groups) = groups {
+            // Each group cut into the overlapped exchange's pieces.
+            let groups: Vec<Vec<Range<usize>>> = groups
+                .iter()
+                .enumerate()
+                .map(|(d, g)| match self.windows[d] {
+                    true => plan.rank_pieces(d, g, self.pipeline_min as u64),
+                    false => g.clone(),
+                })
+                .collect();
             let bits = self.bits.start..digits[top].end;
             let held: Vec<Held> = groups
                 .iter()
                 .enumerate()
-                .map(|(d, g)| Held::new(&plan, g, self.pad[d]))
+                .map(|(d, g)| Held::new(&plan, d, g, self.pad[d]))
                 .collect();
             let split = Split {
                 plan: &plan,
@@ -570,8 +656,9 @@ impl<K: Element, V: Element> Job<'_, K, V> {
     }
 
     /// Steps 3 to 6 of the sort (see [`GroupSorter`]) on rank `rank`: each chunk stable by
-    /// the top active digit `digit`, the bulk exchange of `split`, the local sort of each of
-    /// the received groups by `bits` (up to the top active digit) and the rebalancing exchange.
+    /// the top active digit `digit`, the bulk exchange of `split` piece by piece, each received
+    /// piece sorted by `bits` (up to the top active digit) while the next one moves, and the
+    /// rebalancing exchange of the pieces not sorted into the output.
     fn one_exchange(
         &self,
         rank: Rank<'_>,
@@ -590,17 +677,22 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         let n_in = self.in_lens[r];
         let mine = &held[r];
         let m = mine.len;
-        // Storage: the shard's chunks sorted by the digit, later the received groups sorted
-        // (scratch 0); the received groups (scratch 1), each group's window aligned.
         let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
-        let first = n_in.max(m) as u64;
-        scratch(dev, &mut st.keys[0], first * sizes.0)?;
+        let direct: Vec<Vec<bool>> = held.iter().map(|h| h.direct.clone()).collect();
+        let staged = direct[r].iter().any(|&d| !d);
+        // Storage: the shard's chunks sorted by the digit (scratch 0, the sends), the
+        // received pieces (scratch 1, each piece's window aligned) and the sorted pieces that
+        // do not go straight into the output (scratch 2, the same layout).
+        let staged_len = if staged { m } else { 0 };
+        scratch(dev, &mut st.keys[0], n_in as u64 * sizes.0)?;
         scratch(dev, &mut st.keys[1], m as u64 * sizes.0)?;
+        scratch(dev, &mut st.keys[2], staged_len as u64 * sizes.0)?;
         if self.values.is_some() {
-            scratch(dev, &mut st.values[0], first * sizes.1)?;
+            scratch(dev, &mut st.values[0], n_in as u64 * sizes.1)?;
             scratch(dev, &mut st.values[1], m as u64 * sizes.1)?;
+            scratch(dev, &mut st.values[2], staged_len as u64 * sizes.1)?;
         }
-        // 3. Each chunk stable by the digit: its keys for each group of each rank are one
+        // 3. Each chunk stable by the digit: its keys for each piece of each rank are one
         // segment.
         for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
             self.sort_range(
@@ -609,14 +701,15 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 r,
                 (At::Input, n_in),
                 (At::Scratch(0), n_in),
-                range,
+                (range, range),
                 digit.clone(),
             )?;
         }
         rank.step("by the top digit")?;
-        // 4. Each segment to its rank and group; received in source order within each group
-        // (posted in the senders' order: source, then group).
-        {
+        // 4 and 5. Round i moves piece i of every rank (each segment of it from every source,
+        // received in source order); the rank sorts its piece i while round i + 1 runs.
+        let rounds = groups.iter().map(Vec::len).max().unwrap_or(0);
+        let round = |st: &Storage<K>, i: usize| -> Result<()> {
             let (src_keys, src_values) = self.at(st, r, At::Scratch(0), n_in)?;
             let (dst_keys, dst_values) = self.at(st, r, At::Scratch(1), m)?;
             let src = (src_keys.raw(), src_values.as_ref().map(DeviceVec::raw));
@@ -624,7 +717,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             let mut sends = Vec::new();
             for (s, (_, range)) in srcs.iter().enumerate().filter(|(_, (q, _))| *q == r) {
                 for (d, gs) in groups.iter().enumerate() {
-                    for g in gs {
+                    if let Some(g) = gs.get(i) {
                         let (at, count) = plan.sub(s, g);
                         if count > 0 {
                             push_run(&mut sends, d, src, sizes, (range.start + at, count));
@@ -633,52 +726,68 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 }
             }
             let mut recvs = Vec::new();
-            let mut filled: Vec<usize> = mine.offsets.clone();
-            for (s, (q, _)) in srcs.iter().enumerate() {
-                for (i, g) in groups[r].iter().enumerate() {
+            if let Some(g) = groups[r].get(i) {
+                let mut filled = mine.offsets[i];
+                for (s, (q, _)) in srcs.iter().enumerate() {
                     let (_, count) = plan.sub(s, g);
                     if count > 0 {
-                        push_run(&mut recvs, *q, dst, sizes, (filled[i], count));
-                        filled[i] += count;
+                        push_run(&mut recvs, *q, dst, sizes, (filled, count));
+                        filled += count;
                     }
                 }
             }
-            rank.ex.exchange(r, &sends, &recvs)?;
-        }
-        rank.step("exchange")?;
-        // 5. Each received group sorted: together the sorted vector's places
-        // `A[r] .. A[r + 1]`; straight into the output where those are its places and one
-        // group holds them.
-        let direct = |d: usize| plan.in_place(d) && groups[d].len() <= 1;
-        let sorted = if direct(r) {
-            (At::Output, self.out_lens[r])
-        } else {
-            (At::Scratch(0), m)
+            rank.ex.start_exchange(r, &sends, &recvs)
         };
-        for (i, &at) in mine.offsets.iter().enumerate() {
-            let range = at..at + mine.sizes[i];
-            self.sort_range(
-                dev,
-                st,
-                r,
-                (At::Scratch(1), m),
-                sorted,
-                &range,
-                bits.clone(),
-            )?;
+        if rounds > 0 {
+            round(st, 0)?;
         }
-        rank.step("local sort")?;
-        // 6. Into the output's layout.
-        if (0..self.out_lens.len()).all(direct) {
+        for i in 0..rounds {
+            rank.ex.finish_exchange(r)?;
+            rank.step("round")?;
+            if i + 1 < rounds {
+                round(st, i + 1)?;
+            }
+            if i < groups[r].len() {
+                let (at, n, shift) = (mine.offsets[i], mine.sizes[i], mine.shift[i]);
+                let place = plan.starts[r] + mine.sizes[..i].iter().sum::<usize>() as u64;
+                let (to, to_range) = if mine.direct[i] {
+                    let out = (place - plan.bounds[r]) as usize;
+                    if shift > 0 {
+                        // The window starts `shift` keys early, at an aligned place: the
+                        // previous piece's last keys (the sorted vector's places before this
+                        // piece, below every key of it) go before its keys, sort first and land
+                        // where they are.
+                        let from = if mine.direct[i - 1] {
+                            (At::Output, self.out_lens[r], out - shift)
+                        } else {
+                            let end = mine.offsets[i - 1] + mine.sizes[i - 1];
+                            (At::Scratch(2), m, end - shift)
+                        };
+                        self.copy_keys(dev, st, r, from, (At::Scratch(1), m, at - shift), shift)?;
+                    }
+                    ((At::Output, self.out_lens[r]), out - shift..out + n)
+                } else {
+                    ((At::Scratch(2), m), at..at + n)
+                };
+                self.sort_range(
+                    dev,
+                    st,
+                    r,
+                    (At::Scratch(1), m),
+                    to,
+                    (&(at - shift..at + n), &to_range),
+                    bits.clone(),
+                )?;
+                rank.step("piece sort")?;
+            }
+        }
+        rank.step("exchange and local sort")?;
+        // 6. The pieces not sorted into the output, into the output's layout.
+        if direct.iter().flatten().all(|&d| d) {
             return Ok(());
         }
-        if direct(r) {
-            // Nothing moves to or from this rank: its range is its output part.
-            rank.ex.exchange(r, &[], &[])?;
-        } else {
-            let runs = Held::split_runs(plan.rebalance(), held);
-            self.exchange_runs(rank, st, &runs, sorted, At::Output)?;
-        }
+        let runs = Held::split_runs(plan.rebalance(), held, &direct);
+        self.exchange_runs(rank, st, &runs, (At::Scratch(2), staged_len), At::Output)?;
         rank.step("rebalance")
     }
 
@@ -723,7 +832,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                     r,
                     (cur, cur_len),
                     (part, cur_len),
-                    range,
+                    (range, range),
                     digits[d].clone(),
                 )?;
                 if i > 0 {
@@ -963,6 +1072,7 @@ impl SplitPlan {
 
     /// Whether rank `d`'s range of the sorted vector is its part of the output layout (both
     /// empty included): nothing of it moves in the rebalancing round.
+    #[cfg(test)]
     fn in_place(&self, d: usize) -> bool {
         let (a, p) = (&self.starts[d..d + 2], &self.bounds[d..d + 2]);
         a == p || (a[0] == a[1] && p[0] == p[1])
@@ -1004,6 +1114,60 @@ impl SplitPlan {
         }
         groups.push(start..hi);
         Some(groups)
+    }
+
+    /// A rank's `groups` ([`SplitPlan::groups`]) cut further at bucket boundaries into the
+    /// overlapped exchange's pieces: piece `j` ends with the first bucket that brings it to
+    /// `target(j)` keys or more while keys remain in its group (so a bucket of more keys ends
+    /// a piece, and only a group's last piece may be smaller), and a bucket that `alone` marks
+    /// (a non-empty one) is a piece of its own. No piece is empty.
+    fn pieces(
+        &self,
+        groups: &[Range<usize>],
+        target: impl Fn(usize) -> u64,
+        alone: impl Fn(usize) -> bool,
+    ) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        for g in groups {
+            let mut left: u64 = self.totals[g.clone()].iter().sum();
+            let (mut start, mut size) = (g.start, 0u64);
+            for b in g.clone() {
+                if alone(b) && size > 0 {
+                    out.push(start..b);
+                    (start, size) = (b, 0);
+                }
+                size += self.totals[b];
+                left -= self.totals[b];
+                if (size >= target(out.len()) || alone(b)) && size > 0 && left > 0 {
+                    out.push(start..b + 1);
+                    (start, size) = (b + 1, 0);
+                }
+            }
+            out.push(start..g.end);
+        }
+        out
+    }
+
+    /// Rank `d`'s `groups` cut into the overlapped exchange's pieces ([`SplitPlan::pieces`]):
+    /// about [`PIPELINE_PIECES`] of at least `min` keys, each twice the one before (the first
+    /// round's transfer, the one the local sorts cannot hide, is then short, and each later
+    /// round has the previous piece's sort to hide in; each piece is a sort of its own, so
+    /// fewer and larger ones sort faster); the first and the last bucket alone where they
+    /// cross the rank's output part's ends (so that only they go through the rebalancing
+    /// round) where the rank receives more than `min` keys.
+    fn rank_pieces(&self, d: usize, groups: &[Range<usize>], min: u64) -> Vec<Range<usize>> {
+        let (Some(first), Some(last)) = (groups.first(), groups.last()) else {
+            return Vec::new();
+        };
+        let (lo, hi) = (first.start, last.end - 1);
+        // Only where the rank takes several pieces anyway (a lone bucket is a sort of its
+        // own, which a small rebalancing round costs less than).
+        let several = self.received(d) > min;
+        let cut_lo = several && self.starts[d] != self.bounds[d];
+        let cut_hi = several && self.starts[d + 1] != self.bounds[d + 1];
+        let alone = |b: usize| (b == lo && cut_lo) || (b == hi && cut_hi);
+        let first = (self.received(d) / ((1 << PIPELINE_PIECES) - 1)).max(min);
+        self.pieces(groups, |j| first.saturating_mul(1 << j.min(40)), alone)
     }
 
     /// The rebalancing round: the part of rank `d`'s range that lies in rank `e`'s output part
@@ -1108,47 +1272,75 @@ struct Split<'a> {
     held: &'a [Held],
 }
 
-/// Where a rank holds the groups it receives (and later the groups sorted): group `i` of
-/// `sizes[i]` keys from index `offsets[i]`, each start a multiple of the rank's window
-/// alignment, in bucket order; `len` indices in all.
+/// Where a rank holds the pieces it receives (and later the pieces sorted that do not go
+/// straight into its output): piece `i` of `sizes[i]` keys from index `offsets[i]`, in bucket
+/// order; `len` indices in all. Piece `i` goes straight into the output where `direct[i]`:
+/// its places in the sorted vector lie in the rank's output part, `shift[i]` past a multiple
+/// of the window alignment there; the window then starts `shift[i]` keys early in the output
+/// and in the held keys, where the previous piece's last `shift[i]` sorted keys are put (so a
+/// direct piece with a shift follows a piece of at least that many keys). Each piece starts
+/// `shift[i]` (0 for the others) past a multiple of the alignment, after a gap of as many
+/// free places.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Held {
     offsets: Vec<usize>,
     sizes: Vec<usize>,
+    direct: Vec<bool>,
+    shift: Vec<usize>,
     len: usize,
 }
 
 impl Held {
-    fn new(plan: &SplitPlan, groups: &[Range<usize>], align: usize) -> Held {
+    /// Rank `d`'s pieces `groups` of `plan`, windows aligned to `align` elements.
+    fn new(plan: &SplitPlan, d: usize, groups: &[Range<usize>], align: usize) -> Held {
+        let align = align.max(1);
         let sizes: Vec<usize> = groups
             .iter()
             .map(|g| plan.totals[g.clone()].iter().sum::<u64>() as usize)
             .collect();
+        let (mut direct, mut shift) = (Vec::new(), Vec::new());
+        let mut place = plan.starts[d];
+        for (i, &n) in sizes.iter().enumerate() {
+            let (lo, hi) = (place, place + n as u64);
+            place = hi;
+            let inside = lo >= plan.bounds[d] && hi <= plan.bounds[d + 1];
+            let phase = if inside {
+                ((lo - plan.bounds[d]) % align as u64) as usize
+            } else {
+                0
+            };
+            let ok = inside && (phase == 0 || (i > 0 && sizes[i - 1] >= phase));
+            direct.push(ok);
+            shift.push(if ok { phase } else { 0 });
+        }
         let mut offsets = Vec::with_capacity(sizes.len());
         let mut len = 0usize;
-        for &n in &sizes {
-            let at = len.next_multiple_of(align);
+        for (&n, &sh) in sizes.iter().zip(&shift) {
+            let at = len.next_multiple_of(align) + sh;
             offsets.push(at);
             len = at + n;
         }
         Held {
             offsets,
             sizes,
+            direct,
+            shift,
             len,
         }
     }
 
     /// `runs` from places of the senders' ranges to places where the senders hold them, each
-    /// run cut where a sender's groups end (both sides cut alike, so the pieces pair up).
-    fn split_runs(runs: Vec<Run>, held: &[Held]) -> Vec<Run> {
+    /// run cut where a sender's groups end (both sides cut alike, so the pieces pair up);
+    /// none from a group that `skip[sender]` marks (already in place).
+    fn split_runs(runs: Vec<Run>, held: &[Held], skip: &[Vec<bool>]) -> Vec<Run> {
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
             let h = &held[run.from];
             let mut place = 0;
-            for (&at, &n) in h.offsets.iter().zip(&h.sizes) {
+            for (i, (&at, &n)) in h.offsets.iter().zip(&h.sizes).enumerate() {
                 let lo = run.src.max(place);
                 let hi = (run.src + run.count).min(place + n);
-                if lo < hi {
+                if lo < hi && !skip[run.from][i] {
                     out.push(Run {
                         src: at + (lo - place),
                         dst: run.dst + (lo - run.src),
@@ -1260,13 +1452,15 @@ mod tests {
     /// each rank's range starts at a bucket boundary within a bucket of its output part's
     /// start, and the steps give the one stable sort for any layouts. Each rank's part is cut
     /// into chunks of `chunk` keys (the sources), each rank sorts what it receives in groups
-    /// of at most `cap` keys, held at multiples of `align`; returns whether the plan's groups
-    /// fit (else the sort takes the LSD way, and nothing more is checked).
+    /// of at most `cap` keys, each cut into pieces of about `target` keys, held at multiples of
+    /// `align`, the pieces at multiples of `align` in the output sorted straight there;
+    /// returns whether the plan's groups fit (else the sort takes the LSD way, and nothing
+    /// more is checked).
     fn simulate_split(
         keys: &[u32],
         in_lens: &[usize],
         out_lens: &[usize],
-        (chunk, cap, align): (usize, usize, usize),
+        (chunk, cap, align, target): (usize, usize, usize, u64),
     ) -> bool {
         let ranks = in_lens.len();
         let digit_of = |k: u32, shift: u32| ((k >> shift) & 0xff) as usize;
@@ -1337,40 +1531,91 @@ mod tests {
             );
             return false;
         };
-        let held: Vec<Held> = groups.iter().map(|g| Held::new(&plan, g, align)).collect();
-        // Steps 4 and 5: each group's pieces in source order, then a stable sort by the key.
+        let groups: Vec<Vec<Range<usize>>> = groups
+            .iter()
+            .enumerate()
+            .map(|(d, g)| {
+                let pieces = plan.rank_pieces(d, g, target);
+                // The pieces cut the groups, none empty.
+                let whole: Vec<usize> = pieces.iter().flat_map(Clone::clone).collect();
+                let want: Vec<usize> = g.iter().flat_map(Clone::clone).collect();
+                assert_eq!(whole, want, "pieces of {g:?}: {pieces:?}");
+                for p in &pieces {
+                    let n: u64 = plan.totals[p.clone()].iter().sum();
+                    assert!(n > 0, "piece {p:?} empty: {pieces:?}");
+                }
+                pieces
+            })
+            .collect();
+        let held: Vec<Held> = groups
+            .iter()
+            .enumerate()
+            .map(|(d, g)| Held::new(&plan, d, g, align))
+            .collect();
+        let direct: Vec<Vec<bool>> = held.iter().map(|h| h.direct.clone()).collect();
+        let mut out: Vec<Vec<Option<(u32, usize)>>> =
+            out_lens.iter().map(|&n| vec![None; n]).collect();
+        // A place written a second time only with the same element.
+        let put = |slot: &mut Option<(u32, usize)>, x: (u32, usize)| {
+            assert!(slot.is_none() || *slot == Some(x), "place written twice");
+            *slot = Some(x);
+        };
+        // Steps 4 and 5: each piece's segments in source order, then a stable sort by the
+        // key, into the output where it is direct (with the previous piece's last keys before
+        // it where it is shifted), else held (scratch 2).
         let mut kept: Vec<Vec<Option<(u32, usize)>>> = Vec::new();
         for d in 0..ranks {
             let h = &held[d];
             let mut slots = vec![None; h.len];
-            let mut got_all = Vec::new();
+            let mut got_all: Vec<(u32, usize)> = Vec::new();
             for (i, g) in groups[d].iter().enumerate() {
                 assert!(h.sizes[i] <= cap, "group over the cap");
-                assert_eq!(h.offsets[i] % align, 0, "group start not aligned");
+                let (at, sh) = (h.offsets[i], h.shift[i]);
+                assert_eq!((at - sh) % align, 0, "window start not aligned: {h:?}");
+                let end = if i == 0 {
+                    0
+                } else {
+                    h.offsets[i - 1] + h.sizes[i - 1]
+                };
+                assert!(at - sh >= end, "pieces overlap: {h:?}");
                 let mut got = Vec::new();
                 for (s, p) in parts.iter().enumerate() {
                     let (at, n) = plan.sub(s, g);
                     got.extend_from_slice(&p[at..at + n]);
                 }
                 assert_eq!(got.len(), h.sizes[i]);
-                got.sort_by_key(|&(k, _)| k);
-                for (j, &x) in got.iter().enumerate() {
-                    slots[h.offsets[i] + j] = Some(x);
+                let mut window: Vec<(u32, usize)> = got_all[got_all.len() - sh..].to_vec();
+                window.extend_from_slice(&got);
+                window.sort_by_key(|&(k, _)| k);
+                assert_eq!(
+                    window[..sh],
+                    got_all[got_all.len() - sh..],
+                    "shifted keys moved"
+                );
+                let place = plan.starts[d] as usize + got_all.len();
+                if direct[d][i] {
+                    let o = place - plan.bounds[d] as usize;
+                    assert_eq!((o - sh) % align, 0, "output window not aligned: {h:?}");
+                    for (j, &x) in window.iter().enumerate() {
+                        put(&mut out[d][o - sh + j], x);
+                    }
+                } else {
+                    assert_eq!(sh, 0);
+                    for (j, &x) in window.iter().enumerate() {
+                        slots[at + j] = Some(x);
+                    }
                 }
-                got_all.extend(got);
+                got_all.extend_from_slice(&window[sh..]);
             }
             let range = plan.starts[d] as usize..plan.starts[d + 1] as usize;
             assert_eq!(got_all, want[range], "rank {d}'s range: {plan:?}");
             kept.push(slots);
         }
-        // Step 6: every output place written once, with the sorted vector's element.
-        let mut out: Vec<Vec<Option<(u32, usize)>>> =
-            out_lens.iter().map(|&n| vec![None; n]).collect();
-        for run in Held::split_runs(plan.rebalance(), &held) {
+        // Step 6: every output place written, with the sorted vector's element.
+        for run in Held::split_runs(plan.rebalance(), &held, &direct) {
             for i in 0..run.count {
-                let slot = &mut out[run.to][run.dst + i];
-                assert!(slot.is_none(), "place written twice: {run:?}");
-                *slot = Some(kept[run.from][run.src + i].expect("a held place left empty"));
+                let x = kept[run.from][run.src + i].expect("a held place left empty");
+                put(&mut out[run.to][run.dst + i], x);
             }
         }
         let got: Vec<(u32, usize)> = out
@@ -1384,6 +1629,21 @@ mod tests {
             !plan.balanced() || !moved,
             "a balanced plan moves keys: {plan:?}"
         );
+        // Only the pieces that cross a rank's output part's ends go through the rebalancing
+        // round, and, where the rank's range begins inside its part, the first piece: at most
+        // two a rank (pieces of fewer keys than a window's alignment may need more).
+        for (d, h) in held.iter().enumerate() {
+            let staged = h.direct.iter().filter(|&&x| !x).count();
+            let small = h.sizes.iter().any(|&n| n < align);
+            assert!(staged <= 2 || small, "rank {d}: {h:?} {plan:?}");
+            if plan.in_place(d) {
+                // Every piece but the first straight into the output, unless the piece
+                // before it is shorter than the alignment.
+                for i in 1..h.sizes.len() {
+                    assert!(h.direct[i] || h.sizes[i - 1] < align, "rank {d}: {h:?}");
+                }
+            }
+        }
         true
     }
 
@@ -1408,14 +1668,24 @@ mod tests {
                         .collect();
                     let in_lens = layout(&mut rng, n, ranks);
                     let out_lens = layout(&mut rng, n, ranks);
-                    let whole = (usize::MAX, usize::MAX, 1);
+                    let whole = (usize::MAX, usize::MAX, 1, u64::MAX);
                     assert!(simulate_split(&keys, &in_lens, &out_lens, whole));
                     assert!(simulate_split(&keys, &in_lens, &in_lens, whole));
+                    // Pieces of the overlapped exchange: one key, a few, many.
+                    for target in [1, 1 + n as u64 / 13, 1 + n as u64 / 3] {
+                        let pieces = (usize::MAX, usize::MAX, 1, target);
+                        assert!(simulate_split(&keys, &in_lens, &out_lens, pieces));
+                        assert!(simulate_split(&keys, &in_lens, &in_lens, pieces));
+                        let aligned = (usize::MAX, usize::MAX, 4, target);
+                        assert!(simulate_split(&keys, &in_lens, &in_lens, aligned));
+                    }
                     // Chunks and groups: small, odd sizes, aligned windows.
                     let chunk = 1 + n / 3;
                     let cap = (n / ranks / 2).max(1);
-                    simulate_split(&keys, &in_lens, &out_lens, (chunk, cap, 4));
-                    simulate_split(&keys, &in_lens, &in_lens, (7, cap.max(1 + n / 8), 8));
+                    simulate_split(&keys, &in_lens, &out_lens, (chunk, cap, 4, u64::MAX));
+                    let target = 1 + n as u64 / 20;
+                    simulate_split(&keys, &in_lens, &out_lens, (chunk, cap, 4, target));
+                    simulate_split(&keys, &in_lens, &in_lens, (7, cap.max(1 + n / 8), 8, 5));
                 }
             }
         }
@@ -1433,11 +1703,30 @@ mod tests {
         assert_eq!(plan.groups(1, 3), Some(vec![]));
         // Source 1's keys of buckets 1..4: after its 2 keys of bucket 0, 4 of them.
         assert_eq!(plan.sub(1, &(1..4)), (2, 4));
-        let held = Held::new(&plan, &[0..1, 1..3, 3..5], 4);
-        assert_eq!(held.offsets, vec![0, 4, 8]);
+        // Pieces of 3, 2 and 5 keys at places 0, 3 and 5 of rank 0's output part: straight
+        // into it, the second and third after 3 and 1 keys of the piece before (windows of
+        // 4); held at 0, 4 + 3 and 12 + 1.
+        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 4);
         assert_eq!(held.sizes, vec![3, 2, 5]);
-        assert_eq!(held.len, 13);
-        // A run over places 2..7 of rank 0: places 2 (group 0), 3..5 (group 1), 5..7 (group 2).
+        assert_eq!(held.direct, vec![true; 3]);
+        assert_eq!(held.shift, vec![0, 3, 1]);
+        assert_eq!(held.offsets, vec![0, 7, 13]);
+        assert_eq!(held.len, 18);
+        // Windows of 8: the third piece's 5 keys would need 5 before it, its predecessor has
+        // 2: held, at an aligned place.
+        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 8);
+        assert_eq!(held.direct, vec![true, true, false]);
+        assert_eq!(held.shift, vec![0, 3, 0]);
+        assert_eq!(held.offsets, vec![0, 11, 16]);
+        // A run over places 2..7 of rank 0, its pieces held at 0, 4 and 8: places 2 (piece
+        // 0), 3..5 (piece 1), 5..7 (piece 2).
+        let held = Held {
+            offsets: vec![0, 4, 8],
+            sizes: vec![3, 2, 5],
+            direct: vec![false; 3],
+            shift: vec![0; 3],
+            len: 13,
+        };
         let run = Run {
             from: 0,
             to: 1,
@@ -1445,9 +1734,32 @@ mod tests {
             dst: 10,
             count: 5,
         };
-        let runs = Held::split_runs(vec![run], &[held]);
+        let runs = Held::split_runs(vec![run], std::slice::from_ref(&held), &[vec![false; 3]]);
         let at: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.src, r.dst, r.count)).collect();
         assert_eq!(at, vec![(2, 10, 1), (4, 11, 2), (8, 13, 2)]);
+        // Piece 1 already in place: its part of the run stays.
+        let runs = Held::split_runs(vec![run], &[held], &[vec![false, true, false]]);
+        let at: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.src, r.dst, r.count)).collect();
+        assert_eq!(at, vec![(2, 10, 1), (8, 13, 2)]);
+        // Pieces: buckets of 3, 0, 2, 4, 1 keys cut at 3 or more keys while keys remain.
+        let none = |_| false;
+        let all = std::slice::from_ref(&(0..5));
+        assert_eq!(plan.pieces(all, |_| 3, none), vec![0..1, 1..4, 4..5]);
+        assert_eq!(plan.pieces(all, |_| 5, none), vec![0..3, 3..5]);
+        assert_eq!(plan.pieces(all, |_| 100, none), vec![0..5]);
+        let pieces = plan.pieces(&[0..2, 2..5], |_| 1, none);
+        assert_eq!(pieces, vec![0..2, 2..3, 3..4, 4..5]);
+        // Growing targets (2, then 4, ...), and buckets 2 and 4 alone.
+        assert_eq!(plan.pieces(all, |j| 2 << j, none), vec![0..1, 1..4, 4..5]);
+        let alone = |b| b == 2 || b == 4;
+        assert_eq!(
+            plan.pieces(all, |_| 100, alone),
+            vec![0..2, 2..3, 3..4, 4..5]
+        );
+        assert_eq!(
+            plan.pieces(all, |_| 1, |b| b == 0),
+            vec![0..1, 1..3, 3..4, 4..5]
+        );
     }
 
     #[test]
