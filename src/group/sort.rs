@@ -639,7 +639,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             let held: Vec<Held> = groups
                 .iter()
                 .enumerate()
-                .map(|(d, g)| Held::new(&plan, d, g, self.pad[d]))
+                .map(|(d, g)| Held::new(&plan, d, g, self.pad[d], self.windows[d]))
                 .collect();
             let split = Split {
                 plan: &plan,
@@ -1291,8 +1291,16 @@ struct Held {
 }
 
 impl Held {
-    /// Rank `d`'s pieces `groups` of `plan`, windows aligned to `align` elements.
-    fn new(plan: &SplitPlan, d: usize, groups: &[Range<usize>], align: usize) -> Held {
+    /// Rank `d`'s pieces `groups` of `plan`, windows aligned to `align` elements; without
+    /// `windows` (a device without [`Device::window`]), a piece goes straight into the output
+    /// only where it is the whole output part.
+    fn new(
+        plan: &SplitPlan,
+        d: usize,
+        groups: &[Range<usize>],
+        align: usize,
+        windows: bool,
+    ) -> Held {
         let align = align.max(1);
         let sizes: Vec<usize> = groups
             .iter()
@@ -1309,7 +1317,11 @@ impl Held {
             } else {
                 0
             };
-            let ok = inside && (phase == 0 || (i > 0 && sizes[i - 1] >= phase));
+            let ok = if windows {
+                inside && (phase == 0 || (i > 0 && sizes[i - 1] >= phase))
+            } else {
+                lo == plan.bounds[d] && hi == plan.bounds[d + 1]
+            };
             direct.push(ok);
             shift.push(if ok { phase } else { 0 });
         }
@@ -1550,7 +1562,7 @@ mod tests {
         let held: Vec<Held> = groups
             .iter()
             .enumerate()
-            .map(|(d, g)| Held::new(&plan, d, g, align))
+            .map(|(d, g)| Held::new(&plan, d, g, align, true))
             .collect();
         let direct: Vec<Vec<bool>> = held.iter().map(|h| h.direct.clone()).collect();
         let mut out: Vec<Vec<Option<(u32, usize)>>> =
@@ -1706,7 +1718,7 @@ mod tests {
         // Pieces of 3, 2 and 5 keys at places 0, 3 and 5 of rank 0's output part: straight
         // into it, the second and third after 3 and 1 keys of the piece before (windows of
         // 4); held at 0, 4 + 3 and 12 + 1.
-        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 4);
+        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 4, true);
         assert_eq!(held.sizes, vec![3, 2, 5]);
         assert_eq!(held.direct, vec![true; 3]);
         assert_eq!(held.shift, vec![0, 3, 1]);
@@ -1714,10 +1726,19 @@ mod tests {
         assert_eq!(held.len, 18);
         // Windows of 8: the third piece's 5 keys would need 5 before it, its predecessor has
         // 2: held, at an aligned place.
-        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 8);
+        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 8, true);
         assert_eq!(held.direct, vec![true, true, false]);
         assert_eq!(held.shift, vec![0, 3, 0]);
         assert_eq!(held.offsets, vec![0, 11, 16]);
+        // Without windows: only a piece that is the whole output part goes straight there.
+        let held = Held::new(&plan, 0, &[0..1, 1..3, 3..5], 4, false);
+        assert_eq!(held.direct, vec![false; 3]);
+        assert_eq!(held.offsets, vec![0, 4, 8]);
+        let held = Held::new(&plan, 0, std::slice::from_ref(&(0..5)), 4, false);
+        assert_eq!((held.direct, held.shift), (vec![true], vec![0]));
+        let part = plan_split(&counts, &[9, 1]);
+        let held = Held::new(&part, 0, std::slice::from_ref(&(0..3)), 4, false);
+        assert_eq!(held.direct, vec![false]);
         // A run over places 2..7 of rank 0, its pieces held at 0, 4 and 8: places 2 (piece
         // 0), 3..5 (piece 1), 5..7 (piece 2).
         let held = Held {
