@@ -39,10 +39,9 @@ use std::sync::Mutex;
 /// Steps 4 and 5 overlap: each rank cuts its buckets into *pieces* of consecutive buckets
 /// (about [`PIPELINE_PIECES`], each of twice the keys of the one before and at least
 /// [`PIPELINE_MIN_KEYS`]; the first and the last bucket alone where they cross the rank's
-/// output part's ends), the exchange
-/// moves one piece of every rank per round, and a rank sorts piece `i` (one [`Sorter`] call)
-/// while round `i + 1` moves the next ([`super::Exchange::start_exchange`]: NCCL on a second
-/// stream). A piece whose places in the sorted vector lie in the rank's own output part is
+/// output part's ends), the exchange moves one piece of every rank per round, and a rank sorts
+/// piece `i` (one [`Sorter`] call) while round `i + 1` moves the next
+/// ([`super::Exchange::start_exchange`]: NCCL on a second stream). A piece whose places in the sorted vector lie in the rank's own output part is
 /// sorted straight into the output; only the others (at most the first and the last of a
 /// rank, for even layouts) go through the round of step 6, which is skipped when no rank has
 /// one.
