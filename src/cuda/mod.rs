@@ -86,7 +86,7 @@ use probe::{device_handle, pick_arch, probe, Probe};
 const DRIVER_WITH_ELAPSED_V2: c_int = 12080;
 
 /// Maps a driver error to [`Error::Cuda`] naming what was being done.
-fn cuda_err(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+pub(crate) fn cuda_err(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| Error::Cuda {
         call,
         reason: format!("{e:?}"),

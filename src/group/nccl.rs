@@ -4,11 +4,11 @@
 //! order), or, for a round started with `start_exchange`, on a second stream of the rank's
 //! device, ordered with the xwarp stream by two events (the round waits for the work queued
 //! before it; `finish_exchange` makes the xwarp stream wait for the round), so that the rank's
-//! kernels run while the round moves data. NCCL is loaded at run time, as cudarc loads the driver: a machine without it gets
-//! [`Error::MissingFeature`], never a panic.
+//! kernels run while the round moves data. NCCL is loaded at run time, as cudarc loads the
+//! driver: a machine without it gets [`Error::MissingFeature`], never a panic.
 
 use super::exchange::{check_pieces, Exchange, Piece, Rendezvous};
-use crate::cuda::CudaDevice;
+use crate::cuda::{cuda_err as cu_err, CudaDevice};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use cudarc::driver::result::{event, stream as cu_stream};
@@ -59,14 +59,6 @@ unsafe impl Send for Side {}
 // SAFETY: as above: no two threads use one rank's side at once.
 unsafe impl Sync for Side {}
 
-/// [`Error::Cuda`] naming the driver call.
-fn cu_err(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Cuda {
-        call,
-        reason: format!("{e:?}"),
-    }
-}
-
 impl Side {
     /// A non-blocking stream and two events in `dev`'s context.
     fn new(dev: &CudaDevice) -> Result<Side> {
@@ -90,10 +82,15 @@ impl Side {
     /// finish), so that nothing of it runs into the next operation.
     fn settle(&self, dev: &CudaDevice) {
         if self.open.swap(false, Ordering::AcqRel) {
-            let _ = dev.context().bind_to_thread();
-            // SAFETY: the stream was created in `Side::new` and is destroyed only in `Drop`.
-            let _ = unsafe { cu_stream::synchronize(self.stream) };
+            self.drain(dev);
         }
+    }
+
+    /// Waits on the host for everything queued on the side stream.
+    fn drain(&self, dev: &CudaDevice) {
+        let _ = dev.context().bind_to_thread();
+        // SAFETY: the stream was created in `Side::new` and is destroyed only in `Drop`.
+        let _ = unsafe { cu_stream::synchronize(self.stream) };
     }
 }
 
@@ -351,10 +348,9 @@ impl NcclExchange {
                 dev.copy(s.buffer, s.offset, r.buffer, r.offset, s.bytes)?;
             }
         }
-        dev.context().bind_to_thread().map_err(|e| Error::Cuda {
-            call: "cuCtxSetCurrent",
-            reason: format!("{e:?}"),
-        })?;
+        dev.context()
+            .bind_to_thread()
+            .map_err(cu_err("cuCtxSetCurrent"))?;
         self.rendezvous.barrier()?;
         Ok((to_peers, from_peers))
     }
@@ -368,8 +364,7 @@ impl Drop for NcclExchange {
             let _ = d.synchronize();
         }
         for (side, dev) in self.sides.iter().zip(&self.devices) {
-            side.open.store(true, Ordering::Release);
-            side.settle(dev);
+            side.drain(dev);
             // SAFETY: the side's stream and events were created in `Side::new`, nothing runs
             // on the stream any more (synchronized just above), and they are destroyed once.
             unsafe {

@@ -677,8 +677,7 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         let mine = &held[r];
         let m = mine.len;
         let sizes = (K::KIND.size() as u64, V::KIND.size() as u64);
-        let direct: Vec<Vec<bool>> = held.iter().map(|h| h.direct.clone()).collect();
-        let staged = direct[r].iter().any(|&d| !d);
+        let staged = mine.direct.iter().any(|&d| !d);
         // Storage: the shard's chunks sorted by the digit (scratch 0, the sends), the
         // received pieces (scratch 1, each piece's window aligned) and the sorted pieces that
         // do not go straight into the output (scratch 2, the same layout).
@@ -780,12 +779,11 @@ impl<K: Element, V: Element> Job<'_, K, V> {
                 rank.step("piece sort")?;
             }
         }
-        rank.step("exchange and local sort")?;
         // 6. The pieces not sorted into the output, into the output's layout.
-        if direct.iter().flatten().all(|&d| d) {
+        if held.iter().all(|h| h.direct.iter().all(|&d| d)) {
             return Ok(());
         }
-        let runs = Held::split_runs(plan.rebalance(), held, &direct);
+        let runs = Held::split_runs(plan.rebalance(), held);
         self.exchange_runs(rank, st, &runs, (At::Scratch(2), staged_len), At::Output)?;
         rank.step("rebalance")
     }
@@ -1341,9 +1339,9 @@ impl Held {
     }
 
     /// `runs` from places of the senders' ranges to places where the senders hold them, each
-    /// run cut where a sender's groups end (both sides cut alike, so the pieces pair up);
-    /// none from a group that `skip[sender]` marks (already in place).
-    fn split_runs(runs: Vec<Run>, held: &[Held], skip: &[Vec<bool>]) -> Vec<Run> {
+    /// run cut where a sender's pieces end (both sides cut alike, so the pieces pair up);
+    /// none from a piece sorted straight into the output (`direct`: already in place).
+    fn split_runs(runs: Vec<Run>, held: &[Held]) -> Vec<Run> {
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
             let h = &held[run.from];
@@ -1351,7 +1349,7 @@ impl Held {
             for (i, (&at, &n)) in h.offsets.iter().zip(&h.sizes).enumerate() {
                 let lo = run.src.max(place);
                 let hi = (run.src + run.count).min(place + n);
-                if lo < hi && !skip[run.from][i] {
+                if lo < hi && !h.direct[i] {
                     out.push(Run {
                         src: at + (lo - place),
                         dst: run.dst + (lo - run.src),
@@ -1563,7 +1561,7 @@ mod tests {
             .enumerate()
             .map(|(d, g)| Held::new(&plan, d, g, align, true))
             .collect();
-        let direct: Vec<Vec<bool>> = held.iter().map(|h| h.direct.clone()).collect();
+        let direct: Vec<&[bool]> = held.iter().map(|h| h.direct.as_slice()).collect();
         let mut out: Vec<Vec<Option<(u32, usize)>>> =
             out_lens.iter().map(|&n| vec![None; n]).collect();
         // A place written a second time only with the same element.
@@ -1623,7 +1621,7 @@ mod tests {
             kept.push(slots);
         }
         // Step 6: every output place written, with the sorted vector's element.
-        for run in Held::split_runs(plan.rebalance(), &held, &direct) {
+        for run in Held::split_runs(plan.rebalance(), &held) {
             for i in 0..run.count {
                 let x = kept[run.from][run.src + i].expect("a held place left empty");
                 put(&mut out[run.to][run.dst + i], x);
@@ -1754,11 +1752,15 @@ mod tests {
             dst: 10,
             count: 5,
         };
-        let runs = Held::split_runs(vec![run], std::slice::from_ref(&held), &[vec![false; 3]]);
+        let runs = Held::split_runs(vec![run], std::slice::from_ref(&held));
         let at: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.src, r.dst, r.count)).collect();
         assert_eq!(at, vec![(2, 10, 1), (4, 11, 2), (8, 13, 2)]);
         // Piece 1 already in place: its part of the run stays.
-        let runs = Held::split_runs(vec![run], &[held], &[vec![false, true, false]]);
+        let held = Held {
+            direct: vec![false, true, false],
+            ..held
+        };
+        let runs = Held::split_runs(vec![run], &[held]);
         let at: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.src, r.dst, r.count)).collect();
         assert_eq!(at, vec![(2, 10, 1), (8, 13, 2)]);
         // Pieces: buckets of 3, 0, 2, 4, 1 keys cut at 3 or more keys while keys remain.
