@@ -43,6 +43,9 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 // A word's place in the staging buffer: one padding word after every 32, so that the threads
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.
 #define XW_PAD(w) ((w) + (w) / 32u)
+// How far XW_PAD moves a word BLOCK words on (BLOCK is a multiple of 32): the loops below step a
+// thread's words by BLOCK, so each step's shared address is the first one's plus a constant.
+#define XW_PAD_STEP (BLOCK + BLOCK / 32u)
 
 // A key as one integer of its width (a 64-bit key for 32-bit keys would hold twice the
 // registers a piece needs).
@@ -76,13 +79,6 @@ __device__ __forceinline__ xw_vt xw_vt_from(unsigned int lo, unsigned int hi) {
     memcpy(&v, &b, sizeof(v));
     return v;
 }
-
-// Whether xw_vop is associative, so that the look-back may fold its windows in any grouping
-// (integers); float values are folded strictly left to right (the canonical order).
-template <typename V> struct XwAssoc { static const bool value = true; };
-template <> struct XwAssoc<float> { static const bool value = false; };
-template <> struct XwAssoc<double> { static const bool value = false; };
-#define XW_ASSOC (XwAssoc<xw_vt>::value)
 
 __device__ __forceinline__ Carry xw_carry_op(Carry a, Carry b) {
     Carry c;
@@ -176,9 +172,25 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
     // fills; taking them from the stage after its barrier cost 4-10% on an H100).
     const xw_key prev = first > 0 && first < n ? xw_key_at(a, first - 1) : 0;
     const xw_key next = pc.len > 0 && first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
-    // Called once a block, after the ticket's barrier: no earlier reader of the stage.
-    for (unsigned int w = l; w < tile_len * KEY_WORDS; w += BLOCK)
-        s.stage[XW_PAD(w)] = a.keys[(unsigned long long)tile_first * KEY_WORDS + w];
+#if defined(XW_RUNS_RBK)
+    // The tile's values are loaded with its keys (element l + j * BLOCK into register j), so
+    // that the two loads' latencies overlap; they go to the stage once the keys have left it.
+    xw_vt staged[ITEMS];
+    const xw_vt* vsrc = a.values + tile_first + l;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j)
+        staged[j] = l + j * BLOCK < tile_len ? vsrc[j * BLOCK] : xw_vt(0);
+#endif
+    // Called once a block, after the ticket's barrier: no earlier reader of the stage. Word w of
+    // the tile is step w / BLOCK of thread w % BLOCK: one address each side, constant offsets.
+    {
+        const unsigned int* src = a.keys + (unsigned long long)tile_first * KEY_WORDS + l;
+        unsigned int* dst = &s.stage[XW_PAD(l)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS * KEY_WORDS; ++j) {
+            if (l + j * BLOCK < tile_len * KEY_WORDS) dst[j * XW_PAD_STEP] = src[j * BLOCK];
+        }
+    }
     __syncthreads();
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
@@ -191,11 +203,18 @@ __device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, 
     }
 #if defined(XW_RUNS_RBK)
     __syncthreads();  // every thread has read its keys
-    for (unsigned int e = l; e < tile_len; e += BLOCK) {
-        unsigned int lo, hi;
-        xw_vt_bits(a.values[tile_first + e], &lo, &hi);
-        s.stage[XW_PAD(VALUE_WORDS * e)] = lo;
-        if (VALUE_WORDS == 2) s.stage[XW_PAD(VALUE_WORDS * e + 1)] = hi;
+    {
+        unsigned int* dst = &s.stage[XW_PAD(VALUE_WORDS * l)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            if (l + j * BLOCK < tile_len) {
+                unsigned int lo, hi;
+                xw_vt_bits(staged[j], &lo, &hi);
+                // A value's two words are neighbours: XW_PAD adds no word between 2i and 2i + 1.
+                dst[j * VALUE_WORDS * XW_PAD_STEP] = lo;
+                if (VALUE_WORDS == 2) dst[j * VALUE_WORDS * XW_PAD_STEP + 1] = hi;
+            }
+        }
     }
     __syncthreads();
 #endif
@@ -337,20 +356,22 @@ __device__ __forceinline__ void xw_publish(const RunsArgs& a, unsigned int tile,
     w[at] = c.heads;
     w[at + 1] = lo;
     w[at + 2] = hi;
-    __threadfence();
-    atomicMax(&a.work[W_FLAGS + tile], flag);
+    // The flag by a release (the value's stores before it), read by an acquire: a lighter
+    // fence than __threadfence()'s sequentially consistent one.
+    asm volatile("red.release.gpu.global.max.u32 [%0], %1;" ::"l"(&a.work[W_FLAGS + tile]), "r"(flag)
+                 : "memory");
 }
 
+// A tile's flag, by an acquire: the values published before it are then visible to this thread.
 __device__ __forceinline__ unsigned int xw_poll_flag(const RunsArgs& a, unsigned int tile) {
-    return *(const volatile unsigned int*)&a.work[W_FLAGS + tile];
+    unsigned int f;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(&a.work[W_FLAGS + tile]) : "memory");
+    return f;
 }
 
-// The published value of `tile` for `flag`, once its flag has reached it.
-__device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned int tile,
-                                                   unsigned int flag) {
-    while (xw_poll_flag(a, tile) < flag) {
-    }
-    __threadfence();
+// The value `tile` published with `flag`, which this thread's poll has seen.
+__device__ __forceinline__ Carry xw_read_seen(const RunsArgs& a, unsigned int tile,
+                                              unsigned int flag) {
     const unsigned int at =
         (flag == FLAG_INCLUSIVE ? xw_w_inclusives(a.p) : xw_w_aggregates(a.p)) + 4u * tile;
     const volatile unsigned int* w = a.work;
@@ -360,48 +381,49 @@ __device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned i
     return c;
 }
 
+// The published value of `tile` for `flag`, once its flag has reached it.
+__device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned int tile,
+                                                   unsigned int flag) {
+    while (xw_poll_flag(a, tile) < flag) {
+    }
+    return xw_read_seen(a, tile, flag);
+}
+
 // The exclusive prefix E of tile k > 0 (every thread gets it), whose aggregate is `agg`;
 // publishes the tile's inclusive prefix. Every thread calls it.
 __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, Carry agg,
                               unsigned int l) {
-    // The near look-back, by warp 0 alone: lane i polls the flag of tile top - i (top = k - 1
-    // first) until every tile of the window up to the nearest inclusive prefix (lane m; all 32
-    // without one) has published; then lane i <= m reads its tile's value, the heads are summed
-    // by a butterfly and the value is folded from the nearest value with a head (or from lane
-    // m's) down to lane 0 by shuffles: the window's left fold, bit for bit the first-window
-    // path's below, with no block barrier per poll (four a poll below). A window without an
-    // inclusive prefix is carried and the walk moves 32 tiles down, where the operator is
-    // associative (integers; the fold of float values keeps the window path's order, which
-    // takes over there). The other warps wait at one barrier. When the budget runs out, the
-    // window path below takes over with the polls left.
+    // The near look-back, by warp 0 alone: lane i polls the flag of tile k - 1 - i until every
+    // tile of the window up to the nearest inclusive prefix (lane m) has published; then lane
+    // i <= m reads its tile's value, the heads are summed by a butterfly and the value is folded
+    // from the nearest value with a head (or from lane m's) down to lane 0 by shuffles: the
+    // window's left fold, bit for bit the first-window path's below, with no block barrier per
+    // poll (four a poll below). The other warps stage their keys meanwhile (see xw_runs). A
+    // window without an inclusive prefix, or a budget run out, leaves the look-back to the
+    // window path below (with the polls left): walking down 32 tiles at a time (integers) took
+    // 1.07-1.14x the time of leaving at once (H200, 2^20-2^24).
     if (l < XW_WARP) {
         const unsigned int lane = l;
-        int top = (int)k - 1;
+        const int tile = (int)k - 1 - (int)lane;
         unsigned int polls = 0;
-        bool ok = false, have = false;
-        Carry acc;
-        acc.heads = 0;
-        acc.v = xw_vt(0);
-        for (;;) {
-            const int tile = top - (int)lane;
-            unsigned int incl, empty, limit;
-            for (;; ++polls) {
-                // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has
-                // published (and never read).
-                const unsigned int f =
-                    tile >= 0 ? xw_poll_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
-                incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
-                limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
-                empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
-                if (empty == 0 || polls >= a.p.spin) break;
-            }
-            if (empty != 0 || (incl == 0 && !XW_ASSOC)) break;
+        unsigned int incl, empty, limit;
+        for (;; ++polls) {
+            // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has published
+            // (and never read).
+            const unsigned int f = tile >= 0 ? xw_poll_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
+            incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
+            limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
+            empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
+            if (empty == 0 || polls >= a.p.spin) break;
+        }
+        const bool ok = empty == 0 && incl != 0;
+        if (ok) {
+            // Each lane's poll was an acquire of its tile's flag: its value can be read.
             Carry c;
             c.heads = 0;
             c.v = xw_vt(0);
             if (lane <= limit)
-                c = xw_read_published(a, (unsigned int)tile,
-                                      lane == limit && incl != 0 ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+                c = xw_read_seen(a, (unsigned int)tile, lane == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
             Carry w;
             w.heads = c.heads;
 #pragma unroll
@@ -414,19 +436,12 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             w.v = __shfl_sync(XW_FULL_MASK, c.v, from);
             for (unsigned int i = from; i-- > 0;)
                 w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
-            acc = have ? xw_carry_op(w, acc) : w;
-            have = true;
-            if (incl != 0) {
-                ok = true;
-                break;
+            if (lane == 0) {
+                s.carry = w;
+                xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
             }
-            top -= (int)XW_WARP;
         }
         if (lane == 0) {
-            if (ok) {
-                s.carry = acc;
-                xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(acc, agg));
-            }
             s.lb_ok = ok;
             s.lb_polls = polls;
         }
@@ -625,38 +640,55 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     Carry e;
     e.heads = 0;
     e.v = xw_vt(0);
-    if (t == 0) {
-        if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
-    } else {
-        if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
-        e = xw_look_back(a, s, t, agg, l);
-    }
-    if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
+    if (t > 0 && l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all threads at once, consecutive threads writing consecutive words (each
-    // thread storing its own outputs used 4 of every 32 bytes written).
-    // Every thread read its piece from the stage before the summary's barriers.
+    // thread storing its own outputs used 4 of every 32 bytes written). The keys' places do
+    // not depend on the look-back, so they are staged before it (while warp 0 looks back, the
+    // others stage theirs). Every thread read its piece from the stage before the summary's
+    // barriers.
     unsigned int lo = TILE + 1, hi = 0;
     xw_stage_outputs(s, pc, e, before, carry, l, false, &lo, &hi);
     if (hi > 0) {
         atomicMin(&s.out_lo, lo);
         atomicMax(&s.out_hi, hi);
     }
+    if (t == 0) {
+        if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
+    } else {
+        e = xw_look_back(a, s, t, agg, l);
+    }
+    if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
     __syncthreads();
     const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
     // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0).
-    const unsigned long long base = (unsigned long long)e.heads * KEY_WORDS;
-    for (unsigned int w = out_lo * KEY_WORDS + l; w < out_hi * KEY_WORDS; w += BLOCK)
-        a.keys_out[base + w - KEY_WORDS] = s.stage[XW_PAD(w)];
+    // The range holds at most TILE places (an output per element), so each thread has at most
+    // ITEMS * KEY_WORDS words to write, at constant offsets from its first.
+    {
+        const unsigned int w0 = out_lo * KEY_WORDS + l;
+        const unsigned int end = out_hi * KEY_WORDS;
+        unsigned int* dst = a.keys_out + ((unsigned long long)e.heads * KEY_WORDS + w0 - KEY_WORDS);
+        const unsigned int* src = &s.stage[XW_PAD(w0)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS * KEY_WORDS; ++j) {
+            if (w0 + j * BLOCK < end) dst[j * BLOCK] = src[j * XW_PAD_STEP];
+        }
+    }
 #if !defined(XW_RUNS_UNIQUE)
     __syncthreads();  // the keys are written out
     xw_stage_outputs(s, pc, e, before, carry, l, true, &lo, &hi);
     __syncthreads();
-    for (unsigned int i = out_lo + l; i < out_hi; i += BLOCK) {
-        a.values_out[(unsigned long long)e.heads + i - 1] =
-            xw_vt_from(s.stage[XW_PAD(VALUE_WORDS * i)],
-                       VALUE_WORDS == 2 ? s.stage[XW_PAD(VALUE_WORDS * i + 1)] : 0u);
+    {
+        const unsigned int i0 = out_lo + l;
+        xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
+        const unsigned int* src = &s.stage[XW_PAD(VALUE_WORDS * i0)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
+            if (i0 + j * BLOCK < out_hi)
+                dst[j * BLOCK] = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
+        }
     }
 #endif
 }

@@ -169,14 +169,6 @@ uvec2 vt_bits(VT v) { return uvec2(v, 0u); }
 VT vt_from(uvec2 b) { return b.x; }
 #endif
 
-// Whether vop is associative, so that the look-back may fold its windows in any grouping
-// (integers); float values are folded strictly left to right (the canonical order).
-#if defined(XW_RUNS_RBK) && defined(XW_T_FLOAT)
-const bool XW_ASSOC = false;
-#else
-const bool XW_ASSOC = true;
-#endif
-
 Carry carry_op(Carry a, Carry b) {
     Carry c;
     c.heads = a.heads + b.heads;
@@ -225,6 +217,9 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     }
 #if defined(XW_RUNS_RBK)
     barrier();  // every invocation has read its keys
+    // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
+    // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
+    // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
     for (uint e = l; e < tile_len; e += BLOCK) {
         uvec2 b = vt_bits(values[tile_first + e]);
         stage[stage_at(VALUE_WORDS * e)] = b.x;
@@ -360,11 +355,9 @@ uint poll_flag(uint tile) {
                       gl_SemanticsRelaxed);
 }
 
-// The published value of `tile` for `flag`, once its flag has reached it.
-Carry read_published(uint tile, uint flag) {
-    while (poll_flag(tile) < flag) {
-    }
-    memoryBarrierBuffer();
+// The value `tile` published with `flag`, once this invocation's poll has seen the flag and a
+// barrier has followed.
+Carry read_seen(uint tile, uint flag) {
     uint at = (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
     Carry c;
     c.heads = work[at];
@@ -372,76 +365,71 @@ Carry read_published(uint tile, uint flag) {
     return c;
 }
 
+// The published value of `tile` for `flag`, once its flag has reached it.
+Carry read_published(uint tile, uint flag) {
+    while (poll_flag(tile) < flag) {
+    }
+    memoryBarrierBuffer();
+    return read_seen(tile, flag);
+}
+
 // The exclusive prefix E of tile k > 0 (every invocation gets it), whose aggregate is `agg`;
 // publishes the tile's inclusive prefix. Uniform control flow.
 Carry look_back(uint k, Carry agg, uint l) {
-    // The near look-back, by subgroup 0 alone: lane i polls the flag of tile top - i (top =
-    // k - 1 first) until every tile of the window up to the nearest inclusive prefix (lane m;
-    // the whole window without one) has published; then lane i <= m reads its tile's value and
-    // one lane folds the window from lane m down to lane 0: the window's left fold, bit for bit
-    // the first-window path's below, with subgroup barriers in place of the four workgroup
-    // barriers a poll below (the basic subgroup operations only). A window without an
-    // inclusive prefix is carried and the walk moves down a window, where the operator is
-    // associative (integers; the fold of float values keeps the window path's order, which
-    // takes over there). The other subgroups wait at one barrier. When the budget runs out,
-    // the window path below takes over with the polls left.
+    // The near look-back, by subgroup 0 alone: lane i polls the flag of tile k - 1 - i until
+    // every tile of the window up to the nearest inclusive prefix (lane m) has published; then
+    // lane i <= m reads its tile's value and one lane folds the window from lane m down to lane
+    // 0: the window's left fold, bit for bit the first-window path's below, with subgroup
+    // barriers in place of the four workgroup barriers a poll below (the basic subgroup
+    // operations only). The other subgroups stage their keys meanwhile (see main). A window
+    // without an inclusive prefix, or a budget run out, leaves the look-back to the window path
+    // below (with the polls left): walking down a subgroup's window at a time (integers) took
+    // 1.07-1.14x the time of leaving at once on the CUDA twin (H200, 2^20-2^24).
     if (gl_SubgroupID == 0u) {
         uint lane = xw_bound(gl_SubgroupInvocationID);
-        uint size = min(gl_SubgroupSize, BLOCK);
-        int top = int(k) - 1;
+        uint count = min(min(gl_SubgroupSize, BLOCK), k);
+        uint top = k - 1u;
         uint polls = 0u;
-        bool ok = false;
-        bool have = false;
+        uint m;
+        bool gap;
         while (true) {
-            uint count = uint(min(top + 1, int(size)));
-            uint m;
-            bool gap;
-            while (true) {
-                if (lane == 0u) {
-                    lb_m = count;
-                    lb_gap = 0u;
-                }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                uint f = lane < count ? poll_flag(uint(top) - lane) : 0u;
-                if (f == FLAG_INCLUSIVE) atomicMin(lb_m, lane);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                m = lb_m;
-                if (lane < m && f == 0u) atomicOr(lb_gap, 1u);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                gap = lb_gap != 0u;
-                subgroupBarrier();  // every lane has read lb_m and lb_gap
-                if (!gap || polls >= p.spin) break;
-                ++polls;
+            if (lane == 0u) {
+                lb_m = count;
+                lb_gap = 0u;
             }
-            bool incl = m < count;
-            if (gap || (!incl && !XW_ASSOC)) break;
-            // The window's fold, from its nearest inclusive prefix (or its oldest tile) down.
-            uint last = incl ? m : count - 1u;
-            if (lane <= last) {
-                lb_val[lane] = read_published(uint(top) - lane,
-                                              incl && lane == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            uint f = lane < count ? poll_flag(top - lane) : 0u;
+            if (f == FLAG_INCLUSIVE) atomicMin(lb_m, lane);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            m = lb_m;
+            if (lane < m && f == 0u) atomicOr(lb_gap, 1u);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            gap = lb_gap != 0u;
+            subgroupBarrier();  // every lane has read lb_m and lb_gap
+            if (!gap || polls >= p.spin) break;
+            ++polls;
+        }
+        bool ok = !gap && m < count;
+        if (ok) {
+            // The window's fold, from its nearest inclusive prefix down. Every lane up to m has
+            // seen its tile's flag in the last poll.
+            memoryBarrierBuffer();
+            if (lane <= m) {
+                lb_val[lane] = read_seen(top - lane, lane == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             if (lane == 0u) {
-                Carry w = lb_val[last];
-                for (int i = int(last) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
-                s_carry = have ? carry_op(w, s_carry) : w;
+                Carry w = lb_val[m];
+                for (int i = int(m) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
+                s_carry = w;
+                publish(k, FLAG_INCLUSIVE, carry_op(w, agg));
             }
-            have = true;
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();  // lane 0 has read lb_val
-            if (incl) {
-                ok = true;
-                break;
-            }
-            top -= int(size);
         }
         if (lane == 0u) {
-            if (ok) publish(k, FLAG_INCLUSIVE, carry_op(s_carry, agg));
             lb_ok = uint(ok);
             lb_polls = polls;
         }
@@ -641,25 +629,27 @@ void main() {
     Carry e;
     e.heads = 0u;
     e.v = VT(0);
+    if (t > 0u && l == 0u) publish(t, FLAG_AGGREGATE, agg);
+    // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
+    // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
+    // then written by all invocations at once, consecutive invocations writing consecutive
+    // words (each storing its own outputs used 4 of every 32 bytes written, on the CUDA twin).
+    // The keys' places do not depend on the look-back, so they are staged before it (while
+    // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
+    // stage before the summary's barriers.
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
+    if (range.y > 0u) {
+        atomicMin(out_lo, range.x);
+        atomicMax(out_hi, range.y);
+    }
     if (t == 0u) {
         if (l == 0u) publish(0u, FLAG_INCLUSIVE, agg);
     } else {
-        if (l == 0u) publish(t, FLAG_AGGREGATE, agg);
         e = look_back(t, agg, l);
     }
     if (t + 1u == p.tiles && l == 0u) {
         runs[0] = e.heads + agg.heads;
         runs[1] = 0u;
-    }
-    // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
-    // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
-    // then written by all invocations at once, consecutive invocations writing consecutive
-    // words (each storing its own outputs used 4 of every 32 bytes written, on the CUDA twin).
-    // Every invocation read its piece from the stage before the summary's barriers.
-    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
-    if (range.y > 0u) {
-        atomicMin(out_lo, range.x);
-        atomicMax(out_hi, range.y);
     }
     barrier();
     uint lo = out_lo;
