@@ -106,6 +106,9 @@ struct RunsShared {
     unsigned int lb_polls;          // polls the near look-back spent
     unsigned int word;
     Carry carry;
+    // The near look-back's prefix: not in `carry`, which warps still leaving the tile's own
+    // summary may be reading as its aggregate while warp 0 looks back.
+    Carry near_prefix;
 };
 
 struct RunsArgs {
@@ -422,7 +425,10 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             Carry c;
             c.heads = 0;
             c.v = xw_vt(0);
-            if (lane <= limit)
+            // A lane before tile 0 (the nearest "inclusive" where tile 0 has published only its
+            // aggregate, which a fallback elsewhere may have done) adds nothing: tile 0's
+            // aggregate is its inclusive prefix, and it has a head.
+            if (lane <= limit && tile >= 0)
                 c = xw_read_seen(a, (unsigned int)tile, lane == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
             Carry w;
             w.heads = c.heads;
@@ -437,7 +443,7 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
             for (unsigned int i = from; i-- > 0;)
                 w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
             if (lane == 0) {
-                s.carry = w;
+                s.near_prefix = w;
                 xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
             }
         }
@@ -447,7 +453,7 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
         }
     }
     __syncthreads();
-    if (s.lb_ok) return s.carry;
+    if (s.lb_ok) return s.near_prefix;
     int hi = (int)k - 1;
     int j = -1;
     unsigned int polls = s.lb_polls;

@@ -119,6 +119,9 @@ shared uint lb_ok;             // the near look-back found the prefix
 shared uint lb_polls;          // polls the near look-back spent
 shared uint s_word;
 shared Carry s_carry;
+// The near look-back's prefix: not in s_carry, which subgroups still leaving the tile's own
+// summary may be reading as its aggregate while subgroup 0 looks back.
+shared Carry lb_near;
 
 uint w_aggregates() { return W_FLAGS + (p.tiles + 3u) / 4u * 4u; }
 uint w_inclusives() { return w_aggregates() + 4u * p.tiles; }
@@ -425,7 +428,7 @@ Carry look_back(uint k, Carry agg, uint l) {
             if (lane == 0u) {
                 Carry w = lb_val[m];
                 for (int i = int(m) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
-                s_carry = w;
+                lb_near = w;
                 publish(k, FLAG_INCLUSIVE, carry_op(w, agg));
             }
         }
@@ -435,7 +438,7 @@ Carry look_back(uint k, Carry agg, uint l) {
         }
     }
     barrier();
-    if (lb_ok != 0u) return s_carry;
+    if (lb_ok != 0u) return lb_near;
     int hi = int(k) - 1;
     int j = -1;
     uint polls = lb_polls;
