@@ -90,12 +90,21 @@ uint bin_of(T x) {
         // normal or an exact zero multiplies exactly; a product below the normal range floors
         // to bin 0 either way. Otherwise (a subnormal operand, or a difference the driver may
         // have flushed) the exact arithmetic below.
-        bool sub = xw_subnormal(x) || xw_subnormal(lower) || xw_subnormal(upper)
-            || xw_subnormal(scale);
+        // Every test a plain variable first: glslang makes `a || <expression>` a branch (NOTES.md
+        // version 34).
+        bool sx = xw_subnormal(x);
+        bool sl = xw_subnormal(lower);
+        bool su = xw_subnormal(upper);
+        bool ss = xw_subnormal(scale);
+        bool sub = sx || sl || su || ss;
         if (!sub) {
-            if (!(lower <= x && x < upper)) return NONE;
+            bool above = lower <= x;
+            bool below = x < upper;
+            if (!(above && below)) return NONE;
             precise T d = x - lower;
-            if (!(abs(d) < XW_MIN_NORMAL) || x == lower) {
+            bool normal = !(abs(d) < XW_MIN_NORMAL);
+            bool same = x == lower;
+            if (normal || same) {
                 precise T r = d * scale;
                 return min(uint(floor(r)), p.bins - 1u);
             }

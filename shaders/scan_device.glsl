@@ -117,6 +117,31 @@ shared T tile_stage[gl_WorkGroupSize.x * ITEMS + gl_WorkGroupSize.x * ITEMS / 32
 #include "reduce_op.glsl"
 #include "scan_common.glsl"
 
+#if defined(XW_TRANSPOSE) && defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+// Exact f32 sums (OP 0) of an invocation's elements tested by their operands rather than by
+// each sum: an invocation whose ITEMS inputs are all zero, infinite, NaN or of magnitude
+// 2^-103 or more (xw_sum_key) folds them in the driver's arithmetic with no test, and so does
+// its output pass where its prefix is not finite or a multiple of 2^-126, zero included
+// (xw_sum_safe). Every finite such value is a multiple of 2^-126, and so is every sum of two
+// (below 2^-103 the sum is exact; above it the float grid's spacing is a multiple of 2^-126):
+// zero or normal, so no operand or result of the driver's sum is subnormal and it is xw_add's
+// sum. An invocation that fails either test computes its folds again exactly, as where a
+// sum's own test fails. The same bits either way. H200 (NOTES.md version 34): with
+// fold_window's branch-free tests, the exact scans at 2^28 from 1.25-1.30x the native
+// kernel's time to 1.06x.
+#define XW_INPUT_TESTS 1
+// Below XW_SUM_KEY_SAFE: the nonzero magnitudes below 2^-103 (biased exponent 24); a zero's
+// key wraps to the largest.
+uint xw_sum_key(T v) { return (floatBitsToUint(v) & 0x7fffffffu) - 1u; }
+const uint XW_SUM_KEY_SAFE = (24u << 23) - 1u;
+// Whether v is infinite, NaN, or a multiple of 2^-126 (zero included).
+bool xw_sum_safe(T v) {
+    uint a = floatBitsToUint(v) & 0x7fffffffu;
+    uint e = a >> 23;
+    return e >= 24u || (a & ((1u << min(24u - e, 24u)) - 1u)) == 0u;
+}
+#endif
+
 // Index in tile_stage of tile element i: one pad word per 32.
 uint xw_pad(uint i) {
     return i + (i >> 5u);
@@ -291,11 +316,9 @@ T fold_window(T e, int from, int count, int step) {
     if (OP == 0u && SUBNORMALS == 1u) {
         T x = e;
         bool slow = false;
-        for (int i = 0; i < count; ++i) {
-            precise T r = x + lb_values[from + i * step];
-            slow = slow || xw_biased_exp(r) < XW_SUM_FAST_EXP;
-            x = r;
-        }
+        // xw_sum_fast: the test without a branch (glslang makes `slow || <expression>` one,
+        // which cost the exact f32 scans 15% at 2^28 on an H200, NOTES.md version 34).
+        for (int i = 0; i < count; ++i) x = xw_sum_fast(x, lb_values[from + i * step], slow);
         if (!slow) return x;
     }
 #endif
@@ -542,6 +565,9 @@ void main() {
 
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
+#if defined(XW_INPUT_TESTS)
+    uint least = 0xffffffffu;
+#endif
     for (uint i = 0u; i < ITEMS; ++i) {
         uint idx = i * gl_WorkGroupSize.x + local;
         tile_stage[xw_pad(idx)] = tile_base + idx < p.n ? src[tile_base + idx] : xw_identity();
@@ -553,6 +579,18 @@ void main() {
     // Exact float sums: natively with their tests, again exactly where one failed (the same
     // bits; reduce_op.glsl's xw_op_fast).
     bool slow = false;
+#if defined(XW_INPUT_TESTS)
+    if (OP == 0u) {
+        // Exact f32 sums tested by their operands (XW_INPUT_TESTS above).
+        for (uint j = 0u; j < ITEMS; ++j) {
+            T x = tile_stage[xw_pad(local * ITEMS + j)];
+            least = min(least, xw_sum_key(x));
+            precise T r = acc + x;
+            acc = r;
+        }
+        slow = least < XW_SUM_KEY_SAFE;
+    } else
+#endif
     for (uint j = 0u; j < ITEMS; ++j) {
         acc = xw_op_fast(acc, tile_stage[xw_pad(local * ITEMS + j)], slow);
     }
@@ -606,6 +644,20 @@ void main() {
     // overwrote in shared memory).
     T part = xw_identity();
     bool slow_out = false;
+#if defined(XW_INPUT_TESTS)
+    if (OP == 0u) {
+        for (uint j = 0u; j < ITEMS; ++j) {
+            uint at = xw_pad(local * ITEMS + j);
+            T before = part;
+            precise T r = part + tile_stage[at];
+            part = r;
+            precise T y = pre + (EXCLUSIVE != 0u ? before : part);
+            tile_stage[at] = EXCLUSIVE != 0u && j == 0u ? pre : y;
+        }
+        bool t = !xw_sum_safe(pre);  // (`slow || !xw_sum_safe(pre)` would branch)
+        slow_out = slow || t;
+    } else
+#endif
     for (uint j = 0u; j < ITEMS; ++j) {
         uint at = xw_pad(local * ITEMS + j);
         T before = part;

@@ -355,6 +355,102 @@ fn scans_f64() {
     scans::<f64>();
 }
 
+/// `f32` values in slots of two that cancel (x, -x with |x| in [2^-103, 2^-95]: what a tile
+/// folds in the driver's arithmetic unchecked), and now and then a hard slot (h, ±0.0) whose h
+/// a slot (-h, ±0.0) cancels 100 to 3000 slots later, one h open at a time: h a subnormal, a
+/// normal below 2^-103 that is (or is not) a multiple of 2^-126, or a zero. Hard slots end a
+/// run of eight slots (an invocation's 16 elements of the `f32` scan's tiles), so every fold of
+/// the canonical order is exact and the prefixes are exactly h or zero: whole tiles of plain
+/// slots start from a subnormal prefix (every output of theirs adds it to a normal or is it),
+/// or from another value only exact sums keep, and tiles holding h fold it exactly.
+fn cancelling_slots(n: usize, rng: &mut Rng) -> Vec<f32> {
+    // First a subnormal and its negation: the scan's first outputs are subnormal.
+    let first = f32::from_bits((rng.next_u64() as u32 & 0x007f_ffff).max(1));
+    let mut v = vec![first, 0.0, -first, -0.0];
+    let mut open: Option<(usize, f32)> = None;
+    let zero = |rng: &mut Rng| if rng.below(2) == 0 { 0.0 } else { -0.0 };
+    while v.len() < n {
+        let slot = v.len() / 2;
+        if slot % 8 == 7 {
+            match open {
+                Some((at, h)) if slot >= at => {
+                    open = None;
+                    v.extend([-h, zero(rng)]);
+                    continue;
+                }
+                None if rng.below(30) == 0 => {
+                    let h = match rng.below(4) {
+                        0 | 1 => f32::from_bits((rng.next_u64() as u32 & 0x007f_ffff).max(1)),
+                        2 => (1 + rng.below(1 << 22)) as f32 * 2f32.powi(-126),
+                        _ => f32::from_bits(
+                            (1 + rng.below(23) as u32) << 23
+                                | (rng.next_u64() as u32 & 0x007f_ffff | 1),
+                        ),
+                    };
+                    let h = if rng.below(2) == 0 { h } else { -h };
+                    open = Some((slot + 100 + rng.below(3000) as usize, h));
+                    v.extend([h, zero(rng)]);
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let e = -103 - 23 + rng.below(9) as i32;
+        let x = ((1 << 23) | rng.below(1 << 23)) as f32 * 2f32.powi(e);
+        let x = if rng.below(2) == 0 { x } else { -x };
+        v.extend([x, -x]);
+    }
+    v.truncate(n);
+    v
+}
+
+/// Device sum scans of `f32`, inclusive and exclusive, over [`cancelling_slots`] at lengths of
+/// many tiles: the exact variant's tiles that sum in the driver's arithmetic unchecked, beside
+/// tiles and prefixes that must not, bit for bit.
+#[test]
+fn scans_of_tiles_between_normal_and_subnormal_f32() {
+    use xwarp_lab::validate::scan::expected;
+    let mut rng = Rng::new(seed() ^ 0x7115);
+    let mut flushes = Flushes::default();
+    let mut subnormal_results = 0;
+    for n in [65_537, LONG] {
+        let input = cancelling_slots(n, &mut rng);
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            let case = ScanCase {
+                op: ReduceOp::Sum,
+                kind,
+                scope: ScanScope::Device(Tuning::default()),
+                elem: ElemKind::F32,
+                n,
+            };
+            let want = expected(&case, &input);
+            // Finite results that are not multiples of 2^-126: those of prefixes that only
+            // exact sums keep.
+            let fine = want
+                .iter()
+                .filter(|v| {
+                    let a = v.to_bits() & 0x7fff_ffff;
+                    let e = a >> 23;
+                    e < 24 && a & ((1 << (24 - e)) - 1) != 0
+                })
+                .count();
+            eprintln!("{case}: {fine} results only exact sums give");
+            assert!(
+                fine > n / 100,
+                "{case}: {fine} results below 2^-103 that are not multiples of 2^-126"
+            );
+            subnormal_results += flushes.check_floats(
+                (&case, "cancelling slots with hard values"),
+                &want,
+                comparison(ReduceOp::Sum),
+                |dev, poison| run_scan(dev, &case, &input, poison),
+            );
+        }
+    }
+    assert!(subnormal_results > 0, "no subnormal result");
+    flushes.assert_flushing_changes_each();
+}
+
 /// Both stencil variants on subnormal inputs with weights near ±1, on normal inputs and weights
 /// like 1e-20 (`f64`: 1e-160) whose every product is subnormal, and on subnormals among small,
 /// large and near-±1 normals for both, at [`SIZES`] (where large products overflow and meet,
