@@ -8,36 +8,44 @@
 //            digit equal the threshold found so far (mask: those bits) counts its digit in a
 //            histogram in shared memory, in PARTS copies of each bin (invocation i adds to copy
 //            i % PARTS, so equal keys spread over several words); the workgroup adds its
-//            nonzero bins to state's histogram. After a filter it reads the candidates' buffer;
-//   SELECT   one workgroup, invocation d holding bin d: the digit where the remaining count is
-//            reached (a workgroup scan of the bins); the keys of the smaller digits are taken
-//            (`less` grows by them), the threshold gets the digit, and the histogram is zeroed
-//            for the next pass. With `filtering`, it also decides the filter: once, where the
-//            digit's bucket fits the buffer (`cap` keys), it records the bucket's size (S_M) and
-//            the keys below it (S_BASE). After the last pass the threshold T is the k-th
+//            nonzero bins to state's histogram and stores its row: the histogram's inclusive
+//            sums over the bins (`counts`, RADIX words per pass and workgroup). Workgroup g
+//            reads chunk g of the keys (`tiles` keys each) or, after a filter, of the
+//            candidates' buffer (its keys spread over the same workgroups: buffer_chunk). The
+//            launch's last workgroup to finish (S_DONE counts them) then selects: invocation d
+//            holding bin d, the digit where the remaining count is reached (a workgroup scan of
+//            the bins); the keys of the smaller digits are taken (`less` grows by them), the
+//            threshold gets the digit, and the histogram is zeroed for the next pass. With
+//            `filtering`, it also decides the filter: once, where the digit's bucket fits the
+//            buffer (`cap` keys), it records the bucket's size (S_M), the keys below it
+//            (S_BASE) and the pass (S_FILTERED). Where the filter runs, and after the last pass,
+//            it writes each workgroup's keys below the bucket (the threshold) and in it (equal to
+//            it), as exclusive sums over the workgroups to `before` (pass_scan): from the row of
+//            this pass and a count each workgroup keeps of its keys below the threshold in the
+//            earlier passes over the same keys (each pass adds what the last pass's row has
+//            below its digit). After the last pass the threshold T is the k-th
 //            smallest mapped key, `less` counts the keys below it and `rest` the keys equal to it
 //            still to take;
-//   COUNT    per tile (workgroup t takes `span` tiles in turn), its keys below T and equal to
-//            T; with `filtering`, its keys below the bucket and in it (the bits in the mask: at
-//            and above the digit), and nothing unless SELECT chose to filter;
-//   SCAN     one workgroup: the exclusive sums of both counts over the workgroups, in order;
-//   SCATTER  per tile, the keys below T at (S_BASE + below before the tile) + rank, the keys
-//            equal to T at less + (equal before the tile) + rank while that is below k, each
-//            with its value (pairs) or input index: the k candidates, each class in input order
-//            (keys of different classes differ, so the stable sort after gives ties in input
-//            order). With `filtering`, the keys below the bucket go to the candidates and those
-//            in it to the buffer, each with what it carries, in input order. After a filter the
-//            last COUNT, SCAN and SCATTER read only the buffer.
+//   SCATTER  workgroup g over HIST's chunk g (in tiles): the keys below T at (S_BASE + below
+//            before the workgroup) + rank, the keys equal to T at less + (equal before the
+//            workgroup) + rank while that is below k, each with its value (pairs) or input
+//            index: the k candidates, each class in input order (keys of different classes
+//            differ, so the stable sort after gives ties in input order). With `filtering`
+//            (nothing unless the pass chose to filter), the keys below the bucket (the bits in
+//            the mask: at and above the digit) go to the candidates and those in it to the
+//            buffer, each with what it carries, in input order. After a filter the last
+//            SCATTER reads only the buffer;
 //   CLEAR    one workgroup: the state starts (threshold 0, k still to take, none below, no
-//            buffer, the histogram zero).
+//            buffer, no workgroup done, the histogram zero).
 // The host then sorts the k candidates by key with the radix sort (stable: equal keys keep the
 // candidates' order, which is input order).
 //
-// Tiles for COUNT and SCATTER are laid out as in compact.glsl and partition.comp: subgroup s
+// Tiles for SCATTER are laid out as in compact.glsl and partition.comp: subgroup s
 // owns the s-th run of gl_SubgroupSize * ITEMS consecutive keys, read in ITEMS coalesced steps,
 // ranked by one ballot per step and class where the step has a key of either class.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 #include "sort_common.glsl"
 
@@ -49,46 +57,48 @@ layout(constant_id = 2) const uint ITEMS = 16u;
 layout(constant_id = 3) const uint VALUE_WORDS = 0u;  // 32-bit words per value: 0 (keys), 1 or 2
 
 const uint OP_HIST = 0u;
-const uint OP_SELECT = 1u;
-const uint OP_COUNT = 2u;
-const uint OP_SCATTER = 3u;
-const uint OP_CLEAR = 4u;
-const uint OP_SCAN = 5u;
+const uint OP_SCATTER = 1u;
+const uint OP_CLEAR = 2u;
 
 // State words: the threshold's mapped bits (low, high), the count still to take, the keys taken
 // below the threshold, the candidates in the buffer (NONE before a filter), the keys below that
-// the filter placed, whether the current filter runs; then the histogram of the current pass.
+// the filter placed, whether the current filter runs, the workgroups of the current launch done,
+// the pass that filtered; then the histogram of the current pass.
 const uint S_THRESHOLD = 0u;
 const uint S_REST = 2u;
 const uint S_LESS = 3u;
 const uint S_M = 4u;
 const uint S_BASE = 5u;
 const uint S_DO = 6u;
-const uint S_HIST = 8u;
+const uint S_DONE = 7u;
+const uint S_FILTERED = 8u;
+const uint S_HIST = 16u;
 
 layout(std430, binding = 0) readonly buffer Keys { KEY keys[]; };
 layout(std430, binding = 1) readonly buffer Values { uint values[]; };
 layout(std430, binding = 2) writeonly buffer CandKeys { KEY cand_keys[]; };
 layout(std430, binding = 3) writeonly buffer CandValues { uint cand_values[]; };
 layout(std430, binding = 4) coherent buffer State { uint state[]; };
-layout(std430, binding = 5) buffer Counts { uint counts[]; };        // two words per tile
-layout(std430, binding = 5) readonly buffer Counts4 { uvec4 counts4[]; };  // the same, by pairs
-layout(std430, binding = 6) buffer Before { uint before[]; };  // their exclusive scan
+// The HIST workgroups' rows, RADIX words per pass and workgroup; coherent, as the launch's last
+// workgroup reads what the others wrote.
+layout(std430, binding = 5) coherent buffer Counts { uint counts[]; };
+// Per SCATTER workgroup, the keys below and equal before it.
+layout(std430, binding = 6) buffer Before { uint before[]; };
 // The candidates' buffer: cap keys, then what each carries.
 layout(std430, binding = 7) buffer Buf { uint buf[]; };
 layout(push_constant) uniform Params {
     uint n;           // keys
     uint k;
-    uint tiles;       // COUNT, SCATTER: tiles; HIST: keys per workgroup
-    uint shift;       // HIST, SELECT: the digit's lowest bit
+    uint tiles;       // HIST, SCATTER: keys per workgroup (a multiple of BATCH * BLOCK)
+    uint shift;       // HIST: the digit's lowest bit
     uint mask_lo;     // HIST: the mapped bits above the digit (low, high word)
     uint mask_hi;
     uint key_kind;    // KIND_*
     uint descending;  // nonzero: the k largest
     uint indices;     // nonzero: the candidates' values are input indices
     uint cap;         // keys the candidates' buffer holds (0: no buffer)
-    uint filtering;   // SELECT: a filter may follow; COUNT, SCATTER: the filter
-    uint span;        // COUNT, SCATTER: tiles a workgroup takes in turn
+    uint filtering;   // HIST: a filter may follow; SCATTER: the filter
+    uint digit;       // HIST: the pass (0: the most significant digit)
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
@@ -100,6 +110,8 @@ const uint NONE = 0xffffffffu;
 
 shared uint sh_hist[RADIX * PARTS];
 shared uint sg_counts[2u * gl_WorkGroupSize.x];
+shared uint s_flag;   // last_group's answer, then the selection's: whether the filter runs
+shared uint s_digit;  // the selected digit
 
 #if defined(XW_TYPE_B64)
 KEY buf_key(uint i) { return uvec2(buf[2u * i], buf[2u * i + 1u]); }
@@ -118,65 +130,42 @@ KEY threshold_key() { return state[S_THRESHOLD]; }
 bool key_less(KEY a, KEY b) { return a < b; }
 #endif
 
-// Key i of the keys or, `buffered`, of the candidates' buffer.
-KEY source(bool buffered, uint i) { return buffered ? buf_key(i) : keys[i]; }
-// The tiles a workgroup takes in turn over the candidates' buffer (a sixteenth of the keys).
-uint buffer_span() { return (p.span + 15u) / 16u; }
 // Word w of what candidate i of the buffer carries.
 uint buf_value_at(uint i, uint w) { return KEY_WORDS * p.cap + VALUE_WORDS * i + w; }
 
-void hist_step() {
-    uint local = gl_LocalInvocationIndex;
-    uint block = gl_WorkGroupSize.x;
-    for (uint i = local; i < RADIX * PARTS; i += block) sh_hist[i] = 0u;
+// Workgroups of the launch (at most MAX_GROUPS, so one dimension).
+uint num_groups() { return gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z; }
+
+// Keys of the candidates' buffer (m of them) per workgroup, HIST's and SCATTER's alike.
+uint buffer_chunk(uint m) {
+    uint step = BATCH * gl_WorkGroupSize.x;
+    uint groups = num_groups();
+    return ((m + groups - 1u) / groups + step - 1u) / step * step;
+}
+
+// Word `bin` of HIST workgroup g's row in pass d (two passes' rows, in turn).
+uint row_word(uint d, uint groups, uint g, uint bin) {
+    return ((d & 1u) * groups + g) * RADIX + bin;
+}
+// HIST workgroup g's keys below the threshold in the digits of the passes before this one that
+// read the same keys (every pass, or those over the candidates' buffer).
+uint below_word(uint groups, uint g) { return 2u * groups * RADIX + g; }
+
+// Whether this workgroup is the last of the launch's `groups` to get here (uniform): every
+// invocation's writes are made visible device-wide before invocation 0 counts the workgroup
+// done, and the last workgroup acquires the others' before it reads them.
+bool last_group(uint groups) {
+    memoryBarrierBuffer();
     barrier();
-    KEY t = threshold_key();
-    uvec2 mask = uvec2(p.mask_lo, p.mask_hi);
-    // After a filter the candidates' buffer is the source, spread over the same workgroups.
-    uint m = state[S_M];
-    bool buffered = m != NONE;
-    uint len = buffered ? m : p.n;
-    uint chunk = p.tiles;
-    if (buffered) {
-        uint step = BATCH * block;
-        uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
-        chunk = ((m + groups - 1u) / groups + step - 1u) / step * step;
-    }
-    uint start = xw_group() * chunk;
-    uint stop = min(start + chunk, len);
-    for (uint base = start; base < stop; base += BATCH * block) {
-        // The loads, from one source or the other (a branch outside the loops).
-        KEY raw[BATCH];
-        if (buffered) {
-            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-                uint i = base + j * block + local;
-                raw[j] = i < stop ? buf_key(i) : KEY(0u);
-            }
-        } else {
-            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-                uint i = base + j * block + local;
-                raw[j] = i < stop ? keys[i] : KEY(0u);
-            }
-        }
-        uint b[BATCH];
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-            uint i = base + j * block + local;
-            b[j] = NONE;
-            if (i < stop) {
-                KEY mk = xw_sort_map(raw[j], p.key_kind, p.descending != 0u);
-                if (key_and(mk, mask) == key_and(t, mask)) b[j] = xw_digit(mk, p.shift, 0xffu);
-            }
-        }
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-            if (b[j] != NONE) atomicAdd(sh_hist[b[j] * PARTS + local % PARTS], 1u);
-        }
+    if (gl_LocalInvocationIndex == 0u) {
+        uint before = atomicAdd(state[S_DONE], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsAcquireRelease);
+        s_flag = before + 1u == groups ? 1u : 0u;
     }
     barrier();
-    for (uint i = local; i < RADIX; i += block) {
-        uint c = 0u;
-        [[unroll]] for (uint q = 0u; q < PARTS; ++q) c += sh_hist[i * PARTS + q];
-        if (c != 0u) atomicAdd(state[S_HIST + i], c);
-    }
+    bool last = s_flag != 0u;
+    if (last) memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    return last;
 }
 
 void clear_step() {
@@ -226,9 +215,10 @@ void block_scan2(inout uint a, inout uint b, out uint total_a, out uint total_b)
     barrier();
 }
 
-// Invocation d holds bin d; the one whose bins up to it reach the count still to take is the
-// digit.
-void select_step() {
+// By the launch's last HIST workgroup, invocation d holding bin d: the one whose bins up to it
+// reach the count still to take is the digit (s_digit; s_flag: whether the filter runs, where
+// `filtering`). Uniform control flow.
+void select_step(bool filtering) {
     uint local = gl_LocalInvocationIndex;
     uint rest = state[S_REST];
     uint at = local < RADIX ? state[S_HIST + local] : 0u;
@@ -242,11 +232,14 @@ void select_step() {
     if (!(local < RADIX && below < rest && upto >= rest)) return;
     uint digit = local;
     // The filter runs once, after the first digit whose keys fit the buffer.
-    bool filtered = p.filtering != 0u && state[S_M] == NONE && at <= p.cap;
+    bool filtered = filtering && at <= p.cap;
     state[S_DO] = filtered ? 1u : 0u;
+    s_flag = filtered ? 1u : 0u;
+    s_digit = digit;
     if (filtered) {
         state[S_M] = at;
         state[S_BASE] = state[S_LESS] + below;
+        state[S_FILTERED] = p.digit;
     }
     if (p.shift >= 32u) {
         state[S_THRESHOLD + 1u] |= digit << (p.shift - 32u);
@@ -261,8 +254,8 @@ void select_step() {
 // `tile_first` (of `len` keys, from the
 // buffer when `buffered`), its bits in `mask`, is below T's or equal to them; `c_lo` and `c_eq`
 // get the subgroup's counts.
-void classify(uint tile_first, KEY thr, uvec2 mask, bool buffered, uint len, out uint lo,
-              out uint eq, out uint c_lo, out uint c_eq) {
+void classify(uint tile_first, KEY thr, uvec2 mask, bool buffered, uint len, out KEY raw[ITEMS],
+              out uint lo, out uint eq, out uint c_lo, out uint c_eq) {
     uint first = tile_first + gl_SubgroupID * gl_SubgroupSize * ITEMS + gl_SubgroupInvocationID;
     lo = 0u;
     eq = 0u;
@@ -270,7 +263,6 @@ void classify(uint tile_first, KEY thr, uvec2 mask, bool buffered, uint len, out
     c_eq = 0u;
     KEY tm = key_and(thr, mask);
     // The loads, from one source or the other (a branch outside the loops).
-    KEY raw[ITEMS];
     if (buffered) {
         [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
             uint i = first + j * gl_SubgroupSize;
@@ -322,118 +314,173 @@ void carry(bool buffered, bool to_buffer, uint i, uint pos) {
     }
 }
 
-// The exclusive sums of the tiles' two counts, in rounds of (workgroup size) * SCAN_ITEMS
-// tiles, invocation i taking SCAN_ITEMS consecutive ones.
+// The exclusive sums of two counts over `tiles` tiles, in rounds of (workgroup size) *
+// SCAN_ITEMS tiles: invocation i holds those of the SCAN_ITEMS consecutive tiles from `first`
+// (va, vb; zero past `tiles`) and writes their sums to `before`; `carry_a`, `carry_b` carry
+// the rounds' totals. Uniform control flow.
 const uint SCAN_ITEMS = 4u;
-void scan_step() {
-    if (p.filtering != 0u && state[S_DO] == 0u) return;
-    // The last step scans only the tiles the buffer fills.
-    uint tiles = p.tiles;
-    if (p.filtering == 0u && state[S_M] != NONE) {
-        uint keys_a_group = buffer_span() * TILE;
-        tiles = min(tiles, (state[S_M] + keys_a_group - 1u) / keys_a_group);
+void scan_round(uint first, uint tiles, uint va[SCAN_ITEMS], uint vb[SCAN_ITEMS],
+                inout uint carry_a, inout uint carry_b) {
+    uint sa = 0u;
+    uint sb = 0u;
+    [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
+        sa += va[j];
+        sb += vb[j];
     }
+    uint ia = sa;
+    uint ib = sb;
+    uint ta;
+    uint tb;
+    block_scan2(ia, ib, ta, tb);
+    uint ea = carry_a + ia - sa;
+    uint eb = carry_b + ib - sb;
+    [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
+        uint t = first + j;
+        if (t < tiles) {
+            before[2u * t] = ea;
+            before[2u * t + 1u] = eb;
+        }
+        ea += va[j];
+        eb += vb[j];
+    }
+    carry_a += ta;
+    carry_b += tb;
+}
+
+// By the last HIST workgroup of a pass that filters or of the last pass, this pass's digit
+// being `sel`: each workgroup's keys below the bucket (below the threshold in an earlier pass's
+// digit, or below `sel` in this one) and in it, as exclusive sums over the workgroups to
+// `before`. Workgroups from `with_keys` on had no keys (and stored nothing).
+void pass_scan(uint groups, uint with_keys, uint sel) {
     uint local = gl_LocalInvocationIndex;
     uint carry_a = 0u;
     uint carry_b = 0u;
-    for (uint base = 0u; base < tiles; base += gl_WorkGroupSize.x * SCAN_ITEMS) {
+    for (uint base = 0u; base < groups; base += gl_WorkGroupSize.x * SCAN_ITEMS) {
         uint first = base + local * SCAN_ITEMS;
         uint va[SCAN_ITEMS];
         uint vb[SCAN_ITEMS];
-        uint sa = 0u;
-        uint sb = 0u;
-        // Two tiles' counts a 16-byte load (the buffers hold an even number of tiles).
-        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; j += 2u) {
-            uint t = first + j;
-            uvec4 v = uvec4(0u);
-            if (t < tiles) v = counts4[t / 2u];
-            bool second = t + 1u < tiles;
-            va[j] = v.x;
-            vb[j] = v.y;
-            va[j + 1u] = second ? v.z : 0u;
-            vb[j + 1u] = second ? v.w : 0u;
-        }
         [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
-            sa += va[j];
-            sb += vb[j];
-        }
-        uint ia = sa;
-        uint ib = sb;
-        uint ta;
-        uint tb;
-        block_scan2(ia, ib, ta, tb);
-        uint ea = carry_a + ia - sa;
-        uint eb = carry_b + ib - sb;
-        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
-            uint t = first + j;
-            if (t < tiles) {
-                before[2u * t] = ea;
-                before[2u * t + 1u] = eb;
+            uint g = first + j;
+            va[j] = 0u;
+            vb[j] = 0u;
+            if (g < with_keys) {
+                uint lo = counts[below_word(groups, g)];
+                uint lo_here = sel != 0u ? counts[row_word(p.digit, groups, g, sel - 1u)] : 0u;
+                va[j] = lo + lo_here;
+                vb[j] = counts[row_word(p.digit, groups, g, sel)] - lo_here;
             }
-            ea += va[j];
-            eb += vb[j];
         }
-        carry_a += ta;
-        carry_b += tb;
+        scan_round(first, groups, va, vb, carry_a, carry_b);
     }
 }
 
-void main() {
-    if (OP == OP_SCAN) {
-        scan_step();
-        return;
+void hist_step() {
+    uint local = gl_LocalInvocationIndex;
+    uint block = gl_WorkGroupSize.x;
+    KEY t = threshold_key();
+    uvec2 mask = uvec2(p.mask_lo, p.mask_hi);
+    // After a filter the candidates' buffer is the source, spread over the same workgroups.
+    uint m = state[S_M];
+    bool buffered = m != NONE;
+    uint len = buffered ? m : p.n;
+    uint chunk = buffered ? buffer_chunk(m) : p.tiles;
+    uint g = xw_group();
+    uint groups = num_groups();
+    uint start = g * chunk;
+    uint stop = min(start + chunk, len);
+    // A workgroup past the keys (over a small buffer, most of them) counts and stores nothing.
+    if (start < len) {
+        // The workgroup's keys below the threshold in the earlier passes' digits: those before
+        // the last pass and, from the last pass's row, those below its digit (none in the
+        // first pass and in the first over the buffer).
+        uint below = 0u;
+        if (local == 0u && p.digit != 0u && !(buffered && state[S_FILTERED] + 1u == p.digit)) {
+            uint last = xw_digit(t, p.shift + 8u, 0xffu);
+            below = counts[below_word(groups, g)];
+            if (last != 0u) below += counts[row_word(p.digit - 1u, groups, g, last - 1u)];
+        }
+        for (uint i = local; i < RADIX * PARTS; i += block) sh_hist[i] = 0u;
+        barrier();
+        for (uint base = start; base < stop; base += BATCH * block) {
+            // The loads, from one source or the other (a branch outside the loops).
+            KEY raw[BATCH];
+            if (buffered) {
+                [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+                    uint i = base + j * block + local;
+                    raw[j] = i < stop ? buf_key(i) : KEY(0u);
+                }
+            } else {
+                [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+                    uint i = base + j * block + local;
+                    raw[j] = i < stop ? keys[i] : KEY(0u);
+                }
+            }
+            uint b[BATCH];
+            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+                uint i = base + j * block + local;
+                b[j] = NONE;
+                if (i < stop) {
+                    KEY mk = xw_sort_map(raw[j], p.key_kind, p.descending != 0u);
+                    if (key_and(mk, mask) == key_and(t, mask)) {
+                        b[j] = xw_digit(mk, p.shift, 0xffu);
+                    }
+                }
+            }
+            [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+                if (b[j] != NONE) atomicAdd(sh_hist[b[j] * PARTS + local % PARTS], 1u);
+            }
+        }
+        barrier();
+        // Invocation d holds bin d (the workgroup has at least RADIX invocations).
+        uint c = 0u;
+        if (local < RADIX) {
+            [[unroll]] for (uint q = 0u; q < PARTS; ++q) c += sh_hist[local * PARTS + q];
+            if (c != 0u) atomicAdd(state[S_HIST + local], c);
+        }
+        // The workgroup's row (block_scan2 reuses sh_hist).
+        barrier();
+        uint cum = c;
+        uint unused = 0u;
+        uint total;
+        uint total_unused;
+        block_scan2(cum, unused, total, total_unused);
+        if (local < RADIX) counts[row_word(p.digit, groups, g, local)] = cum;
+        if (local == 0u) counts[below_word(groups, g)] = below;
     }
-    if (OP == OP_HIST) {
-        hist_step();
-        return;
-    }
-    if (OP == OP_SELECT) {
-        select_step();
-        return;
-    }
-    if (OP == OP_CLEAR) {
-        clear_step();
-        return;
-    }
-    // COUNT, SCATTER: the filter (p.filtering: keys by the bits at and above the digit, after the
-    // SELECT that chose to filter) or the last step (keys by all bits, from the candidates'
-    // buffer after a filter). Workgroup t takes tiles t * span .. (t + 1) * span - 1 in turn.
+    if (!last_group(groups)) return;
+    if (local == 0u) state[S_DONE] = 0u;
+    bool filtering = p.filtering != 0u && !buffered;
+    select_step(filtering);
+    barrier();
+    if (p.shift == 0u || s_flag != 0u) pass_scan(groups, (len + chunk - 1u) / chunk, s_digit);
+}
+
+// SCATTER: the filter (p.filtering: keys by the bits at and above the digit, after the
+// selection that chose to filter) or the last step (keys by all bits, from the candidates'
+// buffer after a filter). Workgroup t takes HIST's chunk t, tile by tile.
+void scatter_step() {
     uint t = xw_group();
-    // Whole workgroups leave together, so the barriers below stay uniform.
-    if (t >= p.tiles) return;
     bool filtered = p.filtering != 0u;
+    // Whole workgroups leave together, so the barriers below stay uniform.
     if (filtered && state[S_DO] == 0u) return;
     uint m = filtered ? NONE : state[S_M];
     bool buffered = m != NONE;
     uint len = buffered ? m : p.n;
-    uint local = gl_LocalInvocationIndex;
-    uint span = buffered ? buffer_span() : p.span;
+    uint span = (buffered ? buffer_chunk(m) : p.tiles) / TILE;
     uint tile_first = t * span * TILE;
-    if (tile_first >= len) {
-        if (OP == OP_COUNT && local == 0u) {
-            counts[2u * t] = 0u;
-            counts[2u * t + 1u] = 0u;
-        }
-        return;
-    }
-    // SCATTER: the workgroup's places, loaded before its keys are classified.
-    uint at_lo = 0u;
-    uint at_eq = 0u;
+    if (tile_first >= len) return;
+    // The workgroup's places, loaded before its keys are classified.
+    uint at_lo = before[2u * t];
+    uint at_eq = before[2u * t + 1u];
     uint eq_end = p.cap;
-    if (OP == OP_SCATTER) {
-        at_lo = before[2u * t];
-        at_eq = before[2u * t + 1u];
-        if (!filtered) {
-            at_lo += state[S_BASE];
-            at_eq += state[S_LESS];
-            eq_end = p.k;
-        }
+    if (!filtered) {
+        at_lo += state[S_BASE];
+        at_eq += state[S_LESS];
+        eq_end = p.k;
     }
     uvec2 mask = filtered ? uvec2(p.mask_lo, p.mask_hi) : uvec2(0xffffffffu);
     KEY thr = threshold_key();
     uint sg = xw_subgroup_id();
-    uint lo_block = 0u;
-    uint eq_block = 0u;
     for (uint s = 0u; s < span; ++s) {
         uint sub_first = tile_first + s * TILE;
         if (sub_first >= len) break;
@@ -441,7 +488,8 @@ void main() {
         uint eq;
         uint c_lo;
         uint c_eq;
-        classify(sub_first, thr, mask, buffered, len, lo, eq, c_lo, c_eq);
+        KEY raw[ITEMS];
+        classify(sub_first, thr, mask, buffered, len, raw, lo, eq, c_lo, c_eq);
         if (subgroupElect()) {
             sg_counts[2u * sg] = c_lo;
             sg_counts[2u * sg + 1u] = c_eq;
@@ -463,12 +511,7 @@ void main() {
         }
         // The next tile's counts overwrite these.
         barrier();
-        if (OP == OP_COUNT) {
-            lo_block += lo_tile;
-            eq_block += eq_tile;
-            continue;
-        }
-        // SCATTER: ranks in input order within each class. Keys below go to the candidates
+        // Ranks in input order within each class. Keys below go to the candidates
         // (after those a filter placed); equal keys to the candidates' buffer (filter) or after
         // the keys below T while places are left.
         uint w_lo = at_lo + lo_below;
@@ -487,16 +530,16 @@ void main() {
             if (below) {
                 uint pos = w_lo + ballot_rank(bb);
                 if (pos < p.k) {
-                    cand_keys[pos] = source(buffered, i);
+                    cand_keys[pos] = raw[j];
                     carry(buffered, false, i, pos);
                 }
             } else if (equal) {
                 uint pos = w_eq + ballot_rank(be);
                 if (pos < eq_end) {
                     if (filtered) {
-                        set_buf_key(pos, keys[i]);
+                        set_buf_key(pos, raw[j]);
                     } else {
-                        cand_keys[pos] = source(buffered, i);
+                        cand_keys[pos] = raw[j];
                     }
                     carry(buffered, filtered, i, pos);
                 }
@@ -505,8 +548,16 @@ void main() {
             w_eq += ballot_count(be);
         }
     }
-    if (OP == OP_COUNT && local == 0u) {
-        counts[2u * t] = lo_block;
-        counts[2u * t + 1u] = eq_block;
+}
+
+void main() {
+    if (OP == OP_HIST) {
+        hist_step();
+        return;
     }
+    if (OP == OP_CLEAR) {
+        clear_step();
+        return;
+    }
+    scatter_step();
 }

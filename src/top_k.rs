@@ -8,18 +8,21 @@
 //! By radix selection rather than a full sort, on the sort's mapped keys
 //! ([`crate::sort`]): one histogram pass per 8-bit digit, most significant first, each counting
 //! only the keys that agree with the threshold found so far (in eight copies of each bin, so
-//! skewed keys do not serialize on one counter), finds the k-th key `T`; a count pass and an
-//! exclusive scan of each tile's keys below and equal to `T` place the candidates — every key
-//! below `T` and the first keys equal to `T` — in input order; the [`crate::sort::Sorter`]
-//! sorts the `k` candidates, stably.
+//! skewed keys do not serialize on one counter), finds the k-th key `T`. The last workgroup of
+//! each histogram launch chooses the digit, so a pass is one launch. Each workgroup also counts
+//! its keys below the threshold pass by pass, from which the last pass's last workgroup scans
+//! each workgroup's keys below and equal to `T`; a scatter pass then places the candidates — every
+//! key below `T` and the first keys equal to `T` — in input order, and the
+//! [`crate::sort::Sorter`] sorts the `k` candidates, stably.
 //!
 //! From [`FILTER_MIN_BYTES`] of keys on, the first (or, where its keys do not fit, the second)
-//! digit's bucket is filtered out: a count, scan and scatter pass places the keys below the
-//! bucket among the candidates and copies the bucket's keys, in input order with what they
-//! carry, into a buffer of a sixteenth of the keys; the later digits' histograms and the last
-//! count and scatter then read only that buffer. Spread keys are so read three times instead of
-//! `key bits / 8 + 2`; keys whose first two digits' buckets are both too large (few distinct
-//! keys, narrow ranges) are read every pass as without the filter. The sort moves only `k` keys.
+//! digit's bucket is filtered out: a scatter pass (its counts scanned by the histogram's last
+//! workgroup in the same way) places the keys below the bucket among the candidates and copies
+//! the bucket's keys, in input order with what they carry, into a buffer of a sixteenth of the
+//! keys; the later digits' histograms and the last scatter then read only that buffer. Spread
+//! keys are so read twice instead of `key bits / 8 + 1` times; keys whose first two digits'
+//! buckets are both too large (few distinct keys, narrow ranges) are read every pass as without
+//! the filter. The sort moves only `k` keys.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -33,8 +36,8 @@
 //!
 //! # Limits
 //! At most [`plan::MAX_LAUNCH_ELEMS`] keys, and no more than one binding spans. Temporary
-//! memory: the filter's buffer (a sixteenth of the keys, with their values or indices) and two
-//! words per tile of 4096 keys (2048 for 64-bit keys). Every check happens before anything is
+//! memory: the filter's buffer (a sixteenth of the keys, with their values or indices), and
+//! 515 words per histogram workgroup (one per 4096 keys, at most 1024): at most 2.1 MB. Every check happens before anything is
 //! launched, so a refused call leaves its outputs untouched.
 
 use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
@@ -49,31 +52,27 @@ const BLOCK: u32 = plan::BLOCK;
 /// Bins of one radix pass.
 const RADIX: usize = 256;
 /// Words of the state before its histogram (`S_HIST` in the kernels).
-const STATE_HEAD: usize = 8;
+const STATE_HEAD: usize = 16;
 /// Most workgroups of a histogram pass.
 const MAX_GROUPS: usize = 1024;
 /// Loads in flight per invocation in a histogram pass (`BATCH` in the kernels).
 const BATCH: usize = 16;
-/// Most workgroups of a count or scatter pass.
-const MAX_TILE_GROUPS: usize = 1024;
 /// The fewest bytes of keys for which the selection may filter its candidates into a buffer
-/// (2^23 32-bit or 2^22 64-bit keys): below, the filter's three launches cost about what they
-/// save (NOTES.md, version 23), and the keys are read once per digit and twice more.
+/// (2^23 32-bit or 2^22 64-bit keys): below, the filter cost about what it saved (NOTES.md,
+/// version 23, when it took three launches), and the keys are read once per digit and once
+/// more.
 pub const FILTER_MIN_BYTES: usize = 1 << 25;
 /// The digits (most significant first) after which a filter may run.
 const FILTER_DIGITS: u32 = 2;
 
-/// The candidates' buffer of `n` keys: a sixteenth of them, at least one tile. The kernels
-/// walk the buffer with a sixteenth of the keys' span (`XW_BUFFER_SPAN`, `buffer_span`), which
-/// covers this many keys once the filter runs (from `FILTER_MIN_BYTES`, where n / 16 is the
-/// larger term).
+/// The candidates' buffer of `n` keys: a sixteenth of them, at least one tile.
 fn filter_cap(n: usize) -> usize {
     n.div_ceil(16)
         .max(BLOCK as usize * items(8) as usize)
         .min(n)
 }
 
-/// Keys per invocation of a count or scatter tile: 16 of 4 bytes, 8 of 8 bytes.
+/// Keys per invocation of a scatter tile: 16 of 4 bytes, 8 of 8 bytes.
 pub const fn items(key_bytes: usize) -> u32 {
     if key_bytes > 4 {
         8
@@ -85,12 +84,11 @@ pub const fn items(key_bytes: usize) -> u32 {
 /// The steps of the plan: `OP` in `shaders/top_k.comp` and `cuda/top_k.cu`.
 #[derive(Clone, Copy)]
 enum Step {
+    /// A digit's histogram; its last workgroup selects the digit and, before a filter's or the
+    /// last scatter, scans the workgroups' counts of the keys it places.
     Hist = 0,
-    Select = 1,
-    Count = 2,
-    Scatter = 3,
-    Clear = 4,
-    Scan = 5,
+    Scatter = 1,
+    Clear = 2,
 }
 
 /// What travels with the keys into the candidates.
@@ -291,21 +289,13 @@ fn select<K: Element, W: Element>(
     let info = dev.info();
     let n = keys.len();
     let key_bytes = K::KIND.size();
-    let tile = BLOCK as usize * items(key_bytes) as usize;
-    // Count and scatter workgroups, each taking `span` tiles in turn: at most MAX_TILE_GROUPS,
-    // so that one workgroup scans their counts in one round.
-    let span = n.div_ceil(tile).div_ceil(MAX_TILE_GROUPS).max(1);
-    let tiles = n.div_ceil(tile * span);
+    // Workgroups of every launch but the clear, each over a chunk of whole tiles (a multiple of
+    // BATCH * BLOCK keys, which the tiles of 32- and 64-bit keys divide): a scatter takes the
+    // chunks its histograms counted.
+    let step = BATCH * BLOCK as usize;
+    let chunk = n.div_ceil(MAX_GROUPS).next_multiple_of(step).max(step);
+    let groups = n.div_ceil(chunk);
     let state = DeviceVec::<u32>::alloc(dev, STATE_HEAD + RADIX)?;
-    // Each tile's two counts, then their exclusive sums.
-    // (An even number of workgroups: the scan loads two workgroups' counts at once.)
-    let counts = DeviceVec::<u32>::alloc(dev, 2 * tiles.next_multiple_of(2))?;
-    let before = DeviceVec::<u32>::alloc(dev, 2 * tiles.next_multiple_of(2))?;
-    let (values, value_words, indices) = match carried {
-        Carried::Nothing => (state.binding(0, state.len()), 0, false),
-        Carried::Values(b, w) => (b, w, false),
-        Carried::Indices(w) => (state.binding(0, state.len()), w, true),
-    };
     let width = key_bytes as u32 * 8;
     let digits = width / 8;
     // The digits after which a filter may run, and the candidates' buffer it fills.
@@ -313,6 +303,16 @@ fn select<K: Element, W: Element>(
         FILTER_DIGITS.min(digits - 1)
     } else {
         0
+    };
+    // Each histogram workgroup's rows of two passes in turn (the inclusive sums of its bins)
+    // and its count of keys below the threshold, and the workgroups' exclusive sums of the keys
+    // a scatter places.
+    let counts = DeviceVec::<u32>::alloc(dev, (2 * RADIX + 1) * groups)?;
+    let before = DeviceVec::<u32>::alloc(dev, 2 * groups)?;
+    let (values, value_words, indices) = match carried {
+        Carried::Nothing => (state.binding(0, state.len()), 0, false),
+        Carried::Values(b, w) => (b, w, false),
+        Carried::Indices(w) => (state.binding(0, state.len()), w, true),
     };
     let cap = if filters > 0 { filter_cap(n) } else { 0 };
     let buf_words = cap * (key_bytes / 4 + value_words as usize);
@@ -324,6 +324,7 @@ fn select<K: Element, W: Element>(
         descending: u32::from(order == SortOrder::Descending),
         indices: u32::from(indices),
         cap: cap as u32,
+        tiles: chunk as u32,
         ..TopKParams::default()
     };
     let launch = |step: Step, groups: usize, params: TopKParams| {
@@ -358,8 +359,6 @@ fn select<K: Element, W: Element>(
         })
     };
     launch(Step::Clear, 1, base)?;
-    let step = BATCH * BLOCK as usize;
-    let chunk = n.div_ceil(MAX_GROUPS).next_multiple_of(step).max(step);
     for d in 0..digits {
         let shift = width - 8 * (d + 1);
         // The mapped bits above the digit: those the passes before fixed.
@@ -369,43 +368,29 @@ fn select<K: Element, W: Element>(
             !0u64 << (shift + 8)
         };
         let params = TopKParams {
-            tiles: chunk as u32,
             shift,
             mask_lo: above as u32,
             mask_hi: (above >> 32) as u32,
+            filtering: u32::from(d < filters),
+            digit: d,
             ..base
         };
-        launch(Step::Hist, n.div_ceil(chunk), params)?;
+        launch(Step::Hist, groups, params)?;
         if d >= filters {
-            launch(Step::Select, 1, params)?;
             continue;
         }
-        let select = TopKParams {
-            filtering: 1,
-            ..params
-        };
-        launch(Step::Select, 1, select)?;
         // The filter: the keys below the digit's bucket to the candidates, those in it to the
-        // buffer, each in input order; both steps return at once where SELECT chose not to.
+        // buffer, each in input order (the histogram's last workgroup scanned its chunks'
+        // counts); it returns at once where that workgroup chose not to filter.
         let at = !0u64 << shift;
         let filter = TopKParams {
-            tiles: tiles as u32,
-            span: span as u32,
             mask_lo: at as u32,
             mask_hi: (at >> 32) as u32,
             filtering: 1,
             ..base
         };
-        launch(Step::Count, tiles, filter)?;
-        launch(Step::Scan, 1, filter)?;
-        launch(Step::Scatter, tiles, filter)?;
+        launch(Step::Scatter, groups, filter)?;
     }
-    let params = TopKParams {
-        tiles: tiles as u32,
-        span: span as u32,
-        ..base
-    };
-    launch(Step::Count, tiles, params)?;
-    launch(Step::Scan, 1, params)?;
-    launch(Step::Scatter, tiles, params)
+    // The candidates (the last histogram's last workgroup scanned the chunks' counts).
+    launch(Step::Scatter, groups, base)
 }

@@ -130,8 +130,10 @@ fn prefixed<K: xwarp::Element>(n: usize, fixed: u32, prefix: u64, rng: &mut Rng)
 /// key: keys spread over every bit (filtered after the first digit), with a constant top byte
 /// (after the second), with two constant top bytes (not filtered), a first digit's bucket of
 /// exactly the buffer's size, of one key more and of five keys (keys below the bucket of the
-/// k-th key), and a cluster beside spread keys (the first `sets_kept` of these); both orders, a
-/// few keys and (once) a third of them, with keys, values and indices.
+/// k-th key), a cluster beside spread keys, and a constant top byte with five keys on either
+/// side of it (filtered after the second digit, with keys below the first digit's bucket: more
+/// than five keys wanted) (the first `sets_kept` of these); both orders, a few keys and (once) a
+/// third of them, with keys, values and indices.
 fn filter_paths_of<K: xwarp::Element>(sets_kept: usize) {
     let mut rng = Rng::new(seed());
     let n: usize = FILTER_MIN_BYTES / std::mem::size_of::<K>() + 3;
@@ -144,12 +146,14 @@ fn filter_paths_of<K: xwarp::Element>(sets_kept: usize) {
         TopKOp::Indices(ElemKind::U64),
         TopKOp::Pairs(ElemKind::U32),
     ];
-    let mut sets: Vec<(String, Vec<K>)> = Vec::new();
+    // (name, keys, the fewest keys to ask for)
+    let mut sets: Vec<(String, Vec<K>, usize)> = Vec::new();
     for fixed in [0, 8, 16] {
         let prefix = rng.next_u64();
         sets.push((
             format!("top {fixed} bits fixed"),
             prefixed(n, fixed, prefix, &mut rng),
+            2,
         ));
     }
     // The top byte 0x7f for m keys, 0x7e for the others (positive in every key type): the
@@ -158,17 +162,22 @@ fn filter_paths_of<K: xwarp::Element>(sets_kept: usize) {
         let mut keys: Vec<K> = prefixed(m, 8, 0x7f, &mut rng);
         keys.extend(prefixed::<K>(n - m, 8, 0x7e, &mut rng));
         shuffle(&mut keys, &mut rng);
-        sets.push((format!("a top byte of {m} keys"), keys));
+        sets.push((format!("a top byte of {m} keys"), keys, 2));
     }
     let mut cluster: Vec<K> = prefixed(n / 2, 12, rng.next_u64(), &mut rng);
     cluster.extend(prefixed::<K>(n - n / 2, 0, 0, &mut rng));
     shuffle(&mut cluster, &mut rng);
-    sets.push(("half the keys in one cluster".into(), cluster));
+    sets.push(("half the keys in one cluster".into(), cluster, 2));
+    let mut sides: Vec<K> = prefixed(5, 8, 0x10, &mut rng);
+    sides.extend(prefixed::<K>(5, 8, 0x30, &mut rng));
+    sides.extend(prefixed::<K>(n - 10, 8, 0x20, &mut rng));
+    shuffle(&mut sides, &mut rng);
+    sets.push(("five keys on either side of a top byte".into(), sides, 6));
     sets.truncate(sets_kept);
     let mut case = 0usize;
-    for (name, keys) in &sets {
+    for (name, keys, fewest) in &sets {
         for order in [SortOrder::Descending, SortOrder::Ascending] {
-            let few = 2 + rng.below(40) as usize;
+            let few = fewest + rng.below(40) as usize;
             let ks: &[usize] = if case == 0 {
                 &[few, n / 3 + rng.below(100) as usize]
             } else {

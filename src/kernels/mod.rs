@@ -373,9 +373,9 @@ param_blocks! {
         pub n: u32,
         /// Keys wanted.
         pub k: u32,
-        /// Count and scatter: tiles; histogram: keys per workgroup.
+        /// Histogram and scatter: keys per workgroup (a multiple of the tile).
         pub tiles: u32,
-        /// Histogram and select: the digit's lowest bit.
+        /// Histogram: the digit's lowest bit.
         pub shift: u32,
         /// Histogram: the mapped bits above the digit; filter: those at and above it (low word).
         pub mask_lo: u32,
@@ -389,10 +389,10 @@ param_blocks! {
         pub indices: u32,
         /// Keys the candidates' buffer holds (0: no buffer).
         pub cap: u32,
-        /// Nonzero: select: a filter may follow; count and scatter: the filter.
+        /// Nonzero: histogram: a filter may follow; scatter: the filter.
         pub filtering: u32,
-        /// Count and scatter: tiles a workgroup takes in turn.
-        pub span: u32,
+        /// Histogram: the pass (0: the most significant digit).
+        pub digit: u32,
     }
 
     /// The block of the kernels over runs of equal keys (`unique`, `run_length`,

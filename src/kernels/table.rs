@@ -267,7 +267,7 @@ pub const TOP_K_PARAMS: ParamBlock = ParamBlock {
         "indices",
         "cap",
         "filtering",
-        "span",
+        "digit",
     ],
 };
 /// Every parameter block.
@@ -843,11 +843,12 @@ pub const KERNELS: &[KernelDef] = &[
         name: "top_k",
         variants: &["b32", "b64"],
         consts: &[
-            // The step: 0 histogram, 1 select, 2 count, 3 scatter, 4 clear, 5 scan.
+            // The step: 0 histogram (its last workgroup selects the digit and scans the
+            // workgroups' counts), 1 scatter, 2 clear.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: &[0, 1, 2, 3, 4, 5],
+                values: &[0, 1, 2],
             },
             // Keys per invocation of a tile: 16 for 4-byte keys, 8 for 8-byte ones.
             Const {
