@@ -9,9 +9,10 @@
 //            histogram in shared memory, in PARTS copies of each bin (invocation i adds to copy
 //            i % PARTS, so equal keys spread over several words); the workgroup adds its
 //            nonzero bins to state's histogram and stores its row: the histogram's inclusive
-//            sums over the bins (`counts`, RADIX words per pass and workgroup). Workgroup g
-//            reads chunk g of the keys (`tiles` keys each) or, after a filter, of the
-//            candidates' buffer (its keys spread over the same workgroups: buffer_chunk). The
+//            sums over the bins (`counts`: RADIX words per workgroup, two passes' rows in turn).
+//            Workgroup g reads chunk g of the keys (`tiles` keys each) or, after a filter, of
+//            the candidates' buffer (its keys spread over the same workgroups: buffer_chunk); a
+//            workgroup past them counts and stores nothing. The
 //            launch's last workgroup to finish (S_DONE counts them) then selects: invocation d
 //            holding bin d, the digit where the remaining count is reached (a workgroup scan of
 //            the bins); the keys of the smaller digits are taken (`less` grows by them), the
@@ -79,8 +80,9 @@ layout(std430, binding = 1) readonly buffer Values { uint values[]; };
 layout(std430, binding = 2) writeonly buffer CandKeys { KEY cand_keys[]; };
 layout(std430, binding = 3) writeonly buffer CandValues { uint cand_values[]; };
 layout(std430, binding = 4) coherent buffer State { uint state[]; };
-// The HIST workgroups' rows, RADIX words per pass and workgroup; coherent, as the launch's last
-// workgroup reads what the others wrote.
+// The HIST workgroups' rows (RADIX words per workgroup, two passes in turn), then their counts of
+// keys below the threshold (below_word); coherent, as a launch's last workgroup reads what the
+// others wrote.
 layout(std430, binding = 5) coherent buffer Counts { uint counts[]; };
 // Per SCATTER workgroup, the keys below and equal before it.
 layout(std430, binding = 6) buffer Before { uint before[]; };
