@@ -11,8 +11,8 @@
 //! skewed keys do not serialize on one counter), finds the k-th key `T`. The last workgroup of
 //! each histogram launch chooses the digit, so a pass is one launch. Each workgroup also counts
 //! its keys below the threshold pass by pass, from which the last pass's last workgroup scans
-//! each workgroup's keys below and equal to `T`; a scatter pass then places the candidates — every
-//! key below `T` and the first keys equal to `T` — in input order, and the
+//! each workgroup's keys below and equal to `T`; a scatter pass then places the candidates —
+//! every key below `T` and the first keys equal to `T` — in input order, and the
 //! [`crate::sort::Sorter`] sorts the `k` candidates, stably.
 //!
 //! From [`FILTER_MIN_BYTES`] of keys on, the first (or, where its keys do not fit, the second)
@@ -37,8 +37,8 @@
 //! # Limits
 //! At most [`plan::MAX_LAUNCH_ELEMS`] keys, and no more than one binding spans. Temporary
 //! memory: the filter's buffer (a sixteenth of the keys, with their values or indices), and
-//! 515 words per histogram workgroup (one per 4096 keys, at most 1024): at most 2.1 MB. Every check happens before anything is
-//! launched, so a refused call leaves its outputs untouched.
+//! 515 words per histogram workgroup (one per 4096 keys, at most 1024): at most 2.1 MB. Every
+//! check happens before anything is launched, so a refused call leaves its outputs untouched.
 
 use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
