@@ -316,10 +316,11 @@ void carry(bool buffered, bool to_buffer, uint i, uint pos) {
     }
 }
 
-// The exclusive sums of two counts over `tiles` tiles, in rounds of (workgroup size) *
-// SCAN_ITEMS tiles: invocation i holds those of the SCAN_ITEMS consecutive tiles from `first`
-// (va, vb; zero past `tiles`) and writes their sums to `before`; `carry_a`, `carry_b` carry
-// the rounds' totals. Uniform control flow.
+// One round of the exclusive sums of two counts over `tiles` HIST workgroups ((workgroup size)
+// * SCAN_ITEMS of them a round; at most MAX_GROUPS, one round, in src/top_k.rs): invocation i
+// holds those of the SCAN_ITEMS consecutive workgroups from `first` (va, vb; zero past `tiles`)
+// and writes their sums to `before`; `carry_a`, `carry_b` carry the rounds' totals. Uniform
+// control flow.
 const uint SCAN_ITEMS = 4u;
 void scan_round(uint first, uint tiles, uint va[SCAN_ITEMS], uint vb[SCAN_ITEMS],
                 inout uint carry_a, inout uint carry_b) {
