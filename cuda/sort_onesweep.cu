@@ -33,6 +33,14 @@ struct SortOnesweepParams {
 #define FLAG_WRITE_KEYS 2u    // store the sorted keys (argsort's last pass does not)
 
 #define TILE (BLOCK * ITEMS)
+// Places of the sorted tile the staging area holds at once, and the rounds that stage the
+// tile (1, or 2 for keys where the host halves STAGE_WORDS; see the Vulkan twin's scatter),
+// each taking PLACES / BLOCK of a thread's scatter steps; a spare place per lane past the
+// staging area where there are two.
+#define PLACES (STAGE_WORDS / KEY_WORDS)
+#define ROUNDS ((TILE + PLACES - 1u) / PLACES)
+#define ROUND_STEPS (PLACES / BLOCK)
+#define STAGE_SPARE ((ROUNDS - 1u) * 2u * XW_WARP)
 // Digits per thread where the block is narrower than the radix.
 #define DPT ((RADIX + BLOCK - 1u) / BLOCK)
 // Pairs keep each key's place in the tile (below 2^16: TILE <= 1024 * 32) two to a register,
@@ -51,7 +59,7 @@ __device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WOR
 
 struct SortShared {
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
-    unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
+    unsigned stage[STAGE_WORDS + STAGE_SPARE];  // the sorted tile: its keys, later its values
     unsigned count[RADIX];        // the tile's count of each digit
     unsigned scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
     unsigned acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -266,20 +274,21 @@ __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __re
     }
 }
 
-// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; FULL: all) go to
-// s.acc[d] + place, d the key's digit; pairs keep each place's digit in `digits` (four to a
-// register) for its value. Every thread calls it.
-template <bool FULL>
+// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; FULL: all) that
+// round ROUND staged go to s.acc[d] + place, d the key's digit; pairs keep each place's digit
+// in `digits` (four to a register) for its value. Every thread calls it.
+template <bool FULL, unsigned ROUND>
 __device__ __forceinline__ void scatter_keys(const SortShared& s, KEY* __restrict__ keys_out,
                                              const SortOnesweepParams& p, unsigned valid,
                                              bool write_keys, unsigned (&digits)[DIGIT_WORDS]) {
     const unsigned mask = (1u << p.digit_bits) - 1u;
     const unsigned steps = FULL ? ITEMS : steps_below(valid, threadIdx.x, BLOCK);
+    constexpr unsigned end = (ROUND + 1u) * ROUND_STEPS < ITEMS ? (ROUND + 1u) * ROUND_STEPS : ITEMS;
 #pragma unroll
-    for (unsigned r = 0; r < ITEMS; ++r) {
+    for (unsigned r = ROUND * ROUND_STEPS; r < end; ++r) {
         const unsigned at = threadIdx.x + r * BLOCK;
         if (FULL || r < steps) {
-            const KEY m = staged_key(s, at);
+            const KEY m = staged_key(s, at - ROUND * PLACES);
             const unsigned d = xw_digit(m, p.shift, mask);
             if (VALUE_WORDS != 0) digits[r / 4] |= d << (8 * (r % 4));
             if (write_keys) keys_out[s.acc[d] + at] = xw_sort_unmap(m, XW_KEY_KIND, XW_DESCENDING);
@@ -308,14 +317,30 @@ __device__ __forceinline__ void scatter_values(const SortShared& s, unsigned* __
 
 // The tile's keys, then (pairs) its values, go out from the staging area (see scatter_keys).
 template <bool FULL>
-__device__ __forceinline__ void scatter(SortShared& s, KEY* __restrict__ keys_out,
+__device__ __forceinline__ void scatter(SortShared& s, const KEY* __restrict__ keys_in,
+                                        KEY* __restrict__ keys_out,
                                         const unsigned* __restrict__ vals_in,
                                         unsigned* __restrict__ vals_out,
                                         const SortOnesweepParams& p, unsigned valid,
                                         const unsigned (&ranks)[RANK_WORDS], unsigned tile_base,
                                         unsigned first) {
     unsigned digits[DIGIT_WORDS] = {};
-    scatter_keys<FULL>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
+    scatter_keys<FULL, 0>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
+    if (ROUNDS > 1) {
+        // The second half of the sorted tile (keys only): its keys read again, staged at their
+        // places less PLACES once the first half has left.
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            const unsigned at = packed_rank(ranks, i);
+            if (at >= PLACES && (FULL || first + i * XW_WARP < valid)) {
+                stage_key(s, at - PLACES,
+                          xw_sort_map(keys_in[tile_base + first + i * XW_WARP], XW_KEY_KIND, XW_DESCENDING));
+            }
+        }
+        __syncthreads();
+        scatter_keys<FULL, 1>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
+    }
     if (VALUE_WORDS != 0) {
         // The values take the keys' places in the staging area once every key has left it.
         __syncthreads();
@@ -500,7 +525,8 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned at = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
-        stage_key(s, at, keys[i]);
+        // Two rounds: the second half's keys write a spare place of the lane (see scatter).
+        stage_key(s, ROUNDS == 1 || at < PLACES ? at : PLACES + lane, keys[i]);
         ranks[i / 2] |= at << (16 * (i % 2));
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
@@ -509,8 +535,8 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 
     // Place t of the sorted tile, of digit d, goes to s.acc[d] + t, its value with it.
     if (valid == TILE) {
-        scatter<true>(s, keys_out, vals_in, vals_out, p, TILE, ranks, tile_base, run + lane);
+        scatter<true>(s, keys_in, keys_out, vals_in, vals_out, p, TILE, ranks, tile_base, run + lane);
     } else {
-        scatter<false>(s, keys_out, vals_in, vals_out, p, valid, ranks, tile_base, run + lane);
+        scatter<false>(s, keys_in, keys_out, vals_in, vals_out, p, valid, ranks, tile_base, run + lane);
     }
 }

@@ -47,10 +47,17 @@
 //
 // Scatter: each key goes to shared memory at its place in the sorted tile; then invocation t
 // takes places t, t + BLOCK, ... in turn, so that keys of one digit go out as runs of
-// consecutive stores. Values (pairs, or the key's input index for argsort) are loaded once
-// every key has left the staging area, go to their keys' places there, and leave for their
-// keys' destinations: the staging area needs the wider of a key and a value per place, not
-// both, so pairs get the tiles keys get.
+// consecutive stores. Where the staging area holds half the tile's keys (STAGE_WORDS, keys
+// only: ROUNDS = 2; src/sort.rs chooses it for 64-bit keys on Vulkan, where a workgroup then
+// needs 31 KiB of shared memory instead of 47 and NVIDIA's driver, which gives a
+// multiprocessor about 100 KiB, runs three workgroups instead of two), the keys placed in the
+// first half are staged as they are ranked (the others write a spare word of their lane, never
+// read: a select, so the subgroup never diverges there), scattered after the look-back, and
+// then the second half's keys, read again from the pass's input (the tile's own keys, just
+// read), take the staging area at their places less half the tile. Values (pairs, or the
+// key's input index for argsort) are loaded once every key has left the staging area, go to
+// their keys' places there, and leave for their keys' destinations: the staging area needs the
+// wider of a key and a value per place, not both, so pairs get the tiles keys get.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -103,12 +110,20 @@ layout(push_constant) uniform Params {
 
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
+// Places of the sorted tile the staging area holds at once, and the rounds that stage the
+// tile (1, or 2 for keys where the host halves STAGE_WORDS; its places then a multiple of
+// BLOCK), each taking PLACES / BLOCK of an invocation's scatter steps.
+const uint PLACES = STAGE_WORDS / KEY_WORDS;
+const uint ROUNDS = (TILE + PLACES - 1u) / PLACES;
+const uint ROUND_STEPS = PLACES / BLOCK;
+// A spare place per lane past the staging area where ROUNDS > 1 (see the scatter).
+const uint STAGE_SPARE = (ROUNDS - 1u) * 2u * 32u * BALLOT_WORDS;
 // Digits per invocation where the workgroup is narrower than the radix.
 const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
 
 // Per subgroup and digit: its count, then its place; then a spare word per lane (the ranking).
 shared uint s_offsets[HIST_SG * RADIX + 32u * BALLOT_WORDS];
-shared uint s_stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
+shared uint s_stage[STAGE_WORDS + STAGE_SPARE];  // the sorted tile: its keys, later its values
 shared uint s_count[RADIX];        // the tile's count of each digit
 shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
 shared uint s_acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -331,16 +346,17 @@ const uint RANK_WORDS = (ITEMS + 1u) / 2u;
 const uint RANK_LAG = 2u;
 const uint DIGIT_WORDS = (ITEMS + 3u) / 4u;
 
-// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; `full`: all) go to
-// s_acc[d] + place, d the key's digit, where `write_keys`; pairs keep each place's digit in
-// `digits` (four to a word) for its value. Called with literal `full` and `write_keys`.
-void scatter_keys(bool full, bool write_keys, uint valid, uint local, uint mask,
+// Places local, local + BLOCK, ... of the sorted tile (the first `valid`; `full`: all) that
+// round `round` staged go to s_acc[d] + place, d the key's digit, where `write_keys`; pairs keep
+// each place's digit in `digits` (four to a word) for its value. Called with literal `full`,
+// `write_keys` and `round`.
+void scatter_keys(bool full, bool write_keys, uint valid, uint local, uint mask, uint round,
                   inout uint digits[DIGIT_WORDS]) {
     uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
-    [[unroll]] for (uint r = 0u; r < ITEMS; ++r) {
+    [[unroll]] for (uint r = round * ROUND_STEPS; r < min(ITEMS, (round + 1u) * ROUND_STEPS); ++r) {
         uint at = local + r * BLOCK;
         if (full || r < steps) {
-            KEY m = staged_key(at);
+            KEY m = staged_key(at - round * PLACES);
             uint d = xw_digit(m, p.shift, mask);
             if (VALUE_WORDS != 0u) digits[r / 4u] |= d << (8u * (r % 4u));
             if (write_keys) keys_out[s_acc[d] + at] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
@@ -549,8 +565,8 @@ void main() {
         uint d = xw_digit(keys[i], shift, mask) | after[i % RANK_LAG];
         uint at = rank_in_subgroup(d, offsets);
         after[i % RANK_LAG] = at >> 16u;
-        stage_key(at, keys[i]);
-        if (VALUE_WORDS != 0u) ranks[i / 2u] |= at << (16u * (i % 2u));
+        stage_key(ROUNDS == 1u || at < PLACES ? at : PLACES + gl_SubgroupInvocationID, keys[i]);
+        if (VALUE_WORDS != 0u || ROUNDS > 1u) ranks[i / 2u] |= at << (16u * (i % 2u));
     }
     if (k > 0u) look_back(k, last, local);
     for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
@@ -565,11 +581,30 @@ void main() {
     uint digits[DIGIT_WORDS];
     [[unroll]] for (uint j = 0u; j < DIGIT_WORDS; ++j) digits[j] = 0u;
     if (full && (VALUE_WORDS == 0u || write_keys)) {
-        scatter_keys(true, true, valid, local, mask, digits);
+        scatter_keys(true, true, valid, local, mask, 0u, digits);
     } else if (full) {
-        scatter_keys(true, false, valid, local, mask, digits);
+        scatter_keys(true, false, valid, local, mask, 0u, digits);
     } else {
-        scatter_keys(false, write_keys, valid, local, mask, digits);
+        scatter_keys(false, write_keys, valid, local, mask, 0u, digits);
+    }
+    if (ROUNDS > 1u) {
+        // The second half of the sorted tile (keys only): its keys read again, staged at their
+        // places less PLACES once the first half has left.
+        barrier();
+        uint first = tile_base + run + lane;
+        [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
+            uint at = (ranks[i / 2u] >> (16u * (i % 2u))) & 0xffffu;
+            if (at >= PLACES && (full || run + i * gl_SubgroupSize + lane < valid)) {
+                stage_key(at - PLACES,
+                          xw_sort_map(keys_in[first + i * gl_SubgroupSize], KEY_KIND, DESCENDING));
+            }
+        }
+        barrier();
+        if (full) {
+            scatter_keys(true, true, valid, local, mask, 1u, digits);
+        } else {
+            scatter_keys(false, write_keys, valid, local, mask, 1u, digits);
+        }
     }
     if (VALUE_WORDS != 0u) {
         // The values take the keys' places in the staging area once every key has left it:

@@ -114,6 +114,17 @@ pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 /// (NOTES.md, version 27): 2231 against 2414 by default, 2452 at three blocks; fewer keys a
 /// thread were slower (12: 2722, 14: 2584).
 pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 2;
+/// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 4-byte
+/// keys without values: one round on both. (H200, 2^26 keys, µs a digit pass, NOTES.md
+/// version 36: two rounds took 5–12% longer on every form tried; on Vulkan NVIDIA's driver
+/// gave the two-round `u32` pass 122 registers, two workgroups a multiprocessor either way.)
+pub const DEFAULT_STAGE_ROUNDS: (u32, u32) = (1, 1);
+/// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 8-byte
+/// keys without values: two rounds on Vulkan, where NVIDIA's driver gives a multiprocessor
+/// about 100 KiB of shared memory (two workgroups of 47 KiB, three of 31 KiB at 68
+/// registers: `u64` keys' pass 0.91× the time at 2^22–2^26 on an H200), one on CUDA (four
+/// blocks of 47 KiB fit already; two rounds took 1.14× the time). NOTES.md, version 36.
+pub const DEFAULT_STAGE_ROUNDS_WIDE: (u32, u32) = (1, 2);
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].
@@ -227,6 +238,13 @@ pub struct Tuning {
     /// except for 8-byte keys with 8-byte values ([`WIDE_PAIRS_MIN_BLOCKS`]). Vulkan drivers
     /// choose on their own.
     pub min_blocks: u32,
+    /// Rounds in which the digit pass of keys without values stages its sorted tile in shared
+    /// memory: 1 (the whole tile at once), 2 (half the tile at a time, its second half read
+    /// again from the pass's input: 16 KiB less shared memory for 32-bit keys at 8192 a tile,
+    /// so more workgroups fit a multiprocessor), or 0 for the backend's default
+    /// ([`DEFAULT_STAGE_ROUNDS`], [`DEFAULT_STAGE_ROUNDS_WIDE`]). Pairs, odd keys per
+    /// invocation and sorts in one launch always take one round.
+    pub stage_rounds: u32,
 }
 
 impl Default for Tuning {
@@ -240,6 +258,7 @@ impl Default for Tuning {
             histogram_groups: DEFAULT_HISTOGRAM_GROUPS,
             histogram_parts: None,
             min_blocks: DEFAULT_MIN_BLOCKS,
+            stage_rounds: 0,
         }
     }
 }
@@ -255,8 +274,11 @@ pub struct TilePlan {
     /// run): each keeps its own digit counts in shared memory.
     pub subgroups: u32,
     /// Shared words for the sorted tile's staged keys, later its staged values (the wider of
-    /// the two per key).
+    /// the two per key), divided by [`TilePlan::stage_rounds`].
     pub stage_words: u32,
+    /// Rounds in which the tile passes through the staging area (1 or 2; see
+    /// [`Tuning::stage_rounds`]).
+    pub stage_rounds: u32,
     /// The most lanes a subgroup of the device may have (the largest subgroup size).
     pub lanes: u32,
 }
@@ -279,13 +301,16 @@ impl TilePlan {
 
     /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: the
     /// subgroups' digit offsets, a spare word per lane of a ballot (the Vulkan ranking's),
-    /// staging, six per-digit arrays, the subgroup sums, three words).
+    /// staging (with two words a lane of a ballot past it where the tile takes two rounds),
+    /// six per-digit arrays, the subgroup sums, three words).
     pub fn shared_bytes(&self) -> u64 {
         let subgroups = self.subgroups as u64;
         let spare = 32 * self.ballot_words() as u64;
+        let stage_spare = (self.stage_rounds.max(1) as u64 - 1) * 2 * spare;
         4 * (subgroups * RADIX as u64
             + spare
             + self.stage_words as u64
+            + stage_spare
             + 6 * RADIX as u64
             + subgroups
             + 3)
@@ -345,6 +370,18 @@ impl TilePlan {
         if !(1..=MAX_ITEMS).contains(&requested) {
             return Err(Error::invalid(name, requested, format!("1..={MAX_ITEMS}")));
         }
+        let rounds = match tuning.stage_rounds {
+            0 if key_bytes == 8 => pick(DEFAULT_STAGE_ROUNDS_WIDE),
+            0 => pick(DEFAULT_STAGE_ROUNDS),
+            r @ (1 | 2) => r,
+            r => {
+                return Err(Error::invalid(
+                    "stage_rounds",
+                    r,
+                    "0 (the backend's default), 1 or 2",
+                ))
+            }
+        };
         let mut smallest = 0;
         for &block in &blocks {
             let subgroups = (block / sg_min).max(1);
@@ -354,10 +391,24 @@ impl TilePlan {
                     items,
                     subgroups,
                     stage_words: block * items * stage_width,
+                    stage_rounds: 1,
                     lanes: info.max_subgroup_size.max(sg),
                 };
+                // The tile is the one a whole staging area fits (so a sort in one launch
+                // holds it too); two rounds then stage half of it each: keys only, an even
+                // number a thread, where that takes less shared memory (the spare places).
                 if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
-                    return Ok(plan);
+                    let halves = TilePlan {
+                        stage_words: plan.stage_words / 2,
+                        stage_rounds: 2,
+                        ..plan
+                    };
+                    let two = rounds == 2 && value_bytes == 0 && items.is_multiple_of(2);
+                    return Ok(if two && halves.shared_bytes() < plan.shared_bytes() {
+                        halves
+                    } else {
+                        plan
+                    });
                 }
                 smallest = plan.shared_bytes();
             }
@@ -427,7 +478,7 @@ impl TilePlan {
         info: &DeviceInfo,
         tuning: &Tuning,
     ) -> impl Iterator<Item = TilePlan> + '_ {
-        let stage_width = self.stage_words / (self.block * self.items).max(1);
+        let stage_width = self.stage_words * self.stage_rounds / (self.block * self.items).max(1);
         let sg_min = (self.block / self.subgroups.max(1)).max(1);
         let widest = if tuning.block.is_some() {
             self.block
@@ -448,6 +499,7 @@ impl TilePlan {
                         items,
                         subgroups: (block / sg_min).max(1),
                         stage_words: block * items * stage_width,
+                        stage_rounds: 1,
                         lanes: self.lanes,
                     })
             })
@@ -1251,8 +1303,48 @@ mod tests {
                     assert_eq!(p.block % 32, 0);
                     assert_eq!(p.block % max, 0);
                     assert!(p.subgroups * sg_min >= p.block);
-                    assert!(p.stage_words as usize >= p.tile() * kb.max(vb) / 4);
+                    assert!((p.stage_words * p.stage_rounds) as usize >= p.tile() * kb.max(vb) / 4);
+                    assert!(
+                        p.stage_rounds == 1 || (vb == 0 && p.items.is_multiple_of(2)),
+                        "{p:?}"
+                    );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn staging_rounds_halve_the_keys_staging_area_only() {
+        let i = info(32, 32, 32, true, 49152);
+        let rounds = |r: u32, items: u32, kb: usize, vb: usize| {
+            let t = Tuning {
+                stage_rounds: r,
+                items,
+                items_wide: items,
+                ..Tuning::default()
+            };
+            TilePlan::new(&i, &t, kb, vb)
+        };
+        let one = rounds(1, 32, 4, 0).unwrap();
+        let two = rounds(2, 32, 4, 0).unwrap();
+        assert_eq!((one.stage_rounds, one.stage_words), (1, 8192));
+        assert_eq!((two.stage_rounds, two.stage_words), (2, 4096));
+        assert_eq!(two.tile(), one.tile());
+        assert!(
+            two.shared_bytes() + 16384 - 256 == one.shared_bytes(),
+            "{two:?}"
+        );
+        // The Vulkan defaults: two rounds for 8-byte keys, one for 4-byte keys; pairs and
+        // odd keys a thread take one.
+        assert_eq!(rounds(0, 32, 4, 0).unwrap().stage_rounds, 1);
+        assert_eq!(rounds(0, 16, 8, 0).unwrap().stage_rounds, 2);
+        assert_eq!(rounds(0, 16, 8, 8).unwrap().stage_rounds, 1);
+        assert_eq!(rounds(2, 32, 4, 4).unwrap().stage_rounds, 1);
+        assert_eq!(rounds(2, 15, 4, 0).unwrap().stage_rounds, 1);
+        for bad in [3, 4, u32::MAX] {
+            match rounds(bad, 32, 4, 0) {
+                Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, "stage_rounds"),
+                other => panic!("stage_rounds {bad}: {other:?}"),
             }
         }
     }
@@ -1282,6 +1374,7 @@ mod tests {
                             assert_eq!(w.block % p.block, 0);
                             assert!(w.subgroups * sg_min >= w.block);
                             assert!(w.stage_words as usize >= w.tile() * kb.max(vb) / 4);
+                            assert_eq!(w.stage_rounds, 1);
                             // More keys never take fewer keys per invocation.
                             assert!(w.items >= last_items, "{n}: {w:?}");
                             last_items = w.items;

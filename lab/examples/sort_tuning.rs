@@ -6,7 +6,7 @@
 //!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [--wide-values] [TUNING ...]
 //! ```
 //! A tuning is `key=value` pairs separated by commas: `items`, `items_wide`, `block`,
-//! `min_blocks`, `match_any`, `groups` (histogram workgroups), `parts` (histogram counter
+//! `min_blocks`, `rounds` (staging rounds of keys), `match_any`, `groups` (histogram workgroups), `parts` (histogram counter
 //! copies), `spin`; missing keys keep the
 //! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (`--wide-values`: `u64`; the input
 //! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
@@ -71,6 +71,7 @@ fn parse() -> Result<Args, String> {
                         "items_wide" => t.items_wide = v,
                         "block" => t.block = Some(v),
                         "min_blocks" => t.min_blocks = v,
+                        "rounds" => t.stage_rounds = v,
                         "match_any" => t.match_any = v != 0,
                         "groups" => t.histogram_groups = v,
                         "parts" => t.histogram_parts = Some(v),

@@ -602,6 +602,78 @@ fn lookback_fallback_gives_the_same_bits() {
     run_cases::<u32>(&cases);
 }
 
+/// Keys staged in one round or in two (half the tile at a time, the second half read again)
+/// give the same bits on every backend, whichever the backend's default: whole and partial
+/// tiles, the small sorts' and the large sorts' tiles, both orders, the fallback, 32- and
+/// 64-bit keys; pairs and odd keys a thread keep one round.
+#[test]
+fn staging_rounds_give_the_same_bits() {
+    let mut cases = Vec::new();
+    for (i, rounds) in [1, 2].into_iter().enumerate() {
+        let tuning = Tuning {
+            stage_rounds: rounds,
+            ..Tuning::default()
+        };
+        let order = ORDERS[i % 2];
+        for (j, (n, pattern)) in [
+            (1, Pattern::Uniform),
+            (33, Pattern::Uniform),
+            (4097, Pattern::Uniform),
+            (1_000_003, Pattern::Uniform),
+            (100_003, Pattern::FewDistinct),
+            (65_537, Pattern::Bits),
+            (40_961, Pattern::AllEqual),
+            (50_001, Pattern::Reversed),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            cases.push(Case {
+                tuning,
+                ..Case::new(Op::Keys, n, pattern, ORDERS[(i + j) % 2], 0..32)
+            });
+        }
+        // The large sorts' tile of 32 keys a thread, one partial tile.
+        cases.push(Case {
+            tuning,
+            ..Case::new(Op::Keys, (1 << 21) + 4097, Pattern::Uniform, order, 0..32)
+        });
+        // The fallback (every predecessor counted here), odd keys a thread, pairs.
+        cases.push(Case {
+            tuning: Tuning { spin: 0, ..tuning },
+            ..Case::new(Op::Keys, 300_007, Pattern::Uniform, order, 0..32)
+        });
+        cases.push(Case {
+            tuning: Tuning {
+                items: 15,
+                ..tuning
+            },
+            ..Case::new(Op::Keys, 100_003, Pattern::Uniform, order, 3..29)
+        });
+        cases.push(Case {
+            tuning,
+            ..Case::new(
+                Op::Pairs(ElemKind::U32),
+                100_003,
+                Pattern::Uniform,
+                order,
+                0..32,
+            )
+        });
+    }
+    run_cases::<u32>(&cases);
+    run_cases::<f32>(&cases);
+    let wide: Vec<Case> = cases
+        .iter()
+        .filter(|c| c.n < 1 << 21)
+        .map(|c| Case {
+            bits: 0..64,
+            ..c.clone()
+        })
+        .collect();
+    run_cases::<u64>(&wide);
+}
+
 /// One sorter serves repeated calls of every kind without allocating.
 #[test]
 fn repeated_sorts_allocate_nothing() {

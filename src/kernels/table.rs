@@ -775,11 +775,12 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: &[8, 16],
             },
-            // Shared words for the sorted tile: its keys, then its values.
+            // Shared words for the sorted tile: its keys, then its values (2048 at 16 keys a
+            // thread: keys staged in two rounds).
             Const {
                 name: "STAGE_WORDS",
                 on: On::Both,
-                values: &[8192],
+                values: &[8192, 2048],
             },
             // __match_any_sync instead of one ballot per digit bit.
             Const {
