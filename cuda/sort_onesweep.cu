@@ -35,12 +35,10 @@ struct SortOnesweepParams {
 #define TILE (BLOCK * ITEMS)
 // Places of the sorted tile the staging area holds at once, and the rounds that stage the
 // tile (1, or 2 for keys where the host halves STAGE_WORDS; see the Vulkan twin's scatter),
-// each taking PLACES / BLOCK of a thread's scatter steps; a spare place per lane past the
-// staging area where there are two.
+// each taking PLACES / BLOCK of a thread's scatter steps.
 #define PLACES (STAGE_WORDS / KEY_WORDS)
 #define ROUNDS ((TILE + PLACES - 1u) / PLACES)
 #define ROUND_STEPS (PLACES / BLOCK)
-#define STAGE_SPARE ((ROUNDS - 1u) * 2u * XW_WARP)
 // Digits per thread where the block is narrower than the radix.
 #define DPT ((RADIX + BLOCK - 1u) / BLOCK)
 // Pairs keep each key's place in the tile (below 2^16: TILE <= 1024 * 32) two to a register,
@@ -59,7 +57,7 @@ __device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WOR
 
 struct SortShared {
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
-    unsigned stage[STAGE_WORDS + STAGE_SPARE];  // the sorted tile: its keys, later its values
+    unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
     unsigned count[RADIX];        // the tile's count of each digit
     unsigned scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
     unsigned acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -525,8 +523,9 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned at = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
-        // Two rounds: the second half's keys write a spare place of the lane (see scatter).
-        stage_key(s, ROUNDS == 1 || at < PLACES ? at : PLACES + lane, keys[i]);
+        // Two rounds: only the first half's keys now (a branch: the warp's next ballots
+        // reconverge it; the Vulkan twin writes spare places instead).
+        if (ROUNDS == 1 || at < PLACES) stage_key(s, at, keys[i]);
         ranks[i / 2] |= at << (16 * (i % 2));
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);

@@ -51,8 +51,8 @@
 // only: ROUNDS = 2; src/sort.rs chooses it for 64-bit keys on Vulkan, where a workgroup then
 // needs 31 KiB of shared memory instead of 47 and NVIDIA's driver, which gives a
 // multiprocessor about 100 KiB, runs three workgroups instead of two), the keys placed in the
-// first half are staged as they are ranked (the others write a spare word of their lane, never
-// read: a select, so the subgroup never diverges there), scattered after the look-back, and
+// first half are staged as they are ranked (the others write a spare place of their invocation,
+// never read: a select, so the subgroup never diverges there), scattered after the look-back, and
 // then the second half's keys, read again from the pass's input (the tile's own keys, just
 // read), take the staging area at their places less half the tile. Values (pairs, or the
 // key's input index for argsort) are loaded once every key has left the staging area, go to
@@ -116,19 +116,25 @@ const uint TILE = BLOCK * ITEMS;
 const uint PLACES = STAGE_WORDS / KEY_WORDS;
 const uint ROUNDS = (TILE + PLACES - 1u) / PLACES;
 const uint ROUND_STEPS = PLACES / BLOCK;
-// A spare place per lane past the staging area where ROUNDS > 1 (see the scatter).
-const uint STAGE_SPARE = (ROUNDS - 1u) * 2u * 32u * BALLOT_WORDS;
+// The look-back's two per-digit arrays (each digit's next predecessor to read, plus one, 0:
+// done; the digit counts of a tile counted here, the fallback) follow the staging area in
+// s_stage, at NEXT and FB: they are dead while the tile is ranked, so where ROUNDS > 1 they
+// give each invocation a spare place of its own (PLACES + local), which the ranking writes
+// for keys of the second half and nobody reads (see the scatter): the host takes two rounds
+// only where KEY_WORDS * BLOCK <= LOOK_WORDS.
+const uint NEXT = STAGE_WORDS;
+const uint FB = STAGE_WORDS + RADIX;
+const uint LOOK_WORDS = 2u * RADIX;
 // Digits per invocation where the workgroup is narrower than the radix.
 const uint DPT = (RADIX + BLOCK - 1u) / BLOCK;
 
 // Per subgroup and digit: its count, then its place; then a spare word per lane (the ranking).
 shared uint s_offsets[HIST_SG * RADIX + 32u * BALLOT_WORDS];
-shared uint s_stage[STAGE_WORDS + STAGE_SPARE];  // the sorted tile: its keys, later its values
+// The sorted tile (its keys, later its values), then the look-back's arrays (NEXT, FB).
+shared uint s_stage[STAGE_WORDS + LOOK_WORDS];
 shared uint s_count[RADIX];        // the tile's count of each digit
 shared uint s_scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
 shared uint s_acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
-shared uint s_next[RADIX];         // per digit: the next predecessor to read, plus one (0: done)
-shared uint s_fb[RADIX];           // digit counts of a tile counted here (the fallback)
 shared uint s_sgsum[HIST_SG];
 shared uint s_tile;
 shared uint s_stuck;
@@ -237,7 +243,7 @@ uint rank_in_subgroup(uint d, uint offsets) {
 // aggregates, or for tile 0 as inclusive prefixes. Uniform control flow.
 void count_tile(uint j, uint local) {
     for (uint b = local; b < RADIX; b += BLOCK) {
-        s_fb[b] = 0u;
+        s_stage[FB + b] = 0u;
         if (j == 0u) s_scan[1][b] = work[XW_SORT_HIST + p.pass * RADIX + b];
     }
     barrier();
@@ -246,13 +252,13 @@ void count_tile(uint j, uint local) {
     for (uint x = local; x < TILE; x += BLOCK) {
         if (base + x < p.n) {
             KEY m = xw_sort_map(keys_in[base + x], KEY_KIND, DESCENDING);
-            atomicAdd(s_fb[xw_digit(m, p.shift, mask)], 1u);
+            atomicAdd(s_stage[FB + xw_digit(m, p.shift, mask)], 1u);
         }
     }
     if (j == 0u) scan_digits(1u, local);
     barrier();
     for (uint b = local; b < RADIX; b += BLOCK) {
-        uint w = j == 0u ? FLAG_INCLUSIVE | (s_scan[1][b] + s_fb[b]) : FLAG_AGGREGATE | s_fb[b];
+        uint w = j == 0u ? FLAG_INCLUSIVE | (s_scan[1][b] + s_stage[FB + b]) : FLAG_AGGREGATE | s_stage[FB + b];
         publish(p.state_cur + j * RADIX + b, w);
     }
     barrier();
@@ -263,7 +269,7 @@ void count_tile(uint j, uint local) {
 void look_back(uint k, bool last, uint local) {
     for (uint b = local; b < RADIX; b += BLOCK) {
         s_acc[b] = 0u;
-        s_next[b] = k;
+        s_stage[NEXT + b] = k;
     }
     if (local == 0u) s_stuck = 0u;
     barrier();
@@ -274,7 +280,7 @@ void look_back(uint k, bool last, uint local) {
     uint budget = p.spin;
     for (;;) {
         for (uint b = local; b < RADIX; b += BLOCK) {
-            uint next = s_next[b];
+            uint next = s_stage[NEXT + b];
             uint acc = s_acc[b];
             while (next != 0u) {
                 uint w = atomicLoad(work[p.state_cur + (next - 1u) * RADIX + b], gl_ScopeDevice,
@@ -288,7 +294,7 @@ void look_back(uint k, bool last, uint local) {
                 }
             }
             s_acc[b] = acc;
-            s_next[b] = next;
+            s_stage[NEXT + b] = next;
             if (next != 0u) atomicMax(s_stuck, next);
         }
         barrier();
@@ -565,9 +571,11 @@ void main() {
         uint d = xw_digit(keys[i], shift, mask) | after[i % RANK_LAG];
         uint at = rank_in_subgroup(d, offsets);
         after[i % RANK_LAG] = at >> 16u;
-        stage_key(ROUNDS == 1u || at < PLACES ? at : PLACES + gl_SubgroupInvocationID, keys[i]);
+        stage_key(ROUNDS == 1u || at < PLACES ? at : PLACES + local, keys[i]);
         if (VALUE_WORDS != 0u || ROUNDS > 1u) ranks[i / 2u] |= at << (16u * (i % 2u));
     }
+    // The spare places (the look-back's arrays) written by any invocation above.
+    if (ROUNDS > 1u) barrier();
     if (k > 0u) look_back(k, last, local);
     for (uint b = local; b < RADIX; b += BLOCK) s_acc[b] -= s_scan[0][b];
     barrier();

@@ -243,7 +243,8 @@ pub struct Tuning {
     /// again from the pass's input: 16 KiB less shared memory for 32-bit keys at 8192 a tile,
     /// so more workgroups fit a multiprocessor), or 0 for the backend's default
     /// ([`DEFAULT_STAGE_ROUNDS`], [`DEFAULT_STAGE_ROUNDS_WIDE`]). Pairs, odd keys per
-    /// invocation and sorts in one launch always take one round.
+    /// invocation, workgroups of more than 512 invocations (256 for 8-byte keys) and sorts in
+    /// one launch always take one round.
     pub stage_rounds: u32,
 }
 
@@ -301,16 +302,13 @@ impl TilePlan {
 
     /// Shared memory of one workgroup of the digit pass, bytes (the kernels' arrays: the
     /// subgroups' digit offsets, a spare word per lane of a ballot (the Vulkan ranking's),
-    /// staging (with two words a lane of a ballot past it where the tile takes two rounds),
-    /// six per-digit arrays, the subgroup sums, three words).
+    /// staging, six per-digit arrays, the subgroup sums, three words).
     pub fn shared_bytes(&self) -> u64 {
         let subgroups = self.subgroups as u64;
         let spare = 32 * self.ballot_words() as u64;
-        let stage_spare = (self.stage_rounds.max(1) as u64 - 1) * 2 * spare;
         4 * (subgroups * RADIX as u64
             + spare
             + self.stage_words as u64
-            + stage_spare
             + 6 * RADIX as u64
             + subgroups
             + 3)
@@ -396,19 +394,20 @@ impl TilePlan {
                 };
                 // The tile is the one a whole staging area fits (so a sort in one launch
                 // holds it too); two rounds then stage half of it each: keys only, an even
-                // number a thread, where that takes less shared memory (the spare places).
+                // number a thread, at most 2 * RADIX words of keys a workgroup.
                 if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
                     let halves = TilePlan {
                         stage_words: plan.stage_words / 2,
                         stage_rounds: 2,
                         ..plan
                     };
-                    let two = rounds == 2 && value_bytes == 0 && items.is_multiple_of(2);
-                    return Ok(if two && halves.shared_bytes() < plan.shared_bytes() {
-                        halves
-                    } else {
-                        plan
-                    });
+                    // The Vulkan kernel's spare place per invocation for the ranking's
+                    // keys of the second half lies in two of the per-digit arrays.
+                    let two = rounds == 2
+                        && value_bytes == 0
+                        && items.is_multiple_of(2)
+                        && key_words * block <= 2 * RADIX;
+                    return Ok(if two { halves } else { plan });
                 }
                 smallest = plan.shared_bytes();
             }
@@ -1330,10 +1329,7 @@ mod tests {
         assert_eq!((one.stage_rounds, one.stage_words), (1, 8192));
         assert_eq!((two.stage_rounds, two.stage_words), (2, 4096));
         assert_eq!(two.tile(), one.tile());
-        assert!(
-            two.shared_bytes() + 16384 - 256 == one.shared_bytes(),
-            "{two:?}"
-        );
+        assert_eq!(two.shared_bytes() + 16384, one.shared_bytes(), "{two:?}");
         // The Vulkan defaults: two rounds for 8-byte keys, one for 4-byte keys; pairs and
         // odd keys a thread take one.
         assert_eq!(rounds(0, 32, 4, 0).unwrap().stage_rounds, 1);
@@ -1341,6 +1337,18 @@ mod tests {
         assert_eq!(rounds(0, 16, 8, 8).unwrap().stage_rounds, 1);
         assert_eq!(rounds(2, 32, 4, 4).unwrap().stage_rounds, 1);
         assert_eq!(rounds(2, 15, 4, 0).unwrap().stage_rounds, 1);
+        // At most 2 * RADIX words of keys a workgroup (the spare places of the Vulkan kernel).
+        for (block, kb, want) in [(512, 4, 2), (1024, 4, 1), (256, 8, 2), (512, 8, 1)] {
+            let t = Tuning {
+                stage_rounds: 2,
+                block: Some(block),
+                items: 8,
+                items_wide: 8,
+                ..Tuning::default()
+            };
+            let p = TilePlan::new(&i, &t, kb, 0).unwrap();
+            assert_eq!(p.stage_rounds, want, "{p:?}");
+        }
         for bad in [3, 4, u32::MAX] {
             match rounds(bad, 32, 4, 0) {
                 Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, "stage_rounds"),
