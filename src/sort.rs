@@ -45,7 +45,10 @@
 //! (the last digit may be narrower), sorts the keys by that digit (`sort_onesweep`): each
 //! workgroup takes a tile of `block × items` keys, ranks them inside the tile by a multi-split
 //! on subgroup ballots (one ballot per digit bit; every subgroup size from 4 to 128 lanes),
-//! and finds where each digit's keys go by decoupled look-back over the tiles before it. Vulkan
+//! and finds where each digit's keys go by decoupled look-back over the tiles before it; the
+//! ranked tile then leaves through shared memory, where keys without values may pass in two
+//! rounds of half the tile each ([`Tuning::stage_rounds`]: 31 KiB of shared memory instead of
+//! 47 for the 64-bit keys' tile, the default on Vulkan). Vulkan
 //! promises no forward progress between workgroups, so a tile that waits too long for a
 //! predecessor counts that predecessor's digits itself ([`Tuning::spin`]; 0 takes this
 //! fallback whenever a predecessor has not published yet): the sort cannot deadlock on any
