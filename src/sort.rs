@@ -124,9 +124,10 @@ pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 2;
 pub const DEFAULT_STAGE_ROUNDS: (u32, u32) = (1, 1);
 /// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 8-byte
 /// keys without values: two rounds on Vulkan, where NVIDIA's driver gives a multiprocessor
-/// about 100 KiB of shared memory (two workgroups of 47 KiB, three of 31 KiB at 68
-/// registers: `u64` keys' pass 0.91× the time at 2^22–2^26 on an H200), one on CUDA (four
-/// blocks of 47 KiB fit already; two rounds took 1.14× the time). NOTES.md, version 36.
+/// about 100 KiB of shared memory (two workgroups of 47 KiB, three of 31 KiB at 66
+/// registers: `u64` keys' pass 0.92–0.93× the time at 2^24–2^26 on an H200), one on CUDA
+/// (four blocks of 47 KiB fit already; two rounds took 1.07–1.09× the time). NOTES.md,
+/// version 36.
 pub const DEFAULT_STAGE_ROUNDS_WIDE: (u32, u32) = (1, 2);
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
