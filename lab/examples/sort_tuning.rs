@@ -6,8 +6,8 @@
 //!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [--wide-values] [TUNING ...]
 //! ```
 //! A tuning is `key=value` pairs separated by commas: `items`, `items_wide`, `block`,
-//! `min_blocks`, `rounds` (staging rounds of keys), `match_any`, `groups` (histogram workgroups), `parts` (histogram counter
-//! copies), `spin`; missing keys keep the
+//! `min_blocks`, `rounds` (staging rounds of keys), `match_any`, `groups` (histogram
+//! workgroups), `parts` (histogram counter copies), `spin`; missing keys keep the
 //! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (`--wide-values`: `u64`; the input
 //! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
 //! it is timed; the times are GPU medians over the repetitions, each after a cache scrub.

@@ -605,7 +605,8 @@ fn lookback_fallback_gives_the_same_bits() {
 /// Keys staged in one round or in two (half the tile at a time, the second half read again)
 /// give the same bits on every backend, whichever the backend's default: whole and partial
 /// tiles, the small sorts' and the large sorts' tiles, both orders, the fallback, 32- and
-/// 64-bit keys; pairs and odd keys a thread keep one round.
+/// 64-bit keys (float edges: NaN payloads, ±0, ±inf, subnormals); pairs and odd keys a thread
+/// keep one round.
 #[test]
 fn staging_rounds_give_the_same_bits() {
     let mut cases = Vec::new();
@@ -622,6 +623,7 @@ fn staging_rounds_give_the_same_bits() {
             (1_000_003, Pattern::Uniform),
             (100_003, Pattern::FewDistinct),
             (65_537, Pattern::Bits),
+            (8_193, Pattern::Edges),
             (40_961, Pattern::AllEqual),
             (50_001, Pattern::Reversed),
         ]
@@ -672,6 +674,13 @@ fn staging_rounds_give_the_same_bits() {
         })
         .collect();
     run_cases::<u64>(&wide);
+    // 64-bit floats: NaN payloads, ±0, ±inf, subnormals, the largest magnitudes.
+    let floats: Vec<Case> = wide
+        .iter()
+        .filter(|c| matches!(c.pattern, Pattern::Bits | Pattern::Edges))
+        .cloned()
+        .collect();
+    run_cases::<f64>(&floats);
 }
 
 /// One sorter serves repeated calls of every kind without allocating.
