@@ -1,8 +1,9 @@
 // Even-bin histogram (CUB's HistogramEven) with CUDA's own intrinsics; the twin of
 // shaders/histogram.comp, whose header describes the bins, the steps (OP: 0 CLEAR, 1 SHARED,
-// 2 GLOBAL, 3 WIDEN) of the plan in src/histogram.rs and the warp-aggregated counting (the
-// lowest lane with a counted sample leads, __ballot_sync finds the lanes of its bin, one atomic
-// counts them). Modelled by src/cpu/histogram.rs.
+// 2 GLOBAL, 3 WIDEN) of the plan in src/histogram.rs and the counting (each thread's bins by
+// runs, its last run warp-aggregated: __all_sync finds a warp whose lanes all end on lane 0's
+// bin and count, and lane 0 adds them with one atomic). Modelled by src/cpu/histogram.rs.
+// FAST_BINS (the Vulkan twin's exact float variant) has no twin: CUDA keeps subnormals.
 //
 // Variant constants: OP, BLOCK (threads per block).
 
@@ -98,19 +99,16 @@ __device__ __forceinline__ void xw_add(unsigned int* sh, unsigned int* counts, u
 #endif
 }
 
-// Counts one bin per thread (NONE: nothing), warp-aggregated. The whole warp calls it.
-__device__ __forceinline__ void xw_count(unsigned int* sh, unsigned int* counts, unsigned int b) {
-    const unsigned int lane = threadIdx.x % XW_WARP;
-    const bool valid = b != NONE;
-    const unsigned int counted = __ballot_sync(XW_FULL_MASK, valid);
-    if (counted == 0) return;
-    const unsigned int leader = __ffs(counted) - 1;
-    const unsigned int lb = __shfl_sync(XW_FULL_MASK, b, leader);
-    const unsigned int peers = __ballot_sync(XW_FULL_MASK, valid && b == lb);
-    if (lane == leader) {
-        xw_add(sh, counts, lb, __popc(peers));
-    } else if (valid && b != lb) {
-        xw_add(sh, counts, b, 1);
+// Counts c samples in bin b (NONE: nothing) for each thread: where the whole warp holds one bin
+// and one count, lane 0 adds them all. The whole warp calls it.
+__device__ __forceinline__ void xw_count_run(unsigned int* sh, unsigned int* counts,
+                                             unsigned int b, unsigned int c) {
+    const unsigned int b0 = __shfl_sync(XW_FULL_MASK, b, 0);
+    const unsigned int c0 = __shfl_sync(XW_FULL_MASK, c, 0);
+    if (__all_sync(XW_FULL_MASK, b == b0 && c == c0)) {
+        if (b0 != NONE && threadIdx.x % XW_WARP == 0) xw_add(sh, counts, b0, c0 * XW_WARP);
+    } else if (b != NONE) {
+        xw_add(sh, counts, b, c);
     }
 }
 
@@ -152,8 +150,19 @@ extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __rest
                 b[j] = i < stop ? xw_bin_of(samples[i], p) : NONE;
             }
         }
+        // The thread's bins by runs of equal bins, its last run warp-aggregated.
+        unsigned int run = b[0];
+        unsigned int c = 1;
 #pragma unroll
-        for (unsigned int j = 0; j < BATCH; ++j) xw_count(sh, counts, b[j]);
+        for (unsigned int j = 1; j < BATCH; ++j) {
+            if (b[j] != run) {
+                if (run != NONE) xw_add(sh, counts, run, c);
+                run = b[j];
+                c = 0;
+            }
+            ++c;
+        }
+        xw_count_run(sh, counts, run, c);
     }
 #if OP == 1
     __syncthreads();

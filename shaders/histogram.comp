@@ -14,12 +14,15 @@
 //   GLOBAL  the same straight into counts (more bins than shared memory holds);
 //   WIDEN   wide[b] = counts[b] as u64 (two words, low first).
 // Samples are read in coalesced steps of BATCH loads per invocation, all issued before the
-// step's first sample is binned (where the step lies wholly inside the chunk). A subgroup
-// counts one step at once, warp-aggregated: the lowest lane with a counted sample is the leader,
-// a ballot finds every lane whose sample falls in the leader's bin, and the leader adds them
-// with one atomic; the other lanes add their own. So samples that all fall in one bin cost one
-// atomic per subgroup step instead of one per sample, and spread samples cost one each.
+// step's first sample is binned (where the step lies wholly inside the chunk). Each invocation
+// counts its BATCH bins by runs: consecutive equal bins add one atomic for the run. Its last run
+// is counted warp-aggregated: where every invocation of the subgroup ends on the same bin with
+// the same count (samples that all fall in one bin), one invocation adds them all with one
+// atomic; otherwise each adds its own. So samples that all fall in one bin cost one atomic per
+// subgroup step instead of one per sample, and spread samples cost one each, with no subgroup
+// operation per sample.
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_vote : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
 
@@ -34,6 +37,14 @@ layout(constant_id = 1) const uint OP = 0u;
 // (NVIDIA's Vulkan driver gives a compute queue about 100 KiB of shared memory an SM: 16 KiB
 // of bins held five).
 layout(constant_id = 2) const uint SHARED_WORDS = 4096u;
+// How the exact float variant (SUBNORMALS 1) bins, chosen by the host from the bounds
+// (`fast_bins` in src/histogram.rs): 0 every sample tested for subnormal operands (below);
+// 1 the driver's arithmetic alone: lower and upper are normal, |lower| >= 2^-101 (f64:
+// 2^-968) and the scale normal, so every difference x - lower is zero or normal and a
+// subnormal sample, flushed or not, compares and subtracts as zero would, as IEEE 754 says;
+// 2 as 1 with lower = +-0, the scale below 2^125 (f64: 2^1021): a positive subnormal sample
+// lands in bin 0 either way, a negative one is tested by its bits. Other variants ignore it.
+layout(constant_id = 3) const uint FAST_BINS = 0u;
 
 const uint OP_CLEAR = 0u;
 const uint OP_SHARED = 1u;
@@ -84,6 +95,20 @@ uint bin_of(T x) {
     T upper = xw_pred_operand(p.upper_lo, p.upper_hi);
 #if defined(XW_T_FLOAT)
     T scale = xw_pred_operand(p.scale_lo, p.scale_hi);
+    // Nested rather than `SUBNORMALS == 1u && FAST_BINS != 0u`: glslang makes that a
+    // specialization-constant `LogicalAnd` of `true` and FAST_BINS's test, which NVIDIA's
+    // driver (580) took as true with FAST_BINS 0 (the subnormals test's bins came out flushed).
+    if (SUBNORMALS == 1u) {
+        if (FAST_BINS != 0u) {
+            if (FAST_BINS == 2u) {
+                if (xw_sign(x) != 0u && xw_subnormal(x)) return NONE;
+            }
+            if (!(lower <= x && x < upper)) return NONE;
+            precise T d = x - lower;
+            precise T r = d * scale;
+            return min(uint(floor(r)), p.bins - 1u);
+        }
+    }
     if (SUBNORMALS == 1u) {
         // The driver's arithmetic where no subnormal enters it: a sample, bounds and scale
         // normal, infinite, NaN or zero compare and subtract exactly, and a difference that is
@@ -151,19 +176,33 @@ void add(uint b, uint c) {
     }
 }
 
-// Counts one bin per invocation (NONE: nothing), warp-aggregated. Uniform control flow.
-void count(uint b) {
-    bool valid = b != NONE;
-    uvec4 counted = subgroupBallot(valid);
-    if (counted == uvec4(0u)) return;
-    uint leader = subgroupBallotFindLSB(counted);
-    uint lb = subgroupShuffle(b, leader);
-    uvec4 peers = subgroupBallot(valid && b == lb);
-    if (gl_SubgroupInvocationID == leader) {
-        add(lb, ballot_count(peers));
-    } else if (valid && b != lb) {
-        add(b, 1u);
+// Counts c samples in bin b (NONE: nothing) for each invocation: where the whole subgroup holds
+// one bin and one count, one invocation adds them all. Uniform control flow.
+void count_run(uint b, uint c) {
+    uint b0 = subgroupBroadcastFirst(b);
+    uint c0 = subgroupBroadcastFirst(c);
+    if (subgroupAll(b == b0 && c == c0)) {
+        uint lanes = subgroupBallotBitCount(subgroupBallot(true));
+        if (b0 != NONE && subgroupElect()) add(b0, c0 * lanes);
+    } else if (b != NONE) {
+        add(b, c);
     }
+}
+
+// Counts an invocation's BATCH bins by runs of equal bins, its last run by count_run. Uniform
+// control flow.
+void count_step(uint b[BATCH]) {
+    uint run = b[0];
+    uint c = 1u;
+    [[unroll]] for (uint j = 1u; j < BATCH; ++j) {
+        if (b[j] != run) {
+            if (run != NONE) add(run, c);
+            run = b[j];
+            c = 0u;
+        }
+        ++c;
+    }
+    count_run(run, c);
 }
 
 void main() {
@@ -196,13 +235,13 @@ void main() {
         [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
         uint b[BATCH];
         [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) count(b[j]);
+        count_step(b);
     }
     // The chunk's partial last step (the input's end): one sample an invocation at a time, in
     // a loop of its own (one copy of the binning's code rather than BATCH more).
     if (whole < stop) {
         [[dont_unroll]] for (uint i = whole + local; i < whole + BATCH * block; i += block) {
-            count(i < stop ? bin_of(samples[i]) : NONE);
+            count_run(i < stop ? bin_of(samples[i]) : NONE, 1u);
         }
     }
     if (OP == OP_SHARED) {

@@ -11,9 +11,16 @@
 //!
 //! Each workgroup counts a contiguous chunk of samples into bins in shared memory (up to
 //! [`SHARED_BINS`] bins; more go straight to device memory) and then adds its nonzero bins to
-//! the output, one atomic each. A subgroup counts each step warp-aggregated: the lowest lane
-//! with a counted sample leads, a ballot finds the lanes whose samples share its bin, and one
-//! atomic adds them all; so samples that all fall in one bin do not serialize on one counter.
+//! the output, one atomic each. An invocation counts its eight samples of a step by runs of
+//! equal bins, one atomic a run, and its last run warp-aggregated: where every invocation of
+//! the subgroup ends on the same bin with the same count, one atomic adds them all; so samples
+//! that all fall in one bin do not serialize on one counter.
+//!
+//! On a device that flushes subnormals (`Subnormals::Emulated`) float samples bin with the
+//! driver's own arithmetic where the bounds guarantee that flushing cannot move a sample (both
+//! bounds normal and the lower one zero or at least `2^-101` in magnitude for `f32`, `2^-968`
+//! for `f64`: see `fast_bins`); between other bounds every sample's comparisons and operations
+//! are tested for subnormal operands and computed exactly where one is.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -31,7 +38,7 @@
 //! `shaderInt64`). Every check happens before anything is launched, so a refused call leaves
 //! its counts untouched.
 
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures, Subnormals};
 use crate::element::{ElemKind, Element};
 use crate::error::Result;
 use crate::kernels::HistogramParams;
@@ -87,7 +94,10 @@ pub fn histogram_even<T: Sample, C: Count>(
     let info = dev.info();
     let n = samples.len();
     plan::check_launch_len(info, "samples.len()", n, T::KIND.size())?;
-    let ops = SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE;
+    let ops = SubgroupFeatures::BASIC
+        | SubgroupFeatures::VOTE
+        | SubgroupFeatures::BALLOT
+        | SubgroupFeatures::SHUFFLE;
     plan::require(info, T::KIND, ops)?;
     if crate::spec::histogram::integer(T::KIND) {
         // The bins of integer samples are computed in 64-bit arithmetic.
@@ -111,6 +121,14 @@ pub fn histogram_even<T: Sample, C: Count>(
     let (scale_lo, scale_hi) = word(scale);
     let (range_lo, range_hi) = word(range);
     let (width_lo, width_hi) = word(width);
+    // Which of the exact float variant's ways of binning the bounds allow (the others ignore
+    // it, so they compile one pipeline).
+    let exact = match T::KIND {
+        ElemKind::F32 => info.subnormals_f32 == Subnormals::Emulated,
+        ElemKind::F64 => info.subnormals_f64 == Subnormals::Emulated,
+        _ => false,
+    };
+    let fast = fast_bins(T::KIND, bytes(lower), bytes(upper), scale);
     let step = BATCH * BLOCK as usize;
     let chunk = n.div_ceil(MAX_GROUPS).next_multiple_of(step).max(step);
     let params = HistogramParams {
@@ -137,9 +155,12 @@ pub fn histogram_even<T: Sample, C: Count>(
             _ => 64,
         };
         let mut consts = vec![("OP", step as u32), ("SHARED_WORDS", shared_words)];
-        // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
+        // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); only
+        // the Vulkan twin's exact float variant FAST_BINS (CUDA keeps subnormals).
         if info.backend == BackendKind::Cuda {
             consts.push(("BLOCK", BLOCK));
+        } else if exact && matches!(step, Step::Shared | Step::Global) {
+            consts.push(("FAST_BINS", fast));
         }
         dev.launch(&Launch {
             kernel: Kernel {
@@ -169,6 +190,50 @@ pub fn histogram_even<T: Sample, C: Count>(
     Ok(())
 }
 
+/// How the exact float variant (a device that flushes subnormals, `Subnormals::Emulated`) may
+/// bin samples between the float bounds with bits `lower` and `upper` and the scale with bits
+/// `scale`: `FAST_BINS` of `shaders/histogram.comp`.
+///
+/// - 1: the driver's arithmetic alone, whatever it does with subnormals: both bounds normal,
+///   `|lower| ≥ 2^(e + p + 2)` (`2^-101` for `f32`, `2^-968` for `f64`; smallest normal
+///   `2^e`, `p` fraction bits) and the scale normal. A difference `x - lower` of a sample at
+///   least half as large as `lower` is of two multiples of `2^e`, so zero or normal, and of a
+///   smaller sample at least `|lower| / 2`: never subnormal. A subnormal sample lies strictly
+///   between `-2^e` and `2^e`, below half the spacing of floats next to `lower`, so it compares
+///   with the bounds as zero does and `x - lower` rounds to `-lower` as `0 - lower` is; a
+///   product below the normal range floors to bin 0 flushed or not.
+/// - 2: the same with `lower = ±0` and the scale below `2^(emax - 2)`: a positive subnormal
+///   sample then lands in bin 0 either way (its product with the scale is below 1/2), a
+///   negative one is outside the range, which the kernel tests by its bits.
+/// - 0: otherwise (a subnormal or tiny bound or scale): every sample's operations are tested
+///   for subnormal operands and run exactly where one is.
+///
+/// Integer kinds give 0 (they have no such variant).
+fn fast_bins(kind: ElemKind, lower: u64, upper: u64, scale: u64) -> u32 {
+    // (exponent bits, fraction bits) of the type.
+    let (exp_bits, frac_bits) = match kind {
+        ElemKind::F32 => (8u32, 23u32),
+        ElemKind::F64 => (11, 52),
+        _ => return 0,
+    };
+    let bias = (1i64 << (exp_bits - 1)) - 1;
+    let sign = 1u64 << (exp_bits + frac_bits);
+    let exponent = |bits: u64| ((bits & !sign) >> frac_bits) as i64 - bias;
+    let max_exp = (1i64 << exp_bits) - 1 - bias;
+    let min_exp = 1 - bias;
+    let normal = |bits: u64| (min_exp..max_exp).contains(&exponent(bits));
+    if !(normal(upper) && normal(scale)) {
+        return 0;
+    }
+    if normal(lower) && exponent(lower) >= min_exp + frac_bits as i64 + 2 {
+        return 1;
+    }
+    if lower & !sign == 0 && exponent(scale) < max_exp - 2 {
+        return 2;
+    }
+    0
+}
+
 /// [`histogram_even`] of host samples into `bins` bins.
 pub fn histogram_even_host<T: Sample, C: Count>(
     dev: &dyn Device,
@@ -182,4 +247,163 @@ pub fn histogram_even_host<T: Sample, C: Count>(
     let mut counts = DeviceVec::alloc(dev, bins)?;
     histogram_even(dev, &input, &mut counts, lower, upper)?;
     counts.to_vec(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which flushes a driver's arithmetic may apply: to operands (`daz`), to results (`ftz`).
+    #[derive(Clone, Copy)]
+    struct Flushes {
+        daz: bool,
+        ftz: bool,
+    }
+
+    macro_rules! fast_path_model {
+        ($name:ident, $t:ty, $kind:expr) => {
+            /// The exact variant's bin under `FAST_BINS = fast` on a driver with `flushes`.
+            fn $name(
+                fast: u32,
+                f: Flushes,
+                x: $t,
+                lower: $t,
+                upper: $t,
+                bins: usize,
+            ) -> Option<usize> {
+                let flush = |v: $t| {
+                    if v != 0.0 && v.abs() < <$t>::MIN_POSITIVE {
+                        0.0 * v.signum()
+                    } else {
+                        v
+                    }
+                };
+                let arg = |v: $t| if f.daz { flush(v) } else { v };
+                let res = |v: $t| if f.ftz { flush(v) } else { v };
+                if fast == 2 && x.is_sign_negative() && x != 0.0 && x.abs() < <$t>::MIN_POSITIVE {
+                    return None;
+                }
+                if !(arg(lower) <= arg(x) && arg(x) < arg(upper)) {
+                    return None;
+                }
+                let (scale, _, _) = <$t as Sample>::plan(lower, upper, bins).unwrap();
+                let scale = <$t>::from_bits(scale as _);
+                let d = res(arg(x) - arg(lower));
+                let r = res(arg(d) * arg(scale));
+                Some((r.floor() as usize).min(bins - 1))
+            }
+        };
+    }
+    fast_path_model!(model_f32, f32, ElemKind::F32);
+    fast_path_model!(model_f64, f64, ElemKind::F64);
+
+    /// A small deterministic generator (xorshift).
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    macro_rules! fast_bins_check {
+        ($test:ident, $t:ty, $kind:expr, $model:ident, $bits:ty, $tiny:expr) => {
+            #[test]
+            fn $test() {
+                let min = <$t>::MIN_POSITIVE;
+                let sub = <$t>::from_bits(1);
+                let tiny: $t = $tiny; // 2^(e + p + 2), the least |lower| of FAST_BINS 1
+                let mut bounds: Vec<$t> = vec![
+                    0.0, min, sub, sub * 3.0, min * 0.75, tiny, tiny * 0.5, tiny * 0.75,
+                    tiny * 2.0, tiny * 1.5, min * 2.0, 1.0, 0.5, 3.0, 536870912.0, 1e30,
+                    <$t>::MAX / 4.0,
+                ];
+                bounds.extend(bounds.clone().into_iter().map(|v| -v));
+                let mut state = 0x9e37_79b9_7f4a_7c15u64;
+                let mut seen = [0usize; 3];
+                for &lower in &bounds {
+                    for &upper in &bounds {
+                        for bins in [1usize, 3, 256] {
+                            let Ok((scale, _, _)) = <$t as Sample>::plan(lower, upper, bins) else {
+                                continue;
+                            };
+                            let fast = fast_bins(
+                                $kind,
+                                lower.to_bits() as u64,
+                                upper.to_bits() as u64,
+                                scale,
+                            );
+                            seen[fast as usize] += 1;
+                            if fast == 0 {
+                                continue;
+                            }
+                            // Samples: subnormals of both signs, zeros, the bounds and their
+                            // neighbours, random bit patterns and random values in the range.
+                            let mut xs: Vec<$t> = vec![0.0, -0.0, sub, -sub, min, -min,
+                                min * 0.5, -min * 0.5, min * 0.999, -min * 0.999, lower, upper,
+                                <$t>::NAN];
+                            for v in [lower, upper] {
+                                let b = v.to_bits();
+                                for k in 1..4 {
+                                    xs.push(<$t>::from_bits(b.wrapping_add(k)));
+                                    xs.push(<$t>::from_bits(b.wrapping_sub(k)));
+                                }
+                            }
+                            for _ in 0..200 {
+                                let r = next(&mut state);
+                                xs.push(<$t>::from_bits(r as $bits));
+                                let u = (r >> 11) as $t / (1u64 << 53) as $t;
+                                xs.push(lower + (upper - lower) * u);
+                                xs.push(<$t>::from_bits((r as $bits) & (<$t>::MIN_POSITIVE.to_bits() - 1)));
+                            }
+                            for &x in &xs {
+                                let want = <$t as Sample>::bin(x, lower, upper, bins);
+                                for (daz, ftz) in [(false, false), (true, false), (false, true), (true, true)] {
+                                    let got = $model(fast, Flushes { daz, ftz }, x, lower, upper, bins);
+                                    assert_eq!(
+                                        got, want,
+                                        "x {x:e} in [{lower:e}, {upper:e}), {bins} bins, FAST_BINS {fast}, daz {daz}, ftz {ftz}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                // Every way was chosen by some bounds.
+                assert!(seen.iter().all(|&c| c > 0), "{seen:?}");
+            }
+        };
+    }
+    fast_bins_check!(
+        fast_bins_f32_agree_with_ieee_under_flushes,
+        f32,
+        ElemKind::F32,
+        model_f32,
+        u32,
+        2f32.powi(-101)
+    );
+    fast_bins_check!(
+        fast_bins_f64_agree_with_ieee_under_flushes,
+        f64,
+        ElemKind::F64,
+        model_f64,
+        u64,
+        2f64.powi(-968)
+    );
+
+    #[test]
+    fn fast_bins_of_common_ranges() {
+        let f = |l: f32, u: f32| {
+            let (s, _, _) = <f32 as Sample>::plan(l, u, 256).unwrap();
+            fast_bins(ElemKind::F32, l.to_bits() as u64, u.to_bits() as u64, s)
+        };
+        assert_eq!(f(-536870912.0, 536870912.0), 1);
+        assert_eq!(f(-1.0, 1.0), 1);
+        assert_eq!(f(2f32.powi(-101), 1.0), 1);
+        assert_eq!(f(2f32.powi(-102), 1.0), 0);
+        assert_eq!(f(0.0, 1.0), 2);
+        assert_eq!(f(-0.0, 1.0), 2);
+        assert_eq!(f(-1.0, 0.0), 0);
+        assert_eq!(f(-1.0, f32::from_bits(5)), 0);
+        assert_eq!(fast_bins(ElemKind::I32, 0, 1, 0), 0);
+    }
 }

@@ -732,6 +732,54 @@ fn histograms<T: xwarp::histogram::Sample>() {
         }
     }
     flushes.assert_flushing_changes_each();
+    // Ranges whose bounds let the exact variant bin with the driver's arithmetic alone
+    // (`FAST_BINS` 1: |lower| >= 2^(e + p + 2), e.g. 2^-101 for f32; 2: lower = 0), where the
+    // flushes cannot move a sample: checked against the reference on every device, flushing
+    // ones included.
+    let tiny: f64 = if T::KIND == ElemKind::F32 {
+        2f64.powi(-101)
+    } else {
+        2f64.powi(-968)
+    };
+    let fast_ranges: [(f64, f64); 6] = [
+        (-1.0, 1.0),
+        (-536870912.0, 536870912.0),
+        (-tiny, 2.0 * tiny),
+        (tiny, 4.0 * tiny),
+        (0.0, 1.0),
+        (-0.0, 8.0 * n_min),
+    ];
+    let mut fast = Flushes::default();
+    for (lo, hi) in fast_ranges {
+        let (lower, upper): (T, T) = (common::float_from_f64(lo), common::float_from_f64(hi));
+        for bins in [1, 3, 256] {
+            if T::plan(lower, upper, bins).is_err() {
+                continue;
+            }
+            let label = format!("histogram {} [{lower:?}, {upper:?}) bins {bins}", T::KIND);
+            for n in SIZES {
+                // Half the samples near the bounds (within a few units in the last place).
+                let samples: Vec<T> = (0..n)
+                    .map(|i| {
+                        if i % 2 == 0 {
+                            return subnormal_sample(&mut rng);
+                        }
+                        let b = if rng.below(2) == 0 { lower } else { upper };
+                        let step = rng.below(7) as i64 - 3;
+                        common::float_from_bits(b.to_bits64().wrapping_add(step as u64))
+                    })
+                    .collect();
+                let want = xwarp::cpu::histogram::histogram_even(&samples, bins, lower, upper);
+                fast.check(
+                    (&label, &format!("{label} n={n}")),
+                    T::KIND,
+                    &want,
+                    first_mismatch,
+                    |dev| run_histogram(dev, &samples, bins, lower, upper, false),
+                );
+            }
+        }
+    }
 }
 
 #[test]

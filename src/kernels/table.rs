@@ -469,6 +469,14 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: &[4096, 64, 128, 256, 512, 1024, 2048],
             },
+            // How the exact float variant bins (`fast_bins` in src/histogram.rs): 0 every
+            // sample tested for subnormal operands, 1 the driver's arithmetic, 2 the same with
+            // negative subnormal samples tested (lower is zero).
+            Const {
+                name: "FAST_BINS",
+                on: On::Vulkan,
+                values: &[0, 1, 2],
+            },
             Const {
                 name: "BLOCK",
                 on: On::Cuda,
