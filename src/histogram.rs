@@ -47,8 +47,6 @@ pub use crate::spec::histogram::{Sample, MAX_BINS};
 
 /// The most bins a workgroup counts in shared memory (`SHARED_BINS` in the kernels).
 pub const SHARED_BINS: usize = 4096;
-/// Most workgroups of a counting launch.
-const MAX_GROUPS: usize = 1024;
 /// Loads in flight per invocation (`BATCH` in the kernels).
 const BATCH: usize = 8;
 /// Threads per workgroup.
@@ -130,7 +128,10 @@ pub fn histogram_even<T: Sample, C: Count>(
     };
     let fast = fast_bins(T::KIND, bytes(lower), bytes(upper), scale);
     let step = BATCH * BLOCK as usize;
-    let chunk = n.div_ceil(MAX_GROUPS).next_multiple_of(step).max(step);
+    let chunk = n
+        .div_ceil(crate::tuning::histogram_max_groups(n))
+        .next_multiple_of(step)
+        .max(step);
     let params = HistogramParams {
         n: n as u32,
         bins: bins as u32,

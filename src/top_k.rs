@@ -53,8 +53,11 @@ const BLOCK: u32 = plan::BLOCK;
 const RADIX: usize = 256;
 /// Words of the state before its histogram (`S_HIST` in the kernels).
 const STATE_HEAD: usize = 16;
-/// Most workgroups of a histogram pass.
-const MAX_GROUPS: usize = 1024;
+/// Most workgroups of a histogram pass. Each adds its nonzero bins to the pass's histogram at
+/// its end, one atomic each, so at 1024 workgroups those atomics met 1024 deep on each bin:
+/// 512 took 0.83–0.86× the time at 2^22 keys, 0.90–0.96× at 2^23 and 0.90–0.98× at 2^24 on
+/// an H200, both backends (CUDA `u64` keys at 2^24 1.02×; NOTES.md version 37).
+const MAX_GROUPS: usize = 512;
 /// Loads in flight per invocation in a histogram pass (`BATCH` in the kernels).
 const BATCH: usize = 16;
 /// The fewest bytes of keys for which the selection may filter its candidates into a buffer
