@@ -696,7 +696,6 @@ fn subnormal_sample<T: Element>(rng: &mut Rng) -> T {
 /// and product are where flushing moves samples (a flushed subnormal sample falls in bin 0 or
 /// out of the range; a flushed difference puts a sample of [N, 2N) in bin 0).
 fn histograms<T: xwarp::histogram::Sample>() {
-    use xwarp_lab::validate::histogram::run_histogram;
     let mut rng = Rng::new(seed());
     let mut flushes = Flushes::default();
     let n_min: f64 = if T::KIND == ElemKind::F32 {
@@ -720,14 +719,7 @@ fn histograms<T: xwarp::histogram::Sample>() {
             let label = format!("histogram {} [{lower:?}, {upper:?}) bins {bins}", T::KIND);
             for n in SIZES {
                 let samples: Vec<T> = (0..n).map(|_| subnormal_sample(&mut rng)).collect();
-                let want = xwarp::cpu::histogram::histogram_even(&samples, bins, lower, upper);
-                flushes.check(
-                    (&label, &format!("{label} n={n}")),
-                    T::KIND,
-                    &want,
-                    first_mismatch,
-                    |dev| run_histogram(dev, &samples, bins, lower, upper, false),
-                );
+                check_histogram(&mut flushes, &label, &samples, bins, (lower, upper));
             }
         }
     }
@@ -769,17 +761,29 @@ fn histograms<T: xwarp::histogram::Sample>() {
                         common::float_from_bits(b.to_bits64().wrapping_add(step as u64))
                     })
                     .collect();
-                let want = xwarp::cpu::histogram::histogram_even(&samples, bins, lower, upper);
-                fast.check(
-                    (&label, &format!("{label} n={n}")),
-                    T::KIND,
-                    &want,
-                    first_mismatch,
-                    |dev| run_histogram(dev, &samples, bins, lower, upper, false),
-                );
+                check_histogram(&mut fast, &label, &samples, bins, (lower, upper));
             }
         }
     }
+}
+
+/// [`Flushes::check`] of the histogram of `samples` in `bins` bins over `[lower, upper)`.
+fn check_histogram<T: xwarp::histogram::Sample>(
+    flushes: &mut Flushes,
+    label: &str,
+    samples: &[T],
+    bins: usize,
+    (lower, upper): (T, T),
+) {
+    use xwarp_lab::validate::histogram::run_histogram;
+    let want = xwarp::cpu::histogram::histogram_even(samples, bins, lower, upper);
+    flushes.check(
+        (label, &format!("{label} n={}", samples.len())),
+        T::KIND,
+        &want,
+        first_mismatch,
+        |dev| run_histogram(dev, samples, bins, lower, upper, false),
+    );
 }
 
 #[test]
