@@ -588,8 +588,8 @@ fn predicates_f64() {
 /// Comparisons against every kind of `f32` threshold (zeros of both signs, subnormals, the
 /// smallest normals, ones, the largest finite values, infinities, NaN) over elements of every
 /// kind: the exact kernels take the driver's comparison or the elements' bit intervals by the
-/// threshold (`shaders/vote_predicate.glsl`), and vote and both compactions must agree with the
-/// CPU for each.
+/// threshold (`shaders/vote_predicate.glsl`), and vote, both compactions and the partition must
+/// agree with the CPU for each.
 #[test]
 fn comparisons_against_every_kind_of_threshold_f32() {
     use xwarp::compact::{Order, Tuning};
@@ -660,6 +660,15 @@ fn comparisons_against_every_kind_of_threshold_f32() {
                     first_mismatch(&want, &got)
                 );
             }
+            let want = xwarp_lab::validate::partition::expected(pred, &input, poison);
+            let got = xwarp_lab::validate::partition::run_partition(&*d.dev, pred, &input, poison)
+                .unwrap_or_else(|e| panic!("{}: partition {pred}: {e}", d.label));
+            assert!(
+                got == want,
+                "{}: partition {pred}: {:?}",
+                d.label,
+                first_mismatch(&want, &got)
+            );
         });
     }
 }
