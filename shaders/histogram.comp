@@ -42,7 +42,7 @@ layout(constant_id = 2) const uint SHARED_WORDS = 4096u;
 // 1 the driver's arithmetic alone: lower and upper are normal, |lower| >= 2^-101 (f64:
 // 2^-968) and the scale normal, so every difference x - lower is zero or normal and a
 // subnormal sample, flushed or not, compares and subtracts as zero would, as IEEE 754 says;
-// 2 as 1 with lower = +-0, the scale below 2^125 (f64: 2^1021): a positive subnormal sample
+// 2 as 1 with lower = +-0, the scale below 2^126 (f64: 2^1022): a positive subnormal sample
 // lands in bin 0 either way, a negative one is tested by its bits. Other variants ignore it.
 layout(constant_id = 3) const uint FAST_BINS = 0u;
 

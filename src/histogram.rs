@@ -203,9 +203,9 @@ pub fn histogram_even<T: Sample, C: Count>(
 ///   between `-2^e` and `2^e`, below half the spacing of floats next to `lower`, so it compares
 ///   with the bounds as zero does and `x - lower` rounds to `-lower` as `0 - lower` is; a
 ///   product below the normal range floors to bin 0 flushed or not.
-/// - 2: the same with `lower = ±0` and the scale below `2^(emax - 2)`: a positive subnormal
-///   sample then lands in bin 0 either way (its product with the scale is below 1/2), a
-///   negative one is outside the range, which the kernel tests by its bits.
+/// - 2: the same with `lower = ±0` and the scale below `2^-e` (`2^126`, `f64`: `2^1022`): a
+///   positive subnormal sample then lands in bin 0 either way (its product with the scale
+///   rounds below 1), a negative one is outside the range, which the kernel tests by its bits.
 /// - 0: otherwise (a subnormal or tiny bound or scale): every sample's operations are tested
 ///   for subnormal operands and run exactly where one is.
 ///
