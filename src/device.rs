@@ -221,6 +221,16 @@ impl DeviceInfo {
         }
     }
 
+    /// Whether kernels on `elem` keep subnormals by the exact float variants
+    /// ([`Subnormals::Emulated`]: the driver flushes them); false for integer types.
+    pub fn emulates_subnormals(&self, elem: ElemKind) -> bool {
+        match elem {
+            ElemKind::F32 => self.subnormals_f32 == Subnormals::Emulated,
+            ElemKind::F64 => self.subnormals_f64 == Subnormals::Emulated,
+            _ => false,
+        }
+    }
+
     /// The vendor's name for `vendor_id`.
     pub fn vendor(&self) -> &'static str {
         match self.vendor_id {

@@ -38,7 +38,7 @@
 //! `shaderInt64`). Every check happens before anything is launched, so a refused call leaves
 //! its counts untouched.
 
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures, Subnormals};
+use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::Result;
 use crate::kernels::HistogramParams;
@@ -121,11 +121,7 @@ pub fn histogram_even<T: Sample, C: Count>(
     let (width_lo, width_hi) = word(width);
     // Which of the exact float variant's ways of binning the bounds allow (the others ignore
     // it, so they compile one pipeline).
-    let exact = match T::KIND {
-        ElemKind::F32 => info.subnormals_f32 == Subnormals::Emulated,
-        ElemKind::F64 => info.subnormals_f64 == Subnormals::Emulated,
-        _ => false,
-    };
+    let exact = info.emulates_subnormals(T::KIND);
     let fast = fast_bins(T::KIND, bytes(lower), bytes(upper), scale);
     let step = BATCH * BLOCK as usize;
     let chunk = n
@@ -262,7 +258,7 @@ mod tests {
     }
 
     macro_rules! fast_path_model {
-        ($name:ident, $t:ty, $kind:expr) => {
+        ($name:ident, $t:ty) => {
             /// The exact variant's bin under `FAST_BINS = fast` on a driver with `flushes`.
             fn $name(
                 fast: u32,
@@ -295,8 +291,8 @@ mod tests {
             }
         };
     }
-    fast_path_model!(model_f32, f32, ElemKind::F32);
-    fast_path_model!(model_f64, f64, ElemKind::F64);
+    fast_path_model!(model_f32, f32);
+    fast_path_model!(model_f64, f64);
 
     /// A small deterministic generator (xorshift).
     fn next(state: &mut u64) -> u64 {

@@ -58,9 +58,7 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{
-    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures, Subnormals,
-};
+use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::{ScanDeviceParams, ScanParams};
@@ -184,11 +182,7 @@ fn check<T: Reduce>(dev: &dyn Device, op: ReduceOp, ops: SubgroupFeatures) -> Re
     let info = dev.info();
     // The exact float variants (devices that flush subnormals, `Subnormals::Emulated`) ask the
     // subgroup whether any of its sums left the fast range (`subgroupAny`).
-    let exact = match T::KIND {
-        ElemKind::F32 => info.subnormals_f32 == Subnormals::Emulated,
-        ElemKind::F64 => info.subnormals_f64 == Subnormals::Emulated,
-        _ => false,
-    };
+    let exact = info.emulates_subnormals(T::KIND);
     let ops = if exact {
         SubgroupFeatures(ops.0 | SubgroupFeatures::VOTE.0)
     } else {

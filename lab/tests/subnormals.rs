@@ -638,37 +638,24 @@ fn comparisons_against_every_kind_of_threshold_f32() {
             if flushes(d, ElemKind::F32) {
                 return;
             }
-            let got = run_vote(&*d.dev, pred, &input, vote_poison)
-                .unwrap_or_else(|e| panic!("{}: vote {pred}: {e}", d.label));
-            assert!(
-                got == want_vote,
-                "{}: vote {pred}: {:?}",
-                d.label,
-                first_mismatch(&want_vote, &got)
-            );
+            // The run's output must equal `want` bit for bit.
+            fn agree<R: xwarp::Element>(what: &str, want: &[R], got: xwarp::Result<Vec<R>>) {
+                let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(got == want, "{what}: {:?}", first_mismatch(want, &got));
+            }
+            let label = &d.label;
+            let got = run_vote(&*d.dev, pred, &input, vote_poison);
+            agree(&format!("{label}: vote {pred}"), &want_vote, got);
             for order in [Order::Stable, Order::Unordered] {
                 let (count, out) = expected_output(order, pred, &input, poison);
                 let want = comparable(order, count, &out);
-                let (count, out) =
-                    run_compact(&*d.dev, order, pred, &input, poison, Tuning::default())
-                        .unwrap_or_else(|e| panic!("{}: compact {order} {pred}: {e}", d.label));
-                let got = comparable(order, count, &out);
-                assert!(
-                    got == want,
-                    "{}: compact {order} {pred}: {:?}",
-                    d.label,
-                    first_mismatch(&want, &got)
-                );
+                let got = run_compact(&*d.dev, order, pred, &input, poison, Tuning::default())
+                    .map(|(count, out)| comparable(order, count, &out));
+                agree(&format!("{label}: compact {order} {pred}"), &want, got);
             }
             let want = xwarp_lab::validate::partition::expected(pred, &input, poison);
-            let got = xwarp_lab::validate::partition::run_partition(&*d.dev, pred, &input, poison)
-                .unwrap_or_else(|e| panic!("{}: partition {pred}: {e}", d.label));
-            assert!(
-                got == want,
-                "{}: partition {pred}: {:?}",
-                d.label,
-                first_mismatch(&want, &got)
-            );
+            let got = xwarp_lab::validate::partition::run_partition(&*d.dev, pred, &input, poison);
+            agree(&format!("{label}: partition {pred}"), &want, got);
         });
     }
 }
