@@ -102,8 +102,7 @@ pub struct Tuning {
     /// Elements per thread of a device-scan tile of integers, 1 to [`MAX_ITEMS`] (8-byte
     /// integers: 1 to [`ITEMS`]); `None`: the device and the length choose. Integer operators
     /// are associative, so every tile gives the same bits; a float scan's tile is part of its
-    /// documented order and stays [`ITEMS`] (any other value is refused), as does a scan of
-    /// several segments.
+    /// documented order and stays [`ITEMS`] (any other value is refused).
     pub items: Option<u32>,
 }
 
@@ -139,15 +138,10 @@ pub fn max_items(info: &crate::device::DeviceInfo, elem: ElemKind) -> u32 {
     }
 }
 
-/// The elements per thread of a device scan of `len` elements of `T` in `segments` segments:
-/// [`Tuning::items`] checked, or the device's choice for integers, else [`ITEMS`].
-fn tile_items<T: Reduce>(
-    dev: &dyn Device,
-    tuning: &Tuning,
-    segments: usize,
-    len: usize,
-) -> Result<u32> {
-    let fixed = matches!(T::KIND, ElemKind::F32 | ElemKind::F64) || segments > 1;
+/// The elements per thread of a device scan of `len` elements of `T`: [`Tuning::items`]
+/// checked, or the device's choice for integers, else [`ITEMS`].
+pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usize) -> Result<u32> {
+    let fixed = matches!(T::KIND, ElemKind::F32 | ElemKind::F64);
     let most = max_items(dev.info(), T::KIND);
     match tuning.items {
         None if fixed => Ok(ITEMS),
@@ -158,10 +152,7 @@ fn tile_items<T: Reduce>(
         Some(i) if fixed && i != ITEMS => Err(Error::invalid(
             "items",
             i,
-            format!(
-                "{ITEMS}: the tile of a float scan, or of a scan of several segments, is part \
-                 of its order"
-            ),
+            format!("{ITEMS}: the tile of a float scan is part of its order"),
         )),
         Some(i) if (1..=most).contains(&i) => Ok(i),
         Some(i) => Err(Error::invalid("items", i, format!("1..={most}"))),
@@ -300,8 +291,10 @@ pub fn device_scan_tuned<T: Reduce>(
 
 /// Scans the concatenation of `segments` (each an input and an output of its length) as one
 /// sequence in one look-back, so the order is that of [`device_scan`] over the concatenation:
-/// every segment but the last must be a whole number of tiles. `crate::group` puts one tile
-/// ahead of a rank's shard whose total is the prefix of the shards before it.
+/// every segment but the last must be a whole number of tiles ([`BLOCK`] × the elements per
+/// thread that [`tile_items`] gives for `tuning` and the whole length: pass
+/// [`Tuning::items`] to fix it). `crate::group` puts one tile ahead of a rank's shard whose
+/// total is the prefix of the shards before it.
 pub(crate) fn scan_segments<T: Reduce>(
     dev: &dyn Device,
     op: ReduceOp,
@@ -310,22 +303,15 @@ pub(crate) fn scan_segments<T: Reduce>(
     tuning: Tuning,
 ) -> Result<()> {
     check::<T>(dev, op, SCAN_OPS)?;
-    for (i, (input, output)) in segments.iter().enumerate() {
+    for (input, output) in segments {
         check_lengths(input.len(), output.len())?;
-        if i + 1 < segments.len() && input.len() % TILE != 0 {
-            return Err(Error::invalid(
-                "segments",
-                format!("a segment of {} elements before the last", input.len()),
-                format!("whole tiles of {TILE} elements"),
-            ));
-        }
     }
     let Some(&(first_input, first_output)) = segments.iter().find(|(input, _)| !input.is_empty())
     else {
         return Ok(());
     };
     let total: usize = segments.iter().map(|(i, _)| i.len()).sum();
-    let mut items = tile_items::<T>(dev, &tuning, segments.len(), total)?;
+    let mut items = tile_items::<T>(dev, &tuning, total)?;
     // A launch limit that is not a multiple of the tile the device chose keeps the default
     // tile (an explicit `items` must fit the limit, checked below).
     if let (None, Some(max)) = (tuning.items, tuning.max_launch_elems) {
@@ -334,6 +320,15 @@ pub(crate) fn scan_segments<T: Reduce>(
         }
     }
     let tile = (BLOCK * items) as usize;
+    for (input, _) in &segments[..segments.len() - 1] {
+        if input.len() % tile != 0 {
+            return Err(Error::invalid(
+                "segments",
+                format!("a segment of {} elements before the last", input.len()),
+                format!("whole tiles of {tile} elements"),
+            ));
+        }
+    }
     let mut chunk = plan::chunk_elems(dev.info(), T::KIND.size(), tile as u64) as usize;
     if let Some(max) = tuning.max_launch_elems {
         if max < tile || max % tile != 0 {

@@ -10,6 +10,7 @@ mod common;
 
 use common::{devices, for_each_device, open_vulkan, seed};
 use std::ops::Range;
+use std::time::Duration;
 use xwarp::cpu;
 use xwarp::group::{
     self, Exchange, Group, GroupSorter, GroupVec, InProcess, Piece, Rendezvous, SortPath, TILE,
@@ -299,7 +300,16 @@ fn ranks_on_distinct_devices() {
     let ranks = group.ranks();
     assert!(group.exchange_name().contains("in-process"));
     let mut rng = Rng::new(seed());
-    for n in [33, 4097, 1_000_003] {
+    assert_eq!(group.spin(), group::DEFAULT_SPIN);
+    // The ranks' threads sleep at once, poll briefly, or poll by default.
+    let spins = [
+        Duration::ZERO,
+        Duration::from_micros(20),
+        group::DEFAULT_SPIN,
+    ];
+    for (n, spin) in [33, 4097, 1_000_003].into_iter().zip(spins) {
+        group.set_spin(spin);
+        assert_eq!(group.spin(), spin);
         let lens = Layout::Random.lens(n, ranks, &mut rng);
         let data: Vec<f32> = f32::input(ReduceOp::Sum, n, &mut rng);
         let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
@@ -342,6 +352,42 @@ fn ranks_on_distinct_devices() {
             d.validation_messages()
         );
     }
+}
+
+/// Integer scans over shards of 2^20 elements and more, where the device scans 32-bit integers
+/// in its wider tile (32 elements a thread): the leading tile is that tile, and the results
+/// are the one-device scan's.
+#[test]
+fn integer_scans_of_long_shards_take_the_wide_tile() {
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let mut rng = Rng::new(seed());
+        for (ranks, lens) in [
+            (2, vec![(1 << 20) + 5, (1 << 20) + 4096]),
+            (3, vec![1 << 20, 33, (1 << 21) - 1]),
+        ] {
+            let group = Group::in_process(vec![dev; ranks]).unwrap();
+            let n: usize = lens.iter().sum();
+            let data: Vec<u32> = rng.vec(n);
+            let x = GroupVec::from_slice(&group, &data, &lens).unwrap();
+            for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+                for op in [ReduceOp::Sum, ReduceOp::Max] {
+                    let mut y = GroupVec::<u32>::alloc(&group, &lens).unwrap();
+                    y.fill(&group, 0xcdcd_cdcd).unwrap();
+                    group::scan(&group, op, kind, &x, &mut y).unwrap();
+                    let want = expected_reduce_scan(GroupOp::Scan(op, kind), &data, &lens);
+                    let got = y.to_vec(&group).unwrap();
+                    let m = first_mismatch(&want, &got);
+                    assert!(
+                        m.is_none(),
+                        "{}: {op} {kind:?} {lens:?}: {}",
+                        d.label,
+                        m.unwrap()
+                    );
+                }
+            }
+        }
+    });
 }
 
 /// The group sort equals the one-device sort (on each test device), reusing its storage over
@@ -787,13 +833,15 @@ fn a_failing_rank_stops_the_others() {
             (1, 3, SortPath::Lsd),
             (3, 4, SortPath::Lsd),
         ];
-        for (failing, round, way) in cases {
+        for (i, (failing, round, way)) in cases.into_iter().enumerate() {
             let group = Group::with_exchange(Box::new(Failing {
                 inner: InProcess::new(vec![dev; 4]).unwrap(),
                 failing,
                 round,
                 rounds: Default::default(),
             }));
+            // Rank 0 runs on the caller's thread; the others wait for it sleeping or polling.
+            group.set_spin([Duration::ZERO, group::DEFAULT_SPIN][i % 2]);
             let keys: Vec<u32> = (0..20_000u32)
                 .map(|i| {
                     let k = i.wrapping_mul(2_654_435_761);

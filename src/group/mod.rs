@@ -25,9 +25,13 @@
 //! A [`Group`] is a set of ranks, rank `r` on device `r`, and an [`Exchange`] that moves data
 //! between them: [`InProcess`] (any xwarp devices, even one device shared by every rank; a
 //! transfer is a copy) or, with the feature `nccl`, NCCL between the GPUs of one host
-//! (`Group::nccl`). Each operation runs every rank on a thread of its own, each calling the
-//! library's device algorithms ([`crate::reduce`], [`crate::scan`], [`crate::sort`]) on its
-//! shard; the exchange rounds in between are collective. Every argument is checked before any
+//! (`Group::nccl`). Each operation runs every rank on a thread of its own (rank 0 on the
+//! caller's, the others on threads the group keeps), each calling the library's device
+//! algorithms ([`crate::reduce`], [`crate::scan`], [`crate::sort`]) on its shard; the exchange
+//! rounds in between are collective. A thread that waits (for the next operation, or for the
+//! other ranks at a meeting) polls for [`Group::set_spin`] (1 ms by default), yielding its core
+//! between polls, before it sleeps: a call that follows within that time starts without
+//! waking a thread. Every argument is checked before any
 //! rank starts, so a refused call leaves every output untouched; if a rank fails while running
 //! (a driver error), every other rank stops at its next meeting point and the call returns the
 //! failing rank's error.
@@ -54,7 +58,8 @@
 //!   (`device_reduce`, `T[r]`); the totals go to the later ranks; rank `r`'s carry `E[r]` is
 //!   element `r` of the exclusive `device_scan` of `T` (for up to 16 ranks the left fold
 //!   `op(… op(op(id, T[0]), T[1]) …, T[r-1])`). Then each rank runs one `device_scan` over a
-//!   leading tile of `TILE - 1` identities and `E[r]`, followed by its shard: the tile's total
+//!   leading tile of identities and `E[r]` (the scan's tile: [`TILE`] elements for floats,
+//!   the one-device scan's choice for integers), followed by its shard: the tile's total
 //!   is exactly `E[r]`, so the scan's look-back carries `E[r]` into the shard's first tile and
 //!   folds the shard's tile totals onto it, in [`crate::scan`]'s documented order (rank 0 needs
 //!   no leading tile). The CPU reference is [`crate::cpu::group::scan`]. Integer results equal
@@ -87,7 +92,7 @@ mod scan;
 mod sort;
 
 pub use crate::spec::reduce::TILE;
-pub use exchange::{Exchange, InProcess, Piece, Rendezvous};
+pub use exchange::{Exchange, InProcess, Piece, Rendezvous, DEFAULT_SPIN};
 #[cfg(feature = "nccl")]
 pub use nccl::NcclExchange;
 pub use reduce::{reduce, reduce_host};
@@ -100,8 +105,9 @@ use crate::device::{Device, DeviceVec};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use exchange::lock;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// A set of ranks, one per device, and the exchange between them (see the module docs).
 pub struct Group<'d> {
@@ -110,10 +116,12 @@ pub struct Group<'d> {
     running: Mutex<()>,
     /// The steps' times of the operations since [`Group::set_step_timing`] turned it on.
     steps: Mutex<Option<Vec<StepTime>>>,
-    /// One thread per rank, made by the first operation and kept: an operation runs each
-    /// rank's part on its thread (starting threads per call cost 0.1–0.4 ms, NOTES.md
-    /// version 24).
+    /// A thread for each rank but rank 0 (which runs on the caller's), made by the first
+    /// operation and kept: starting threads per call cost 0.1–0.4 ms (NOTES.md version 24).
     threads: std::sync::OnceLock<rayon_core::ThreadPool>,
+    /// Bumped when an operation starts: ends the rank threads' polling for one
+    /// ([`Group::set_spin`]).
+    epoch: Arc<AtomicU64>,
 }
 
 /// When one rank finished one step of a group operation (see [`Group::set_step_timing`]).
@@ -163,7 +171,22 @@ impl<'d> Group<'d> {
             running: Mutex::new(()),
             steps: Mutex::new(None),
             threads: std::sync::OnceLock::new(),
+            epoch: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// How long the ranks' threads poll before they sleep, yielding their cores between polls:
+    /// after an operation, for the next one; within one, for each other at the host-side
+    /// meetings ([`Rendezvous`]). Default [`DEFAULT_SPIN`] (1 ms); zero: they sleep at once.
+    /// Waking a sleeping thread took 0.05–0.3 ms on the hosts measured, which a call that
+    /// follows within the time saves (NOTES.md version 38).
+    pub fn set_spin(&self, spin: Duration) {
+        self.exchange.rendezvous().set_spin(spin);
+    }
+
+    /// The time [`Group::set_spin`] set.
+    pub fn spin(&self) -> Duration {
+        self.exchange.rendezvous().spin()
     }
 
     /// Turns step timing on or off (for the bench; not part of the API). While on, each rank
@@ -208,14 +231,14 @@ impl<'d> Group<'d> {
         (0..self.ranks()).try_for_each(|r| self.device(r).synchronize())
     }
 
-    /// The group's threads, one per rank, made on first use.
+    /// The group's threads, one for each rank but the first, made on first use.
     fn threads(&self) -> Result<&rayon_core::ThreadPool> {
         if let Some(pool) = self.threads.get() {
             return Ok(pool);
         }
         let pool = rayon_core::ThreadPoolBuilder::new()
-            .num_threads(self.ranks())
-            .thread_name(|r| format!("xwarp-rank-{r}"))
+            .num_threads(self.ranks().saturating_sub(1).max(1))
+            .thread_name(|i| format!("xwarp-group-{i}"))
             .build()
             .map_err(|e| Error::MissingFeature {
                 device: format!("the group of {} ranks", self.ranks()),
@@ -224,11 +247,14 @@ impl<'d> Group<'d> {
         Ok(self.threads.get_or_init(|| pool))
     }
 
-    /// Runs `body` once per rank, each on the group's thread of that rank, and returns their
-    /// results in rank order, or the error of the first rank that failed.
+    /// Runs `body` once per rank, rank 0 on the calling thread and each other on a thread of
+    /// the group's, and returns their results in rank order, or the error of the first rank
+    /// that failed.
     fn run<R: Send>(&self, body: impl Fn(Rank<'_>) -> Result<R> + Sync) -> Result<Vec<R>> {
         let _running = lock(&self.running);
         let threads = self.threads()?;
+        // Ends the threads' polling after the previous operation: they take this one's ranks.
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         let ex = &*self.exchange;
         let start = Instant::now();
         let timing = lock(&self.steps).is_some();
@@ -258,14 +284,46 @@ impl<'d> Group<'d> {
             }
             out
         };
-        // Every thread of the pool runs its rank (the pool has one thread per rank); a panic
-        // comes back after every rank has returned.
-        let results: Vec<Result<R>> = threads.broadcast(|ctx| one(ctx.index()));
+        // Rank 0 runs on the calling thread, every other rank on a thread of the pool (one per
+        // rank: a rank waiting at a meeting never holds up another's start). The caller polls
+        // for the others' end before rayon's wait, which sleeps. A panic comes back after
+        // every rank has returned.
+        let spin = self.spin();
+        let n = self.ranks();
+        let slots: Vec<Mutex<Option<Result<R>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let done = AtomicUsize::new(0);
+        let run_rank = |r: usize| {
+            let out = one(r);
+            *lock(&slots[r]) = Some(out);
+            done.fetch_add(1, Ordering::Release);
+        };
+        threads.in_place_scope(|scope| {
+            for r in 1..n {
+                let run_rank = &run_rank;
+                scope.spawn(move |_| run_rank(r));
+            }
+            run_rank(0);
+            exchange::poll(spin, || done.load(Ordering::Acquire) == n);
+        });
+        // The pool's threads poll for the next operation before they sleep.
+        if !spin.is_zero() {
+            let epoch = self.epoch.clone();
+            let seen = epoch.load(Ordering::Acquire);
+            threads.spawn_broadcast(move |_| {
+                exchange::poll(spin, || epoch.load(Ordering::Acquire) != seen);
+            });
+        }
+        let results = slots.into_iter().map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                // Unreachable: the scope returns after every rank has run.
+                .unwrap_or_else(|| Err(Error::invalid("rank", "not run", "every rank run")))
+        });
         // The failing rank's error; the others' only say that it failed.
         let origin = rv.failed();
-        let mut outputs = Vec::with_capacity(results.len());
+        let mut outputs = Vec::with_capacity(n);
         let mut error = None;
-        for (rank, result) in results.into_iter().enumerate() {
+        for (rank, result) in results.enumerate() {
             match result {
                 Ok(out) => outputs.push(out),
                 Err(e) if error.is_none() || origin == Some(rank) => error = Some(e),

@@ -1,6 +1,6 @@
 //! The group scan: reduce, then scan with each rank's carry in a leading tile.
 
-use super::{check_distinct, view, Group, GroupVec, Piece, TILE};
+use super::{check_distinct, view, Group, GroupVec, Piece};
 use crate::cpu::reduce::Reduce;
 use crate::device::DeviceVec;
 use crate::error::{Error, Result};
@@ -85,26 +85,28 @@ pub fn scan<T: Reduce>(
         // E[r]: element r of the exclusive scan of the totals.
         let mut carries = DeviceVec::<T>::alloc(dev, r + 1)?;
         single::device_scan(dev, op, ScanKind::Exclusive, &totals, &mut carries)?;
-        // The leading tile: TILE - 1 identities, then E[r]. Its thread totals are the identity
-        // but for the last thread's, E[r]; so the tile's total is E[r] bit for bit, NaNs too.
-        let mut lead = DeviceVec::<T>::alloc(dev, TILE)?;
+        // The leading tile: identities, then E[r]. Its thread totals are the identity but for
+        // the last thread's, E[r]; so the tile's total is E[r] bit for bit, NaNs too. The tile
+        // is the one a scan of the shard alone takes: `TILE` for floats (their order), the
+        // device's choice for integers (any tile gives their bits).
+        let items = single::tile_items::<T>(dev, &Tuning::default(), x.len())?;
+        let tuning = Tuning {
+            items: Some(items),
+            ..Tuning::default()
+        };
+        let tile = (single::BLOCK * items) as usize;
+        let mut lead = DeviceVec::<T>::alloc(dev, tile)?;
         lead.fill(dev, T::identity(op))?;
         dev.copy(
             carries.raw(),
             r as u64 * size,
             lead.raw(),
-            (TILE - 1) as u64 * size,
+            (tile - 1) as u64 * size,
             size,
         )?;
-        let lead_out = DeviceVec::<T>::alloc(dev, TILE)?;
+        let lead_out = DeviceVec::<T>::alloc(dev, tile)?;
         rank.step("carry")?;
-        single::scan_segments(
-            dev,
-            op,
-            kind,
-            &[(&lead, &lead_out), (x, &y)],
-            Tuning::default(),
-        )?;
+        single::scan_segments(dev, op, kind, &[(&lead, &lead_out), (x, &y)], tuning)?;
         rank.step("scan")
     })?;
     Ok(())
