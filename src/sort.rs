@@ -611,7 +611,21 @@ pub struct Sorter<K: Element> {
     values: Option<DeviceVec<u32>>,
     /// Histograms, tile counters and tile states.
     work: Option<DeviceVec<u32>>,
+    /// What the histogram rows of `work` count: the keys [`Sorter::count_digits`] counted last
+    /// (their length, the bit range and order), until a sort overwrites them.
+    counted: Option<Counted>,
+    /// Set by [`Sorter::take_counts_next`]: the next sort by one digit of those keys takes its
+    /// row of the counts instead of a histogram launch.
+    take_counts: bool,
     _k: PhantomData<K>,
+}
+
+/// The keys whose digits the work buffer's histogram rows count.
+#[derive(Clone, Debug, PartialEq)]
+struct Counted {
+    len: usize,
+    bits: Range<u32>,
+    order: SortOrder,
 }
 
 impl<K: Element> std::fmt::Debug for Sorter<K> {
@@ -655,6 +669,8 @@ impl<K: Element> Sorter<K> {
             keys_b: None,
             values: None,
             work: None,
+            counted: None,
+            take_counts: false,
             _k: PhantomData,
         }
     }
@@ -817,6 +833,42 @@ impl<K: Element> Sorter<K> {
         self.run(dev, keys_in, None, values, order, bits)
     }
 
+    /// Zeroes the first `words` words of `work` (the histogram kernel in its clearing mode;
+    /// `keys_in` only fills its key binding).
+    fn clear(
+        &self,
+        dev: &dyn Device,
+        keys_in: &DeviceVec<K>,
+        work: Binding<'_>,
+        words: usize,
+    ) -> Result<()> {
+        let info = dev.info();
+        let keys = whole(
+            keys_in.raw(),
+            (keys_in.len().max(1) * K::KIND.size()) as u64,
+        );
+        let clear = SortHistogramParams {
+            n: words as u32,
+            clear: 1,
+            ..SortHistogramParams::zeroed()
+        };
+        let clearing = Kernel {
+            name: "sort_histogram",
+            elem: K::KIND,
+            consts: &[("PARTS", 1), ("KEY_ORDER", 0)],
+        };
+        dev.launch(&Launch {
+            kernel: clearing,
+            block: HISTOGRAM_BLOCK,
+            groups: plan::grid(
+                info,
+                words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
+            )?,
+            bindings: &[keys, work],
+            params: bytemuck::bytes_of(&clear),
+        })
+    }
+
     /// Zeroes the first `clear_words` words of the work buffer (`work`) and counts every
     /// digit of `bits` of `keys_in` into its histogram rows (row `d` for digit `d`).
     fn histogram(
@@ -834,26 +886,7 @@ impl<K: Element> Sorter<K> {
         let parts = histogram_parts(info, K::KIND.size(), self.tuning.histogram_parts)?;
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
         let keys = whole(keys_in.raw(), (n.max(1) * K::KIND.size()) as u64);
-        let clear = SortHistogramParams {
-            n: clear_words as u32,
-            clear: 1,
-            ..SortHistogramParams::zeroed()
-        };
-        let clearing = Kernel {
-            name: "sort_histogram",
-            elem: K::KIND,
-            consts: &[("PARTS", 1), ("KEY_ORDER", 0)],
-        };
-        dev.launch(&Launch {
-            kernel: clearing,
-            block: HISTOGRAM_BLOCK,
-            groups: plan::grid(
-                info,
-                clear_words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
-            )?,
-            bindings: &[keys, work],
-            params: bytemuck::bytes_of(&clear),
-        })?;
+        self.clear(dev, keys_in, work, clear_words)?;
         let cap = self.tuning.histogram_groups.max(1) as usize;
         let chunk = n
             .div_ceil(cap)
@@ -885,12 +918,17 @@ impl<K: Element> Sorter<K> {
     /// Counts every 8-bit digit of `bits` of the mapped keys of `keys` (the histogram launch
     /// of a sort, alone); [`Sorter::counts_of_digits`] reads the counts. `crate::group` learns
     /// from them which digits every key shares.
+    ///
+    /// The storage grows to what a sort of these keys by one digit with values of
+    /// `value_bytes` bytes needs, so that such a sort after [`Sorter::take_counts_next`] finds
+    /// the counts where they were.
     pub(crate) fn count_digits(
         &mut self,
         dev: &dyn Device,
         keys: &DeviceVec<K>,
         order: SortOrder,
         bits: Range<u32>,
+        value_bytes: usize,
     ) -> Result<()> {
         check_bits::<K>(&bits)?;
         check_device(dev.info())?;
@@ -901,14 +939,34 @@ impl<K: Element> Sorter<K> {
                 format!("at most {MAX_LEN}"),
             ));
         }
-        grow(dev, &mut self.work, WORK_STATES as usize)?;
+        self.counted = None;
+        self.take_counts = false;
+        if keys.is_empty() {
+            grow(dev, &mut self.work, WORK_STATES as usize)?;
+        } else {
+            self.reserve(dev, keys.len(), value_bytes, 1, false)?;
+        }
         let work = self
             .work
             .as_ref()
             .ok_or_else(|| Error::invalid("sorter", "no work buffer", "storage made by grow"))?;
         // The histogram rows lie below the counters: nothing else needs clearing.
         let words = WORK_COUNTERS as usize;
-        self.histogram(dev, keys, work.binding(0, words), words, order, &bits)
+        self.histogram(dev, keys, work.binding(0, words), words, order, &bits)?;
+        self.counted = Some(Counted {
+            len: keys.len(),
+            bits,
+            order,
+        });
+        Ok(())
+    }
+
+    /// The next sort call, where it sorts by one digit (of at most 8 bits, at a digit's place
+    /// of the range counted) the keys that [`Sorter::count_digits`] counted last, unchanged
+    /// since, takes that digit's counts instead of counting again: one read of the keys less.
+    /// Any other next call counts as usual.
+    pub(crate) fn take_counts_next(&mut self) {
+        self.take_counts = true;
     }
 
     /// The counts of the `RADIX` values of each of the first `digits` digits (counted from
@@ -947,10 +1005,26 @@ impl<K: Element> Sorter<K> {
         let passes = bits.len().div_ceil(RADIX_BITS as usize);
         let vw = values.words();
         let argsort = matches!(values, Values::Indices { .. });
+        // The row of the counts this call takes (see `take_counts_next`), if any; whatever
+        // it takes, the rows count nothing known afterwards.
+        let counted = self.counted.take();
+        let row = std::mem::take(&mut self.take_counts)
+            .then_some(counted)
+            .flatten()
+            .filter(|c| c.len == n && c.order == order && passes == 1)
+            .and_then(|c| {
+                let off = bits.start.checked_sub(c.bits.start)?;
+                let row = off / RADIX_BITS;
+                let digit_end = (bits.start + RADIX_BITS).min(c.bits.end);
+                (off % RADIX_BITS == 0 && bits.end == digit_end).then_some(row)
+            });
         if n == 0 {
             return Ok(());
         }
+        let work_len = self.work.as_ref().map_or(0, DeviceVec::len);
         let (plan, one_launch) = self.reserve(dev, n, 4 * vw as usize, passes, argsort)?;
+        // Storage that grew is fresh: the counts are gone with the old buffer.
+        let row = row.filter(|_| self.work.as_ref().map_or(0, DeviceVec::len) == work_len);
         let tiles = n.div_ceil(plan.tile());
         // `reserve` made every buffer this call reads; a missing one would be a planning bug,
         // reported rather than risked.
@@ -1021,9 +1095,23 @@ impl<K: Element> Sorter<K> {
         }
 
         let work_b = work.binding(0, WORK_STATES as usize + 2 * rows);
-        // Zero the histograms, the tile counters and the first pass's tile states; count.
-        let clear_words = WORK_STATES as usize + rows;
-        self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
+        match row {
+            // Zero the tile counters and the pass's tile states; the histogram row is there.
+            Some(_) => self.clear(
+                dev,
+                keys_in,
+                work.binding(
+                    WORK_COUNTERS as usize,
+                    (WORK_STATES - WORK_COUNTERS) as usize + rows,
+                ),
+                (WORK_STATES - WORK_COUNTERS) as usize + rows,
+            )?,
+            // Zero the histograms, the tile counters and the first pass's tile states; count.
+            None => {
+                let clear_words = WORK_STATES as usize + rows;
+                self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
+            }
+        }
 
         let keys_b = self.keys_b.as_ref().map(DeviceVec::raw);
         let value_tmp = self.values.as_ref().map(DeviceVec::raw);
@@ -1088,7 +1176,9 @@ impl<K: Element> Sorter<K> {
             let params = SortOnesweepParams {
                 n: n as u32,
                 tiles: tiles as u32,
-                pass: d as u32,
+                // The pass's histogram row and tile counter: the counted digit's row where the
+                // call takes the counts (one pass).
+                pass: row.unwrap_or(d as u32),
                 shift,
                 digit_bits: RADIX_BITS.min(bits.end - shift),
                 state_cur: state(d),

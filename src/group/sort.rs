@@ -584,8 +584,9 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         let mut mine = Vec::new();
         for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
             let keys = part(dev, super::view(self.keys_in.shard(r))?, range)?;
+            let value_bytes = self.values.map_or(0, |_| V::KIND.size());
             st.sorter
-                .count_digits(dev, &keys, self.order, self.bits.clone())?;
+                .count_digits(dev, &keys, self.order, self.bits.clone(), value_bytes)?;
             let counts = st.sorter.counts_of_digits(dev, digits.len())?;
             mine.extend(counts.into_iter().map(u64::from));
         }
@@ -691,8 +692,12 @@ impl<K: Element, V: Element> Job<'_, K, V> {
             scratch(dev, &mut st.values[2], staged_len as u64 * sizes.1)?;
         }
         // 3. Each chunk stable by the digit: its keys for each piece of each rank are one
-        // segment.
+        // segment. A shard of one chunk was counted last (step 1): its digit's counts serve.
+        let chunks = srcs.iter().filter(|(q, _)| *q == r).count();
         for (_, range) in srcs.iter().filter(|(q, _)| *q == r) {
+            if chunks == 1 {
+                st.sorter.take_counts_next();
+            }
             self.sort_range(
                 dev,
                 st,
