@@ -55,7 +55,7 @@ __device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WOR
     return (ranks[i / 2] >> (16 * (i % 2))) & 0xffffu;
 }
 
-struct SortShared {
+struct __align__(16) SortShared {
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
     unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
     unsigned count[RADIX];        // the tile's count of each digit
@@ -263,6 +263,14 @@ __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __re
         const unsigned pos = first + i * XW_WARP;
         const unsigned src = tile_base + pos;
         const unsigned at = packed_rank(ranks, i);
+        // Values of two words: one 8-byte load (and shared store) each (see the Vulkan twin).
+        if (VALUE_WORDS == 2) {
+            const uint2 v = !FULL && i >= steps ? make_uint2(0u, 0u)
+                            : index_values      ? make_uint2(src, 0u)
+                                                : reinterpret_cast<const uint2*>(vals_in)[src];
+            reinterpret_cast<uint2*>(s.stage)[at] = v;
+            continue;
+        }
 #pragma unroll
         for (unsigned w = 0; w < VALUE_WORDS; ++w) {
             s.stage[at * VALUE_WORDS + w] = !FULL && i >= steps ? 0u
@@ -305,6 +313,10 @@ __device__ __forceinline__ void scatter_values(const SortShared& s, unsigned* __
         const unsigned at = threadIdx.x + r * BLOCK;
         if (FULL || r < steps) {
             const unsigned dest = s.acc[(digits[r / 4] >> (8 * (r % 4))) & 0xffu] + at;
+            if (VALUE_WORDS == 2) {
+                reinterpret_cast<uint2*>(vals_out)[dest] = reinterpret_cast<const uint2*>(s.stage)[at];
+                continue;
+            }
 #pragma unroll
             for (unsigned w = 0; w < VALUE_WORDS; ++w) {
                 vals_out[dest * VALUE_WORDS + w] = s.stage[at * VALUE_WORDS + w];

@@ -117,6 +117,18 @@ pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 /// (NOTES.md, version 27): 2231 against 2414 by default, 2452 at three blocks; fewer keys a
 /// thread were slower (12: 2722, 14: 2584).
 pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 2;
+/// Workgroup size of the digit passes on CUDA and on Vulkan where [`Tuning::block`] is `None`,
+/// keys and values are 32-bit (pairs, argsorts with `u32` indices) and the sort has at least
+/// [`PAIRS_BLOCK_FROM`] keys: 384 on CUDA, whose tile of 384 × 19 keys (the most 48 KiB hold)
+/// compiles to 56 registers, three blocks a multiprocessor, where 256 × 32 takes 103 and two
+/// (H200, `u32` keys with `u32` values, µs a sort: 2^24 564–566 against 593–596, 2^26 2021
+/// against 2131, 2^28 7761 against 8230; NOTES.md version 39); 256 on Vulkan, where the same
+/// tile was 1.09–1.12× slower.
+pub const PAIRS_BLOCK: (u32, u32) = (384, DEFAULT_BLOCK);
+/// Fewest keys for which pairs take [`PAIRS_BLOCK`]: at 2^22 both workgroups sorted `u32`
+/// pairs in the same time on CUDA (199.0 against 198.0 µs), at 2^21 the wider one took 1.08×
+/// the time (127.6 against 118.5 µs; H200, NOTES.md version 39).
+pub const PAIRS_BLOCK_FROM: usize = 1 << 22;
 /// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 4-byte
 /// keys without values: one round on both. (H200, 2^26 keys, µs a digit pass, NOTES.md
 /// version 36: two rounds took 5–12% longer on every form tried; on Vulkan NVIDIA's driver
@@ -430,7 +442,9 @@ impl TilePlan {
 impl TilePlan {
     /// The tile of the digit passes of a sort of `n` keys: [`TilePlan::new`]'s, with
     /// [`DEFAULT_ITEMS_SMALL`] in place of the default keys per invocation below
-    /// [`LARGE_SORT`] keys (32-bit keys and values; 64-bit ones keep [`Tuning::items_wide`]).
+    /// [`LARGE_SORT`] keys (32-bit keys and values; 64-bit ones keep [`Tuning::items_wide`]),
+    /// and from [`PAIRS_BLOCK_FROM`] keys with 32-bit values the backend's [`PAIRS_BLOCK`] in place
+    /// of the default workgroup where the device takes it.
     pub fn for_len(
         info: &DeviceInfo,
         tuning: &Tuning,
@@ -438,8 +452,27 @@ impl TilePlan {
         value_bytes: usize,
         n: usize,
     ) -> Result<Self> {
+        let cuda = info.backend == crate::device::BackendKind::Cuda;
+        let pairs_block = if cuda { PAIRS_BLOCK.0 } else { PAIRS_BLOCK.1 };
+        if tuning.block.is_none()
+            && tuning.items == 0
+            && key_bytes <= 4
+            && value_bytes == 4
+            && n >= PAIRS_BLOCK_FROM
+            && pairs_block != DEFAULT_BLOCK
+            && pairs_block <= info.max_block
+        {
+            let wide = Tuning {
+                block: Some(pairs_block),
+                ..*tuning
+            };
+            // Where the device cannot take that workgroup, the default plan.
+            if let Ok(plan) = Self::new(info, &wide, key_bytes, value_bytes) {
+                return Ok(plan);
+            }
+        }
         if tuning.items == 0 && key_bytes.max(value_bytes) <= 4 && n < LARGE_SORT {
-            let items = if info.backend == crate::device::BackendKind::Cuda {
+            let items = if cuda {
                 DEFAULT_ITEMS_SMALL.0
             } else {
                 DEFAULT_ITEMS_SMALL.1
@@ -1261,6 +1294,7 @@ fn onesweep_consts(
     }
     consts.push(("KEY_ORDER", key_order));
     consts.push(("WHOLE", u32::from(whole)));
+
     consts
 }
 

@@ -602,6 +602,91 @@ fn lookback_fallback_gives_the_same_bits() {
     run_cases::<u32>(&cases);
 }
 
+/// Workgroups that are not a power of two give the same bits: 96 invocations (fewer than the
+/// 256 digits, so each invocation scans and looks back over several) and 384 (12 subgroups of
+/// 32, more than the digits; CUDA's default for pairs of 32-bit keys and values from
+/// `PAIRS_BLOCK_FROM` keys), where every test device takes them: pairs and argsort, whole and partial
+/// tiles, both orders, the look-back's fallback, a bit range; then the default plan of large
+/// pairs and argsorts.
+#[test]
+fn workgroups_of_any_width_give_the_same_bits() {
+    let mut cases = Vec::new();
+    for block in [96, 384] {
+        let tuning = Tuning {
+            block: Some(block),
+            ..Tuning::default()
+        };
+        if !devices()
+            .iter()
+            .all(|d| TilePlan::new(d.dev.info(), &tuning, 4, 4).is_ok())
+        {
+            eprintln!("workgroups of {block}: more than a test device takes; skipped");
+            continue;
+        }
+        for (n, pattern, order, spin, bits) in [
+            (
+                33,
+                Pattern::Uniform,
+                SortOrder::Ascending,
+                tuning.spin,
+                0..32,
+            ),
+            (
+                100_003,
+                Pattern::FewDistinct,
+                SortOrder::Descending,
+                0,
+                0..32,
+            ),
+            (
+                300_007,
+                Pattern::Uniform,
+                SortOrder::Ascending,
+                tuning.spin,
+                0..32,
+            ),
+            (
+                65_537,
+                Pattern::Bits,
+                SortOrder::Descending,
+                tuning.spin,
+                5..27,
+            ),
+        ] {
+            let tuning = Tuning { spin, ..tuning };
+            cases.push(Case {
+                tuning,
+                ..Case::new(Op::Pairs(ElemKind::U32), n, pattern, order, bits.clone())
+            });
+            cases.push(Case {
+                tuning,
+                ..Case::new(Op::Argsort(false), n, pattern, order, bits)
+            });
+        }
+    }
+    cases.push(Case::new(
+        Op::Pairs(ElemKind::U32),
+        (1 << 22) + 7297,
+        Pattern::Uniform,
+        SortOrder::Descending,
+        0..32,
+    ));
+    cases.push(Case::new(
+        Op::Argsort(false),
+        (1 << 22) + 1,
+        Pattern::FewDistinct,
+        SortOrder::Ascending,
+        0..32,
+    ));
+    run_cases::<u32>(&cases);
+    let floats: Vec<Case> = cases
+        .iter()
+        .filter(|c| matches!(c.pattern, Pattern::Bits) || c.n < 1 << 22)
+        .cloned()
+        .collect();
+    run_cases::<f32>(&floats);
+}
+
 /// Keys staged in one round or in two (half the tile at a time, the second half read again)
 /// give the same bits on every backend, whichever the backend's default: whole and partial
 /// tiles, the small sorts' and the large sorts' tiles, both orders, the fallback, 32- and

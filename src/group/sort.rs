@@ -274,7 +274,13 @@ impl<K: Element> GroupSorter<K> {
         for r in 0..group.ranks() {
             let info = group.device(r).info();
             single::check_device(info)?;
-            let plan = TilePlan::new(info, &self.tuning, K::KIND.size(), value_bytes)?;
+            let plan = TilePlan::for_len(
+                info,
+                &self.tuning,
+                K::KIND.size(),
+                value_bytes,
+                single::MAX_LEN,
+            )?;
             let limit = single::max_len::<K>(info, value_bytes, plan.tile())
                 .min(self.chunk_limit.unwrap_or(usize::MAX));
             let c = limit / CHUNK_UNIT * CHUNK_UNIT;
