@@ -112,11 +112,12 @@ pub const LARGE_SORT: usize = 1 << 21;
 /// shared memory allows; earlier bounds made no faster pass, NOTES.md).
 pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 /// CUDA: the digit pass's [`Tuning::min_blocks`] where it is 0 (the default) and 8-byte keys
-/// carry 8-byte values: two blocks a multiprocessor (96 registers a thread, where the
-/// compiler alone took 76 and ran three). H100, u64 keys with u64 values at 2^24, µs a sort
-/// (NOTES.md, version 27): 2231 against 2414 by default, 2452 at three blocks; fewer keys a
-/// thread were slower (12: 2722, 14: 2584).
-pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 2;
+/// carry 8-byte values: three blocks a multiprocessor (80 registers a thread, no spills, where
+/// two blocks' bounds take 96). H200, u64 keys with u64 values at 2^24, µs a sort (NOTES.md
+/// version 39, with the values moved by 8-byte loads and stores): 1737 against 1869 at two
+/// blocks; 12 keys a thread 1912. (Version 27, values moved by 4-byte words: two blocks 2231
+/// against three's 2452 on an H100.)
+pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 3;
 /// Workgroup size of the digit passes on CUDA and on Vulkan where [`Tuning::block`] is `None`,
 /// keys and values are 32-bit (pairs, argsorts with `u32` indices) and the sort has at least
 /// [`PAIRS_BLOCK_FROM`] keys: 384 on CUDA, whose tile of 384 × 19 keys (the most 48 KiB hold)

@@ -559,6 +559,18 @@ mod tests {
                 crate::compact::items_per_thread(elem.size()),
             );
         }
+        holds("sort_onesweep", "BLOCK", crate::sort::DEFAULT_BLOCK);
+        holds("sort_onesweep", "BLOCK", crate::sort::PAIRS_BLOCK.0);
+        holds(
+            "sort_onesweep",
+            "MIN_BLOCKS",
+            crate::sort::DEFAULT_MIN_BLOCKS,
+        );
+        holds(
+            "sort_onesweep",
+            "MIN_BLOCKS",
+            crate::sort::WIDE_PAIRS_MIN_BLOCKS,
+        );
         holds("compact", "BLOCK", crate::compact::BLOCK);
         for elem in ElemKind::ALL {
             holds(

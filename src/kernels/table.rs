@@ -796,16 +796,17 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            // Threads per block: 256, or 384 (pairs of 32-bit keys and values at size).
             Const {
                 name: "BLOCK",
                 on: On::Cuda,
-                values: &[256],
+                values: &[256, 384],
             },
             // __launch_bounds__'s blocks per multiprocessor (0: none).
             Const {
                 name: "MIN_BLOCKS",
                 on: On::Cuda,
-                values: &[0, 2, 4],
+                values: &[0, 2, 3, 4],
             },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {
