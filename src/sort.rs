@@ -232,7 +232,9 @@ pub struct Tuning {
     pub spin: u32,
     /// Workgroup size of the digit passes, a multiple of 32 and of the device's largest
     /// subgroup size, at most 1024; `None`: [`DEFAULT_BLOCK`], or less where the smallest
-    /// subgroup size would give more than [`MAX_SUBGROUPS`] subgroups.
+    /// subgroup size would give more than [`MAX_SUBGROUPS`] subgroups; for pairs of 32-bit keys
+    /// and values from [`PAIRS_BLOCK_FROM`] keys the backend's [`PAIRS_BLOCK`] where the device
+    /// takes it.
     pub block: Option<u32>,
     /// Keys per invocation in a tile when keys and values are 32-bit, 1 ..= [`MAX_ITEMS`], or
     /// 0 for the backend's default ([`DEFAULT_ITEMS`]); lowered where the tile would not fit
