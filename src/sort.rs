@@ -1297,7 +1297,6 @@ fn onesweep_consts(
     }
     consts.push(("KEY_ORDER", key_order));
     consts.push(("WHOLE", u32::from(whole)));
-
     consts
 }
 
