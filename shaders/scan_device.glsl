@@ -106,9 +106,27 @@ shared uint s_last_tile;  // SELF_CLEARING: this tile was the last to count itse
 shared T s_value;
 
 #if !defined(XW_T_64)
-#define XW_TRANSPOSE 1
 #define XW_PACKED 1
+#if !defined(XW_VEC)
+#define XW_TRANSPOSE 1
 shared T tile_stage[gl_WorkGroupSize.x * ITEMS + gl_WorkGroupSize.x * ITEMS / 32u];
+#endif
+#endif
+#if defined(XW_VEC)
+#if defined(XW_T_FLOAT) || defined(XW_T_64) || !defined(XW_STATE64)
+#error "XW_VEC is the 4-byte integers' tile in registers, with the one-word state"
+#endif
+// The tile in registers (scan_device_vec.comp): ITEMS / 4 vectors of four consecutive elements
+// an invocation (the host takes this kernel only where ITEMS is a multiple of 4), read and
+// written by one 16-byte access each, through these views of bindings 0 and 1.
+layout(std430, binding = 0) readonly buffer Src4 { uvec4 src4[]; };
+layout(std430, binding = 1) writeonly buffer Dst4 { uvec4 dst4[]; };
+#if defined(XW_TYPE_I32)
+#define TV ivec4
+#else
+#define TV uvec4
+#endif
+const uint VECS = ITEMS / 4u;
 #endif
 #if defined(XW_STATE64) && !defined(XW_PACKED)
 #error "XW_STATE64 is the 32-bit types' state"
@@ -540,6 +558,102 @@ void zero_states_if_last(uint local) {
     }
 }
 
+#if defined(XW_VEC)
+// The scan's subgroup step on the invocations' vector totals: the inclusive scan.
+T vec_inclusive(T x) {
+    if (OP == 0u) return subgroupInclusiveAdd(x);
+    if (OP == 2u) return subgroupInclusiveMin(x);
+    return subgroupInclusiveMax(x);
+}
+
+// Tile k (the launch's tile t, from element tile_base) with its elements in registers. Subgroup
+// g owns the run of gl_SubgroupSize * ITEMS elements at g * gl_SubgroupSize * ITEMS in the tile;
+// in round r its lane l holds the run's vector r * gl_SubgroupSize + l, so each round's loads and
+// stores are one contiguous stretch of the subgroup's (coalesced, as the transposing kernel's
+// are). Per round each lane scans its vector, the subgroup scans the lanes' totals, and the
+// vector becomes its elements' inclusive (or exclusive) prefixes within the run; the runs'
+// totals meet in shared memory, then the look-back, then each vector takes the tile's and the
+// run's prefix on its way out. Integers only: any association gives the same bits, and the
+// tile's total is the one tile_total (the fallback) computes. Uniform control flow.
+void scan_tile_in_registers(uint k, uint t, uint tile_base, uint local) {
+    uint lane = gl_SubgroupInvocationID;
+    uint size = gl_SubgroupSize;
+    uint sg = xw_subgroup_id();
+    uint tile_vecs = gl_WorkGroupSize.x * VECS;
+    // The run's first vector in the tile, bounded (with each round's) to the tile's vectors
+    // whatever the driver reports.
+    uint first = sg * size * VECS + lane;
+    bool whole = tile_base + gl_WorkGroupSize.x * ITEMS <= p.n;
+    uint v0 = tile_base / 4u;
+    TV x[VECS];
+    if (whole) {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            x[r] = TV(src4[v0 + min(first + r * size, tile_vecs - 1u)]);
+        }
+    } else {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            uint e = tile_base + 4u * min(first + r * size, tile_vecs - 1u);
+            TV y;
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) y[c] = e + c < p.n ? src[e + c] : xw_identity();
+            x[r] = y;
+        }
+    }
+    T carry = xw_identity();
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        TV y = x[r];
+        y.y = xw_op(y.x, y.y);
+        y.z = xw_op(y.y, y.z);
+        y.w = xw_op(y.z, y.w);
+        T incl = vec_inclusive(y.w);
+        T ex;
+        if (OP == 0u) {
+            ex = incl - y.w;
+        } else {
+            T up = subgroupShuffleUp(incl, 1u);
+            ex = lane == 0u ? xw_identity() : up;
+        }
+        T pre = xw_op(carry, ex);
+        carry = xw_op(carry, subgroupShuffle(incl, size - 1u));
+        x[r] = EXCLUSIVE != 0u ? TV(pre, xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z))
+                               : TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w));
+    }
+    // The runs' totals (stage: a T per invocation, at most one per subgroup used here).
+    if (lane == 0u) stage[sg] = carry;
+    barrier();
+    T run_prefix = xw_identity();
+    T total = xw_identity();
+    uint groups = xw_num_subgroups();
+    for (uint g = 0u; g < groups; ++g) {
+        if (g == sg) run_prefix = total;
+        total = xw_op(total, stage[g]);
+    }
+    barrier();  // stage is the fallback's (tile_total) in the look-back
+    T e = xw_identity();
+    if (k > 0u) {
+        if (local == 0u) publish(k, FLAG_AGGREGATE, total, false);
+        e = look_back(k, total, local);
+    } else if (local == 0u) {
+        publish(k, FLAG_INCLUSIVE, total, true);
+    }
+    if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
+    T pre = xw_op(e, run_prefix);
+    if (whole) {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            TV y = x[r];
+            dst4[v0 + min(first + r * size, tile_vecs - 1u)] =
+                uvec4(TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w)));
+        }
+    } else {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            uint e = tile_base + 4u * min(first + r * size, tile_vecs - 1u);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                if (e + c < p.n) dst[e + c] = xw_op(pre, x[r][c]);
+            }
+        }
+    }
+}
+#endif
+
 void main() {
     uint local = xw_local();
     if (p.clear == CLEAR_LAUNCH) {
@@ -563,6 +677,9 @@ void main() {
     uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
     uint base = tile_base + local * ITEMS;
 
+#if defined(XW_VEC)
+    scan_tile_in_registers(k, t, tile_base, local);
+#else
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
 #if defined(XW_INPUT_TESTS)
@@ -685,6 +802,7 @@ void main() {
         T y = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, s[j - 1u])) : xw_op(pre, s[j]);
         if (base + j < p.n) dst[base + j] = y;
     }
+#endif
 #endif
     if (p.clear == SELF_CLEARING) zero_states_if_last(local);
 }

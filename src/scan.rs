@@ -99,8 +99,9 @@ pub struct Tuning {
     /// Tiles each thread of the look-back reads at once, 1 to [`MAX_LOOKBACK_TILES`]; `None`:
     /// the device and the length choose.
     pub lookback_tiles: Option<u32>,
-    /// Elements per thread of a device-scan tile of integers, 1 to [`MAX_ITEMS`] (8-byte
-    /// integers: 1 to [`ITEMS`]); `None`: the device and the length choose. Integer operators
+    /// Elements per thread of a device-scan tile of integers, 1 to [`MAX_ITEMS`] as far as the
+    /// device holds the tile ([`max_items`]; 8-byte integers: 1 to [`ITEMS`]); `None`: the
+    /// device and the length choose. Integer operators
     /// are associative, so every tile gives the same bits; a float scan's tile is part of its
     /// documented order and stays [`ITEMS`] (any other value is refused).
     pub items: Option<u32>,
@@ -120,12 +121,21 @@ impl Default for Tuning {
 /// The most elements per thread [`Tuning::items`] accepts for 4-byte integers, where the
 /// device's shared memory holds such a tile ([`max_items`]).
 pub const MAX_ITEMS: u32 = 32;
+/// Fewest elements for which a Vulkan device scan of 4-byte integers keeps its tile in
+/// registers, moved by 16-byte loads and stores, rather than staged in shared memory, where
+/// the device has 64-bit buffer atomics and the subgroup arithmetic operations and the tile
+/// has a multiple of 4 elements per thread (any such tile up to [`MAX_ITEMS`], whatever the
+/// device's shared memory). Below it the staging kernel was faster (H200, NOTES.md version
+/// 40).
+pub const REGISTER_TILE_FROM: usize = 1 << 22;
 
 /// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
-/// ([`Tuning::items`]): floats [`ITEMS`] (part of their order); 8-byte integers [`ITEMS`];
-/// 4-byte integers up to [`MAX_ITEMS`], as far as the device's shared memory holds the tile
-/// (the kernels stage it there: 1056 bytes per element per thread, beside the look-back's
-/// window of up to [`MAX_LOOKBACK_TILES`] tiles per thread, 8 bytes per tile).
+/// ([`Tuning::items`]) at any length: floats [`ITEMS`] (part of their order); 8-byte integers
+/// [`ITEMS`]; 4-byte integers up to [`MAX_ITEMS`], as far as the device's shared memory holds
+/// the tile (the staging kernels: 1056 bytes per element per thread, beside the look-back's
+/// window of up to [`MAX_LOOKBACK_TILES`] tiles per thread, 8 bytes per tile). Scans that keep
+/// the tile in registers ([`REGISTER_TILE_FROM`]) take any multiple of 4 up to [`MAX_ITEMS`]
+/// besides.
 pub fn max_items(info: &crate::device::DeviceInfo, elem: ElemKind) -> u32 {
     match elem {
         ElemKind::I32 | ElemKind::U32 => {
@@ -143,18 +153,30 @@ pub fn max_items(info: &crate::device::DeviceInfo, elem: ElemKind) -> u32 {
 pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usize) -> Result<u32> {
     let fixed = matches!(T::KIND, ElemKind::F32 | ElemKind::F64);
     let most = max_items(dev.info(), T::KIND);
+    // A tile the device holds: in shared memory, or in registers where the scan keeps it there.
+    let fits = |i: u32| {
+        (1..=most).contains(&i)
+            || crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len)
+    };
     match tuning.items {
         None if fixed => Ok(ITEMS),
-        // The device's choice where its shared memory holds that tile, else the default.
-        None => Ok(Some(crate::tuning::scan_items(dev.info(), T::KIND, len))
-            .filter(|i| (1..=most).contains(i))
+        // The device's choice where it holds that tile, else the default.
+        None => Ok(Some(crate::tuning::scan_items(T::KIND, len))
+            .filter(|&i| fits(i))
             .unwrap_or(ITEMS)),
         Some(i) if fixed && i != ITEMS => Err(Error::invalid(
             "items",
             i,
             format!("{ITEMS}: the tile of a float scan is part of its order"),
         )),
-        Some(i) if (1..=most).contains(&i) => Ok(i),
+        Some(i) if fits(i) => Ok(i),
+        Some(i) if crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, 4, len) => {
+            Err(Error::invalid(
+                "items",
+                i,
+                format!("1..={most}, or a multiple of 4 up to {MAX_ITEMS}"),
+            ))
+        }
         Some(i) => Err(Error::invalid("items", i, format!("1..={most}"))),
     }
 }
@@ -403,7 +425,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
     }
     let kernel = Kernel {
-        name: crate::tuning::scan_kernel(dev.info(), T::KIND),
+        name: crate::tuning::scan_kernel(dev.info(), T::KIND, items, total),
         elem: T::KIND,
         consts: &consts,
     };

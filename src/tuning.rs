@@ -23,17 +23,50 @@ pub(crate) fn reduce_one_launch(info: &DeviceInfo, tiles: usize) -> bool {
     info.backend == BackendKind::Cuda && tiles <= crate::reduce::AUTO_ONE_LAUNCH_TILES
 }
 
-/// Scan: the device-scan kernel for `elem`. On Vulkan, 32-bit types keep a tile's flag and
-/// value in one 64-bit word where the device has 64-bit buffer atomics (`scan_device_s64`),
-/// else in two 32-bit words (`scan_device`); the CUDA twin always keeps one 64-bit word.
+/// Scan: the device-scan kernel for `n` elements of `elem` at `items` elements per thread. On
+/// Vulkan, 4-byte integers from [`crate::scan::REGISTER_TILE_FROM`] elements take
+/// `scan_device_vec` where [`scan_tile_in_registers`] allows it; else 32-bit types keep a tile's
+/// flag and value in one 64-bit word where the device has 64-bit buffer atomics
+/// (`scan_device_s64`), else in two 32-bit words (`scan_device`); the CUDA twin always keeps
+/// one 64-bit word.
 ///
 /// H100 (NOTES.md, version 8): the one-word state made the Vulkan scan 24–32% faster at 2^28.
-pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind) -> &'static str {
-    if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
+pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usize) -> &'static str {
+    if scan_tile_in_registers(info, elem, items, n) {
+        "scan_device_vec"
+    } else if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
         "scan_device_s64"
     } else {
         "scan_device"
     }
+}
+
+/// Scan: whether the device scan of `n` elements of `elem` at `items` elements per thread keeps
+/// its tile in registers, moved by 16-byte loads and stores (`scan_device_vec`), rather than
+/// staged in shared memory: on Vulkan devices with 64-bit buffer atomics and the subgroup
+/// arithmetic operations, for 4-byte integers (any tile gives their bits) at a multiple of 4
+/// elements per thread, from [`crate::scan::REGISTER_TILE_FROM`] elements.
+///
+/// H200 (NOTES.md, version 40), `i32` inclusive scans, µs, the staging kernel (its default
+/// tile) against the register tile at 32 elements a thread: 2^20 10.8 / 11.1, 2^21 13.1 / 13.7,
+/// 2^22 21.1 / 18.9, 2^23 34.1 / 31.5, 2^24 57.3 / 49.1, 2^26 203 / 149, 2^28 777 / 545 (CUB
+/// 683; the copy of 2^28 524): 48 registers and 3 KiB of shared memory, five workgroups an
+/// SM, where the staging kernel took 63 registers and 20 KiB (four; 120 registers at 32).
+pub(crate) fn scan_tile_in_registers(
+    info: &DeviceInfo,
+    elem: ElemKind,
+    items: u32,
+    n: usize,
+) -> bool {
+    info.backend == BackendKind::Vulkan
+        && info.int64_atomics
+        && info
+            .subgroup_features
+            .contains(crate::device::SubgroupFeatures::ARITHMETIC)
+        && matches!(elem, ElemKind::I32 | ElemKind::U32)
+        && items.is_multiple_of(4)
+        && (4..=crate::scan::MAX_ITEMS).contains(&items)
+        && n >= crate::scan::REGISTER_TILE_FROM
 }
 
 /// Scan: look-back tiles per thread for a scan of `tiles` tiles: 2 on Vulkan up to
@@ -68,20 +101,18 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// Scan: elements per thread of a device-scan tile of integers of `elem` for `n` elements
 /// (floats always take [`crate::scan::ITEMS`], part of their order; 8-byte integers too):
 /// [`crate::scan::MAX_ITEMS`] (32, tiles of 8192) for 4-byte integers from 2^20 elements on
-/// CUDA, and from 2^20 to 2^23 on Vulkan; else [`crate::scan::ITEMS`] (16).
+/// both backends; else [`crate::scan::ITEMS`] (16).
 ///
 /// H100 (NOTES.md, version 27), `i32` inclusive scans, µs at 16 → 32: CUDA (with the partial
 /// folds in shared memory, [`scan_partials_in_shared`]) 2^20 11.9 → 11.6, 2^21 17.3 → 14.8,
 /// 2^22 25.0 → 22.8, 2^23 38.7 → 36.7, 2^24 62.1 → 59.4, 2^26 211 → 196, 2^28 808 → 750;
 /// below 2^20 slower (2^16 7.7 → 9.0). Vulkan 2^20 13.6 → 12.4, 2^21 20.4 → 16.6, 2^22 29.1
-/// → 26.2, 2^23 44.7 → 42.5, but 2^24 70.0 → 75.0 (2048 tiles: a clearing launch, and 108
-/// registers against 60); 24 and 28 were between or slower on both.
-pub(crate) fn scan_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
-    let wide = match info.backend {
-        BackendKind::Cuda => n >= 1 << 20,
-        BackendKind::Vulkan => (1 << 20..=1 << 23).contains(&n),
-    };
-    if wide && matches!(elem, ElemKind::I32 | ElemKind::U32) {
+/// → 26.2, 2^23 44.7 → 42.5; 24 and 28 were between or slower on both. From 2^22 the Vulkan
+/// scan keeps its tile in registers ([`scan_tile_in_registers`]; H200, version 40, µs at 16 →
+/// 32: 2^22 21.2 → 18.9, 2^23 33.3 → 31.5, 2^24 47.6 → 49.1, 2^26 157 → 149, 2^28 590 →
+/// 545), where the staging kernel had taken 108 registers at 32 from 2^24 (70.0 → 75.0 µs).
+pub(crate) fn scan_items(elem: ElemKind, n: usize) -> u32 {
+    if n >= 1 << 20 && matches!(elem, ElemKind::I32 | ElemKind::U32) {
         crate::scan::MAX_ITEMS
     } else {
         crate::scan::ITEMS
@@ -114,6 +145,8 @@ pub(crate) fn scan_partials_in_shared(elem: ElemKind, items: u32) -> bool {
 /// 2^28 3%; the `i32` scans took 2–6% more from 2^24, so they keep the checks there. Version
 /// 30 (with the near look-back): unchecked, the `i32` scan takes 70 registers against 63
 /// (three workgroups an SM against four) and 4–8% less time at 2^16–2^22, 7–8% more from 2^24.
+/// H200 (version 40), the register tile (`scan_device_vec`) unchecked against checked from
+/// 2^25: 1.03–1.06× the time (2^26 155.6 against 148.7 µs, 2^28 579 against 545).
 #[cfg(feature = "vulkan")]
 pub(crate) fn vulkan_unchecked_buffers(name: &str, elem: ElemKind, consts: &[(&str, u32)]) -> bool {
     let wide_window = consts.iter().any(|&(c, v)| c == "LB_TILES" && v > 1);

@@ -293,6 +293,108 @@ fn integer_scans_agree_at_every_tile() {
 }
 
 #[test]
+fn integer_tiles_in_registers_agree_with_the_cpu() {
+    // From `REGISTER_TILE_FROM` elements a Vulkan device with 64-bit buffer atomics and the
+    // subgroup arithmetic operations keeps a 4-byte integer scan's tile in registers, at any
+    // multiple of 4 elements per thread up to `MAX_ITEMS` whatever its shared memory holds:
+    // every operator and kind, both types, a whole last tile and a partial one, several
+    // launches, the fallback (spin 0), against the CPU. Elsewhere, and below that length, a
+    // tile the device's shared memory cannot hold is refused, its output untouched.
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let info = dev.info();
+        let staged = scan::max_items(info, ElemKind::I32);
+        let registers = info.backend == xwarp::BackendKind::Vulkan
+            && info.int64_atomics
+            && info
+                .subgroup_features
+                .contains(xwarp::device::SubgroupFeatures::ARITHMETIC);
+        let from = scan::REGISTER_TILE_FROM;
+        for (j, items) in [4u32, 12, 20, 32].into_iter().enumerate() {
+            let tile = (scan::BLOCK * items) as usize;
+            let whole = from.div_ceil(tile) * tile;
+            for (i, (n, launch)) in [
+                (from, None),
+                (whole + 4 * tile + 5, None),
+                (whole + 3, Some(16 * tile)),
+                (1000, None),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let tuning = Tuning {
+                    items: Some(items),
+                    spin: if i == 1 { 0 } else { scan::DEFAULT_SPIN },
+                    max_launch_elems: launch,
+                    ..Tuning::default()
+                };
+                let kind = [ScanKind::Inclusive, ScanKind::Exclusive][(i + j) % 2];
+                let op = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max][(i + 2 * j) % 3];
+                let label = format!("{}: {op:?} {kind:?} n={n} {tuning:?}", d.label);
+                let holds = items <= staged || (registers && n >= from);
+                if (i + j) % 2 == 0 {
+                    let a = i32::input(op, n, &mut rng);
+                    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+                    let src = DeviceVec::from_slice(dev, &a).unwrap();
+                    let mut dst = DeviceVec::<i32>::alloc(dev, n).unwrap();
+                    dst.fill(dev, i32::MIN + 5).unwrap();
+                    let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
+                    check_tile(
+                        &label,
+                        holds,
+                        r,
+                        &want,
+                        &dst.to_vec(dev).unwrap(),
+                        i32::MIN + 5,
+                    );
+                } else {
+                    let a = u32::input(op, n, &mut rng);
+                    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+                    let src = DeviceVec::from_slice(dev, &a).unwrap();
+                    let mut dst = DeviceVec::<u32>::alloc(dev, n).unwrap();
+                    dst.fill(dev, 0xdead_beef).unwrap();
+                    let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
+                    check_tile(
+                        &label,
+                        holds,
+                        r,
+                        &want,
+                        &dst.to_vec(dev).unwrap(),
+                        0xdead_beef,
+                    );
+                }
+                assert_counters_zero(dev, &label);
+            }
+        }
+    });
+}
+
+/// A scan at a tile the device holds gives `want`; at one it does not, an error naming `items`
+/// and an output still all `poison`.
+fn check_tile<T: xwarp::Element>(
+    label: &str,
+    holds: bool,
+    r: xwarp::Result<()>,
+    want: &[T],
+    got: &[T],
+    poison: T,
+) {
+    if holds {
+        r.unwrap_or_else(|e| panic!("{label}: {e}"));
+        if let Some(m) = first_mismatch(want, got) {
+            panic!("{label}: {m}");
+        }
+    } else {
+        match r {
+            Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, "items", "{label}"),
+            other => panic!("{label}: a tile the device cannot hold: {other:?}"),
+        }
+        assert!(got.iter().all(|&x| x == poison), "{label}: output written");
+    }
+}
+
+#[test]
 fn bad_input_is_a_typed_error() {
     for_each_device(|d| {
         let dev = &*d.dev;

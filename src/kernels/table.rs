@@ -706,7 +706,15 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),
     },
-    // The Vulkan device's self-test at open.
+    // scan_device.glsl for 4-byte integers with the one-word state and the tile in registers
+    // (16-byte loads and stores, no staging area); Vulkan only (src/tuning.rs).
+    KernelDef {
+        name: "scan_device_vec",
+        variants: &["i32", "u32"],
+        consts: &SCAN_DEVICE_CONSTS,
+        cuda: false,
+        params: Some(&SCAN_DEVICE_PARAMS),
+    }, // The Vulkan device's self-test at open.
     KernelDef {
         name: "selftest",
         variants: FLOATS,
