@@ -7,7 +7,7 @@
 // tiles per thread), PARTIALS_IN_SHARED (32-bit types: each thread's partial folds stay in
 // shared memory through the look-back and are computed again at the end; 0: in registers),
 // SELF_CLEARING (1: launches with clear == XW_SELF_CLEARING, whose code only this variant has;
-// 0: the clearing launch and the launches after it).
+// 0: the clearing launch and the launches after it), VEC (1: the tile in registers, below).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
@@ -55,10 +55,30 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
     }
 }
 
-// 32-bit types go through shared memory (coalesced loads and stores, transposed there).
+// VEC (4-byte integers, ITEMS a multiple of 4; src/tuning.rs says where): the tile in
+// registers, the Vulkan twin's scan_device_vec.comp (see scan_tile_in_registers in
+// scan_device.glsl): warp w owns the run of 32 * ITEMS elements at w * 32 * ITEMS of the tile,
+// and in round r its lane l holds the run's 16-byte vector r * 32 + l (every binding starts at
+// a multiple of 16 bytes, and every launch at a whole tile). The default launch bounds: 64
+// registers, four blocks an SM; bounds of five took 48 and spilled 64-80 bytes, 1.08-1.19x the
+// time from 2^24 on an H200 (NOTES.md version 40).
+constexpr bool XW_VEC = VEC && sizeof(T) == 4 && T(1) / T(2) == T(0) && ITEMS % 4 == 0;
+// Other 32-bit types go through shared memory (coalesced loads and stores, transposed there).
 #define XW_TRANSPOSE (sizeof(T) == 4)
 #define XW_TILE (XW_SCAN_BLOCK * ITEMS)
-#define XW_STAGE (XW_TRANSPOSE ? XW_TILE + XW_TILE / 32 : 1)
+#define XW_STAGE (XW_TRANSPOSE && !XW_VEC ? XW_TILE + XW_TILE / 32 : 1)
+
+// A 4-byte element from its bits, and back.
+__device__ __forceinline__ T xw_from_bits(unsigned u) {
+    T v;
+    memcpy(&v, &u, sizeof(unsigned) < sizeof(T) ? sizeof(unsigned) : sizeof(T));
+    return v;
+}
+__device__ __forceinline__ unsigned xw_to_bits(T v) {
+    unsigned u = 0;
+    memcpy(&u, &v, sizeof(unsigned) < sizeof(T) ? sizeof(unsigned) : sizeof(T));
+    return u;
+}
 
 // Index in the tile stage of tile element i: one pad word per 32.
 __device__ __forceinline__ unsigned xw_pad(unsigned i) { return i + (i >> 5); }
@@ -367,7 +387,65 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 
     T s[ITEMS];
     T acc = xw_identity(T(0));
-    if (XW_TRANSPOSE) {
+    T prefix, total;
+    // VEC: the run's first vector in the tile (16-byte units) and whether the tile is whole.
+    const unsigned warp = threadIdx.x / XW_WARP;
+    const unsigned first = warp * XW_WARP * (ITEMS / 4) + threadIdx.x % XW_WARP;
+    const bool whole = tile_base + XW_TILE <= p.n;
+    if constexpr (XW_VEC) {
+        if (whole) {
+            const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src + tile_base);
+#pragma unroll
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                const uint4 w = s4[first + r * XW_WARP];
+                s[4 * r] = xw_from_bits(w.x);
+                s[4 * r + 1] = xw_from_bits(w.y);
+                s[4 * r + 2] = xw_from_bits(w.z);
+                s[4 * r + 3] = xw_from_bits(w.w);
+            }
+        } else {
+#pragma unroll
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+#pragma unroll
+                for (unsigned c = 0; c < 4; ++c) {
+                    const unsigned at = tile_base + 4 * (first + r * XW_WARP) + c;
+                    s[4 * r + c] = at < p.n ? src[at] : xw_identity(T(0));
+                }
+            }
+        }
+        // Per round: the lane's vector scanned, the warp's scan of the lanes' totals, and the
+        // vector becomes its elements' prefixes within the run.
+        T carry = xw_identity(T(0));
+#pragma unroll
+        for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+            T* y = &s[4 * r];
+            y[1] = xw_op(y[0], y[1]);
+            y[2] = xw_op(y[1], y[2]);
+            y[3] = xw_op(y[2], y[3]);
+            const T incl = warp_inclusive(y[3]);
+            const T pre = xw_op(carry, warp_shift_up_one(incl));
+            carry = xw_op(carry, __shfl_sync(XW_FULL_MASK, incl, XW_WARP - 1));
+            if (EXCLUSIVE) {
+                y[3] = xw_op(pre, y[2]);
+                y[2] = xw_op(pre, y[1]);
+                y[1] = xw_op(pre, y[0]);
+                y[0] = pre;
+            } else {
+#pragma unroll
+                for (unsigned c = 0; c < 4; ++c) y[c] = xw_op(pre, y[c]);
+            }
+        }
+        if (threadIdx.x % XW_WARP == 0) warp_totals[warp] = carry;
+        __syncthreads();
+        prefix = xw_identity(T(0));
+        total = xw_identity(T(0));
+#pragma unroll
+        for (unsigned w = 0; w < XW_SCAN_BLOCK / XW_WARP; ++w) {
+            if (w == warp) prefix = total;
+            total = xw_op(total, warp_totals[w]);
+        }
+        __syncthreads();  // warp_totals is the fallback's (tile_total) in the look-back
+    } else if (XW_TRANSPOSE) {
 #pragma unroll
         for (unsigned i = 0; i < ITEMS; ++i) {
             const unsigned idx = i * XW_SCAN_BLOCK + threadIdx.x;
@@ -391,8 +469,7 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
             s[j] = acc;
         }
     }
-    T prefix, total;
-    block_prefix(acc, warp_totals, prefix, total);
+    if (!XW_VEC) block_prefix(acc, warp_totals, prefix, total);
 
     T e = xw_identity(T(0));
     if (k > 0) {
@@ -412,7 +489,26 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 #endif
 
     const T pre = xw_op(e, prefix);
-    if (XW_TRANSPOSE) {
+    if constexpr (XW_VEC) {
+        if (whole) {
+            uint4* __restrict__ d4 = reinterpret_cast<uint4*>(dst + tile_base);
+#pragma unroll
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                d4[first + r * XW_WARP] = make_uint4(
+                    xw_to_bits(xw_op(pre, s[4 * r])), xw_to_bits(xw_op(pre, s[4 * r + 1])),
+                    xw_to_bits(xw_op(pre, s[4 * r + 2])), xw_to_bits(xw_op(pre, s[4 * r + 3])));
+            }
+        } else {
+#pragma unroll
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+#pragma unroll
+                for (unsigned c = 0; c < 4; ++c) {
+                    const unsigned at = tile_base + 4 * (first + r * XW_WARP) + c;
+                    if (at < p.n) dst[at] = xw_op(pre, s[4 * r + c]);
+                }
+            }
+        }
+    } else if (XW_TRANSPOSE) {
         // Each thread rewrites only its own elements, in place.
         T part = xw_identity(T(0));
 #pragma unroll

@@ -121,13 +121,13 @@ impl Default for Tuning {
 /// The most elements per thread [`Tuning::items`] accepts for 4-byte integers, where the
 /// device's shared memory holds such a tile ([`max_items`]).
 pub const MAX_ITEMS: u32 = 32;
-/// Fewest elements for which a Vulkan device scan of 4-byte integers keeps its tile in
-/// registers, moved by 16-byte loads and stores, rather than staged in shared memory, where
-/// the device has 64-bit buffer atomics and the subgroup arithmetic operations and the tile
-/// has a multiple of 4 elements per thread (any such tile up to [`MAX_ITEMS`], whatever the
-/// device's shared memory). Below it the staging kernel was faster (H200, NOTES.md version
-/// 40).
-pub const REGISTER_TILE_FROM: usize = 1 << 22;
+/// Fewest elements for which a device scan of 4-byte integers keeps its tile in registers,
+/// moved by 16-byte loads and stores, rather than staged in shared memory, on CUDA and on
+/// Vulkan: where the tile has a multiple of 4 elements per thread, and on Vulkan where the
+/// device has 64-bit buffer atomics and the subgroup arithmetic operations (there any such
+/// tile up to [`MAX_ITEMS`] is taken, whatever the device's shared memory holds). Below it the
+/// staging kernels were as fast or faster (H200, NOTES.md version 40).
+pub const REGISTER_TILE_FROM: (usize, usize) = (1 << 24, 1 << 22);
 
 /// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
 /// ([`Tuning::items`]) at any length: floats [`ITEMS`] (part of their order); 8-byte integers
@@ -154,10 +154,11 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
     let fixed = matches!(T::KIND, ElemKind::F32 | ElemKind::F64);
     let most = max_items(dev.info(), T::KIND);
     // A tile the device holds: in shared memory, or in registers where the scan keeps it there.
-    let fits = |i: u32| {
-        (1..=most).contains(&i)
-            || crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len)
+    let registers = |i: u32| {
+        dev.info().backend == BackendKind::Vulkan
+            && crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len)
     };
+    let fits = |i: u32| (1..=most).contains(&i) || registers(i);
     match tuning.items {
         None if fixed => Ok(ITEMS),
         // The device's choice where it holds that tile, else the default.
@@ -170,13 +171,11 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
             format!("{ITEMS}: the tile of a float scan is part of its order"),
         )),
         Some(i) if fits(i) => Ok(i),
-        Some(i) if crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, 4, len) => {
-            Err(Error::invalid(
-                "items",
-                i,
-                format!("1..={most}, or a multiple of 4 up to {MAX_ITEMS}"),
-            ))
-        }
+        Some(i) if registers(4) => Err(Error::invalid(
+            "items",
+            i,
+            format!("1..={most}, or a multiple of 4 up to {MAX_ITEMS}"),
+        )),
         Some(i) => Err(Error::invalid("items", i, format!("1..={most}"))),
     }
 }
@@ -423,6 +422,8 @@ pub(crate) fn scan_segments<T: Reduce>(
         let partials = crate::tuning::scan_partials_in_shared(T::KIND, items);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
         consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
+        let vec = crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, items, total);
+        consts.push(("VEC", u32::from(vec)));
     }
     let kernel = Kernel {
         name: crate::tuning::scan_kernel(dev.info(), T::KIND, items, total),

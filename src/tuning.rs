@@ -32,7 +32,7 @@ pub(crate) fn reduce_one_launch(info: &DeviceInfo, tiles: usize) -> bool {
 ///
 /// H100 (NOTES.md, version 8): the one-word state made the Vulkan scan 24–32% faster at 2^28.
 pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usize) -> &'static str {
-    if scan_tile_in_registers(info, elem, items, n) {
+    if info.backend == BackendKind::Vulkan && scan_tile_in_registers(info, elem, items, n) {
         "scan_device_vec"
     } else if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
         "scan_device_s64"
@@ -42,31 +42,44 @@ pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usiz
 }
 
 /// Scan: whether the device scan of `n` elements of `elem` at `items` elements per thread keeps
-/// its tile in registers, moved by 16-byte loads and stores (`scan_device_vec`), rather than
-/// staged in shared memory: on Vulkan devices with 64-bit buffer atomics and the subgroup
-/// arithmetic operations, for 4-byte integers (any tile gives their bits) at a multiple of 4
-/// elements per thread, from [`crate::scan::REGISTER_TILE_FROM`] elements.
+/// its tile in registers, moved by 16-byte loads and stores (Vulkan: `scan_device_vec`; CUDA:
+/// `scan_device` with `VEC`), rather than staged in shared memory: for 4-byte integers (any
+/// tile gives their bits) at a multiple of 4 elements per thread, from
+/// [`crate::scan::REGISTER_TILE_FROM`] elements; on Vulkan devices with 64-bit buffer atomics
+/// and the subgroup arithmetic operations, on CUDA devices whose bindings start at multiples
+/// of 16 bytes (all).
 ///
 /// H200 (NOTES.md, version 40), `i32` inclusive scans, µs, the staging kernel (its default
-/// tile) against the register tile at 32 elements a thread: 2^20 10.8 / 11.1, 2^21 13.1 / 13.7,
-/// 2^22 21.1 / 18.9, 2^23 34.1 / 31.5, 2^24 57.3 / 49.1, 2^26 203 / 149, 2^28 777 / 545 (CUB
-/// 683; the copy of 2^28 524): 48 registers and 3 KiB of shared memory, five workgroups an
-/// SM, where the staging kernel took 63 registers and 20 KiB (four; 120 registers at 32).
+/// tile) against the register tile at 32 elements a thread. Vulkan: 2^20 10.8 / 11.1, 2^21
+/// 13.1 / 13.7, 2^22 21.1 / 18.9, 2^23 34.1 / 31.5, 2^24 57.3 / 49.1, 2^26 203 / 149, 2^28 777
+/// / 545 (CUB 683; the copy of 2^28 524): 48 registers and 3 KiB of shared memory, five
+/// workgroups an SM, where the staging kernel took 63 registers and 20 KiB (four; 120
+/// registers at 32). CUDA: 2^22 20.4 / 21.7, 2^23 32.2 / 32.5, 2^24 51.4 / 47.6, 2^26 158 /
+/// 148, 2^28 591 / 553 (64 registers, four blocks an SM, against 40 and six).
 pub(crate) fn scan_tile_in_registers(
     info: &DeviceInfo,
     elem: ElemKind,
     items: u32,
     n: usize,
 ) -> bool {
-    info.backend == BackendKind::Vulkan
-        && info.int64_atomics
-        && info
-            .subgroup_features
-            .contains(crate::device::SubgroupFeatures::ARITHMETIC)
+    let (device, from) = match info.backend {
+        BackendKind::Vulkan => (
+            info.int64_atomics
+                && info
+                    .subgroup_features
+                    .contains(crate::device::SubgroupFeatures::ARITHMETIC),
+            crate::scan::REGISTER_TILE_FROM.1,
+        ),
+        BackendKind::Cuda => (
+            info.binding_alignment.is_multiple_of(16),
+            crate::scan::REGISTER_TILE_FROM.0,
+        ),
+    };
+    device
         && matches!(elem, ElemKind::I32 | ElemKind::U32)
         && items.is_multiple_of(4)
         && (4..=crate::scan::MAX_ITEMS).contains(&items)
-        && n >= crate::scan::REGISTER_TILE_FROM
+        && n >= from
 }
 
 /// Scan: look-back tiles per thread for a scan of `tiles` tiles: 2 on Vulkan up to

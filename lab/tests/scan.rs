@@ -294,8 +294,8 @@ fn integer_scans_agree_at_every_tile() {
 
 #[test]
 fn integer_tiles_in_registers_agree_with_the_cpu() {
-    // From `REGISTER_TILE_FROM` elements a Vulkan device with 64-bit buffer atomics and the
-    // subgroup arithmetic operations keeps a 4-byte integer scan's tile in registers, at any
+    // From `REGISTER_TILE_FROM` elements a 4-byte integer scan keeps its tile in registers; a
+    // Vulkan device with 64-bit buffer atomics and the subgroup arithmetic operations at any
     // multiple of 4 elements per thread up to `MAX_ITEMS` whatever its shared memory holds:
     // every operator and kind, both types, a whole last tile and a partial one, several
     // launches, the fallback (spin 0), against the CPU. Elsewhere, and below that length, a
@@ -310,7 +310,13 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
             && info
                 .subgroup_features
                 .contains(xwarp::device::SubgroupFeatures::ARITHMETIC);
-        let from = scan::REGISTER_TILE_FROM;
+        // CUDA takes the register tile from `REGISTER_TILE_FROM.0`, within the tiles its
+        // shared memory holds as well.
+        let from = if registers {
+            scan::REGISTER_TILE_FROM.1
+        } else {
+            scan::REGISTER_TILE_FROM.0
+        };
         for (j, items) in [4u32, 12, 20, 32].into_iter().enumerate() {
             let tile = (scan::BLOCK * items) as usize;
             let whole = from.div_ceil(tile) * tile;

@@ -536,7 +536,7 @@ mod tests {
         }
         holds("reduce", "ITEMS", crate::reduce::ITEMS);
         holds("reduce_device", "ITEMS", crate::reduce::ITEMS);
-        for scan in ["scan_device", "scan_device_s64"] {
+        for scan in ["scan_device", "scan_device_s64", "scan_device_vec"] {
             holds(scan, "ITEMS", crate::scan::ITEMS);
             holds(scan, "ITEMS", crate::scan::MAX_ITEMS);
             for w in 1..=crate::scan::MAX_LOOKBACK_TILES {

@@ -664,6 +664,13 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            // 1: a 4-byte integer tile in registers, moved by 16-byte loads and stores (the
+            // Vulkan twin is the kernel scan_device_vec).
+            Const {
+                name: "VEC",
+                on: On::Cuda,
+                values: OFF_ON,
+            },
         ],
         cuda: true,
         params: Some(&SCAN_DEVICE_PARAMS),
