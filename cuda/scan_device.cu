@@ -59,9 +59,10 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
 // registers, the Vulkan twin's scan_device_vec.comp (see scan_tile_in_registers in
 // scan_device.glsl): warp w owns the run of 32 * ITEMS elements at w * 32 * ITEMS of the tile,
 // and in round r its lane l holds the run's 16-byte vector r * 32 + l (every binding starts at
-// a multiple of 16 bytes, and every launch at a whole tile). The default launch bounds: 64
-// registers, four blocks an SM; bounds of five took 48 and spilled 64-80 bytes, 1.08-1.19x the
-// time from 2^24 on an H200 (NOTES.md version 40).
+// a multiple of 16 bytes, and every launch at a whole tile). The default launch bounds, also
+// where SELF_CLEARING (below): at 32 elements a thread 64 registers, four blocks an SM; bounds
+// of five took 48 and spilled 64-80 bytes, 1.08-1.19x the time from 2^24 on an H200 (NOTES.md
+// version 40).
 constexpr bool XW_VEC = VEC && sizeof(T) == 4 && T(1) / T(2) == T(0) && ITEMS % 4 == 0;
 // Other 32-bit types go through shared memory (coalesced loads and stores, transposed there).
 #define XW_TRANSPOSE (sizeof(T) == 4)
@@ -354,8 +355,9 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
 
 // The self-clearing scan of 4-byte elements in at most 48 registers, five blocks an SM (the
 // default allocation: 64 registers and a spill for i32, 32 and a spill for f32); f32 scans of
-// 2^16 to 2^22 elements 2-8% faster on an H100, i32 unchanged (NOTES.md, version 26).
-#if SELF_CLEARING && XW_ELEM_BYTES == 4
+// 2^16 to 2^22 elements 2-8% faster on an H100, i32 unchanged (NOTES.md, version 26). Not the
+// register tile (VEC), which spills at 48 (NOTES.md, version 40).
+#if SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 5)
 #else
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK)

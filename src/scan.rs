@@ -126,8 +126,9 @@ pub const MAX_ITEMS: u32 = 32;
 /// Vulkan: where the tile has a multiple of 4 elements per thread, and on Vulkan where the
 /// device has 64-bit buffer atomics and the subgroup arithmetic operations (there any such
 /// tile up to [`MAX_ITEMS`] is taken, whatever the device's shared memory holds). Below it the
-/// staging kernels were as fast or faster (H200, NOTES.md version 40).
-pub const REGISTER_TILE_FROM: (usize, usize) = (1 << 24, 1 << 22);
+/// Vulkan staging kernel was faster; CUDA's below 2^18 was not measured (H200, NOTES.md
+/// version 40).
+pub const REGISTER_TILE_FROM: (usize, usize) = (1 << 18, 1 << 22);
 
 /// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
 /// ([`Tuning::items`]) at any length: floats [`ITEMS`] (part of their order); 8-byte integers
