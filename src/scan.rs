@@ -125,10 +125,10 @@ pub const MAX_ITEMS: u32 = 32;
 /// moved by 16-byte loads and stores, rather than staged in shared memory, on CUDA and on
 /// Vulkan: where the tile has a multiple of 4 elements per thread, and on Vulkan where the
 /// device has 64-bit buffer atomics and the subgroup arithmetic operations (there any such
-/// tile up to [`MAX_ITEMS`] is taken, whatever the device's shared memory holds). Below it the
-/// Vulkan staging kernel was faster; CUDA's below 2^18 was not measured (H200, NOTES.md
-/// version 40).
-pub const REGISTER_TILE_FROM: (usize, usize) = (1 << 18, 1 << 22);
+/// tile up to [`MAX_ITEMS`] is taken, whatever the device's shared memory holds). CUDA takes it
+/// at every length; below 2^22 the Vulkan staging kernel was faster (H200, NOTES.md version
+/// 40).
+pub const REGISTER_TILE_FROM: (usize, usize) = (0, 1 << 22);
 
 /// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
 /// ([`Tuning::items`]) at any length: floats [`ITEMS`] (part of their order); 8-byte integers
