@@ -340,34 +340,22 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
                 let label = format!("{}: {op:?} {kind:?} n={n} {tuning:?}", d.label);
                 let holds = items <= staged || (registers && n >= from);
                 if (i + j) % 2 == 0 {
-                    let a = i32::input(op, n, &mut rng);
-                    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
-                    let src = DeviceVec::from_slice(dev, &a).unwrap();
-                    let mut dst = DeviceVec::<i32>::alloc(dev, n).unwrap();
-                    dst.fill(dev, i32::MIN + 5).unwrap();
-                    let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
-                    check_tile(
+                    tile_case(
+                        dev,
                         &label,
                         holds,
-                        r,
-                        &want,
-                        &dst.to_vec(dev).unwrap(),
+                        (op, kind, n, tuning),
                         i32::MIN + 5,
+                        &mut rng,
                     );
                 } else {
-                    let a = u32::input(op, n, &mut rng);
-                    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
-                    let src = DeviceVec::from_slice(dev, &a).unwrap();
-                    let mut dst = DeviceVec::<u32>::alloc(dev, n).unwrap();
-                    dst.fill(dev, 0xdead_beef).unwrap();
-                    let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
-                    check_tile(
+                    tile_case(
+                        dev,
                         &label,
                         holds,
-                        r,
-                        &want,
-                        &dst.to_vec(dev).unwrap(),
-                        0xdead_beef,
+                        (op, kind, n, tuning),
+                        0xdead_beef_u32,
+                        &mut rng,
                     );
                 }
                 assert_counters_zero(dev, &label);
@@ -376,19 +364,27 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
     });
 }
 
-/// A scan at a tile the device holds gives `want`; at one it does not, an error naming `items`
-/// and an output still all `poison`.
-fn check_tile<T: xwarp::Element>(
+/// A scan of `n` fresh elements of `T` (`op`, `kind`, `tuning`) into an output poisoned with
+/// `poison`: at a tile the device holds, the CPU's bits; at one it does not, an error naming
+/// `items` and the output still all `poison`.
+fn tile_case<T: ReduceInput>(
+    dev: &dyn xwarp::Device,
     label: &str,
     holds: bool,
-    r: xwarp::Result<()>,
-    want: &[T],
-    got: &[T],
+    (op, kind, n, tuning): (ReduceOp, ScanKind, usize, Tuning),
     poison: T,
+    rng: &mut Rng,
 ) {
+    let a = T::input(op, n, rng);
+    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+    let src = DeviceVec::from_slice(dev, &a).unwrap();
+    let mut dst = DeviceVec::<T>::alloc(dev, n).unwrap();
+    dst.fill(dev, poison).unwrap();
+    let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
+    let got = dst.to_vec(dev).unwrap();
     if holds {
         r.unwrap_or_else(|e| panic!("{label}: {e}"));
-        if let Some(m) = first_mismatch(want, got) {
+        if let Some(m) = first_mismatch(&want, &got) {
             panic!("{label}: {m}");
         }
     } else {
