@@ -100,9 +100,9 @@ pub struct Tuning {
     /// the device and the length choose.
     pub lookback_tiles: Option<u32>,
     /// Elements per thread of a device-scan tile of integers, 1 to [`MAX_ITEMS`] as far as the
-    /// device holds the tile ([`max_items`]; 8-byte integers: 1 to [`ITEMS`]); `None`: the
-    /// device and the length choose. Integer operators
-    /// are associative, so every tile gives the same bits; a float scan's tile is part of its
+    /// device holds the tile ([`max_items`], [`REGISTER_TILE_FROM`]; 8-byte integers: 1 to
+    /// [`ITEMS`]); `None`: the device and the length choose. Integer operators are
+    /// associative, so every tile gives the same bits; a float scan's tile is part of its
     /// documented order and stays [`ITEMS`] (any other value is refused).
     pub items: Option<u32>,
 }

@@ -55,7 +55,7 @@ pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usiz
 /// / 545 (CUB 683; the copy of 2^28 524): 48 registers and 3 KiB of shared memory, five
 /// workgroups an SM, where the staging kernel took 63 registers and 20 KiB (four; 120
 /// registers at 32). CUDA (64 registers, four blocks an SM, against 40 and six; at 16
-/// elements a thread 48, five): 2^10 5.8 / 5.4, 2^12 6.1 / 5.5, 2^14 6.8 / 6.2, 2^16 7.4 /
+/// elements a thread 48, five): 2^10 5.9 / 5.4, 2^12 6.2 / 5.5, 2^14 6.8 / 6.2, 2^16 7.5 /
 /// 6.8, 2^18 8.7 / 8.0, 2^20 11.3 / 10.0, 2^22 20.2 / 19.3, 2^23 32.0 / 27.8, 2^24 51.4 / 47.6,
 /// 2^26 158 / 148, 2^28 591 / 553.
 pub(crate) fn scan_tile_in_registers(

@@ -721,7 +721,8 @@ pub const KERNELS: &[KernelDef] = &[
         consts: &SCAN_DEVICE_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),
-    }, // The Vulkan device's self-test at open.
+    },
+    // The Vulkan device's self-test at open.
     KernelDef {
         name: "selftest",
         variants: FLOATS,
