@@ -56,7 +56,7 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
 }
 
 // VEC (4-byte integers, ITEMS a multiple of 4; src/tuning.rs says where): the tile in
-// registers, the Vulkan twin's scan_device_vec.comp (see scan_tile_in_registers in
+// registers, the Vulkan twin's scan_device_vec.comp (see vec_x in
 // scan_device.glsl): warp w owns the run of 32 * ITEMS elements at w * 32 * ITEMS of the tile,
 // and in round r its lane l holds the run's 16-byte vector r * 32 + l (every binding starts at
 // a multiple of 16 bytes, and every launch at a whole tile). The default launch bounds, also

@@ -566,41 +566,42 @@ T vec_inclusive(T x) {
     return subgroupInclusiveMax(x);
 }
 
-// Tile k (the launch's tile t, from element tile_base) with its elements in registers. Subgroup
-// g owns the run of gl_SubgroupSize * ITEMS elements at g * gl_SubgroupSize * ITEMS in the tile;
-// in round r its lane l holds the run's vector r * gl_SubgroupSize + l, so each round's loads and
-// stores are one contiguous stretch of the subgroup's (coalesced, as the transposing kernel's
-// are). Per round each lane scans its vector, the subgroup scans the lanes' totals, and the
-// vector becomes its elements' inclusive (or exclusive) prefixes within the run; the runs'
-// totals meet in shared memory, then the look-back, then each vector takes the tile's and the
-// run's prefix on its way out. Integers only: any association gives the same bits, and the
-// tile's total is the one tile_total (the fallback) computes. Uniform control flow.
-void scan_tile_in_registers(uint k, uint t, uint tile_base, uint local) {
+// The tile from element tile_base with its elements in registers. Subgroup g owns the run of
+// gl_SubgroupSize * ITEMS elements at g * gl_SubgroupSize * ITEMS in the tile; in round r its lane
+// l holds the run's vector r * gl_SubgroupSize + l (vec_x[r]), so each round's loads and stores
+// are one contiguous stretch of the subgroup's (coalesced, as the transposing kernel's are). Per
+// round each lane scans its vector, the subgroup scans the lanes' totals, and the vector becomes
+// its elements' inclusive (or exclusive) prefixes within the run; the runs' totals meet in
+// shared memory; after the look-back (main) each vector takes the tile's and the run's prefix on
+// its way out. Integers only: any association gives the same bits, and the tile's total is the
+// one tile_total (the fallback) computes. Uniform control flow.
+TV vec_x[VECS];
+
+// Round r's vector of this invocation, as an index of the tile's vectors: bounded to the tile
+// whatever the driver reports.
+uint vec_at(uint r) {
+    uint first = xw_subgroup_id() * gl_SubgroupSize * VECS + gl_SubgroupInvocationID;
+    return min(first + r * gl_SubgroupSize, gl_WorkGroupSize.x * VECS - 1u);
+}
+
+// Loads the tile and scans each run; `run_prefix` is the runs' total before this invocation's,
+// `total` the tile's.
+void vec_load_and_scan(uint tile_base, out T run_prefix, out T total) {
     uint lane = gl_SubgroupInvocationID;
-    uint size = gl_SubgroupSize;
     uint sg = xw_subgroup_id();
-    uint tile_vecs = gl_WorkGroupSize.x * VECS;
-    // The run's first vector in the tile, bounded (with each round's) to the tile's vectors
-    // whatever the driver reports.
-    uint first = sg * size * VECS + lane;
-    bool whole = tile_base + gl_WorkGroupSize.x * ITEMS <= p.n;
-    uint v0 = tile_base / 4u;
-    TV x[VECS];
-    if (whole) {
-        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            x[r] = TV(src4[v0 + min(first + r * size, tile_vecs - 1u)]);
-        }
+    if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) vec_x[r] = TV(src4[tile_base / 4u + vec_at(r)]);
     } else {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            uint e = tile_base + 4u * min(first + r * size, tile_vecs - 1u);
+            uint e = tile_base + 4u * vec_at(r);
             TV y;
             [[unroll]] for (uint c = 0u; c < 4u; ++c) y[c] = e + c < p.n ? src[e + c] : xw_identity();
-            x[r] = y;
+            vec_x[r] = y;
         }
     }
     T carry = xw_identity();
     [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-        TV y = x[r];
+        TV y = vec_x[r];
         y.y = xw_op(y.x, y.y);
         y.z = xw_op(y.y, y.z);
         y.w = xw_op(y.z, y.w);
@@ -613,41 +614,36 @@ void scan_tile_in_registers(uint k, uint t, uint tile_base, uint local) {
             ex = lane == 0u ? xw_identity() : up;
         }
         T pre = xw_op(carry, ex);
-        carry = xw_op(carry, subgroupShuffle(incl, size - 1u));
-        x[r] = EXCLUSIVE != 0u ? TV(pre, xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z))
-                               : TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w));
+        carry = xw_op(carry, subgroupShuffle(incl, gl_SubgroupSize - 1u));
+        vec_x[r] = EXCLUSIVE != 0u ? TV(pre, xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z))
+                                   : TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w));
     }
     // The runs' totals (stage: a T per invocation, at most one per subgroup used here).
     if (lane == 0u) stage[sg] = carry;
     barrier();
-    T run_prefix = xw_identity();
-    T total = xw_identity();
+    run_prefix = xw_identity();
+    total = xw_identity();
     uint groups = xw_num_subgroups();
     for (uint g = 0u; g < groups; ++g) {
         if (g == sg) run_prefix = total;
         total = xw_op(total, stage[g]);
     }
     barrier();  // stage is the fallback's (tile_total) in the look-back
-    T e = xw_identity();
-    if (k > 0u) {
-        if (local == 0u) publish(k, FLAG_AGGREGATE, total, false);
-        e = look_back(k, total, local);
-    } else if (local == 0u) {
-        publish(k, FLAG_INCLUSIVE, total, true);
-    }
-    if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
-    T pre = xw_op(e, run_prefix);
-    if (whole) {
+}
+
+// Stores the tile, each element with `pre` (the tile's and the run's prefix) before it.
+void vec_store(uint tile_base, T pre) {
+    if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            TV y = x[r];
-            dst4[v0 + min(first + r * size, tile_vecs - 1u)] =
+            TV y = vec_x[r];
+            dst4[tile_base / 4u + vec_at(r)] =
                 uvec4(TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w)));
         }
     } else {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            uint e = tile_base + 4u * min(first + r * size, tile_vecs - 1u);
+            uint e = tile_base + 4u * vec_at(r);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                if (e + c < p.n) dst[e + c] = xw_op(pre, x[r][c]);
+                if (e + c < p.n) dst[e + c] = xw_op(pre, vec_x[r][c]);
             }
         }
     }
@@ -678,7 +674,9 @@ void main() {
     uint base = tile_base + local * ITEMS;
 
 #if defined(XW_VEC)
-    scan_tile_in_registers(k, t, tile_base, local);
+    T prefix;
+    T total;
+    vec_load_and_scan(tile_base, prefix, total);
 #else
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
@@ -744,6 +742,7 @@ void main() {
 #else
     block_prefix(acc, local, prefix, total);
 #endif
+#endif
 
     T e = xw_identity();
     if (k > 0u) {
@@ -755,7 +754,9 @@ void main() {
     if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
 
     T pre = xw_op(e, prefix);
-#if defined(XW_TRANSPOSE)
+#if defined(XW_VEC)
+    vec_store(tile_base, pre);
+#elif defined(XW_TRANSPOSE)
     // Each invocation rewrites only its own elements, in place; where an exact float sum's
     // test failed, it writes them again exactly from the input (which the first pass
     // overwrote in shared memory).
@@ -802,7 +803,6 @@ void main() {
         T y = EXCLUSIVE != 0u ? (j == 0u ? pre : xw_op(pre, s[j - 1u])) : xw_op(pre, s[j]);
         if (base + j < p.n) dst[base + j] = y;
     }
-#endif
 #endif
     if (p.clear == SELF_CLEARING) zero_states_if_last(local);
 }
