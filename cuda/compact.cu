@@ -23,6 +23,9 @@
 // run) and then out in coalesced stores, BLOCK consecutive elements per step: the tile's output
 // run is contiguous in both orders.
 //
+// EARLY (1, not with LENGTHS): the passing elements go to shared memory before the tile's base
+// is known (src/compact.rs: stable tiles above 16 elements a thread).
+//
 // Variant constants: OP (3: LENGTHS's last step), ITEMS, BLOCK (threads per block), LENGTHS (1,
 // with HEADS: run-length encoding's lengths too), SELF_CLEARING (1: launches with
 // self_clearing set, whose code only this variant has), HEADS (1: unique's predicate, "differs
@@ -231,6 +234,20 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
 
 #define NO_HEAD 0xffffffffu
 
+// The thread's passing elements at their places in the tile's output run (out_stage), from
+// `at`, the count of the warps below the thread's (EARLY: before the tile's base is known).
+__device__ __forceinline__ void xw_stage_tile(unsigned int kept, const XW_T (&v)[ITEMS],
+                                              unsigned int at, XW_T* out_stage) {
+    const unsigned int below_lane = (1u << (threadIdx.x % XW_WARP)) - 1u;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const bool pass = (kept >> j) & 1u;
+        const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
+        if (pass) out_stage[at + __popc(ballot & below_lane)] = v[j];
+        at += __popc(ballot);
+    }
+}
+
 // HEADS (unique's predicate): bit j is set where the element of step j differs in its bits from the element
 // before it (or is the input's first): the heads of the runs of equal elements, which unique
 // keeps. Lane l > 0's predecessor is lane l - 1's element of the same step, lane 0's the last
@@ -386,6 +403,8 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
         if (w < warp) below += c;
         tile_count += c;
     }
+    constexpr bool early = EARLY && !LENGTHS;
+    if (early) xw_stage_tile(kept, v, below, out_stage);
     unsigned int tile_base;
 #if OP == 1
     // ONE atomic per tile, by the tile's leader; the base meets the tile in shared memory. Its
@@ -438,7 +457,7 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
     unsigned int* const len_out = lengths + out0 + tile_base;
 #endif
 #pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
+    for (unsigned int j = 0; j < (early ? 0 : ITEMS); ++j) {
         const bool pass = (kept >> j) & 1u;
         const unsigned int ballot = __ballot_sync(XW_FULL_MASK, pass);
         const unsigned int q = at + __popc(ballot & below_lane);

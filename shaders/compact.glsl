@@ -54,6 +54,9 @@
 // The passing elements of a tile go to shared memory first (at their place in the tile's output
 // run) and then out in coalesced stores, a workgroup's worth of consecutive elements per step:
 // the tile's output run is contiguous in both orders.
+// EARLY (not with LENGTHS; src/compact.rs takes it for stable tiles above 16 elements a thread):
+// they go there before the tile's base is known, so that a stable tile waits on its look-back
+// with its elements out of registers and only its stores left.
 //
 // The output binding is a window of the output starting at element `window` (two words); a
 // chunk writes at its base - window + ..., and only when its base lies in window .. window +
@@ -76,6 +79,10 @@ layout(constant_id = 2) const uint ITEMS = 16u;
 layout(constant_id = 3) const uint HEADS = 0u;
 // 1 (with HEADS; run-length encoding): each head's run length too (main's scatter, OP_LENGTHS).
 layout(constant_id = 4) const uint LENGTHS = 0u;
+// 1 (not with LENGTHS): the tile's passing elements go to shared memory before the tile's base
+// is known (the stable step's look-back then overlaps nothing of the tile's but its stores).
+layout(constant_id = 5) const uint EARLY = 0u;
+const bool EARLY_STAGE = EARLY != 0u && LENGTHS == 0u;
 
 const uint OP_RESET = 0u;
 const uint OP_UNORDERED = 1u;
@@ -398,6 +405,18 @@ void close_runs(bool zero) {
 
 void lengths_step() { close_runs(false); }
 
+// The caller's passing elements at their places in the tile's output run (out_stage), from
+// `at`, the count of the subgroups below the caller's.
+void stage_tile(uint kept, T v[ITEMS], uint at) {
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool pass = ((kept >> j) & 1u) != 0u;
+        uvec4 ballot = subgroupBallot(pass);
+        uint q = min(at + ballot_rank(ballot), TILE - 1u);
+        if (pass) out_stage[q] = v[j];
+        at += ballot_count(ballot);
+    }
+}
+
 void main() {
     if (OP == OP_RESET) {
         reset_step();
@@ -474,6 +493,8 @@ void main() {
         tile_count += c;
     }
 
+    if (EARLY_STAGE) stage_tile(kept, v, below);
+
     uint tile_base;
 #if !defined(XW_COUNT64)
     uint done = 0u;
@@ -548,7 +569,7 @@ void main() {
         }
         if (tile_count == 0u && local == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
     }
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+    [[unroll]] for (uint j = 0u; j < (EARLY_STAGE ? 0u : ITEMS); ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
         uvec4 ballot = subgroupBallot(pass);
         uint q = min(at + ballot_rank(ballot), TILE - 1u);

@@ -23,7 +23,10 @@
 //!   The tile publishes its own, then scatters. Vulkan promises no forward progress between
 //!   workgroups, so after [`Tuning::spin`] polls of a predecessor that has published nothing,
 //!   the tile counts that predecessor's elements itself: it cannot deadlock on any conformant
-//!   device.
+//!   device. Its result does not depend on the tile, so its tile may be larger
+//!   ([`Tuning::stable_items`]; by default on CUDA 32 elements a thread from 2^22 elements, on
+//!   Vulkan 24 from 2^25 for integers): such tiles put their passing elements in shared memory
+//!   before the look-back, which then delays only their stores.
 //!
 //! Everything stays on the device: the count lands in a [`DeviceVec<u64>`] and the elements in
 //! the output's first `count` slots, so an application can chain further kernels with no host
@@ -89,6 +92,13 @@ pub struct Tuning {
     /// counts that predecessor's elements itself. 0 always takes that fallback; results never
     /// depend on it.
     pub spin: u32,
+    /// [`Order::Stable`] of 4-byte elements: elements each thread of a tile takes, 1 to
+    /// [`max_stable_items`] (a tile's passing elements wait in the device's shared memory), and
+    /// at most `max_binding_elems / 512` (two tiles in a binding); `None` leaves it to the
+    /// device. The result never depends on it. The unordered step, the
+    /// head predicate (unique, run-length encoding) and 8-byte elements keep
+    /// [`items_per_thread`] and ignore it (the unordered order depends on the tile).
+    pub stable_items: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -96,7 +106,47 @@ impl Default for Tuning {
         Tuning {
             max_binding_elems: None,
             spin: DEFAULT_SPIN,
+            stable_items: None,
         }
+    }
+}
+
+/// The most [`Tuning::stable_items`] a device takes: a tile of 4-byte elements, with the
+/// kernels' other shared words, in its shared memory, and at most 32 (one bit a step of a
+/// thread's mask).
+pub fn max_stable_items(info: &DeviceInfo) -> u32 {
+    let words = info.shared_memory_bytes.saturating_sub(STABLE_SHARED_OTHER) / 4;
+    (words / BLOCK).min(32)
+}
+
+/// Shared bytes of the compaction kernels besides the tile's staging area (the GLSL kernel's
+/// 256 subgroup counts and its five words, rounded up).
+const STABLE_SHARED_OTHER: u32 = 1152;
+
+/// The stable step's elements a thread for `n` elements of `elem` (see [`Tuning::stable_items`]).
+fn stable_items(info: &DeviceInfo, elem: ElemKind, n: usize, tuning: Tuning) -> Result<u32> {
+    let default = items_per_thread(elem.size());
+    if elem.size() != 4 {
+        return Ok(default);
+    }
+    // Two tiles in a binding (the plan's windows; only a small max_binding_elems limits it).
+    let binding = tuning.max_binding_elems.map_or(u32::MAX, |m| {
+        (m / (2 * BLOCK as usize)).min(u32::MAX as usize) as u32
+    });
+    let most = max_stable_items(info).min(binding);
+    match tuning.stable_items {
+        None => Ok(Some(crate::tuning::compact_stable_items(info, elem, n))
+            .filter(|&i| i <= most)
+            .unwrap_or(default)),
+        Some(i) if (1..=most).contains(&i) => Ok(i),
+        Some(i) => Err(Error::invalid(
+            "stable_items",
+            i,
+            format!(
+                "1..={most} (4-byte elements on `{}` with max_binding_elems {:?})",
+                info.name, tuning.max_binding_elems
+            ),
+        )),
     }
 }
 
@@ -265,7 +315,7 @@ pub(crate) fn heads(
 /// this tuning in one chunk and one output window (else run-length encoding takes the runs
 /// kernel).
 pub(crate) fn lengths_fit(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning) -> bool {
-    let plan = Plan::new(info, elem_size, n, tuning);
+    let plan = Plan::new(info, elem_size, n, tuning, items_per_thread(elem_size));
     plan.single && n <= plan.chunk
 }
 
@@ -326,7 +376,11 @@ fn run(
         job.elem,
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
-    let plan = Plan::new(info, job.elem.size(), n, tuning);
+    let items = match order {
+        Order::Stable if !job.heads => stable_items(info, job.elem, n, tuning)?,
+        _ => items_per_thread(job.elem.size()),
+    };
+    let plan = Plan::new(info, job.elem.size(), n, tuning, items);
     // Scratch: the chunk's count, its tile tickets, its tiles done and the chunk bases
     // (`COUNTER_WORDS`); one tile state per tile of the input, each chunk its own run (stable only:
     // a few bytes per 16 KiB of input, zeroed once by the reset).
@@ -409,7 +463,7 @@ fn run(
         dev,
         info,
         elem: job.elem,
-        items: items_per_thread(job.elem.size()),
+        items,
         words: job.words,
         spin: tuning.spin,
         count,
@@ -533,8 +587,8 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning) -> Self {
-        let tile = tile_elems(elem_size) as u64;
+    fn new(info: &DeviceInfo, elem_size: usize, n: usize, tuning: Tuning, items: u32) -> Self {
+        let tile = BLOCK as u64 * u64::from(items);
         let mut chunk = plan::chunk_elems(info, elem_size, tile).min(MAX_CHUNK);
         let mut binding = info.max_binding_bytes / elem_size as u64;
         if let Some(m) = tuning.max_binding_elems {
@@ -695,6 +749,11 @@ impl Launcher<'_> {
             ("ITEMS", self.items),
             ("HEADS", u32::from(self.heads)),
             ("LENGTHS", u32::from(self.lengths.is_some())),
+            // Larger tiles than the default stage before their look-back (src/tuning.rs).
+            (
+                "EARLY",
+                u32::from(self.items > items_per_thread(self.elem.size())),
+            ),
         ];
         // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); the
         // GLSL kernels take the workgroup size from constant 0.

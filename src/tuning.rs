@@ -184,6 +184,26 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
     }
 }
 
+/// Compaction, stable step of `n` 4-byte elements (no head predicate): elements each thread of
+/// a tile takes, where [`crate::compact::Tuning::stable_items`] leaves it to the device; above
+/// [`crate::compact::items_per_thread`]'s 16 the kernels stage a tile's passing elements in
+/// shared memory before its look-back (`EARLY`). CUDA: 32 from 2^22 elements. Vulkan: 24 from
+/// 2^25 for integers. The caller keeps the default where the device's shared memory holds less.
+///
+/// H200 (NOTES.md, version 41), µs against 16 elements a thread: CUDA `i32` 2^22 20.0 → 18.5,
+/// 2^24 48.5 → 45.9, 2^26 157.4 → 139.0, 2^28 586.9 → 515.5 (`f32` alike); 32 elements without
+/// the early staging 593.8 at 2^28, no gain; below 2^21 slower (2^16 7.4 → 8.1). Vulkan `i32`
+/// 2^25 87.7 → 85.4, 2^28 632.4 → 601.8 at 24 (79 registers against 56); 2^22 slower (18.9 →
+/// 19.8), and 32 (104 registers) slower everywhere; the `f32` kernel with exact subnormals
+/// (98 registers at 24) 1.15× the time.
+pub(crate) fn compact_stable_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
+    match info.backend {
+        BackendKind::Cuda if n >= 1 << 22 => 32,
+        BackendKind::Vulkan if n >= 1 << 25 && matches!(elem, ElemKind::I32 | ElemKind::U32) => 24,
+        _ => crate::compact::items_per_thread(elem.size()),
+    }
+}
+
 /// Stencil: layers per workgroup for `n` elements. Vulkan: [`FEW_ROWS`] below 2^24 elements,
 /// [`ROWS`] from there. CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there, and the shuffle
 /// variant [`MANY_ROWS`] from 2^24.

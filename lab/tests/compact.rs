@@ -227,6 +227,7 @@ fn stable_look_back_fallback_at_spin_0() {
                     tuning: Tuning {
                         max_binding_elems,
                         spin: 0,
+                        ..Tuning::default()
                     },
                 });
             }
@@ -470,4 +471,94 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
 #[test]
 fn every_backend_is_tested() {
     assert!(!devices().is_empty());
+}
+
+/// Stable compactions of `T` with `items` elements a thread against the CPU, on one device.
+fn stable_items_case<T: PredicateElement>(d: &common::TestDevice, items: u32, rng: &mut Rng) {
+    let tile = 256 * items as usize;
+    let specs = [
+        PredSpec::MiddleHalf,
+        PredSpec::GreaterMedian,
+        PredSpec::AllPass,
+        PredSpec::NonePass,
+        PredSpec::Odd,
+    ];
+    for (k, n) in [1, 31, 33, tile - 1, tile + 1, 7 * tile + 33, 100_003]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = specs[k % specs.len()];
+        let (input, pred) = case_input::<T>(spec, n, rng);
+        let poison = poison_value(&input);
+        let (count, out) = expected_output(Order::Stable, pred, &input, poison);
+        let tuning = Tuning {
+            stable_items: Some(items),
+            spin: if k % 2 == 0 { 0 } else { 1 << 14 },
+            ..Tuning::default()
+        };
+        let label = format!("{}: {} n={n} {pred} {tuning:?}", d.label, T::KIND);
+        let (got_count, got) = run_compact(&*d.dev, Order::Stable, pred, &input, poison, tuning)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let want = comparable(Order::Stable, count, &out);
+        if let Some(m) = first_mismatch(&want, &comparable(Order::Stable, got_count, &got)) {
+            panic!("{label}: count {got_count} (expected {count}); {m}");
+        }
+    }
+}
+
+#[test]
+fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
+    // Tuning::stable_items: tiles of 1 to the device's most elements a thread (above 16 the
+    // kernels stage a tile's passing elements before its look-back), the 4-byte types, lengths
+    // around the tile, with and without the fallback; past the most, a typed error and the
+    // output untouched.
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let most = xwarp::compact::max_stable_items(dev.info());
+        assert!(most >= 16, "{}: most {most}", d.label);
+        for (k, items) in [1, 7, 17, 24, most].into_iter().enumerate() {
+            match k % 3 {
+                0 => stable_items_case::<i32>(d, items, &mut rng),
+                1 => stable_items_case::<f32>(d, items, &mut rng),
+                _ => stable_items_case::<u32>(d, items, &mut rng),
+            }
+        }
+        let input: Vec<i32> = (0..5000).collect();
+        let src = DeviceVec::from_slice(dev, &input).unwrap();
+        let mut out = DeviceVec::from_slice(dev, &[7i32; 5000]).unwrap();
+        let mut count = DeviceVec::from_slice(dev, &[9u64]).unwrap();
+        for bad in [0, most + 1] {
+            let tuning = Tuning {
+                stable_items: Some(bad),
+                ..Tuning::default()
+            };
+            let r = compact_tuned(
+                dev,
+                Order::Stable,
+                Predicate::Odd,
+                &src,
+                &mut out,
+                &mut count,
+                tuning,
+            );
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::InvalidParameter {
+                        name: "stable_items",
+                        ..
+                    })
+                ),
+                "{}: stable_items {bad}: {r:?}",
+                d.label
+            );
+        }
+        assert_eq!(count.to_vec(dev).unwrap(), [9], "{}", d.label);
+        assert!(
+            out.to_vec(dev).unwrap().iter().all(|&v| v == 7),
+            "{}",
+            d.label
+        );
+    });
 }

@@ -496,8 +496,11 @@ fn compact_prop<T: Arb>() {
             Some(4 * MIN_BINDING_ELEMS),
         ]),
         select(vec![0, compact::DEFAULT_SPIN]),
+        // The stable tile: the device's, and two others (ignored by the unordered order and
+        // 8-byte elements; at most 16 with the smallest binding).
+        select(vec![None, Some(5), Some(9)]),
     )
-        .prop_flat_map(|(max, spin)| {
+        .prop_flat_map(|(max, spin, stable_items)| {
             let longest = if max == Some(MIN_BINDING_ELEMS) {
                 3 * MIN_BINDING_ELEMS
             } else {
@@ -507,6 +510,7 @@ fn compact_prop<T: Arb>() {
                 Just(CompactTuning {
                     max_binding_elems: max,
                     spin,
+                    stable_items,
                 }),
                 predicate_and_data(T::palettes_for_pred(), 0, longest),
             )

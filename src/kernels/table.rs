@@ -353,7 +353,7 @@ const SCAN_DEVICE_CONSTS: [Const; 4] = [
 ];
 
 /// The constants of both compaction kernels on Vulkan.
-const COMPACT_CONSTS: [Const; 4] = [
+const COMPACT_CONSTS: [Const; 5] = [
     // The step: 0 reset, 1 unordered, 2 stable, 3 the run lengths that end at a tile's first
     // head (run-length encoding).
     Const {
@@ -361,11 +361,12 @@ const COMPACT_CONSTS: [Const; 4] = [
         on: On::Both,
         values: &[0, 1, 2, 3],
     },
-    // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
+    // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones; the stable step's larger
+    // tiles of 4-byte elements (src/tuning.rs).
     Const {
         name: "ITEMS",
         on: On::Both,
-        values: &[16, 8],
+        values: &[16, 8, 24, 32],
     },
     // 1: the head predicate of unique (a variant of its own, so that the other predicates'
     // kernel keeps its code).
@@ -377,6 +378,12 @@ const COMPACT_CONSTS: [Const; 4] = [
     // 1 (with HEADS): each head's run length too (run-length encoding).
     Const {
         name: "LENGTHS",
+        on: On::Both,
+        values: OFF_ON,
+    },
+    // 1 (not with LENGTHS): the tile's passing elements staged before its base is known.
+    Const {
+        name: "EARLY",
         on: On::Both,
         values: OFF_ON,
     },
@@ -425,6 +432,7 @@ pub const KERNELS: &[KernelDef] = &[
             COMPACT_CONSTS[1],
             COMPACT_CONSTS[2],
             COMPACT_CONSTS[3],
+            COMPACT_CONSTS[4],
             Const {
                 name: "BLOCK",
                 on: On::Cuda,

@@ -346,6 +346,7 @@ pub fn run_unique_or_rle<K: Element>(
     let compact = |max_binding_elems| xwarp::compact::Tuning {
         spin: tuning.spin,
         max_binding_elems,
+        ..Default::default()
     };
     if run_length {
         let mut lengths = DeviceVec::<u32>::alloc(dev, len)?;
