@@ -24,8 +24,8 @@
 //!   workgroups, so after [`Tuning::spin`] polls of a predecessor that has published nothing,
 //!   the tile counts that predecessor's elements itself: it cannot deadlock on any conformant
 //!   device. Its result does not depend on the tile, so its tile may be larger
-//!   ([`Tuning::stable_items`]; by default on CUDA 32 elements a thread from 2^22 elements, on
-//!   Vulkan 24 from 2^25 for integers): such tiles put their passing elements in shared memory
+//!   ([`Tuning::stable_items`]; by default on CUDA 32 elements a thread from 2^22 elements,
+//!   unique's too, on Vulkan 24 from 2^25 for integers): such tiles put their passing elements in shared memory
 //!   before the look-back, which then delays only their stores.
 //!
 //! Everything stays on the device: the count lands in a [`DeviceVec<u64>`] and the elements in
@@ -95,9 +95,9 @@ pub struct Tuning {
     /// [`Order::Stable`] of 4-byte elements: elements each thread of a tile takes, 1 to
     /// [`max_stable_items`] (a tile's passing elements wait in the device's shared memory), and
     /// at most `max_binding_elems / 512` (two tiles in a binding); `None` leaves it to the
-    /// device. The result never depends on it. The unordered step, the
-    /// head predicate (unique, run-length encoding) and 8-byte elements keep
-    /// [`items_per_thread`] and ignore it (the unordered order depends on the tile).
+    /// device. The result never depends on it. Unique (the head predicate) takes it too; the
+    /// unordered step, run-length encoding and 8-byte elements keep [`items_per_thread`] and
+    /// ignore it (the unordered order depends on the tile).
     pub stable_items: Option<u32>,
 }
 
@@ -124,7 +124,13 @@ pub fn max_stable_items(info: &DeviceInfo) -> u32 {
 const STABLE_SHARED_OTHER: u32 = 1152;
 
 /// The stable step's elements a thread for `n` elements of `elem` (see [`Tuning::stable_items`]).
-fn stable_items(info: &DeviceInfo, elem: ElemKind, n: usize, tuning: Tuning) -> Result<u32> {
+fn stable_items(
+    info: &DeviceInfo,
+    elem: ElemKind,
+    heads: bool,
+    n: usize,
+    tuning: Tuning,
+) -> Result<u32> {
     let default = items_per_thread(elem.size());
     if elem.size() != 4 {
         return Ok(default);
@@ -135,9 +141,11 @@ fn stable_items(info: &DeviceInfo, elem: ElemKind, n: usize, tuning: Tuning) -> 
     });
     let most = max_stable_items(info).min(binding);
     match tuning.stable_items {
-        None => Ok(Some(crate::tuning::compact_stable_items(info, elem, n))
-            .filter(|&i| i <= most)
-            .unwrap_or(default)),
+        None => Ok(
+            Some(crate::tuning::compact_stable_items(info, elem, heads, n))
+                .filter(|&i| i <= most)
+                .unwrap_or(default),
+        ),
         Some(i) if (1..=most).contains(&i) => Ok(i),
         Some(i) => Err(Error::invalid(
             "stable_items",
@@ -377,7 +385,9 @@ fn run(
         SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )?;
     let items = match order {
-        Order::Stable if !job.heads => stable_items(info, job.elem, n, tuning)?,
+        Order::Stable if job.lengths.is_none() => {
+            stable_items(info, job.elem, job.heads, n, tuning)?
+        }
         _ => items_per_thread(job.elem.size()),
     };
     let plan = Plan::new(info, job.elem.size(), n, tuning, items);

@@ -184,7 +184,7 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
     }
 }
 
-/// Compaction, stable step of `n` 4-byte elements (no head predicate): elements each thread of
+/// Compaction, stable step of `n` 4-byte elements (`heads`: unique's predicate): elements each thread of
 /// a tile takes, where [`crate::compact::Tuning::stable_items`] leaves it to the device; above
 /// [`crate::compact::items_per_thread`]'s 16 the kernels stage a tile's passing elements in
 /// shared memory before its look-back (`EARLY`). CUDA: 32 from 2^22 elements. Vulkan: 24 from
@@ -195,11 +195,22 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
 /// the early staging 593.8 at 2^28, no gain; below 2^21 slower (2^16 7.4 → 8.1). Vulkan `i32`
 /// 2^25 87.7 → 85.4, 2^28 632.4 → 601.8 at 24 (79 registers against 56); 2^22 slower (18.9 →
 /// 19.8), and 32 (104 registers) slower everywhere; the `f32` kernel with exact subnormals
-/// (98 registers at 24) 1.15× the time.
-pub(crate) fn compact_stable_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
+/// (98 registers at 24) 1.15× the time. Unique (`heads`, its keys as `u32` words) alike on
+/// CUDA: 2^22 20.8 → 20.4, 2^26 183.2 → 172.0, 2^28 688 → 651 (1.09–1.10× CUB); on Vulkan at 24
+/// 1.14× the time from 2^25, so there it keeps 16.
+pub(crate) fn compact_stable_items(
+    info: &DeviceInfo,
+    elem: ElemKind,
+    heads: bool,
+    n: usize,
+) -> u32 {
     match info.backend {
         BackendKind::Cuda if n >= 1 << 22 => 32,
-        BackendKind::Vulkan if n >= 1 << 25 && matches!(elem, ElemKind::I32 | ElemKind::U32) => 24,
+        BackendKind::Vulkan
+            if !heads && n >= 1 << 25 && matches!(elem, ElemKind::I32 | ElemKind::U32) =>
+        {
+            24
+        }
         _ => crate::compact::items_per_thread(elem.size()),
     }
 }

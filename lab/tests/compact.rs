@@ -510,8 +510,8 @@ fn stable_items_case<T: PredicateElement>(d: &common::TestDevice, items: u32, rn
 fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
     // Tuning::stable_items: tiles of 1 to the device's most elements a thread (above 16 the
     // kernels stage a tile's passing elements before its look-back), the 4-byte types, lengths
-    // around the tile, with and without the fallback; past the most, a typed error and the
-    // output untouched.
+    // around the tile, with and without the fallback, unique's head predicate too; past the
+    // most, a typed error and the output untouched.
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -522,6 +522,32 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
                 0 => stable_items_case::<i32>(d, items, &mut rng),
                 1 => stable_items_case::<f32>(d, items, &mut rng),
                 _ => stable_items_case::<u32>(d, items, &mut rng),
+            }
+        }
+        // Unique (the head predicate) takes the same tiles: runs of 1 to 8 equal keys.
+        for items in [7, 24, most] {
+            for n in [33, 256 * items as usize + 1, 100_003] {
+                let mut keys = Vec::with_capacity(n);
+                while keys.len() < n {
+                    let key = rng.next_u64() as u32 % 5;
+                    let run = 1 + rng.next_u64() as usize % 8;
+                    keys.extend(std::iter::repeat_n(key, run.min(n - keys.len())));
+                }
+                let want = cpu::runs::unique(&keys);
+                let tuning = Tuning {
+                    stable_items: Some(items),
+                    spin: if n % 2 == 0 { 0 } else { 1 << 14 },
+                    ..Tuning::default()
+                };
+                let src = DeviceVec::from_slice(dev, &keys).unwrap();
+                let mut out = DeviceVec::from_slice(dev, &vec![u32::MAX; n]).unwrap();
+                let mut runs = DeviceVec::from_slice(dev, &[u64::MAX]).unwrap();
+                xwarp::unique::unique_tuned(dev, &src, &mut out, &mut runs, tuning).unwrap();
+                let label = format!("{}: unique n={n} {tuning:?}", d.label);
+                assert_eq!(runs.to_vec(dev).unwrap(), [want.len() as u64], "{label}");
+                let got = out.to_vec(dev).unwrap();
+                assert_eq!(got[..want.len()], want[..], "{label}");
+                assert!(got[want.len()..].iter().all(|&v| v == u32::MAX), "{label}");
             }
         }
         let input: Vec<i32> = (0..5000).collect();
