@@ -184,11 +184,12 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
     }
 }
 
-/// Compaction, stable step of `n` 4-byte elements (`heads`: unique's predicate): elements each thread of
-/// a tile takes, where [`crate::compact::Tuning::stable_items`] leaves it to the device; above
-/// [`crate::compact::items_per_thread`]'s 16 the kernels stage a tile's passing elements in
-/// shared memory before its look-back (`EARLY`). CUDA: 32 from 2^22 elements. Vulkan: 24 from
-/// 2^25 for integers. The caller keeps the default where the device's shared memory holds less.
+/// Compaction, stable step of `n` 4-byte elements (`heads`: unique's predicate): elements each
+/// thread of a tile takes, where [`crate::compact::Tuning::stable_items`] leaves it to the
+/// device; above [`crate::compact::items_per_thread`]'s 16 the kernels stage a tile's passing
+/// elements in shared memory before its look-back (`EARLY`). CUDA: 32 from 2^22 elements.
+/// Vulkan: 24 from 2^25 for integers, not for unique. The caller keeps the default where the
+/// device's shared memory holds less.
 ///
 /// H200 (NOTES.md, version 41), µs against 16 elements a thread: CUDA `i32` 2^22 20.0 → 18.5,
 /// 2^24 48.5 → 45.9, 2^26 157.4 → 139.0, 2^28 586.9 → 515.5 (`f32` alike); 32 elements without
