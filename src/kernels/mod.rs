@@ -712,7 +712,7 @@ layout(push_constant) uniform Params {
 template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
-#if OP == 0 || EXTRA || HEADS || LENGTHS
+#if OP == 0 || EXTRA || HEADS || LENGTHS || EARLY
 #error \"compiled with -DOTHER\"
 #endif
 }
@@ -729,7 +729,8 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
                 "OP",
                 "EXTRA",
                 "HEADS",
-                "LENGTHS"
+                "LENGTHS",
+                "EARLY"
             ]
         );
         let errors = source::check_cuda(k, &iface);
