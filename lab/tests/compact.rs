@@ -510,8 +510,8 @@ fn stable_items_case<T: PredicateElement>(d: &common::TestDevice, items: u32, rn
 fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
     // Tuning::stable_items: tiles of 1 to the device's most elements a thread (above 16 the
     // kernels stage a tile's passing elements before its look-back), the 4-byte types, lengths
-    // around the tile, with and without the fallback, unique's head predicate too; past the
-    // most, a typed error and the output untouched.
+    // around the tile, with and without the fallback, the float edges, unique's head predicate
+    // too; past the most, a typed error and the output untouched.
     let mut rng = Rng::new(seed());
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -522,6 +522,32 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
                 0 => stable_items_case::<i32>(d, items, &mut rng),
                 1 => stable_items_case::<f32>(d, items, &mut rng),
                 _ => stable_items_case::<u32>(d, items, &mut rng),
+            }
+        }
+        // The float edges (subnormals, NaN payloads, ±0, ±inf, 2^-149 .. 2^127 and neighbours),
+        // drawn at random over several tiles, through the larger tiles' early staging.
+        let edges = common::float_edges_f32();
+        for items in [24, most] {
+            let n = 3 * 256 * items as usize + 5;
+            let input: Vec<f32> = (0..n)
+                .map(|_| edges[rng.next_u64() as usize % edges.len()])
+                .collect();
+            let poison = poison_value(&input);
+            for pred in [Predicate::Odd, Predicate::NonZero, Predicate::Greater(0.0)] {
+                let (count, out) = expected_output(Order::Stable, pred, &input, poison);
+                let tuning = Tuning {
+                    stable_items: Some(items),
+                    ..Tuning::default()
+                };
+                let label = format!("{}: f32 edges n={n} {pred} {tuning:?}", d.label);
+                let (got_count, got) =
+                    run_compact(dev, Order::Stable, pred, &input, poison, tuning)
+                        .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let want = comparable(Order::Stable, count, &out);
+                if let Some(m) = first_mismatch(&want, &comparable(Order::Stable, got_count, &got))
+                {
+                    panic!("{label}: count {got_count} (expected {count}); {m}");
+                }
             }
         }
         // Unique (the head predicate) takes the same tiles: runs of 1 to 8 equal keys.
