@@ -6,7 +6,9 @@
 // per block), STAGE_WORDS (shared words for counts and staging), MATCH_ANY (1: a digit's lanes
 // from __match_any_sync; 0: from one __ballot_sync per digit bit, as the Vulkan twin),
 // BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none),
-// WHOLE (1: the whole sort of a single tile, every pass, in one launch; 0: one digit pass).
+// WHOLE (1: the whole sort of a single tile, every pass, in one launch; 0: one digit pass),
+// COUNTS_IN_STAGE (1: the digit pass's warp digit counts share their words with the staging
+// area, whose keys then wait until every key is ranked; 0: the two side by side).
 
 #include "sort_common.cuh"
 
@@ -56,8 +58,18 @@ __device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WOR
 }
 
 struct __align__(16) SortShared {
+#if COUNTS_IN_STAGE && !WHOLE
+    // The counts live until the last key is ranked, the staged keys from then on (the digit
+    // pass; the sort in one launch, which ranks and stages each pass's keys together, keeps
+    // the two apart).
+    union {
+        unsigned offsets[HIST_SG * RADIX];
+        unsigned stage[STAGE_WORDS];
+    };
+#else
     unsigned offsets[HIST_SG * RADIX];  // per warp and digit: its count, then its running place
     unsigned stage[STAGE_WORDS];  // the sorted tile: its keys, later its values
+#endif
     unsigned count[RADIX];        // the tile's count of each digit
     unsigned scan[2][RADIX];      // [0] where each digit starts in the tile; [1] global offsets
     unsigned acc[RADIX];          // per digit: the tile's exclusive global prefix, then its base
@@ -537,8 +549,18 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
         const unsigned at = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
         // Two rounds: only the first half's keys now (a branch: the warp's next ballots
         // reconverge it; the Vulkan twin writes spare places instead).
-        if (ROUNDS == 1 || at < PLACES) stage_key(s, at, keys[i]);
+        if (!COUNTS_IN_STAGE && (ROUNDS == 1 || at < PLACES)) stage_key(s, at, keys[i]);
         ranks[i / 2] |= at << (16 * (i % 2));
+    }
+    if (COUNTS_IN_STAGE) {
+        // Every warp's counts read: their words take the keys (the barrier before the scatter
+        // orders these stores before its loads).
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            const unsigned at = packed_rank(ranks, i);
+            if (ROUNDS == 1 || at < PLACES) stage_key(s, at, keys[i]);
+        }
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
     for (unsigned b = local; b < RADIX; b += BLOCK) s.acc[b] -= s.scan[0][b];

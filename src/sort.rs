@@ -142,8 +142,18 @@ pub const DEFAULT_STAGE_ROUNDS: (u32, u32) = (1, 1);
 /// (four blocks of 47 KiB fit already; two rounds took 1.07–1.09× the time). NOTES.md,
 /// version 36.
 pub const DEFAULT_STAGE_ROUNDS_WIDE: (u32, u32) = (1, 2);
-/// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan.
+/// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan (CUDA's pairs:
+/// [`WIDE_PAIRS_ITEMS`]).
 pub const DEFAULT_ITEMS_WIDE: (u32, u32) = (16, 16);
+/// CUDA: [`Tuning::items_wide`] where it is 0 (the default) and keys carry values, either of
+/// them 8 bytes: 20 keys a thread, the tile 48 KiB of shared memory holds once the subgroups'
+/// digit counts share the staging area's words ([`TilePlan::counts_in_stage`]). H200, 2^24
+/// keys, µs a sort (NOTES.md version 42): `u64` keys with `u64` values 1654.8 against 1735.9
+/// at 16 keys a thread, `u64` keys with `u32` values 1446.6 against 1502.9, `u32` keys with
+/// `u64` values 725.1 against 758.4. (`u32` pairs lost: the counts' words free only once every
+/// key is ranked, so the keys wait in registers: 76 registers against 56 at 384 × 19, 1.15×
+/// the time.)
+pub const WIDE_PAIRS_ITEMS: u32 = 20;
 /// Largest [`Tuning::items`] and [`Tuning::items_wide`].
 pub const MAX_ITEMS: u32 = 32;
 /// Default [`Tuning::histogram_groups`].
@@ -241,7 +251,7 @@ pub struct Tuning {
     /// in the device's shared memory.
     pub items: u32,
     /// Keys per invocation when keys or values are 64-bit, or 0 for the backend's default
-    /// ([`DEFAULT_ITEMS_WIDE`]).
+    /// ([`DEFAULT_ITEMS_WIDE`], [`WIDE_PAIRS_ITEMS`]).
     pub items_wide: u32,
     /// CUDA: a digit's lanes from `__match_any_sync` instead of one `__ballot_sync` per digit
     /// bit (Vulkan always uses ballots).
@@ -301,6 +311,11 @@ pub struct TilePlan {
     pub stage_rounds: u32,
     /// The most lanes a subgroup of the device may have (the largest subgroup size).
     pub lanes: u32,
+    /// The subgroups' digit counts share their words with the staging area (the digit
+    /// passes of pairs with an 8-byte key or value, on CUDA): the staged keys then wait until
+    /// every key is ranked, and a larger tile fits the same shared memory
+    /// ([`WIDE_PAIRS_ITEMS`]). Sorts in one launch keep the two apart.
+    pub counts_in_stage: bool,
 }
 
 impl TilePlan {
@@ -325,12 +340,14 @@ impl TilePlan {
     pub fn shared_bytes(&self) -> u64 {
         let subgroups = self.subgroups as u64;
         let spare = 32 * self.ballot_words() as u64;
-        4 * (subgroups * RADIX as u64
-            + spare
-            + self.stage_words as u64
-            + 6 * RADIX as u64
-            + subgroups
-            + 3)
+        let counts = subgroups * RADIX as u64;
+        let stage = self.stage_words as u64;
+        let (counts, stage) = if self.counts_in_stage {
+            (0, counts.max(stage))
+        } else {
+            (counts, stage)
+        };
+        4 * (counts + spare + stage + 6 * RADIX as u64 + subgroups + 3)
     }
 
     /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
@@ -379,7 +396,10 @@ impl TilePlan {
         } else {
             ("items", tuning.items)
         };
+        // CUDA's pairs with an 8-byte key or value: the counts in the staging area's words.
+        let counts_in_stage = cuda && value_bytes > 0 && words == 2;
         let requested = match (requested, words) {
+            (0, 2) if counts_in_stage => WIDE_PAIRS_ITEMS,
             (0, 2) => pick(DEFAULT_ITEMS_WIDE),
             (0, _) => pick(DEFAULT_ITEMS),
             (r, _) => r,
@@ -410,6 +430,7 @@ impl TilePlan {
                     stage_words: block * items * stage_width,
                     stage_rounds: 1,
                     lanes: info.max_subgroup_size.max(sg),
+                    counts_in_stage,
                 };
                 // The tile is the one a whole staging area fits (so a sort in one launch
                 // holds it too); two rounds then stage half of it each: keys only, an even
@@ -540,6 +561,7 @@ impl TilePlan {
                         stage_words: block * items * stage_width,
                         stage_rounds: 1,
                         lanes: self.lanes,
+                        counts_in_stage: false,
                     })
             })
             .filter(move |c| c.shared_bytes() <= shared)
@@ -1291,6 +1313,7 @@ fn onesweep_consts(
             m => m,
         };
         consts.push(("MIN_BLOCKS", min_blocks));
+        consts.push(("COUNTS_IN_STAGE", u32::from(plan.counts_in_stage)));
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));

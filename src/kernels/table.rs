@@ -832,6 +832,13 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: &[0, 2, 3, 4],
             },
+            // 1: the digit pass's warp digit counts share their words with the staging area
+            // (8-byte keys or values with values).
+            Const {
+                name: "COUNTS_IN_STAGE",
+                on: On::Cuda,
+                values: OFF_ON,
+            },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {
                 name: "BALLOT_WORDS",
