@@ -87,6 +87,7 @@ pub(crate) fn bench(
         eprintln!("error: no backend is available");
         return Ok(ExitCode::FAILURE);
     }
+    let _clocks = clock_holders(&devices);
     println!("seed {}", cfg.seed);
     // CUB first, while our devices are idle: its process has the GPU to itself. A resumed run
     // times only the types and sizes the report has no CUB case of.
@@ -284,6 +285,58 @@ fn output(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// PCI vendor id of NVIDIA.
+const NVIDIA: u32 = 0x10de;
+
+/// Idle CUDA devices held through a run that times Vulkan on an NVIDIA GPU without the CUDA
+/// backend. NVIDIA's driver lowers the SM clock of a process that runs only Vulkan work in
+/// short bursts, as the bench does between its checks (an H200: 1980 MHz for the first few
+/// seconds, then 345 MHz, and a copy of 2^28 `u32` 1262 µs against 525; NOTES.md version 42),
+/// and keeps it up while a CUDA context exists in the process. Holding one on every CUDA
+/// device times Vulkan at the clock a sustained workload gets; none where the CUDA backend is
+/// unavailable (then the run says so).
+fn clock_holders(devices: &[(String, Arc<dyn Device>)]) -> Vec<Arc<dyn Device>> {
+    let info = |d: &Arc<dyn Device>| d.info().clone();
+    let vulkan_on_nvidia = devices.iter().any(|(_, d)| {
+        let i = info(d);
+        i.backend == xwarp::BackendKind::Vulkan && i.vendor_id == NVIDIA
+    });
+    let cuda = devices
+        .iter()
+        .any(|(_, d)| info(d).backend == xwarp::BackendKind::Cuda);
+    if !vulkan_on_nvidia || cuda {
+        return Vec::new();
+    }
+    let count = xwarp::backend::list_all()
+        .into_iter()
+        .find(|(k, _)| *k == xwarp::BackendKind::Cuda)
+        .and_then(|(_, l)| l.ok())
+        .map_or(0, |l| l.len());
+    let held: Vec<Arc<dyn Device>> = (0..count)
+        .filter_map(|i| {
+            xwarp::backend::open(&xwarp::backend::Options {
+                backend: BackendChoice::Cuda,
+                device: Some(DeviceSelector::Index(i)),
+                validation: false,
+            })
+            .ok()
+        })
+        .collect();
+    if held.is_empty() {
+        println!(
+            "clocks: no CUDA device to hold: NVIDIA's driver may lower a Vulkan-only \
+             process's SM clock between the bench's bursts of work"
+        );
+    } else {
+        println!(
+            "clocks: {} idle CUDA device(s) held so that NVIDIA's driver keeps the SM clock \
+             up for the Vulkan-only run",
+            held.len()
+        );
+    }
+    held
 }
 
 /// The backends not among `devices`, with the reason they could not be opened.
