@@ -527,25 +527,53 @@ fn bit_range_edges() {
 }
 
 /// Sizes around the tile of each device (exactly one tile, one key more or less, two tiles)
-/// and around the most keys a sort in one launch takes.
+/// and around the most keys a sort in one launch takes, for keys and values of 4 and 8 bytes.
 #[test]
 fn sizes_at_tile_edges() {
-    let mut sizes = Vec::new();
-    for d in devices() {
-        let t = Tuning::default();
-        for (kb, vb) in [(4, 0), (8, 8)] {
-            // The tile of sorts below LARGE_SORT, which these sizes are.
-            let plan = TilePlan::for_len(d.dev.info(), &t, kb, vb, 1).unwrap();
-            let tile = plan.tile();
-            let most = plan.whole_max(d.dev.info(), &t);
-            sizes.extend([tile - 1, tile, tile + 1, 2 * tile, 3 * tile - 1]);
-            sizes.extend([most - 1, most, most + 1]);
+    // Sizes of the tiles of 4-byte and of 8-byte words, then of one word of each.
+    let edges = |widths: &[(usize, usize)]| {
+        let mut sizes = Vec::new();
+        for d in devices() {
+            let t = Tuning::default();
+            for &(kb, vb) in widths {
+                // The tile of sorts below LARGE_SORT, which these sizes are.
+                let plan = TilePlan::for_len(d.dev.info(), &t, kb, vb, 1).unwrap();
+                let tile = plan.tile();
+                let most = plan.whole_max(d.dev.info(), &t);
+                sizes.extend([tile - 1, tile, tile + 1, 2 * tile, 3 * tile - 1]);
+                sizes.extend([most - 1, most, most + 1]);
+            }
         }
-    }
-    sizes.sort_unstable();
-    sizes.dedup();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    };
     let mut rng = Rng::new(seed());
-    for (i, &n) in sizes.iter().enumerate() {
+    for (i, &n) in edges(&[(8, 4), (4, 8)]).iter().enumerate() {
+        // One 8-byte word and one 4-byte one (CUDA's wide pairs tile; see TilePlan).
+        let order = ORDERS[i % 2];
+        run_case::<i64>(
+            &Case::new(
+                Op::Pairs(ElemKind::F32),
+                n,
+                Pattern::FewDistinct,
+                order,
+                0..64,
+            ),
+            &mut rng,
+        );
+        run_case::<f32>(
+            &Case::new(
+                Op::Argsort(true),
+                n,
+                Pattern::Bits,
+                ORDERS[(i + 1) % 2],
+                0..32,
+            ),
+            &mut rng,
+        );
+    }
+    for (i, &n) in edges(&[(4, 0), (8, 8)]).iter().enumerate() {
         let order = ORDERS[i % 2];
         run_case::<u32>(
             &Case::new(Op::Pairs(ElemKind::U32), n, Pattern::Uniform, order, 0..32),
