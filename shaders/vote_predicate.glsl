@@ -135,6 +135,17 @@ uvec4 xw_pred_intervals(uint code, T a, T b) {
 // per launch, outside the loops, so an element's test does not recompute them.
 uvec4 xw_pred_bits = uvec4(0u);
 
+// xw_pred_code without the driver's comparison: on the exact f32 variant every comparison is
+// tested on the element's bits, XW_PRED_ONE_* where one interval holds the passing bits, the
+// comparison's own code (two intervals) elsewhere. For a kernel whose registers the driver's
+// comparisons' extra paths cost more than they save (the partition's scatter: 82 registers,
+// two workgroups an SM on NVIDIA, against 78 and three; NOTES.md version 42).
+uint xw_pred_code_bits(uint code, T a, T b) {
+    if (SUBNORMALS != 1u || code < XW_PRED_GREATER || code > XW_PRED_IN_RANGE) return code;
+    xw_pred_bits = xw_pred_intervals(code, a, b);
+    return xw_pred_bits.w == 0u ? code + (XW_PRED_ONE_GREATER - XW_PRED_GREATER) : code;
+}
+
 uint xw_pred_code(uint code, T a, T b) {
     if (SUBNORMALS != 1u || code < XW_PRED_GREATER || code > XW_PRED_IN_RANGE) return code;
     xw_pred_bits = xw_pred_intervals(code, a, b);
@@ -146,6 +157,7 @@ uint xw_pred_code(uint code, T a, T b) {
 }
 #else
 uint xw_pred_code(uint code, T a, T b) { return code; }
+uint xw_pred_code_bits(uint code, T a, T b) { return code; }
 #endif
 
 // Whether v passes predicate `code` with operands a and b (IEEE comparisons: NaN fails all but
