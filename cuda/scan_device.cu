@@ -55,15 +55,30 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
     }
 }
 
-// VEC (4-byte integers, ITEMS a multiple of 4; src/tuning.rs says where): the tile in
-// registers, the Vulkan twin's scan_device_vec.comp (see vec_x in
+// VEC (4-byte integers, ITEMS a multiple of 4; f32 at ITEMS 16; src/tuning.rs says where):
+// the tile in registers, the Vulkan twin's scan_device_vec.comp (see vec_x in
 // scan_device.glsl): warp w owns the run of 32 * ITEMS elements at w * 32 * ITEMS of the tile,
 // and in round r its lane l holds the run's 16-byte vector r * 32 + l (every binding starts at
 // a multiple of 16 bytes, and every launch at a whole tile). The default launch bounds, also
 // where SELF_CLEARING (below): at 32 elements a thread 64 registers, four blocks an SM; bounds
 // of five took 48 and spilled 64-80 bytes, 1.08-1.19x the time from 2^24 on an H200 (NOTES.md
-// version 40).
-constexpr bool XW_VEC = VEC && sizeof(T) == 4 && T(1) / T(2) == T(0) && ITEMS % 4 == 0;
+// version 40). f32 keeps the documented order (XW_VEC_ORDERED; the twin's vec_cin): the
+// tile's thread 8r + i of warp w's run lies in round r, lanes 4i .. 4i + 3, which fold their
+// vectors in sequence, each handing its fold up one lane; thread 32w + l's total is gathered
+// to lane l for block_prefix, and its prefix goes back after the look-back.
+constexpr bool XW_INTEGER = T(1) / T(2) == T(0);
+constexpr bool XW_VEC =
+    VEC && sizeof(T) == 4 && ITEMS % 4 == 0 && (XW_INTEGER || ITEMS == 16);
+constexpr bool XW_VEC_ORDERED = XW_VEC && !XW_INTEGER;
+
+// An element of the register tile on its way out: integers with their prefix q before them;
+// XW_VEC_ORDERED's elements are final already.
+__device__ __forceinline__ T xw_vec_out(T q, T v) { return XW_VEC_ORDERED ? v : xw_op(q, v); }
+
+// Folds the four elements at x onto c in order, the last partial fold.
+__device__ __forceinline__ T vec_fold(T c, const T* x) {
+    return xw_op(xw_op(xw_op(xw_op(c, x[0]), x[1]), x[2]), x[3]);
+}
 // Other 32-bit types go through shared memory (coalesced loads and stores, transposed there).
 #define XW_TRANSPOSE (sizeof(T) == 4)
 #define XW_TILE (XW_SCAN_BLOCK * ITEMS)
@@ -163,9 +178,16 @@ struct LookBack {
 // as the window's) and lane 0 publishes. Sets lb.near and lb.value; the caller meets the other
 // warps at a barrier. Without an inclusive prefix among the 32, or after XW_NEAR_POLLS polls
 // (at most spin + 1) with a gap, lb.near is false and the window look-back below takes over.
+__device__ void look_back_near_walk(unsigned k, T total, unsigned* flags, T* aggregates,
+                                    T* inclusives, unsigned spin, LookBack& lb);
+
 __device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregates,
                                T* inclusives, unsigned spin, LookBack& lb) {
     const unsigned lane = threadIdx.x;
+    if constexpr (!XW_INTEGER) {
+        look_back_near_walk(k, total, flags, aggregates, inclusives, spin, lb);
+        return;
+    }
     const unsigned count = min(k, (unsigned)XW_WARP);
     unsigned m = count;
     bool near = false;
@@ -193,6 +215,60 @@ __device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregat
             lb.value = e;
             publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
         }
+    }
+    if (lane == 0) lb.near = near;
+}
+
+// look_back_near for floats (the GLSL twin's): a window without an inclusive prefix keeps its
+// values in lb.values (values[d]: tile k - 1 - d) and the warp moves down a window, until a
+// window holds an inclusive prefix P; then lane 0 folds P and every value kept after it in
+// order, the window path's left fold. At most XW_LB tiles, and XW_NEAR_POLLS polls and windows
+// together; else lb.near is false and the window look-back takes over.
+__device__ void look_back_near_walk(unsigned k, T total, unsigned* flags, T* aggregates,
+                                    T* inclusives, unsigned spin, LookBack& lb) {
+    const unsigned lane = threadIdx.x;
+    bool near = false;
+    int top = (int)k - 1;
+    unsigned below = 0;
+    unsigned polls = 0;
+    while (top >= 0) {
+        const unsigned count = min((unsigned)top + 1, (unsigned)XW_WARP);
+        unsigned m;
+        unsigned f;
+        bool gap;
+        T v;
+        for (;;) {
+            v = xw_identity(T(0));
+            f = lane < count ? read_flag(flags, (unsigned)top - lane, v) : 0u;
+            const unsigned incl = __ballot_sync(0xffffffffu, lane < count && f == FLAG_INCLUSIVE);
+            m = incl ? (unsigned)__ffs(incl) - 1 : count;
+            gap = __ballot_sync(0xffffffffu, lane < m && f == 0u) != 0u;
+            if (!gap || polls >= min(spin, (unsigned)XW_NEAR_POLLS - 1)) break;
+            ++polls;
+        }
+        const bool incl = m < count;
+        if (gap || (!incl && below + 2 * XW_WARP > XW_LB)) break;
+        const bool mine = lane < count && lane <= m;
+        if constexpr (!XW_PACKED) {
+            __threadfence();
+            if (mine) v = read_value(aggregates, inclusives, (unsigned)top - lane, f);
+        }
+        if (mine) lb.values[below + lane] = v;
+        __syncwarp();
+        if (incl) {
+            if (lane == 0) {
+                const unsigned d = below + m;
+                T e = lb.values[d];
+                for (unsigned i = d; i-- > 0;) e = xw_op(e, lb.values[i]);
+                lb.value = e;
+                publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
+            }
+            near = true;
+            break;
+        }
+        below += XW_WARP;
+        top -= XW_WARP;
+        if (++polls >= XW_NEAR_POLLS) break;
     }
     if (lane == 0) lb.near = near;
 }
@@ -357,7 +433,10 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
 // default allocation: 64 registers and a spill for i32, 32 and a spill for f32); f32 scans of
 // 2^16 to 2^22 elements 2-8% faster on an H100, i32 unchanged (NOTES.md, version 26). Not the
 // register tile (VEC), which spills at 48 (NOTES.md, version 40).
-#if SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC
+// The register tile of 16 elements a thread (f32's, and 4-byte integers' below 2^20) takes the
+// same bounds: f32 took 40 registers and 28-44 bytes of spills under the default bounds (48 and
+// none under these), 1.1x the time from 2^23 on an H200 (NOTES.md version 43).
+#if SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC || VEC && XW_ELEM_BYTES == 4 && ITEMS == 16
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 5)
 #else
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK)
@@ -415,6 +494,26 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
                 }
             }
         }
+    }
+    // XW_VEC_ORDERED: each lane's carry into its vector (its thread's fold before it), and the
+    // total of thread threadIdx.x in acc.
+    T cin[XW_VEC_ORDERED ? ITEMS / 4 : 1];
+    if constexpr (XW_VEC_ORDERED) {
+        const unsigned lane = threadIdx.x % XW_WARP;
+        constexpr unsigned per = XW_WARP / 4;  // documented threads a round
+#pragma unroll
+        for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+            T c = xw_identity(T(0));
+#pragma unroll
+            for (unsigned step = 1; step < 4; ++step) {
+                const T up = __shfl_up_sync(XW_FULL_MASK, vec_fold(c, &s[4 * r]), 1);
+                if ((lane & 3) == step) c = up;
+            }
+            cin[r] = c;
+            const T t = __shfl_sync(XW_FULL_MASK, vec_fold(c, &s[4 * r]), 4 * (lane % per) + 3);
+            if (lane / per == r) acc = t;
+        }
+    } else if constexpr (XW_VEC) {
         // Per round: the lane's vector scanned, the warp's scan of the lanes' totals, and the
         // vector becomes its elements' prefixes within the run.
         T carry = xw_identity(T(0));
@@ -471,7 +570,7 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
             s[j] = acc;
         }
     }
-    if (!XW_VEC) block_prefix(acc, warp_totals, prefix, total);
+    if (!XW_VEC || XW_VEC_ORDERED) block_prefix(acc, warp_totals, prefix, total);
 
     T e = xw_identity(T(0));
     if (k > 0) {
@@ -492,13 +591,40 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 
     const T pre = xw_op(e, prefix);
     if constexpr (XW_VEC) {
+        if constexpr (XW_VEC_ORDERED) {
+            // Each lane's elements from its thread's prefix, the carry and its vector.
+            const unsigned lane = threadIdx.x % XW_WARP;
+            constexpr unsigned per = XW_WARP / 4;
+#pragma unroll
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                const T tp = __shfl_sync(XW_FULL_MASK, pre, r * per + (lane >> 2));
+                T* y = &s[4 * r];
+                const T s0 = xw_op(cin[r], y[0]);
+                const T s1 = xw_op(s0, y[1]);
+                const T s2 = xw_op(s1, y[2]);
+                if (EXCLUSIVE) {
+                    y[0] = (lane & 3) == 0 ? tp : xw_op(tp, cin[r]);
+                    y[1] = xw_op(tp, s0);
+                    y[2] = xw_op(tp, s1);
+                    y[3] = xw_op(tp, s2);
+                } else {
+                    const T s3 = xw_op(s2, y[3]);
+                    y[0] = xw_op(tp, s0);
+                    y[1] = xw_op(tp, s1);
+                    y[2] = xw_op(tp, s2);
+                    y[3] = xw_op(tp, s3);
+                }
+            }
+        }
+        // Integers: each element with the tile's and the run's prefix before it.
+        const T q = XW_VEC_ORDERED ? xw_identity(T(0)) : pre;
         if (whole) {
             uint4* __restrict__ d4 = reinterpret_cast<uint4*>(dst + tile_base);
 #pragma unroll
             for (unsigned r = 0; 4 * r < ITEMS; ++r) {
                 d4[first + r * XW_WARP] = make_uint4(
-                    xw_to_bits(xw_op(pre, s[4 * r])), xw_to_bits(xw_op(pre, s[4 * r + 1])),
-                    xw_to_bits(xw_op(pre, s[4 * r + 2])), xw_to_bits(xw_op(pre, s[4 * r + 3])));
+                    xw_to_bits(xw_vec_out(q, s[4 * r])), xw_to_bits(xw_vec_out(q, s[4 * r + 1])),
+                    xw_to_bits(xw_vec_out(q, s[4 * r + 2])), xw_to_bits(xw_vec_out(q, s[4 * r + 3])));
             }
         } else {
 #pragma unroll
@@ -506,7 +632,7 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 #pragma unroll
                 for (unsigned c = 0; c < 4; ++c) {
                     const unsigned at = tile_base + 4 * (first + r * XW_WARP) + c;
-                    if (at < p.n) dst[at] = xw_op(pre, s[4 * r + c]);
+                    if (at < p.n) dst[at] = xw_vec_out(q, s[4 * r + c]);
                 }
             }
         }

@@ -113,16 +113,19 @@ shared T tile_stage[gl_WorkGroupSize.x * ITEMS + gl_WorkGroupSize.x * ITEMS / 32
 #endif
 #endif
 #if defined(XW_VEC)
-#if defined(XW_T_FLOAT) || defined(XW_T_64) || !defined(XW_STATE64)
-#error "XW_VEC is the 4-byte integers' tile in registers, with the one-word state"
+#if defined(XW_T_64) || !defined(XW_STATE64)
+#error "XW_VEC is the 4-byte types' tile in registers, with the one-word state"
 #endif
 // The tile in registers (scan_device_vec.comp): ITEMS / 4 vectors of four consecutive elements
-// an invocation (the host takes this kernel only where ITEMS is a multiple of 4), read and
-// written by one 16-byte access each, through these views of bindings 0 and 1.
+// an invocation (the host takes this kernel only where ITEMS is a multiple of 4; for f32 only
+// at ITEMS = 16, the documented order's), read and written by one 16-byte access each, through
+// these views of bindings 0 and 1.
 layout(std430, binding = 0) readonly buffer Src4 { uvec4 src4[]; };
 layout(std430, binding = 1) writeonly buffer Dst4 { uvec4 dst4[]; };
 #if defined(XW_TYPE_I32)
 #define TV ivec4
+#elif defined(XW_TYPE_F32)
+#define TV vec4
 #else
 #define TV uvec4
 #endif
@@ -135,7 +138,7 @@ const uint VECS = ITEMS / 4u;
 #include "reduce_op.glsl"
 #include "scan_common.glsl"
 
-#if defined(XW_TRANSPOSE) && defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
+#if (defined(XW_TRANSPOSE) || defined(XW_VEC)) && defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
 // Exact f32 sums (OP 0) of an invocation's elements tested by their operands rather than by
 // each sum: an invocation whose ITEMS inputs are all zero, infinite, NaN or of magnitude
 // 2^-103 or more (xw_sum_key) folds them in the driver's arithmetic with no test, and so does
@@ -352,8 +355,10 @@ T fold_window(T e, int from, int count, int step) {
 // workgroup barriers a poll; the state's one word gives flag and value together. Then lane 0
 // folds the window from lane m down to lane 0: P(k - 1 - m) and the aggregates after it, the
 // window path's left fold bit for bit. A window without an inclusive prefix is folded and the
-// walk moves down a window where the operator is associative (integers; float values keep
-// the window path's order, which takes over there). Leaves s_value and publishes on success;
+// walk moves down a window where the operator is associative (integers); for floats its values
+// are kept in lb_values and the walk moves down until a window holds an inclusive prefix, then
+// folds from it up through every value kept, in the window path's order (at most LB_WINDOW
+// tiles; beyond, the window path takes over). Leaves s_value and publishes on success;
 // near_ok tells the workgroup. At most NEAR_POLLS polls and windows (polls: at most spin + 1
 // a window): a stalled predecessor is the window path's to wait for and compute. Called by
 // subgroup 0 only. H100 (NOTES.md version 30): `i32` scans 5-9% faster from 2^21, `f32` 3-10%.
@@ -373,6 +378,7 @@ void look_back_near(uint k, T total) {
     uint polls = 0u;
     bool ok = false;
     bool have = false;
+    uint below = 0u;  // floats: tiles read by the windows above this one
     T carry = xw_identity();
     while (top >= 0) {
         uint count = uint(min(top + 1, int(size)));
@@ -401,8 +407,27 @@ void look_back_near(uint k, T total) {
             ++polls;
         }
         bool incl = m < count;
-        if (gap || (!incl && !XW_NEAR_ASSOC)) break;
+        if (gap) break;
         uint last = incl ? m : count - 1u;
+        if (!XW_NEAR_ASSOC) {
+            // Floats: each window's values below the ones above (lb_values[d]: tile k - 1 - d)
+            // until a window holds an inclusive prefix, then one left fold from it, as the
+            // window path's; at most LB_WINDOW tiles.
+            if (!incl && below + 2u * size > LB_WINDOW) break;
+            if (lane <= last) lb_values[below + lane] = v;
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            if (incl) {
+                uint d = below + last;
+                if (lane == 0u) carry = fold_window(lb_values[d], int(d) - 1, int(d), -1);
+                ok = true;
+                break;
+            }
+            below += size;
+            top -= int(size);
+            if (++polls >= NEAR_POLLS) break;
+            continue;
+        }
         if (lane <= last) lb_values[lane] = v;
         subgroupMemoryBarrierShared();
         subgroupBarrier();
@@ -584,13 +609,29 @@ uint vec_at(uint r) {
     return min(first + r * gl_SubgroupSize, gl_WorkGroupSize.x * VECS - 1u);
 }
 
-// Loads the tile and scans each run; `run_prefix` is the runs' total before this invocation's,
-// `total` the tile's.
-void vec_load_and_scan(uint tile_base, out T run_prefix, out T total) {
-    uint lane = gl_SubgroupInvocationID;
-    uint sg = xw_subgroup_id();
+// A vector from its bits, and back.
+TV vec_from_bits(uvec4 u) {
+#if defined(XW_TYPE_F32)
+    return uintBitsToFloat(u);
+#else
+    return TV(u);
+#endif
+}
+
+uvec4 vec_to_bits(TV v) {
+#if defined(XW_TYPE_F32)
+    return floatBitsToUint(v);
+#else
+    return uvec4(v);
+#endif
+}
+
+// Loads the tile into vec_x, elements past the input's end the identity.
+void vec_load(uint tile_base) {
     if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
-        [[unroll]] for (uint r = 0u; r < VECS; ++r) vec_x[r] = TV(src4[tile_base / 4u + vec_at(r)]);
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            vec_x[r] = vec_from_bits(src4[tile_base / 4u + vec_at(r)]);
+        }
     } else {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
             uint e = tile_base + 4u * vec_at(r);
@@ -599,6 +640,15 @@ void vec_load_and_scan(uint tile_base, out T run_prefix, out T total) {
             vec_x[r] = y;
         }
     }
+}
+
+#if !defined(XW_T_FLOAT)
+// Loads the tile and scans each run; `run_prefix` is the runs' total before this invocation's,
+// `total` the tile's.
+void vec_load_and_scan(uint tile_base, out T run_prefix, out T total) {
+    uint lane = gl_SubgroupInvocationID;
+    uint sg = xw_subgroup_id();
+    vec_load(tile_base);
     T carry = xw_identity();
     [[unroll]] for (uint r = 0u; r < VECS; ++r) {
         TV y = vec_x[r];
@@ -630,14 +680,16 @@ void vec_load_and_scan(uint tile_base, out T run_prefix, out T total) {
     }
     barrier();  // stage is the fallback's (tile_total) in the look-back
 }
+#endif
 
+#if !defined(XW_T_FLOAT)
 // Stores the tile, each element with `pre` (the tile's and the run's prefix) before it.
 void vec_store(uint tile_base, T pre) {
     if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
             TV y = vec_x[r];
             dst4[tile_base / 4u + vec_at(r)] =
-                uvec4(TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w)));
+                vec_to_bits(TV(xw_op(pre, y.x), xw_op(pre, y.y), xw_op(pre, y.z), xw_op(pre, y.w)));
         }
     } else {
         [[unroll]] for (uint r = 0u; r < VECS; ++r) {
@@ -648,6 +700,124 @@ void vec_store(uint tile_base, T pre) {
         }
     }
 }
+#else
+// f32 in registers, in the documented order (README.md, "Device scan"): the tile's thread t
+// (t = 0 .. 255) folds its ITEMS = 16 consecutive elements 16t .. 16t + 15 in order, and this
+// layout keeps that arithmetic while moving them as vec_x does. Subgroup g's run is the
+// documented threads gS .. gS + S - 1 (S = gl_SubgroupSize; their 16 S elements); thread
+// gS + i lies in round i / (S / 4), in lanes 4 (i % (S / 4)) .. + 3, one vector each. The
+// lanes fold their vectors in sequence: in three steps each lane folds its vector onto its
+// carry and hands the result up one lane, where the next lane of the thread takes it as its
+// carry (vec_cin: the thread's fold before the vector). Then invocation gS + i gathers
+// thread gS + i's total, so that block_prefix sees the transposing kernel's values in the
+// same invocations, and after the look-back each lane takes its thread's prefix back. The
+// same operations on the same operands as the transposing kernel: the same bits.
+T vec_cin[VECS];
+// Exact f32 sums: a subgroup whose run holds an element below 2^-103 that is not zero
+// (xw_sum_key) folds in xw_add's arithmetic, the others in the driver's (XW_INPUT_TESTS).
+bool vec_exact = false;
+
+// op(a, b): xw_op, or where `exact` is false and the sums are exact f32 ones, the driver's
+// sum (taken only where its operands make it xw_add's).
+T vec_op(T a, T b, bool exact) {
+#if defined(XW_INPUT_TESTS)
+    if (OP == 0u && !exact) {
+        precise T r = a + b;
+        return r;
+    }
+#endif
+    return xw_op(a, b);
+}
+
+// Folds x onto c in order, its last partial fold.
+T vec_fold(T c, TV x, bool exact) {
+    return vec_op(vec_op(vec_op(vec_op(c, x.x, exact), x.y, exact), x.z, exact), x.w, exact);
+}
+
+// vec_cin for every round; this invocation's documented thread's total (the fold of its 16
+// elements), gathered from the lane that holds it.
+T vec_carries(bool exact) {
+    uint lane = gl_SubgroupInvocationID;
+    uint per = gl_SubgroupSize / 4u;  // documented threads a round
+    T acc = xw_identity();
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        T c = xw_identity();
+        [[unroll]] for (uint step = 1u; step < 4u; ++step) {
+            T up = subgroupShuffleUp(vec_fold(c, vec_x[r], exact), 1u);
+            if ((lane & 3u) == step) c = up;
+        }
+        vec_cin[r] = c;
+        T total = subgroupShuffle(vec_fold(c, vec_x[r], exact), 4u * (lane % per) + 3u);
+        if (lane / per == r) acc = total;
+    }
+    return acc;
+}
+
+// Loads the tile; this invocation's documented thread's total.
+T vec_load_and_fold(uint tile_base) {
+    vec_load(tile_base);
+#if defined(XW_INPUT_TESTS)
+    if (OP == 0u) {
+        uint least = 0xffffffffu;
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) least = min(least, xw_sum_key(vec_x[r][c]));
+        }
+        vec_exact = subgroupAny(least < XW_SUM_KEY_SAFE);
+    }
+    if (vec_exact) return vec_carries(true);
+#endif
+    return vec_carries(false);
+}
+
+// Round r's output vector, `pre` being this invocation's documented thread's prefix.
+TV vec_output(uint r, T pre, bool exact) {
+    uint lane = gl_SubgroupInvocationID;
+    T p_ = subgroupShuffle(pre, r * (gl_SubgroupSize / 4u) + (lane >> 2u));
+    TV x = vec_x[r];
+    T c = vec_cin[r];
+    T s0 = vec_op(c, x.x, exact);
+    T s1 = vec_op(s0, x.y, exact);
+    T s2 = vec_op(s1, x.z, exact);
+    if (EXCLUSIVE != 0u) {
+        T y0 = (lane & 3u) == 0u ? p_ : vec_op(p_, c, exact);
+        return TV(y0, vec_op(p_, s0, exact), vec_op(p_, s1, exact), vec_op(p_, s2, exact));
+    }
+    T s3 = vec_op(s2, x.w, exact);
+    return TV(vec_op(p_, s0, exact), vec_op(p_, s1, exact), vec_op(p_, s2, exact),
+              vec_op(p_, s3, exact));
+}
+
+// Computes and stores the tile's output.
+void vec_output_store(uint tile_base, T pre, bool exact) {
+    if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            dst4[tile_base / 4u + vec_at(r)] = vec_to_bits(vec_output(r, pre, exact));
+        }
+    } else {
+        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+            TV y = vec_output(r, pre, exact);
+            uint e = tile_base + 4u * vec_at(r);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                if (e + c < p.n) dst[e + c] = y[c];
+            }
+        }
+    }
+}
+
+// Stores the tile, `pre` being this invocation's documented thread's prefix.
+void vec_store(uint tile_base, T pre) {
+#if defined(XW_INPUT_TESTS)
+    // The driver's sums onto the prefixes are xw_add's where every prefix is infinite, NaN or
+    // a multiple of 2^-126 (xw_sum_safe) and the partial folds are (the inputs' test).
+    bool unsafe = !xw_sum_safe(pre);
+    if (OP == 0u && subgroupAny(vec_exact || unsafe)) {
+        vec_output_store(tile_base, pre, true);
+        return;
+    }
+#endif
+    vec_output_store(tile_base, pre, false);
+}
+#endif
 #endif
 
 void main() {
@@ -673,10 +843,13 @@ void main() {
     uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
     uint base = tile_base + local * ITEMS;
 
-#if defined(XW_VEC)
+#if defined(XW_VEC) && !defined(XW_T_FLOAT)
     T prefix;
     T total;
     vec_load_and_scan(tile_base, prefix, total);
+#else
+#if defined(XW_VEC)
+    T acc = vec_load_and_fold(tile_base);
 #else
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
@@ -728,6 +901,7 @@ void main() {
         acc = xw_op(acc, base + j < p.n ? src[base + j] : xw_identity());
         s[j] = acc;
     }
+#endif
 #endif
     T prefix;
     T total;

@@ -105,6 +105,13 @@ pub struct Tuning {
     /// associative, so every tile gives the same bits; a float scan's tile is part of its
     /// documented order and stays [`ITEMS`] (any other value is refused).
     pub items: Option<u32>,
+    /// Whether the tile lives in registers, moved by 16-byte loads and stores (`Some(true)`),
+    /// or is staged in shared memory (`Some(false)`); `None`: the device and the length choose
+    /// ([`REGISTER_TILE_FROM`], [`FLOAT_REGISTER_TILE`]). The register tile takes 4-byte
+    /// integers at a multiple of 4 elements per thread and `f32`, on CUDA and on Vulkan devices
+    /// with 64-bit buffer atomics and the subgroup arithmetic operations; `Some(true)`
+    /// elsewhere is refused. Both give the same bits.
+    pub registers: Option<bool>,
 }
 
 impl Default for Tuning {
@@ -114,6 +121,7 @@ impl Default for Tuning {
             max_launch_elems: None,
             lookback_tiles: None,
             items: None,
+            registers: None,
         }
     }
 }
@@ -129,6 +137,15 @@ pub const MAX_ITEMS: u32 = 32;
 /// at every length; below 2^22 the Vulkan staging kernel was faster (H200, NOTES.md version
 /// 40).
 pub const REGISTER_TILE_FROM: (usize, usize) = (0, 1 << 22);
+
+/// The lengths at which a device scan of `f32` keeps its tile in registers (16-byte loads and
+/// stores, each documented thread's [`ITEMS`] elements in four lanes that fold them in
+/// sequence: the same order and bits as the staging kernel), on CUDA and on Vulkan, where the
+/// device has the register tile ([`REGISTER_TILE_FROM`]'s conditions): on CUDA below 2^24
+/// elements (from there the staging kernel, at eight blocks an SM against five, was as fast
+/// or faster), on Vulkan at every length (H200, NOTES.md version 43).
+pub const FLOAT_REGISTER_TILE: (std::ops::Range<usize>, std::ops::Range<usize>) =
+    (0..1 << 24, 0..usize::MAX);
 
 /// The most elements per thread a device-scan tile of `elem` may have on `info`'s device
 /// ([`Tuning::items`]) at any length: floats [`ITEMS`] (part of their order); 8-byte integers
@@ -157,7 +174,10 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
     // A tile the device holds: in shared memory, or in registers where the scan keeps it there.
     let registers = |i: u32| {
         dev.info().backend == BackendKind::Vulkan
-            && crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len)
+            && match tuning.registers {
+                None => crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len),
+                Some(r) => r && crate::tuning::scan_registers_possible(dev.info(), T::KIND, i),
+            }
     };
     let fits = |i: u32| (1..=most).contains(&i) || registers(i);
     match tuning.items {
@@ -178,6 +198,38 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
             format!("1..={most}, or a multiple of 4 up to {MAX_ITEMS}"),
         )),
         Some(i) => Err(Error::invalid("items", i, format!("1..={most}"))),
+    }
+}
+
+/// Whether a device scan of `len` elements of `T` at `items` elements per thread keeps its tile
+/// in registers: [`Tuning::registers`] checked, or the device's choice.
+fn tile_in_registers<T: Reduce>(
+    dev: &dyn Device,
+    tuning: &Tuning,
+    items: u32,
+    len: usize,
+) -> Result<bool> {
+    let info = dev.info();
+    match tuning.registers {
+        None => Ok(crate::tuning::scan_tile_in_registers(
+            info,
+            T::KIND,
+            items,
+            len,
+        )),
+        Some(false) => Ok(false),
+        Some(true) if crate::tuning::scan_registers_possible(info, T::KIND, items) => Ok(true),
+        Some(true) => Err(Error::invalid(
+            "registers",
+            "Some(true)",
+            format!(
+                "None or Some(false) for {} at {items} elements per thread on this device: the \
+                 register tile takes i32 and u32 at a multiple of 4 elements per thread up to \
+                 {MAX_ITEMS} and f32 at {ITEMS}, on CUDA and on Vulkan devices with 64-bit \
+                 buffer atomics and the subgroup arithmetic operations",
+                T::KIND
+            ),
+        )),
     }
 }
 
@@ -341,6 +393,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             items = ITEMS;
         }
     }
+    let registers = tile_in_registers::<T>(dev, &tuning, items, total)?;
     let tile = (BLOCK * items) as usize;
     for (input, _) in &segments[..segments.len() - 1] {
         if input.len() % tile != 0 {
@@ -423,11 +476,10 @@ pub(crate) fn scan_segments<T: Reduce>(
         let partials = crate::tuning::scan_partials_in_shared(T::KIND, items);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
         consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
-        let vec = crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, items, total);
-        consts.push(("VEC", u32::from(vec)));
+        consts.push(("VEC", u32::from(registers)));
     }
     let kernel = Kernel {
-        name: crate::tuning::scan_kernel(dev.info(), T::KIND, items, total),
+        name: crate::tuning::scan_kernel(dev.info(), T::KIND, registers),
         elem: T::KIND,
         consts: &consts,
     };

@@ -23,16 +23,15 @@ pub(crate) fn reduce_one_launch(info: &DeviceInfo, tiles: usize) -> bool {
     info.backend == BackendKind::Cuda && tiles <= crate::reduce::AUTO_ONE_LAUNCH_TILES
 }
 
-/// Scan: the device-scan kernel for `n` elements of `elem` at `items` elements per thread. On
-/// Vulkan, 4-byte integers from [`crate::scan::REGISTER_TILE_FROM`] elements take
-/// `scan_device_vec` where [`scan_tile_in_registers`] allows it; else 32-bit types keep a tile's
-/// flag and value in one 64-bit word where the device has 64-bit buffer atomics
-/// (`scan_device_s64`), else in two 32-bit words (`scan_device`); the CUDA twin always keeps
-/// one 64-bit word.
+/// Scan: the device-scan kernel for elements of `elem` with the tile in registers or not
+/// ([`scan_tile_in_registers`]). On Vulkan the register tile is `scan_device_vec`; else 32-bit
+/// types keep a tile's flag and value in one 64-bit word where the device has 64-bit buffer
+/// atomics (`scan_device_s64`), else in two 32-bit words (`scan_device`); the CUDA twin always
+/// keeps one 64-bit word, and takes the register tile through its `VEC` constant.
 ///
 /// H100 (NOTES.md, version 8): the one-word state made the Vulkan scan 24–32% faster at 2^28.
-pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usize) -> &'static str {
-    if info.backend == BackendKind::Vulkan && scan_tile_in_registers(info, elem, items, n) {
+pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, registers: bool) -> &'static str {
+    if info.backend == BackendKind::Vulkan && registers {
         "scan_device_vec"
     } else if info.backend == BackendKind::Vulkan && info.int64_atomics && elem.size() == 4 {
         "scan_device_s64"
@@ -41,13 +40,36 @@ pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usiz
     }
 }
 
+/// Scan: whether `info`'s device can keep a device-scan tile of `elem` at `items` elements
+/// per thread in registers, moved by 16-byte loads and stores (Vulkan: `scan_device_vec`;
+/// CUDA: `scan_device` with `VEC`), rather than staged in shared memory: 4-byte integers at a
+/// multiple of 4 elements per thread up to [`crate::scan::MAX_ITEMS`], and `f32` at its
+/// [`crate::scan::ITEMS`]; on Vulkan devices with 64-bit buffer atomics and the subgroup
+/// arithmetic operations, on CUDA devices whose bindings start at multiples of 16 bytes (all).
+pub(crate) fn scan_registers_possible(info: &DeviceInfo, elem: ElemKind, items: u32) -> bool {
+    let device = match info.backend {
+        BackendKind::Vulkan => {
+            info.int64_atomics
+                && info
+                    .subgroup_features
+                    .contains(crate::device::SubgroupFeatures::ARITHMETIC)
+        }
+        BackendKind::Cuda => info.binding_alignment.is_multiple_of(16),
+    };
+    let tile = match elem {
+        ElemKind::F32 => items == crate::scan::ITEMS,
+        ElemKind::I32 | ElemKind::U32 => {
+            items.is_multiple_of(4) && (4..=crate::scan::MAX_ITEMS).contains(&items)
+        }
+        _ => false,
+    };
+    device && tile
+}
+
 /// Scan: whether the device scan of `n` elements of `elem` at `items` elements per thread keeps
-/// its tile in registers, moved by 16-byte loads and stores (Vulkan: `scan_device_vec`; CUDA:
-/// `scan_device` with `VEC`), rather than staged in shared memory: for 4-byte integers (any
-/// tile gives their bits) at a multiple of 4 elements per thread, from
-/// [`crate::scan::REGISTER_TILE_FROM`] elements; on Vulkan devices with 64-bit buffer atomics
-/// and the subgroup arithmetic operations, on CUDA devices whose bindings start at multiples
-/// of 16 bytes (all).
+/// its tile in registers where [`scan_registers_possible`]: 4-byte integers from
+/// [`crate::scan::REGISTER_TILE_FROM`] elements, `f32` at the lengths of
+/// [`crate::scan::FLOAT_REGISTER_TILE`].
 ///
 /// H200 (NOTES.md, version 40), `i32` inclusive scans, µs, the staging kernel (its default
 /// tile) against the register tile at 32 elements a thread. Vulkan: 2^20 10.8 / 11.1, 2^21
@@ -58,30 +80,26 @@ pub(crate) fn scan_kernel(info: &DeviceInfo, elem: ElemKind, items: u32, n: usiz
 /// elements a thread 48, five): 2^10 5.9 / 5.4, 2^12 6.2 / 5.5, 2^14 6.8 / 6.2, 2^16 7.5 /
 /// 6.8, 2^18 8.7 / 8.0, 2^20 11.3 / 10.0, 2^22 20.2 / 19.3, 2^23 32.0 / 27.8, 2^24 51.4 / 47.6,
 /// 2^26 158 / 148, 2^28 591 / 553.
+///
+/// `f32` (version 43, both with the near look-back walking down), the staging kernel against
+/// the register tile, inclusive, µs: CUDA 2^16 7.8 / 7.1, 2^20 11.6 / 11.0, 2^21 14.9 / 14.2,
+/// 2^22 22.1 / 20.5, 2^23 31.0 / 30.1, 2^24 50.5 / 50.4, 2^25 87.7 / 90.3, 2^26 163 / 170,
+/// 2^28 611 / 648 (48 registers, five blocks an SM, against 32 and eight); Vulkan (the exact
+/// variant of NVIDIA's flushing driver) 2^16 7.6 / 7.4, 2^20 12.0 / 11.8, 2^22 25.2 / 23.9,
+/// 2^24 72.2 / 64.2, 2^26 267 / 227, 2^28 1043 / 881 (48 registers against 71).
 pub(crate) fn scan_tile_in_registers(
     info: &DeviceInfo,
     elem: ElemKind,
     items: u32,
     n: usize,
 ) -> bool {
-    let (device, from) = match info.backend {
-        BackendKind::Vulkan => (
-            info.int64_atomics
-                && info
-                    .subgroup_features
-                    .contains(crate::device::SubgroupFeatures::ARITHMETIC),
-            crate::scan::REGISTER_TILE_FROM.1,
-        ),
-        BackendKind::Cuda => (
-            info.binding_alignment.is_multiple_of(16),
-            crate::scan::REGISTER_TILE_FROM.0,
-        ),
+    let lengths = match (info.backend, elem) {
+        (BackendKind::Cuda, ElemKind::F32) => crate::scan::FLOAT_REGISTER_TILE.0,
+        (BackendKind::Vulkan, ElemKind::F32) => crate::scan::FLOAT_REGISTER_TILE.1,
+        (BackendKind::Cuda, _) => crate::scan::REGISTER_TILE_FROM.0..usize::MAX,
+        (BackendKind::Vulkan, _) => crate::scan::REGISTER_TILE_FROM.1..usize::MAX,
     };
-    device
-        && matches!(elem, ElemKind::I32 | ElemKind::U32)
-        && items.is_multiple_of(4)
-        && (4..=crate::scan::MAX_ITEMS).contains(&items)
-        && n >= from
+    scan_registers_possible(info, elem, items) && lengths.contains(&n)
 }
 
 /// Scan: look-back tiles per thread for a scan of `tiles` tiles: 2 on Vulkan up to

@@ -367,6 +367,12 @@ fn invalid_offsets_name_the_offset_and_its_range() {
         };
         let tiles = format!("multiple of {}", scan::TILE);
         let item_range = format!("1..={}", scan::ITEMS);
+        // 8-byte elements have no register tile.
+        let in_registers = ScanTuning {
+            registers: Some(true),
+            ..ScanTuning::default()
+        };
+        let register_tile = "None or Some(false)".to_string();
         let k_high = scan::MAX_LOOKBACK_TILES + 1;
         for (t, name, value, allowed) in [
             (window(0), "lookback_tiles", 0.to_string(), &windows),
@@ -379,6 +385,12 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             (items(0), "items", 0.to_string(), &item_range),
             (items(17), "items", 17.to_string(), &item_range),
             (launch(1), "max_launch_elems", 1.to_string(), &tiles),
+            (
+                in_registers,
+                "registers",
+                "Some(true)".to_string(),
+                &register_tile,
+            ),
             (
                 launch(scan::TILE + 1),
                 "max_launch_elems",

@@ -849,13 +849,18 @@ fn scan_prop<T: Arb>() {
         select(vec![DEFAULT_SPIN, 0, 1]),
         select(vec![None, Some(TILE), Some(3 * TILE)]),
         select(vec![None, Some(1), Some(2), Some(scan::MAX_LOOKBACK_TILES)]),
+        // The staging kernel where the device would keep the tile in registers.
+        select(vec![None, Some(false)]),
     )
-        .prop_map(|(spin, max_launch_elems, lookback_tiles)| ScanTuning {
-            spin,
-            max_launch_elems,
-            lookback_tiles,
-            items: None,
-        });
+        .prop_map(
+            |(spin, max_launch_elems, lookback_tiles, registers)| ScanTuning {
+                spin,
+                max_launch_elems,
+                lookback_tiles,
+                items: None,
+                registers,
+            },
+        );
     let scope = prop_oneof![
         Just(ScanScope::Warp),
         Just(ScanScope::Block),

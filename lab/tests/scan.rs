@@ -364,6 +364,92 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
     });
 }
 
+#[test]
+fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
+    // f32 scans through both kernels, chosen by `Tuning::registers`: the register tile (each
+    // documented thread's 16 elements in four lanes that fold them in sequence) and the
+    // staging kernel, against the CPU bit for bit: every operator and kind, hard inputs (every
+    // magnitude and NaN payloads for min and max; subnormals where the device keeps or
+    // emulates them), partial last tiles, several launches, the fallback (spin 0). Where the
+    // device has no register tile, `Some(true)` is a typed error naming `registers`, the
+    // output untouched.
+    use xwarp::element::HardValues;
+    use xwarp_lab::validate::{flushes_subnormals, HardInput};
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let info = dev.info();
+        let possible = info.backend == xwarp::BackendKind::Cuda
+            || (info.int64_atomics
+                && info
+                    .subgroup_features
+                    .contains(xwarp::device::SubgroupFeatures::ARITHMETIC));
+        let values = if flushes_subnormals(info, ElemKind::F32) {
+            HardValues::ALL.without_subnormals()
+        } else {
+            HardValues::ALL
+        };
+        let cases: [(usize, Option<usize>, u32); 8] = [
+            (1, None, scan::DEFAULT_SPIN),
+            (31, None, scan::DEFAULT_SPIN),
+            (33, None, 0),
+            (TILE + 1, None, scan::DEFAULT_SPIN),
+            (3 * TILE + 5, Some(2 * TILE), scan::DEFAULT_SPIN),
+            (20 * TILE - 1, Some(3 * TILE), 0),
+            (100_003, None, 0),
+            (1_000_003, None, scan::DEFAULT_SPIN),
+        ];
+        for registers in [true, false] {
+            for (i, &(n, launch, spin)) in cases.iter().enumerate() {
+                let op = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max][i % 3];
+                let kind = [ScanKind::Inclusive, ScanKind::Exclusive]
+                    [(i / 3 + usize::from(registers)) % 2];
+                let input = if i % 2 == 0 && values.subnormals {
+                    HardInput::Tiny
+                } else {
+                    HardInput::Mixed
+                };
+                let tuning = Tuning {
+                    spin,
+                    max_launch_elems: launch,
+                    registers: Some(registers),
+                    ..Tuning::default()
+                };
+                let label = format!(
+                    "{}: {op:?} {kind:?} f32 n={n} {input:?} {tuning:?}",
+                    d.label
+                );
+                let a = f32::hard_input(op, input, values, n, &mut rng);
+                let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+                let poison = poison_value(&want);
+                let src = DeviceVec::from_slice(dev, &a).unwrap();
+                let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
+                dst.fill(dev, poison).unwrap();
+                let r = scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning);
+                let got = dst.to_vec(dev).unwrap();
+                if registers && !possible {
+                    match r {
+                        Err(Error::InvalidParameter { name, .. }) => {
+                            assert_eq!(name, "registers", "{label}")
+                        }
+                        other => panic!("{label}: no register tile here: {other:?}"),
+                    }
+                    assert!(
+                        got.iter().all(|x| x.to_bits() == poison.to_bits()),
+                        "{label}: output written"
+                    );
+                    continue;
+                }
+                r.unwrap_or_else(|e| panic!("{label}: {e}"));
+                if let Some(m) = first_mismatch(&want, &got) {
+                    panic!("{label}: {m}");
+                }
+                assert_counters_zero(dev, &label);
+            }
+        }
+    });
+}
+
 /// A scan of `n` fresh elements of `T` (`op`, `kind`, `tuning`) into an output poisoned with
 /// `poison`: at a tile the device holds, the CPU's bits; at one it does not, an error naming
 /// `items` and the output still all `poison`.

@@ -672,8 +672,8 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
-            // 1: a 4-byte integer tile in registers, moved by 16-byte loads and stores (the
-            // Vulkan twin is the kernel scan_device_vec).
+            // 1: a 4-byte tile in registers, moved by 16-byte loads and stores (the Vulkan
+            // twin is the kernel scan_device_vec).
             Const {
                 name: "VEC",
                 on: On::Cuda,
@@ -721,11 +721,11 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),
     },
-    // scan_device.glsl for 4-byte integers with the one-word state and the tile in registers
+    // scan_device.glsl for 4-byte types with the one-word state and the tile in registers
     // (16-byte loads and stores, no staging area); Vulkan only (src/tuning.rs).
     KernelDef {
         name: "scan_device_vec",
-        variants: &["i32", "u32"],
+        variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
         consts: &SCAN_DEVICE_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),

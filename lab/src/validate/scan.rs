@@ -57,6 +57,9 @@ impl fmt::Display for ScanCase {
                 if let Some(m) = t.max_launch_elems {
                     write!(f, " max_launch_elems={m}")?;
                 }
+                if let Some(r) = t.registers {
+                    write!(f, " registers={r}")?;
+                }
             }
         }
         write!(f, " {kind} {} {} n={}", self.op, self.elem, self.n)
@@ -76,6 +79,11 @@ pub fn scan_cases(quick: bool, large: bool) -> Vec<ScanCase> {
     };
     let launches = Tuning {
         max_launch_elems: Some(3 * TILE),
+        ..Tuning::default()
+    };
+    // The staging kernel where the device would keep the tile in registers.
+    let staged = Tuning {
+        registers: Some(false),
         ..Tuning::default()
     };
     let mut cases = Vec::new();
@@ -116,6 +124,13 @@ pub fn scan_cases(quick: bool, large: bool) -> Vec<ScanCase> {
                         elem,
                         n: 20 * TILE + 5,
                     });
+                    cases.push(ScanCase {
+                        op,
+                        kind,
+                        scope: Scope::Device(staged),
+                        elem,
+                        n: 20 * TILE + 5,
+                    });
                 }
                 if large {
                     for n in [(1 << 24) + 1, 1 << 28] {
@@ -145,15 +160,27 @@ pub struct HardScanCase {
 
 /// Every hard-value scan case: each float operator, kind and scope with each kind of hard
 /// input for it ([`HardInput::for_op`]) at [`HARD_SIZES`], and (not in `quick` mode) the
-/// device scan of 1000003 elements.
+/// device scan of 1000003 elements and the staging kernel's device scan at [`HARD_SIZES`].
 pub fn hard_scan_cases(quick: bool) -> Vec<HardScanCase> {
+    // The staging kernel where the device would keep the tile in registers (f32), at
+    // HARD_SIZES.
+    let staged = Tuning {
+        registers: Some(false),
+        ..Tuning::default()
+    };
+    let scopes = [
+        Scope::Warp,
+        Scope::Block,
+        Scope::Device(Tuning::default()),
+        Scope::Device(staged),
+    ];
     let mut cases = Vec::new();
     for elem in [ElemKind::F32, ElemKind::F64] {
         for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
             for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
                 for &input in HardInput::for_op(op) {
-                    for scope in [Scope::Warp, Scope::Block, Scope::Device(Tuning::default())] {
-                        let device = matches!(scope, Scope::Device(_));
+                    for scope in scopes.into_iter().take(if quick { 3 } else { 4 }) {
+                        let device = matches!(scope, Scope::Device(t) if t.registers.is_none());
                         let long = (!quick && device).then_some(1_000_003);
                         for n in HARD_SIZES.into_iter().chain(long) {
                             let case = ScanCase {
