@@ -734,26 +734,38 @@ T vec_fold(T c, TV x, bool exact) {
     return vec_op(vec_op(vec_op(vec_op(c, x.x, exact), x.y, exact), x.z, exact), x.w, exact);
 }
 
-// vec_cin for every round; this invocation's documented thread's total (the fold of its 16
-// elements), gathered from the lane that holds it.
-T vec_carries(bool exact) {
-    uint lane = gl_SubgroupInvocationID;
-    uint per = gl_SubgroupSize / 4u;  // documented threads a round
-    T acc = xw_identity();
-    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-        T c = xw_identity();
-        [[unroll]] for (uint step = 1u; step < 4u; ++step) {
-            T up = subgroupShuffleUp(vec_fold(c, vec_x[r], exact), 1u);
-            if ((lane & 3u) == step) c = up;
-        }
-        vec_cin[r] = c;
-        T total = subgroupShuffle(vec_fold(c, vec_x[r], exact), 4u * (lane % per) + 3u);
-        if (lane / per == r) acc = total;
+// The carry into this lane's vector x: its documented thread's fold before it.
+T vec_carry(TV x, bool exact) {
+    T c = xw_identity();
+    [[unroll]] for (uint step = 1u; step < 4u; ++step) {
+        T up = subgroupShuffleUp(vec_fold(c, x, exact), 1u);
+        if ((gl_SubgroupInvocationID & 3u) == step) c = up;
     }
-    return acc;
+    return c;
 }
 
-// Loads the tile; this invocation's documented thread's total.
+// Round r's vector read from the input again (the exact sums' path, which keeps its code
+// short: one round in a loop, no array indexed at run time).
+TV vec_reload(uint tile_base, uint r) {
+    if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
+        return vec_from_bits(src4[tile_base / 4u + vec_at(r)]);
+    }
+    uint e = tile_base + 4u * vec_at(r);
+    TV y;
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) y[c] = e + c < p.n ? src[e + c] : xw_identity();
+    return y;
+}
+
+// Round r's contribution to this invocation's documented thread's total: the fold of the
+// thread's 16 elements, from the lane that holds its last vector.
+T vec_gather_total(uint r, T last, T acc) {
+    uint lane = gl_SubgroupInvocationID;
+    uint per = gl_SubgroupSize / 4u;  // documented threads a round
+    T total = subgroupShuffle(last, 4u * (lane % per) + 3u);
+    return lane / per == r ? total : acc;
+}
+
+// Loads the tile; vec_cin for every round; this invocation's documented thread's total.
 T vec_load_and_fold(uint tile_base) {
     vec_load(tile_base);
 #if defined(XW_INPUT_TESTS)
@@ -764,17 +776,30 @@ T vec_load_and_fold(uint tile_base) {
         }
         vec_exact = subgroupAny(least < XW_SUM_KEY_SAFE);
     }
-    if (vec_exact) return vec_carries(true);
+    if (vec_exact) {
+        // xw_add's sums; vec_cin is left to the output's exact path, which computes it again.
+        T acc = xw_identity();
+        [[dont_unroll]] for (uint r = 0u; r < VECS; ++r) {
+            TV x = vec_reload(tile_base, r);
+            acc = vec_gather_total(r, vec_fold(vec_carry(x, true), x, true), acc);
+        }
+        return acc;
+    }
 #endif
-    return vec_carries(false);
+    T acc = xw_identity();
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        T c = vec_carry(vec_x[r], false);
+        vec_cin[r] = c;
+        acc = vec_gather_total(r, vec_fold(c, vec_x[r], false), acc);
+    }
+    return acc;
 }
 
-// Round r's output vector, `pre` being this invocation's documented thread's prefix.
-TV vec_output(uint r, T pre, bool exact) {
+// The output vector of a round whose vector is x and carry c, `pre` being this invocation's
+// documented thread's prefix.
+TV vec_output(uint r, TV x, T c, T pre, bool exact) {
     uint lane = gl_SubgroupInvocationID;
     T p_ = subgroupShuffle(pre, r * (gl_SubgroupSize / 4u) + (lane >> 2u));
-    TV x = vec_x[r];
-    T c = vec_cin[r];
     T s0 = vec_op(c, x.x, exact);
     T s1 = vec_op(s0, x.y, exact);
     T s2 = vec_op(s1, x.z, exact);
@@ -787,19 +812,14 @@ TV vec_output(uint r, T pre, bool exact) {
               vec_op(p_, s3, exact));
 }
 
-// Computes and stores the tile's output.
-void vec_output_store(uint tile_base, T pre, bool exact) {
+// Stores round r's output vector y.
+void vec_store_round(uint tile_base, uint r, TV y) {
     if (tile_base + gl_WorkGroupSize.x * ITEMS <= p.n) {
-        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            dst4[tile_base / 4u + vec_at(r)] = vec_to_bits(vec_output(r, pre, exact));
-        }
+        dst4[tile_base / 4u + vec_at(r)] = vec_to_bits(y);
     } else {
-        [[unroll]] for (uint r = 0u; r < VECS; ++r) {
-            TV y = vec_output(r, pre, exact);
-            uint e = tile_base + 4u * vec_at(r);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                if (e + c < p.n) dst[e + c] = y[c];
-            }
+        uint e = tile_base + 4u * vec_at(r);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            if (e + c < p.n) dst[e + c] = y[c];
         }
     }
 }
@@ -808,14 +828,21 @@ void vec_output_store(uint tile_base, T pre, bool exact) {
 void vec_store(uint tile_base, T pre) {
 #if defined(XW_INPUT_TESTS)
     // The driver's sums onto the prefixes are xw_add's where every prefix is infinite, NaN or
-    // a multiple of 2^-126 (xw_sum_safe) and the partial folds are (the inputs' test).
+    // a multiple of 2^-126 (xw_sum_safe) and the partial folds are (the inputs' test); else
+    // every sum of the output is xw_add's, from the input read again (an in-place scan reads
+    // each vector before it writes it).
     bool unsafe = !xw_sum_safe(pre);
     if (OP == 0u && subgroupAny(vec_exact || unsafe)) {
-        vec_output_store(tile_base, pre, true);
+        [[dont_unroll]] for (uint r = 0u; r < VECS; ++r) {
+            TV x = vec_reload(tile_base, r);
+            vec_store_round(tile_base, r, vec_output(r, x, vec_carry(x, true), pre, true));
+        }
         return;
     }
 #endif
-    vec_output_store(tile_base, pre, false);
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        vec_store_round(tile_base, r, vec_output(r, vec_x[r], vec_cin[r], pre, false));
+    }
 }
 #endif
 #endif
