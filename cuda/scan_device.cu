@@ -169,6 +169,29 @@ struct LookBack {
     T value;
 };
 
+// e folded with values[from], values[from + step], ... (count values of the look-back's
+// window) in that order, the canonical left fold. The fold is one thread's chain on the
+// look-back's critical path, and for floats its cost per value sets how fast the tiles'
+// inclusive prefixes can follow each other (NOTES.md version 44): floats read their values
+// XW_FOLD_BATCH at a time before they fold them, so that a link of the chain is one operation,
+// not a shared-memory read and an operation (integers keep the plain loop: batches cost their
+// kernels registers). The GLSL twin's fold_window.
+#define XW_FOLD_BATCH 4
+__device__ __forceinline__ T fold_values(T e, const T* values, int from, int count, int step) {
+    int i = 0;
+    if constexpr (!XW_INTEGER) {
+        for (; i + XW_FOLD_BATCH <= count; i += XW_FOLD_BATCH) {
+            T v[XW_FOLD_BATCH];
+#pragma unroll
+            for (int j = 0; j < XW_FOLD_BATCH; ++j) v[j] = values[from + (i + j) * step];
+#pragma unroll
+            for (int j = 0; j < XW_FOLD_BATCH; ++j) e = xw_op(e, v[j]);
+        }
+    }
+    for (; i < count; ++i) e = xw_op(e, values[from + i * step]);
+    return e;
+}
+
 // The near look-back, by the first warp alone (no block barrier; the GLSL twin's, for 32-bit
 // types, meets in shared memory with subgroup barriers and walks down past windows without an
 // inclusive prefix where the operator is associative). The results are the same left fold
@@ -258,8 +281,7 @@ __device__ void look_back_near_walk(unsigned k, T total, unsigned* flags, T* agg
         if (incl) {
             if (lane == 0) {
                 const unsigned d = below + m;
-                T e = lb.values[d];
-                for (unsigned i = d; i-- > 0;) e = xw_op(e, lb.values[i]);
+                const T e = fold_values(lb.values[d], lb.values, (int)d - 1, (int)d, -1);
                 lb.value = e;
                 publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
             }
@@ -364,8 +386,7 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
         if (m < count && hi == (int)k - 1) {
             // values[m] is P(k - 1 - m); values[m - 1] .. values[0] the aggregates after it.
             if (threadIdx.x == 0) {
-                T e = lb.values[m];
-                for (unsigned i = m; i-- > 0;) e = xw_op(e, lb.values[i]);
+                const T e = fold_values(lb.values[m], lb.values, (int)m - 1, (int)m, -1);
                 lb.value = e;
                 publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
             }
@@ -417,7 +438,7 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
         if (threadIdx.x == 0) {
             const unsigned last = lb.last;
             if (last != 0) e = lb.values[last - 1];
-            for (unsigned t = last; t < c; ++t) e = xw_op(e, lb.values[t]);
+            e = fold_values(e, lb.values, (int)last, (int)(c - last), 1);
         }
         __syncthreads();
     }

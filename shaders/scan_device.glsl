@@ -327,24 +327,44 @@ uint poll_window(uint hi, uint count, uint local, out bool complete) {
 
 // e folded with count values of the window, lb_values[from], lb_values[from + step], ... in
 // that order (the canonical left fold). The fold is one invocation's chain of dependent
-// operations on the look-back's critical path; exact float sums (SUBNORMALS 1) would put the
-// exact sum's test and branch into every link of it (the f32 scan took 3.1x the time of its
-// native variant at 2^28 on an H100), so they fold in the driver's arithmetic first, testing
-// each sum beside the chain as xw_add does, and fold again exactly only where a sum left the
-// range where the driver's sum is the exact one: the same bits either way.
+// operations on the look-back's critical path, and for floats its cost per value sets how fast
+// the tiles' inclusive prefixes can follow each other (NOTES.md version 44): floats read their
+// values FOLD_BATCH at a time before they fold them, so that a link of the chain is one
+// operation, not a shared-memory read and an operation (integers, whose look-back folds a
+// window by subgroup operations where it can, keep the plain loop: batches cost their kernel
+// registers). Exact float sums (SUBNORMALS 1) would put the exact sum's test and branch into
+// every link (the f32 scan took 3.1x the time of its native variant at 2^28 on an H100), so
+// they fold in the driver's arithmetic first, testing each sum beside the chain as xw_add
+// does, and fold again exactly only where a sum left the range where the driver's sum is the
+// exact one: the same bits either way.
+const int FOLD_BATCH = 4;
+
 T fold_window(T e, int from, int count, int step) {
 #if defined(XW_T_FLOAT)
+    int i = 0;
     if (OP == 0u && SUBNORMALS == 1u) {
         T x = e;
         bool slow = false;
-        // xw_sum_fast: the test without a branch (glslang makes `slow || <expression>` one,
-        // which cost the exact f32 scans 15% at 2^28 on an H200, NOTES.md version 34).
-        for (int i = 0; i < count; ++i) x = xw_sum_fast(x, lb_values[from + i * step], slow);
+        for (; i + FOLD_BATCH <= count; i += FOLD_BATCH) {
+            T v[FOLD_BATCH];
+            [[unroll]] for (int j = 0; j < FOLD_BATCH; ++j) v[j] = lb_values[from + (i + j) * step];
+            [[unroll]] for (int j = 0; j < FOLD_BATCH; ++j) x = xw_sum_fast(x, v[j], slow);
+        }
+        for (; i < count; ++i) x = xw_sum_fast(x, lb_values[from + i * step], slow);
         if (!slow) return x;
+        i = 0;
     }
-#endif
+    for (; i + FOLD_BATCH <= count; i += FOLD_BATCH) {
+        T v[FOLD_BATCH];
+        [[unroll]] for (int j = 0; j < FOLD_BATCH; ++j) v[j] = lb_values[from + (i + j) * step];
+        [[unroll]] for (int j = 0; j < FOLD_BATCH; ++j) e = xw_op(e, v[j]);
+    }
+    for (; i < count; ++i) e = xw_op(e, lb_values[from + i * step]);
+    return e;
+#else
     for (int i = 0; i < count; ++i) e = xw_op(e, lb_values[from + i * step]);
     return e;
+#endif
 }
 
 #if defined(XW_PACKED)
@@ -363,6 +383,14 @@ T fold_window(T e, int from, int count, int step) {
 // a window): a stalled predecessor is the window path's to wait for and compute. Called by
 // subgroup 0 only. H100 (NOTES.md version 30): `i32` scans 5-9% faster from 2^21, `f32` 3-10%.
 const uint NEAR_POLLS = 64u;
+#if defined(XW_VEC) && !defined(XW_T_FLOAT)
+// The subgroup's reduction of x by the scan's operator (integers: any association).
+T vec_reduce(T x) {
+    if (OP == 0u) return subgroupAdd(x);
+    if (OP == 2u) return subgroupMin(x);
+    return subgroupMax(x);
+}
+#endif
 shared uint near_ok;
 const bool XW_NEAR_ASSOC =
 #if defined(XW_T_FLOAT)
@@ -428,6 +456,23 @@ void look_back_near(uint k, T total) {
             if (++polls >= NEAR_POLLS) break;
             continue;
         }
+#if defined(XW_VEC) && !defined(XW_T_FLOAT)
+        // The kernel with the subgroup arithmetic operations: the window's fold by one, in any
+        // association (integers): no shared memory and no lane folding alone (NOTES.md
+        // version 44: 3-6% off the i32 scan at 2^22-2^24 on an H200).
+        {
+            T w = vec_reduce(lane <= last ? v : xw_identity());
+            carry = have ? xw_op(w, carry) : w;
+            have = true;
+            if (incl) {
+                ok = true;
+                break;
+            }
+            top -= int(size);
+            if (++polls >= NEAR_POLLS) break;
+            continue;
+        }
+#endif
         if (lane <= last) lb_values[lane] = v;
         subgroupMemoryBarrierShared();
         subgroupBarrier();
