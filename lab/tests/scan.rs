@@ -292,6 +292,15 @@ fn integer_scans_agree_at_every_tile() {
     });
 }
 
+/// Whether a Vulkan device has the register tile's kernel (`scan_device_vec`): 64-bit buffer
+/// atomics and the subgroup arithmetic operations.
+fn vulkan_register_tile(info: &xwarp::device::DeviceInfo) -> bool {
+    info.int64_atomics
+        && info
+            .subgroup_features
+            .contains(xwarp::device::SubgroupFeatures::ARITHMETIC)
+}
+
 #[test]
 fn integer_tiles_in_registers_agree_with_the_cpu() {
     // From `REGISTER_TILE_FROM` elements a 4-byte integer scan keeps its tile in registers; a
@@ -305,11 +314,7 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
         let dev = &*d.dev;
         let info = dev.info();
         let staged = scan::max_items(info, ElemKind::I32);
-        let registers = info.backend == xwarp::BackendKind::Vulkan
-            && info.int64_atomics
-            && info
-                .subgroup_features
-                .contains(xwarp::device::SubgroupFeatures::ARITHMETIC);
+        let registers = info.backend == xwarp::BackendKind::Vulkan && vulkan_register_tile(info);
         // CUDA takes the register tile from `REGISTER_TILE_FROM.0` (every length; its other
         // scan tests cover the short ones), within the tiles its shared memory holds as well.
         let from = if registers {
@@ -379,11 +384,7 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
     for_each_device(|d| {
         let dev = &*d.dev;
         let info = dev.info();
-        let possible = info.backend == xwarp::BackendKind::Cuda
-            || (info.int64_atomics
-                && info
-                    .subgroup_features
-                    .contains(xwarp::device::SubgroupFeatures::ARITHMETIC));
+        let possible = info.backend == xwarp::BackendKind::Cuda || vulkan_register_tile(info);
         let values = if flushes_subnormals(info, ElemKind::F32) {
             HardValues::ALL.without_subnormals()
         } else {
