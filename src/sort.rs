@@ -158,6 +158,14 @@ pub const WIDE_PAIRS_ITEMS: u32 = 20;
 pub const MAX_ITEMS: u32 = 32;
 /// Default [`Tuning::histogram_groups`].
 pub const DEFAULT_HISTOGRAM_GROUPS: u32 = 512;
+/// Most keys one workgroup of the histogram launch reads: past
+/// [`Tuning::histogram_groups`] × this many keys the launch takes more workgroups. H200, GPU
+/// medians of the launch at 2^27 keys (µs, 512 workgroups of 2^18 keys against 2112 of 63 744,
+/// NOTES.md version 45): CUDA `f32` 318 against 270, `u32` 258 against 252, `u64` 533 against
+/// 488; Vulkan `f32` 285 against 268, `u32` 257 against 246, `u64` 674 against 614. Smaller
+/// chunks lose: 2112 workgroups at 2^21–2^24 (2^11–2^13 keys each) took 1.0–1.7× the time of
+/// 512 workgroups'.
+pub const HISTOGRAM_MAX_CHUNK: usize = 1 << 16;
 /// Most subgroups per workgroup when the workgroup is sized by the subgroup size: the
 /// subgroups' digit counts take this many times 1 KiB of shared memory.
 pub const MAX_SUBGROUPS: u32 = 16;
@@ -176,6 +184,8 @@ const HISTOGRAM_BLOCK: u32 = 256;
 const CLEAR_ITEMS: u32 = 4;
 /// Fewest keys a histogram workgroup reads.
 const HISTOGRAM_MIN_CHUNK: usize = 8 * HISTOGRAM_BLOCK as usize;
+const _: () = assert!(HISTOGRAM_MAX_CHUNK.is_multiple_of(HISTOGRAM_BLOCK as usize));
+const _: () = assert!(HISTOGRAM_MAX_CHUNK >= HISTOGRAM_MIN_CHUNK);
 /// Keys per invocation a sort in one launch may take besides the digit passes' own (few
 /// values, few compiled variants): each of its passes ranks the whole tile, padding included.
 const WHOLE_ITEMS: [u32; 7] = [1, 2, 4, 6, 8, 12, 16];
@@ -256,7 +266,8 @@ pub struct Tuning {
     /// CUDA: a digit's lanes from `__match_any_sync` instead of one `__ballot_sync` per digit
     /// bit (Vulkan always uses ballots).
     pub match_any: bool,
-    /// Most workgroups of the histogram launch (each reads a contiguous chunk of keys).
+    /// Workgroups of the histogram launch (each reads a contiguous chunk of keys): at most this
+    /// many, more only where each would read over [`HISTOGRAM_MAX_CHUNK`] keys.
     pub histogram_groups: u32,
     /// Copies of each counter in the histogram launch's shared memory (1, 2, 4 or 8); `None`:
     /// the most that take at most 16 KiB and three quarters of the device's shared memory.
@@ -948,6 +959,7 @@ impl<K: Element> Sorter<K> {
         let cap = self.tuning.histogram_groups.max(1) as usize;
         let chunk = n
             .div_ceil(cap)
+            .min(HISTOGRAM_MAX_CHUNK)
             .next_multiple_of(HISTOGRAM_BLOCK as usize)
             .max(HISTOGRAM_MIN_CHUNK);
         let count = SortHistogramParams {

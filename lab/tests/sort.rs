@@ -816,6 +816,56 @@ fn staging_rounds_give_the_same_bits() {
     run_cases::<f64>(&floats);
 }
 
+/// The histogram launch's chunks of any size give the same bits: one workgroup for every key
+/// (up to `HISTOGRAM_MAX_CHUNK`), and workgroups capped at that many keys each (more of them
+/// than `histogram_groups` asks for, the last one partial), on uniform, equal and few distinct
+/// keys (the counter copies' worst case), 32- and 64-bit keys, a bit range.
+#[test]
+fn histogram_chunks_of_any_size_give_the_same_bits() {
+    let cap = xwarp::sort::HISTOGRAM_MAX_CHUNK;
+    let mut cases = Vec::new();
+    for (i, groups) in [1, 2, 3].into_iter().enumerate() {
+        let tuning = Tuning {
+            histogram_groups: groups,
+            ..Tuning::default()
+        };
+        for (j, (n, pattern)) in [
+            (40_961, Pattern::Uniform),
+            (cap, Pattern::FewDistinct),
+            (3 * cap + 17, Pattern::Uniform),
+            (2 * cap + 1, Pattern::AllEqual),
+            (5 * cap - 255, Pattern::FewDistinct),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            cases.push(Case {
+                tuning,
+                ..Case::new(Op::Keys, n, pattern, ORDERS[(i + j) % 2], 0..32)
+            });
+        }
+        cases.push(Case {
+            tuning,
+            ..Case::new(
+                Op::Pairs(ElemKind::U32),
+                4 * cap + 3,
+                Pattern::Bits,
+                ORDERS[i % 2],
+                5..27,
+            )
+        });
+    }
+    run_cases::<u32>(&cases);
+    let wide: Vec<Case> = cases
+        .iter()
+        .map(|c| Case {
+            bits: if c.bits == (0..32) { 0..64 } else { 9..61 },
+            ..c.clone()
+        })
+        .collect();
+    run_cases::<u64>(&wide);
+}
+
 /// One sorter serves repeated calls of every kind without allocating.
 #[test]
 fn repeated_sorts_allocate_nothing() {
