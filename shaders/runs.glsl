@@ -210,13 +210,26 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
         stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
     }
     barrier();
+    // Heads as the keys are taken, against the key before (a running value, never k[j - 1]):
+    // NVIDIA's Vulkan driver did not unroll a loop that indexed k by j - 1 and j + 1, and kept
+    // the whole array in local memory for it (128 bytes an invocation, read back three times an
+    // element). Element j < len - 1 is a tail where element j + 1 is a head; the last one where
+    // the piece ends the input or the next key differs.
+    uvec2 before = prev;
+    uvec2 last = uvec2(0u);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         uint e = l * ITEMS + j;
+        uvec2 key = j < len ? stage_key(e) : uvec2(0u);
+        k[j] = key;
         if (j < len) {
-            k[j] = stage_key(e);
-        } else {
-            k[j] = uvec2(0u);
+            heads |= uint(first + j == 0u || key != before) << j;
+            if (j + 1u == len) last = key;
         }
+        before = key;
+    }
+    if (len > 0u) {
+        tails = (heads >> 1u) & ((1u << (len - 1u)) - 1u);
+        tails |= uint(first + len == p.n || last != next) << (len - 1u);
     }
 #if defined(XW_RUNS_RBK)
     barrier();  // every invocation has read its keys
@@ -240,16 +253,6 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
 #else
         v[j] = j < len ? value_at(first + j) : VT(0);
 #endif
-    }
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        if (j < len) {
-            uvec2 before = j == 0u ? prev : k[j - 1u];
-            uvec2 after = j + 1u == len ? next : k[min(j + 1u, ITEMS - 1u)];
-            bool head = first + j == 0u || k[j] != before;
-            bool tail = first + j + 1u == p.n || k[j] != after;
-            heads |= uint(head) << j;
-            tails |= uint(tail) << j;
-        }
     }
 }
 
