@@ -735,6 +735,19 @@ fn workgroups_of_any_width_give_the_same_bits() {
     run_cases::<f32>(&floats);
 }
 
+/// Key sorts of every 32-bit `(n, pattern)` with `tuning`, the orders alternating from the
+/// `i`-th.
+fn key_cases(tuning: Tuning, i: usize, sizes: &[(usize, Pattern)]) -> Vec<Case> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(j, &(n, pattern))| Case {
+            tuning,
+            ..Case::new(Op::Keys, n, pattern, ORDERS[(i + j) % 2], 0..32)
+        })
+        .collect()
+}
+
 /// Keys staged in one round or in two (half the tile at a time, the second half read again)
 /// give the same bits on every backend, whichever the backend's default: whole and partial
 /// tiles, the small sorts' and the large sorts' tiles, both orders, the fallback, 32- and
@@ -749,25 +762,21 @@ fn staging_rounds_give_the_same_bits() {
             ..Tuning::default()
         };
         let order = ORDERS[i % 2];
-        for (j, (n, pattern)) in [
-            (1, Pattern::Uniform),
-            (33, Pattern::Uniform),
-            (4097, Pattern::Uniform),
-            (1_000_003, Pattern::Uniform),
-            (100_003, Pattern::FewDistinct),
-            (65_537, Pattern::Bits),
-            (8_193, Pattern::Edges),
-            (40_961, Pattern::AllEqual),
-            (50_001, Pattern::Reversed),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            cases.push(Case {
-                tuning,
-                ..Case::new(Op::Keys, n, pattern, ORDERS[(i + j) % 2], 0..32)
-            });
-        }
+        cases.extend(key_cases(
+            tuning,
+            i,
+            &[
+                (1, Pattern::Uniform),
+                (33, Pattern::Uniform),
+                (4097, Pattern::Uniform),
+                (1_000_003, Pattern::Uniform),
+                (100_003, Pattern::FewDistinct),
+                (65_537, Pattern::Bits),
+                (8_193, Pattern::Edges),
+                (40_961, Pattern::AllEqual),
+                (50_001, Pattern::Reversed),
+            ],
+        ));
         // The large sorts' tile of 32 keys a thread, one partial tile.
         cases.push(Case {
             tuning,
@@ -829,21 +838,17 @@ fn histogram_chunks_of_any_size_give_the_same_bits() {
             histogram_groups: groups,
             ..Tuning::default()
         };
-        for (j, (n, pattern)) in [
-            (40_961, Pattern::Uniform),
-            (cap, Pattern::FewDistinct),
-            (3 * cap + 17, Pattern::Uniform),
-            (2 * cap + 1, Pattern::AllEqual),
-            (5 * cap - 255, Pattern::FewDistinct),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            cases.push(Case {
-                tuning,
-                ..Case::new(Op::Keys, n, pattern, ORDERS[(i + j) % 2], 0..32)
-            });
-        }
+        cases.extend(key_cases(
+            tuning,
+            i,
+            &[
+                (40_961, Pattern::Uniform),
+                (cap, Pattern::FewDistinct),
+                (3 * cap + 17, Pattern::Uniform),
+                (2 * cap + 1, Pattern::AllEqual),
+                (5 * cap - 255, Pattern::FewDistinct),
+            ],
+        ));
         cases.push(Case {
             tuning,
             ..Case::new(
