@@ -222,11 +222,21 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
                                                      const CompactParams& p, XW_T a, XW_T b,
                                                      unsigned int* count) {
     unsigned int kept = 0, c = 0;
+    // EARLY (the stable kernel at 24 or 32 elements a thread, 64 registers): a ballot a step.
+    // Elsewhere one butterfly sum of the lanes' bit counts, as the GLSL twin everywhere. H200
+    // (NOTES.md, version 46): the butterfly made the unordered f32 kernel 4% faster at 2^26 to
+    // 2^28 (48 -> 40 registers), and made the EARLY kernel spill 16-32 bytes and the stable
+    // compaction of 2^28 4-8% slower.
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         const bool pass = (whole || first + j * XW_WARP < p.n) && xw_predicate(v[j], code, a, b);
         kept |= (unsigned int)pass << j;
-        c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+        if (EARLY) c += __popc(__ballot_sync(XW_FULL_MASK, pass));
+    }
+    if (!EARLY) {
+        c = __popc(kept);
+#pragma unroll
+        for (unsigned int d = 1; d < XW_WARP; d <<= 1) c += __shfl_xor_sync(XW_FULL_MASK, c, d);
     }
     *count = c;
     return kept;

@@ -24,6 +24,7 @@
 // memory (the passing ones first) and leave in coalesced stores: each is contiguous in the
 // output.
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 
@@ -104,14 +105,17 @@ void scan_if_last(uint local) {
 
 // Bit j: the element of step j of the caller's run (from `first`) passes; `count` gets the
 // subgroup's passing elements. Called with a constant code, the predicate's switch folds away.
+// The count is one butterfly sum of the lanes' bit counts rather than a ballot a step (as
+// compact.glsl's kept_bits).
 uint kept_bits(uint code, T v[ITEMS], uint first, T a, T b, out uint count) {
     uint kept = 0u;
-    count = 0u;
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         bool pass = first + j * gl_SubgroupSize < p.n && xw_predicate(v[j], code, a, b);
         kept |= uint(pass) << j;
-        count += ballot_count(subgroupBallot(pass));
     }
+    uint c = uint(bitCount(kept));
+    for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) c += subgroupShuffleXor(c, d);
+    count = c;
     return kept;
 }
 

@@ -214,7 +214,7 @@ fn validate<T: PredicateElement>(
     plan::require(
         info,
         T::KIND,
-        SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT,
+        SubgroupFeatures::BASIC | SubgroupFeatures::BALLOT | SubgroupFeatures::SHUFFLE,
     )
 }
 
