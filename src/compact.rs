@@ -25,8 +25,9 @@
 //!   the tile counts that predecessor's elements itself: it cannot deadlock on any conformant
 //!   device. Its result does not depend on the tile, so its tile may be larger
 //!   ([`Tuning::stable_items`]; by default on CUDA 32 elements a thread from 2^22 elements,
-//!   unique's too, on Vulkan 24 from 2^25 for integers): such tiles put their passing elements
-//!   in shared memory before the look-back, which then delays only their stores.
+//!   unique's too, on Vulkan 20 from 2^23 for `f32` and from 2^24 for integers): such tiles
+//!   put their passing elements in shared memory before the look-back, which then delays only
+//!   their stores.
 //!
 //! Everything stays on the device: the count lands in a [`DeviceVec<u64>`] and the elements in
 //! the output's first `count` slots, so an application can chain further kernels with no host

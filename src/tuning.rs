@@ -206,8 +206,8 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
 /// thread of a tile takes, where [`crate::compact::Tuning::stable_items`] leaves it to the
 /// device; above [`crate::compact::items_per_thread`]'s 16 the kernels stage a tile's passing
 /// elements in shared memory before its look-back (`EARLY`). CUDA: 32 from 2^22 elements.
-/// Vulkan: 24 from 2^25 for integers, not for unique. The caller keeps the default where the
-/// device's shared memory holds less.
+/// Vulkan: 20 from 2^23 elements for `f32` and from 2^24 for integers, not for unique. The
+/// caller keeps the default where the device's shared memory holds less.
 ///
 /// H200 (NOTES.md, version 41), µs against 16 elements a thread: CUDA `i32` 2^22 20.0 → 18.5,
 /// 2^24 48.5 → 45.9, 2^26 157.4 → 139.0, 2^28 586.9 → 515.5 (`f32` alike); 32 elements without
@@ -217,6 +217,14 @@ pub(crate) fn compact_kernel(info: &DeviceInfo) -> &'static str {
 /// (98 registers at 24) 1.15× the time. Unique (`heads`, its keys as `u32` words) alike on
 /// CUDA: 2^22 20.8 → 20.4, 2^26 183.2 → 172.0, 2^28 688 → 651 (1.09–1.10× CUB); on Vulkan at 24
 /// 1.14× the time from 2^25, so there it keeps 16.
+///
+/// H200 (version 46), with each subgroup's count as one butterfly sum (the GLSL kernels then
+/// took 48 / 64 / 66 / 74 registers at 16 / 20 / 24 / 28 elements a thread), Vulkan, µs at
+/// 16 / 20 / 24 / 28: `i32` 2^22 19.3 / 19.6 / 19.7 / 19.9, 2^23 28.3 / 28.9 / 29.4 / 28.8,
+/// 2^24 46.1 / 46.4 / 47.8 / 46.0, 2^26 152.6 / 151.2 / 158.9 / 150.6, 2^28 575 / 564 / 598 /
+/// 561; `f32` (exact subnormals) 2^22 19.3 / 20.0 / 19.8 / 20.2, 2^23 29.8 / 29.2 / 29.5 /
+/// 30.0, 2^24 49.4 / 46.7 / 48.1 / 46.2, 2^26 168.5 / 152.3 / 160.5 / 151.4, 2^28 638 / 569 /
+/// 603 / 564 (CUB's `DeviceSelect::If` about 603).
 pub(crate) fn compact_stable_items(
     info: &DeviceInfo,
     elem: ElemKind,
@@ -225,10 +233,11 @@ pub(crate) fn compact_stable_items(
 ) -> u32 {
     match info.backend {
         BackendKind::Cuda if n >= 1 << 22 => 32,
+        BackendKind::Vulkan if !heads && elem == ElemKind::F32 && n >= 1 << 23 => 20,
         BackendKind::Vulkan
-            if !heads && n >= 1 << 25 && matches!(elem, ElemKind::I32 | ElemKind::U32) =>
+            if !heads && n >= 1 << 24 && matches!(elem, ElemKind::I32 | ElemKind::U32) =>
         {
-            24
+            20
         }
         _ => crate::compact::items_per_thread(elem.size()),
     }

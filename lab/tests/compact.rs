@@ -517,7 +517,7 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
         let dev = &*d.dev;
         let most = xwarp::compact::max_stable_items(dev.info());
         assert!(most >= 16, "{}: most {most}", d.label);
-        for (k, items) in [1, 7, 17, 24, most].into_iter().enumerate() {
+        for (k, items) in [1, 7, 17, 24, 20, most].into_iter().enumerate() {
             match k % 3 {
                 0 => stable_items_case::<i32>(d, items, &mut rng),
                 1 => stable_items_case::<f32>(d, items, &mut rng),
@@ -527,7 +527,7 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
         // The float edges (subnormals, NaN payloads, ±0, ±inf, 2^-149 .. 2^127 and neighbours),
         // drawn at random over several tiles, through the larger tiles' early staging.
         let edges = common::float_edges_f32();
-        for items in [24, most] {
+        for items in [20, most] {
             let n = 3 * 256 * items as usize + 5;
             let input: Vec<f32> = (0..n)
                 .map(|_| edges[rng.next_u64() as usize % edges.len()])
