@@ -1,6 +1,6 @@
 // Stable two-way partition by a run-time predicate with CUDA's own intrinsics; the twin of
-// shaders/partition.comp, whose header describes the steps (OP: 0 COUNT, 1 SCATTER) of the plan
-// in src/partition.rs, modelled by src/cpu/partition.rs.
+// shaders/partition.comp, whose header describes the steps (OP: 0 COUNT, 1 SCATTER, 2 ONE) of
+// the plan in src/partition.rs, modelled by src/cpu/partition.rs.
 //
 // A tile is blockDim.x * ITEMS consecutive elements; warp w owns the w-th run of 32 * ITEMS of
 // them and reads it in ITEMS coalesced steps; per step __ballot_sync and __popc rank the
@@ -18,12 +18,15 @@ struct PartitionParams {
     unsigned int b_hi;
     unsigned int tiles;  // tiles of the input
     unsigned int scan;   // nonzero: the count step's last block scans the counts (no scan launch)
+    unsigned int spin;   // ONE: polls of unpublished states per thread before counting tiles here
 };
 
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
 #define XW_SCAN_ITEMS 16u // tile counts per thread in a round of the last block's scan
+#define XW_ONE_TILES 2u   // ONE: tiles whose states one thread reads (at most 2 * BLOCK tiles)
+#define XW_STATE_DONE 0x80000000u
 
 // Bit j: the element of step j of the thread's run (from `first`) passes; *count gets the
 // warp's passing elements. Called with a constant code, the predicate's switch folds away.
@@ -97,6 +100,125 @@ __device__ __forceinline__ void xw_scan_if_last(const unsigned int* counts, unsi
     if (local == 0) *ticket = 0;
 }
 
+// Loads tile t's elements of this thread into v (0 past the input) and returns their pass bits
+// (xw_kept_bits); *count gets the warp's passing elements, *first the thread's first element.
+__device__ __forceinline__ unsigned int xw_tile_kept(const XW_T* __restrict__ src,
+                                                     const PartitionParams& p, unsigned int t,
+                                                     XW_T (&v)[ITEMS], unsigned int* first,
+                                                     unsigned int* count) {
+    const unsigned int lane = threadIdx.x % XW_WARP;
+    const unsigned int warp = threadIdx.x / XW_WARP;
+    *first = t * (BLOCK * ITEMS) + warp * XW_WARP * ITEMS + lane;
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const unsigned int i = *first + j * XW_WARP;
+        v[j] = i < p.n ? src[i] : XW_T(0);
+    }
+    const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
+    const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
+    // The predicate's code is uniform: one branch here instead of one per element.
+    switch (p.pred) {
+    case 0: return xw_kept_bits(0u, v, *first, p, a, b, count);
+    case 1: return xw_kept_bits(1u, v, *first, p, a, b, count);
+    case 2: return xw_kept_bits(2u, v, *first, p, a, b, count);
+    case 3: return xw_kept_bits(3u, v, *first, p, a, b, count);
+    case 4: return xw_kept_bits(4u, v, *first, p, a, b, count);
+    case 5: return xw_kept_bits(5u, v, *first, p, a, b, count);
+    default: return xw_kept_bits(p.pred, v, *first, p, a, b, count);
+    }
+}
+
+// ONE: tile j's passing count, counted here from the input (the fallback) and published as its
+// owner publishes it. warp_counts is free (every thread has read it). Every thread calls it.
+__device__ __noinline__ void xw_count_tile(const XW_T* __restrict__ src, unsigned int* states,
+                                           unsigned int* warp_counts, const PartitionParams& p,
+                                           unsigned int j) {
+    XW_T w[ITEMS];
+    unsigned int first, count;
+    xw_tile_kept(src, p, j, w, &first, &count);
+    if (threadIdx.x % XW_WARP == 0) warp_counts[threadIdx.x / XW_WARP] = count;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int c = 0;
+        for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) c += warp_counts[s];
+        *(volatile unsigned int*)&states[j] = XW_STATE_DONE | c;
+    }
+    __syncthreads();  // warp_counts is read before the next round writes it
+}
+
+// ONE: tile t's offset among the passing elements (*pre, the tiles before it) and every tile's
+// (*selected), from the tile states; then the states' clearing by the last tile done (its
+// ticket, states[tiles]: the done count, a fence before it and after it). Every thread calls it.
+__device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsigned int* states,
+                                              unsigned int* warp_counts, const PartitionParams& p,
+                                              unsigned int t, unsigned int* pre,
+                                              unsigned int* selected) {
+    __shared__ unsigned int s_flag;
+    __shared__ unsigned int warp_all[XW_MAX_WARPS];
+    const unsigned int local = threadIdx.x;
+    unsigned int below = 0, all = 0, pending = 0;
+#pragma unroll
+    for (unsigned int q = 0; q < XW_ONE_TILES; ++q) {
+        if (local + q * BLOCK < p.tiles) pending |= 1u << q;
+    }
+    if (local == 0) s_flag = 0;
+    __syncthreads();
+    // The thread's polls of unpublished states over the whole wait (see the GLSL twin).
+    unsigned int budget = p.spin;
+    for (;;) {
+#pragma unroll
+        for (unsigned int q = 0; q < XW_ONE_TILES; ++q) {
+            const unsigned int j = local + q * BLOCK;
+            if (pending & (1u << q)) {
+                for (;;) {
+                    const unsigned int w = *(const volatile unsigned int*)&states[j];
+                    if (w != 0) {
+                        const unsigned int c = w & ~XW_STATE_DONE;
+                        all += c;
+                        if (j < t) below += c;
+                        pending &= ~(1u << q);
+                        break;
+                    }
+                    if (budget == 0) break;
+                    --budget;
+                }
+                if (pending & (1u << q)) atomicMax(&s_flag, j + 1);
+            }
+        }
+        __syncthreads();
+        const unsigned int stuck = s_flag;
+        __syncthreads();
+        if (stuck == 0) break;
+        if (local == 0) s_flag = 0;
+        xw_count_tile(src, states, warp_counts, p, stuck - 1);
+    }
+#pragma unroll
+    for (unsigned int o = XW_WARP / 2; o > 0; o >>= 1) {
+        below += __shfl_xor_sync(XW_FULL_MASK, below, o);
+        all += __shfl_xor_sync(XW_FULL_MASK, all, o);
+    }
+    if (local % XW_WARP == 0) {
+        warp_counts[local / XW_WARP] = below;
+        warp_all[local / XW_WARP] = all;
+    }
+    // The count of tiles done reading the states: the last one zeroes them again.
+    if (local == 0) {
+        __threadfence();
+        s_flag = atomicAdd(&states[p.tiles], 1u) + 1u == p.tiles;
+    }
+    __syncthreads();
+    *pre = 0;
+    *selected = 0;
+    for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) {
+        *pre += warp_counts[s];
+        *selected += warp_all[s];
+    }
+    if (s_flag) {
+        __threadfence();
+        for (unsigned int i = local; i <= p.tiles; i += BLOCK) states[i] = 0;
+    }
+}
+
 extern "C" __global__ __launch_bounds__(BLOCK) void partition(
     const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
     unsigned int* prefix, unsigned long long* __restrict__ total, unsigned int* ticket,
@@ -105,7 +227,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void partition(
     __shared__ XW_T stage[BLOCK * ITEMS];
     const unsigned int t = (unsigned int)xw_group();
     const unsigned int local = threadIdx.x;
-    if (OP != 0 && t == 0 && local == 0) {
+    if (OP == 1 && t == 0 && local == 0) {
         *total = p.tiles == 0 ? 0ull : (unsigned long long)(prefix[p.tiles - 1] + counts[p.tiles - 1]);
     }
     // Whole blocks leave together, so __syncthreads below is reached by all.
@@ -113,26 +235,9 @@ extern "C" __global__ __launch_bounds__(BLOCK) void partition(
     const unsigned int lane = local % XW_WARP;
     const unsigned int warp = local / XW_WARP;
     const unsigned int tile = BLOCK * ITEMS;
-    const unsigned int first = t * tile + warp * XW_WARP * ITEMS + lane;
     XW_T v[ITEMS];
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int i = first + j * XW_WARP;
-        v[j] = i < p.n ? src[i] : XW_T(0);
-    }
-    const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
-    const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
-    // The predicate's code is uniform: one branch here instead of one per element.
-    unsigned int kept, count;
-    switch (p.pred) {
-    case 0: kept = xw_kept_bits(0u, v, first, p, a, b, &count); break;
-    case 1: kept = xw_kept_bits(1u, v, first, p, a, b, &count); break;
-    case 2: kept = xw_kept_bits(2u, v, first, p, a, b, &count); break;
-    case 3: kept = xw_kept_bits(3u, v, first, p, a, b, &count); break;
-    case 4: kept = xw_kept_bits(4u, v, first, p, a, b, &count); break;
-    case 5: kept = xw_kept_bits(5u, v, first, p, a, b, &count); break;
-    default: kept = xw_kept_bits(p.pred, v, first, p, a, b, &count); break;
-    }
+    unsigned int first, count;
+    const unsigned int kept = xw_tile_kept(src, p, t, v, &first, &count);
     if (lane == 0) warp_counts[warp] = count;
     __syncthreads();
     unsigned int below = 0, tile_count = 0;
@@ -147,7 +252,10 @@ extern "C" __global__ __launch_bounds__(BLOCK) void partition(
         __syncthreads();  // every thread has read warp_counts, which the scan reuses
         xw_scan_if_last(counts, prefix, ticket, warp_counts, p);
     }
-#elif OP == 1
+#elif OP == 1 || OP == 2
+#if OP == 2
+    if (local == 0) *(volatile unsigned int*)&counts[t] = XW_STATE_DONE | tile_count;
+#endif
     // The element of step j sits at place q = run + j * 32 + lane of the tile, with `at`
     // passing elements of the tile before it.
     const unsigned int run = warp * XW_WARP * ITEMS;
@@ -162,11 +270,18 @@ extern "C" __global__ __launch_bounds__(BLOCK) void partition(
         if (first + j * XW_WARP < p.n) stage[pass ? r : tile_count + q - r] = v[j];
         at += __popc(ballot);
     }
+#if OP == 2
+    // Every thread has read warp_counts above (the ranking's loop lies between).
+    unsigned int pre, selected;
+    xw_one_totals(src, counts, warp_counts, p, t, &pre, &selected);
+    if (t == 0 && local == 0) *total = selected;
+#else
+    const unsigned int pre = prefix[t];
+    const unsigned int selected = prefix[p.tiles - 1] + counts[p.tiles - 1];
+#endif
     __syncthreads();
     const unsigned int tile_first = t * tile;
     const unsigned int len = min(tile, p.n - tile_first);
-    const unsigned int pre = prefix[t];
-    const unsigned int selected = prefix[p.tiles - 1] + counts[p.tiles - 1];
     // The tile's failing elements start after every passing element and the failing elements
     // of the tiles before it (tile_first - pre of them).
     const unsigned int fail_first = selected + tile_first - pre;

@@ -15,6 +15,19 @@
 //            S as the u64 count.
 // The total S must be known before any element that fails can be placed (it starts the second
 // part), so the input is read twice: once to count, once to scatter.
+//   ONE      (inputs of at most ONE_TILES * BLOCK tiles, where the host expects every tile's
+//            workgroup resident at once) the whole partition in one launch, the input read
+//            once: the tile states (binding 2) lie in the device's counters buffer, zero before
+//            the launch and after it: state[t] = STATE_DONE | the tile's passing count, and
+//            state[tiles] counts the tiles done reading them. Each workgroup counts its tile and
+//            publishes its state, stages its elements as SCATTER does, then reads every tile's
+//            state (invocation i: tiles i, i + BLOCK, ...) for P and S, and writes its tile out.
+//            No deadlock where tiles are not all resident (Vulkan promises no forward progress
+//            between workgroups): an invocation that has polled unpublished states `spin` times
+//            stops at the next one; the workgroup then counts the highest such tile itself from
+//            the input and publishes its state (the very value its owner publishes), and polls
+//            on: each round publishes one more tile. The workgroup that counts itself done last
+//            zeroes the states and the count of done tiles again.
 //
 // A tile is gl_WorkGroupSize.x * ITEMS consecutive elements laid out as in compact.glsl:
 // subgroup s owns the s-th run of gl_SubgroupSize * ITEMS of them and reads it in ITEMS
@@ -32,14 +45,21 @@ layout(local_size_x_id = 0) in;
 #include "vote_predicate.glsl"
 #include "tile_ballot.glsl"
 
-layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER
+layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER, 2 ONE
 layout(constant_id = 2) const uint ITEMS = 16u;
 
 const uint OP_COUNT = 0u;
+const uint OP_SCATTER = 1u;
+const uint OP_ONE = 2u;
+// ONE: tiles whose states one invocation reads (src/partition.rs: ONE_LAUNCH_MAX_TILES), and
+// the flag of a published state.
+const uint ONE_TILES = 2u;
+const uint STATE_DONE = 0x80000000u;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
-// Coherent: the count step's last workgroup reads what the others stored.
+// Coherent: the count step's last workgroup reads what the others stored (ONE: the tile
+// states, which every workgroup reads).
 layout(std430, binding = 2) coherent buffer Counts { uint counts[]; };
 layout(std430, binding = 3) buffer Prefix { uint prefix[]; };
 layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
@@ -53,6 +73,7 @@ layout(push_constant) uniform Params {
     uint b_hi;
     uint tiles;  // tiles of the input
     uint scan;   // nonzero: the count step's last workgroup scans the counts (no scan launch)
+    uint spin;   // ONE: polls of unpublished states per invocation before counting tiles here
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
@@ -60,6 +81,7 @@ const uint TILE = gl_WorkGroupSize.x * ITEMS;
 const uint SCAN_ITEMS = 16u;  // tile counts per invocation in a round of the last scan
 
 shared uint sg_counts[gl_WorkGroupSize.x];
+shared uint sg_all[gl_WorkGroupSize.x];  // ONE: the subgroups' sums of every tile's count
 shared T stage[TILE];
 shared uint s_last;
 
@@ -103,6 +125,13 @@ void scan_if_last(uint local) {
     if (local == 0u) ticket[0] = 0u;
 }
 
+// The sum of `x` over the subgroup's lanes, in every lane: a butterfly of shuffles (the kernel
+// needs no subgroup arithmetic).
+uint sum_lanes(uint x) {
+    for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) x += subgroupShuffleXor(x, d);
+    return x;
+}
+
 // Bit j: the element of step j of the caller's run (from `first`) passes; `count` gets the
 // subgroup's passing elements. Called with a constant code, the predicate's switch folds away.
 // The count is one butterfly sum of the lanes' bit counts rather than a ballot a step (as
@@ -113,24 +142,15 @@ uint kept_bits(uint code, T v[ITEMS], uint first, T a, T b, out uint count) {
         bool pass = first + j * gl_SubgroupSize < p.n && xw_predicate(v[j], code, a, b);
         kept |= uint(pass) << j;
     }
-    uint c = uint(bitCount(kept));
-    for (uint d = 1u; d < gl_SubgroupSize; d <<= 1u) c += subgroupShuffleXor(c, d);
-    count = c;
+    count = sum_lanes(uint(bitCount(kept)));
     return kept;
 }
 
-void main() {
-    uint t = xw_group();
-    uint local = gl_LocalInvocationIndex;
-    if (OP != OP_COUNT && t == 0u && local == 0u) {
-        uint s = p.tiles == 0u ? 0u : prefix[p.tiles - 1u] + counts[p.tiles - 1u];
-        total[0] = s;
-        total[1] = 0u;
-    }
-    // Whole workgroups leave together, so the barriers below stay uniform.
-    if (t >= p.tiles) return;
-    uint first = t * TILE + gl_SubgroupID * gl_SubgroupSize * ITEMS + gl_SubgroupInvocationID;
-    T v[ITEMS];
+// Loads tile `t`'s elements of this invocation into `v` (0 past the input) and returns their
+// pass bits (kept_bits); `count` gets the subgroup's passing elements, `first` the invocation's
+// first element. Uniform control flow.
+uint tile_kept(uint t, out T v[ITEMS], out uint first, out uint count) {
+    first = t * TILE + gl_SubgroupID * gl_SubgroupSize * ITEMS + gl_SubgroupInvocationID;
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         uint i = first + j * gl_SubgroupSize;
         v[j] = i < p.n ? src[i] : T(0);
@@ -139,7 +159,6 @@ void main() {
     T b = xw_pred_operand(p.b_lo, p.b_hi);
     // The predicate's code is uniform: one branch here instead of one per element.
     uint kept;
-    uint count;
     switch (xw_pred_code_bits(p.pred, a, b)) {
     case XW_PRED_EVEN: kept = kept_bits(XW_PRED_EVEN, v, first, a, b, count); break;
     case XW_PRED_ODD: kept = kept_bits(XW_PRED_ODD, v, first, a, b, count); break;
@@ -161,6 +180,108 @@ void main() {
     // No other code reaches a kernel (the host checks the predicate): none passes.
     default: kept = 0u; count = 0u; break;
     }
+    return kept;
+}
+
+// ONE: tile j's passing count, counted here from the input (the fallback) and published as its
+// owner publishes it. sg_counts is free (every invocation has read it). Uniform control flow.
+void count_tile(uint j) {
+    T w[ITEMS];
+    uint first;
+    uint count;
+    tile_kept(j, w, first, count);
+    if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+        uint c = 0u;
+        for (uint s = 0u; s < xw_num_subgroups(); ++s) c += sg_counts[s];
+        atomicStore(counts[j], STATE_DONE | c, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                    gl_SemanticsRelaxed);
+    }
+    barrier();  // sg_counts is read before the next round writes it
+}
+
+// ONE: tile t's offset among the passing elements (`pre`, the tiles before it) and every tile's
+// (`selected`), from the tile states; then the states' clearing by the last tile done. Uniform
+// control flow.
+void one_totals(uint t, uint local, out uint pre, out uint selected) {
+    uint below = 0u;
+    uint all = 0u;
+    uint pending = 0u;
+    [[unroll]] for (uint q = 0u; q < ONE_TILES; ++q) {
+        if (local + q * gl_WorkGroupSize.x < p.tiles) pending |= 1u << q;
+    }
+    if (local == 0u) s_last = 0u;
+    barrier();
+    // The invocation's polls of unpublished states over the whole wait (llvmpipe ends an
+    // invocation's loops after 65535 iterations in all; see sort_onesweep.comp's look-back).
+    uint budget = p.spin;
+    for (;;) {
+        [[unroll]] for (uint q = 0u; q < ONE_TILES; ++q) {
+            uint j = local + q * gl_WorkGroupSize.x;
+            if ((pending & (1u << q)) != 0u) {
+                for (;;) {
+                    uint w = atomicLoad(counts[j], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                        gl_SemanticsRelaxed);
+                    if (w != 0u) {
+                        uint c = w & ~STATE_DONE;
+                        all += c;
+                        if (j < t) below += c;
+                        pending &= ~(1u << q);
+                        break;
+                    }
+                    if (budget == 0u) break;
+                    --budget;
+                }
+                if ((pending & (1u << q)) != 0u) atomicMax(s_last, j + 1u);
+            }
+        }
+        barrier();
+        uint stuck = s_last;
+        barrier();
+        if (stuck == 0u) break;
+        if (local == 0u) s_last = 0u;
+        count_tile(stuck - 1u);
+    }
+    below = sum_lanes(below);
+    all = sum_lanes(all);
+    if (subgroupElect()) {
+        sg_counts[xw_subgroup_id()] = below;
+        sg_all[xw_subgroup_id()] = all;
+    }
+    // The count of tiles done reading the states: the last one zeroes them again.
+    if (local == 0u) {
+        uint before = atomicAdd(counts[p.tiles], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsAcquireRelease);
+        s_last = before + 1u == p.tiles ? 1u : 0u;
+    }
+    barrier();
+    pre = 0u;
+    selected = 0u;
+    for (uint s = 0u; s < xw_num_subgroups(); ++s) {
+        pre += sg_counts[s];
+        selected += sg_all[s];
+    }
+    if (s_last != 0u) {
+        memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        for (uint i = local; i <= p.tiles; i += gl_WorkGroupSize.x) counts[i] = 0u;
+    }
+}
+
+void main() {
+    uint t = xw_group();
+    uint local = gl_LocalInvocationIndex;
+    if (OP == OP_SCATTER && t == 0u && local == 0u) {
+        uint s = p.tiles == 0u ? 0u : prefix[p.tiles - 1u] + counts[p.tiles - 1u];
+        total[0] = s;
+        total[1] = 0u;
+    }
+    // Whole workgroups leave together, so the barriers below stay uniform.
+    if (t >= p.tiles) return;
+    T v[ITEMS];
+    uint first;
+    uint count;
+    uint kept = tile_kept(t, v, first, count);
     if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
     barrier();
     uint below = 0u;
@@ -178,6 +299,10 @@ void main() {
         }
         return;
     }
+    if (OP == OP_ONE && local == 0u) {
+        atomicStore(counts[t], STATE_DONE | tile_count, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                    gl_SemanticsRelaxed);
+    }
     // The element of step j sits at place q = run + j * gl_SubgroupSize + lane of the tile,
     // with `at` passing elements of the tile before it.
     uint run = gl_SubgroupID * gl_SubgroupSize * ITEMS;
@@ -192,11 +317,22 @@ void main() {
         }
         at += ballot_count(ballot);
     }
+    uint pre;
+    uint selected;
+    if (OP == OP_ONE) {
+        // Every invocation has read sg_counts above (the ranking's loop lies between).
+        one_totals(t, local, pre, selected);
+        if (t == 0u && local == 0u) {
+            total[0] = selected;
+            total[1] = 0u;
+        }
+    } else {
+        pre = prefix[t];
+        selected = prefix[p.tiles - 1u] + counts[p.tiles - 1u];
+    }
     barrier();
     uint tile_first = t * TILE;
     uint len = min(TILE, p.n - tile_first);
-    uint pre = prefix[t];
-    uint selected = prefix[p.tiles - 1u] + counts[p.tiles - 1u];
     // The tile's failing elements start after every passing element and the failing elements
     // of the tiles before it (tile_first - pre of them).
     uint fail_first = selected + tile_first - pre;

@@ -184,6 +184,12 @@ pub struct DeviceInfo {
     pub max_groups: [u32; 3],
     /// Shared (workgroup) memory per workgroup, bytes.
     pub shared_memory_bytes: u32,
+    /// Multiprocessors (compute units) the device runs workgroups on, where known: CUDA's
+    /// multiprocessor count; on Vulkan NVIDIA's SM count (`VK_NV_shader_sm_builtins`) or AMD's
+    /// compute units (`VK_AMD_shader_core_properties`); 0 where the driver reports none.
+    /// Algorithms that need every workgroup of a launch resident at once (the one-launch
+    /// partition) take that path only where this is known.
+    pub compute_units: u32,
     /// Largest workgroup (threads per block) a kernel may launch with: Vulkan's
     /// `maxComputeWorkGroupSize[0]` and `maxComputeWorkGroupInvocations`, the smaller; 1024 on
     /// CUDA.
@@ -1095,6 +1101,7 @@ mod tests {
             binding_alignment,
             max_groups: [65535; 3],
             shared_memory_bytes: 49152,
+            compute_units: 0,
             max_block: 1024,
             int64: true,
             float64: true,

@@ -20,6 +20,14 @@
 //! The first part's length must be known before any element of the second part can be placed,
 //! so the input is read twice: once to count, once to move.
 //!
+//! An input of at most [`ONE_LAUNCH_MAX_TILES`] tiles whose workgroups the device holds at
+//! once (twice [`crate::DeviceInfo::compute_units`] of them; on devices that report no count,
+//! never by default) takes one launch instead, reading the input once: each tile publishes its
+//! count in the device's counters buffer, stages its elements, reads every tile's count for its
+//! offset and the total, and writes its tile out. A tile that waits for a count longer than
+//! [`ONE_LAUNCH_SPIN`] polls counts that tile's input itself, so the launch also ends where its
+//! workgroups do not all run at once, only later.
+//!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
 //! use xwarp::partition::partition_host;
@@ -50,11 +58,27 @@ use crate::vote::{Predicate, PredicateElement};
 /// launch it saves beyond about two waves of tiles: NOTES.md, version 26).
 pub const SCAN_IN_PASS_MAX_TILES: usize = 1024;
 
+/// Most tiles of the one-launch partition: each invocation of a tile's workgroup reads the
+/// counts of two tiles (`ONE_TILES` in the kernels).
+pub const ONE_LAUNCH_MAX_TILES: usize = 2 * BLOCK as usize;
+
+/// Polls of unpublished tile counts each invocation of the one-launch partition spends, in all,
+/// before its workgroup counts such a tile itself. The tiles it waits for may not have started
+/// (unlike a look-back's predecessors), so the budget is small: a few hundred microseconds at
+/// most on a GPU.
+pub const ONE_LAUNCH_SPIN: u32 = 512;
+
+/// Workgroups of the partition an SM (compute unit) is taken to hold at once, for the
+/// one-launch path: its kernels take at most 64 registers an invocation and 17 KiB of shared
+/// memory, so every device measured holds four or more; two leaves room for other work.
+const RESIDENT_PER_UNIT: usize = 2;
+
 /// The steps of the plan: `OP` in `shaders/partition.comp` and `cuda/partition.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Count = 0,
     Scatter = 1,
+    One = 2,
 }
 
 /// Partitions `input` by `pred` into `output` (the same length, another buffer): the passing
@@ -77,14 +101,32 @@ pub struct Tuning {
     /// [`SCAN_IN_PASS_MAX_TILES`]); more take a scan launch. 0 always takes the launch — what
     /// the tests use to compare the two ways.
     pub scan_in_pass_max_tiles: usize,
+    /// Most tiles of the one-launch path (at most [`ONE_LAUNCH_MAX_TILES`]): `None` as many
+    /// as the device holds at once ([`crate::DeviceInfo::compute_units`], none where it is
+    /// unknown); `Some(k)` up to `k` tiles whatever the device (correct anywhere, slow where
+    /// tiles wait for workgroups that have not started); `Some(0)` never.
+    pub one_launch_max_tiles: Option<usize>,
+    /// The one-launch path's polls before counting a waited-for tile itself
+    /// ([`ONE_LAUNCH_SPIN`]; 0 counts every unpublished tile at once, what tests use).
+    pub spin: u32,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
         Self {
             scan_in_pass_max_tiles: SCAN_IN_PASS_MAX_TILES,
+            one_launch_max_tiles: None,
+            spin: ONE_LAUNCH_SPIN,
         }
     }
+}
+
+/// Most tiles [`partition`] takes in one launch on a device `info` under `tuning`.
+pub fn one_launch_max_tiles(info: &crate::DeviceInfo, tuning: Tuning) -> usize {
+    tuning
+        .one_launch_max_tiles
+        .unwrap_or(info.compute_units as usize * RESIDENT_PER_UNIT)
+        .min(ONE_LAUNCH_MAX_TILES)
 }
 
 /// [`partition`] with explicit [`Tuning`].
@@ -101,13 +143,56 @@ pub fn partition_tuned<T: PredicateElement>(
     let n = input.len();
     let tile = tile_elems(T::KIND.size());
     let tiles = n.div_ceil(tile);
-    let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
-    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
     let mut consts = vec![("OP", 0), ("ITEMS", items_per_thread(T::KIND.size()))];
     // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
     if info.backend == BackendKind::Cuda {
         consts.push(("BLOCK", BLOCK));
     }
+    let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
+    // One launch: the tile states and the count of tiles done in the counters buffer.
+    let one = (tiles > 0 && tiles <= one_launch_max_tiles(info, tuning))
+        .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
+        .flatten();
+    if let Some(states) = one {
+        let params = PartitionParams {
+            n: n as u32,
+            pred: code,
+            a_lo,
+            a_hi,
+            b_lo,
+            b_hi,
+            tiles: tiles as u32,
+            scan: 0,
+            spin: tuning.spin,
+        };
+        let states = Binding {
+            buffer: states,
+            offset: 0,
+            bytes: 4 * (tiles as u64 + 1),
+        };
+        consts[0].1 = Step::One as u32;
+        return dev.launch(&Launch {
+            kernel: Kernel {
+                name: "partition",
+                elem: T::KIND,
+                consts: &consts,
+            },
+            block: BLOCK,
+            groups: plan::grid(info, tiles as u64)?,
+            bindings: &[
+                input.binding(0, n),
+                output.binding(0, n),
+                states,
+                // Bindings the step does not read.
+                states,
+                count.binding(0, 1),
+                states,
+            ],
+            params: bytemuck::bytes_of(&params),
+        });
+    }
+    let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
+    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
     // The count step's ticket: a word of the device's counters buffer, zero before and after.
     let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
     let ticket = (tiles > 0 && tiles <= most)
@@ -118,7 +203,6 @@ pub fn partition_tuned<T: PredicateElement>(
             offset: 0,
             bytes: 4,
         });
-    let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
     let params = PartitionParams {
         n: n as u32,
         pred: code,
@@ -128,6 +212,7 @@ pub fn partition_tuned<T: PredicateElement>(
         b_hi,
         tiles: tiles as u32,
         scan: ticket.is_some() as u32,
+        spin: 0,
     };
     let launch = |step: Step, prefix: &DeviceVec<u32>| -> Result<()> {
         let mut consts = consts.clone();

@@ -1432,6 +1432,7 @@ mod tests {
             binding_alignment: 16,
             max_groups: [65535; 3],
             shared_memory_bytes: shared,
+            compute_units: 0,
             max_block: 1024,
             int64: false,
             float64: false,

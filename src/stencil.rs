@@ -372,6 +372,7 @@ mod tests {
             binding_alignment: 256,
             max_groups: [65535; 3],
             shared_memory_bytes: 32768,
+            compute_units: 0,
             max_block: 1024,
             int64: true,
             float64: true,

@@ -249,7 +249,7 @@ fn info(choice: BackendChoice, selector: Option<DeviceSelector>, validation: boo
 }
 
 /// The rows of `xwarp info`'s table, in the order of [`device_facts`].
-const INFO_ROWS: [&str; 13] = [
+const INFO_ROWS: [&str; 14] = [
     "name",
     "vendor, type",
     "driver",
@@ -257,6 +257,7 @@ const INFO_ROWS: [&str; 13] = [
     "subgroup ops",
     "max binding",
     "shared memory",
+    "compute units",
     "workgroup coherence",
     "opened",
     "self-test",
@@ -274,7 +275,7 @@ struct OpenFacts {
 }
 
 /// A device's column of `xwarp info`: the listed facts, then those of `opened`.
-fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [String; 13] {
+fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [String; 14] {
     let (status, self_test, float_controls, [f32_, f64_]) = match opened {
         Ok(o) => (
             "yes".to_string(),
@@ -309,6 +310,11 @@ fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [Str
         d.subgroup_features.to_string().replace('|', " | "),
         format!("{} bytes", d.max_binding_bytes),
         format!("{} bytes", d.shared_memory_bytes),
+        if d.compute_units == 0 {
+            "unknown".to_string()
+        } else {
+            d.compute_units.to_string()
+        },
         if d.workgroup_coherence {
             "yes (the ladder's in-place rungs at workgroup scope)".to_string()
         } else {

@@ -6,7 +6,9 @@
 mod common;
 
 use common::{devices, for_each_device, seed};
-use xwarp::partition::{self, partition, partition_host, SCAN_IN_PASS_MAX_TILES};
+use xwarp::partition::{
+    self, partition, partition_host, ONE_LAUNCH_MAX_TILES, ONE_LAUNCH_SPIN, SCAN_IN_PASS_MAX_TILES,
+};
 use xwarp::vote::{Predicate, PredicateElement};
 use xwarp::{cpu, DeviceVec, ElemKind, Error, Rng};
 use xwarp_lab::validate::first_mismatch;
@@ -171,6 +173,8 @@ fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
         for most in [0, 1, SCAN_IN_PASS_MAX_TILES] {
             let tuning = partition::Tuning {
                 scan_in_pass_max_tiles: most,
+                one_launch_max_tiles: Some(0),
+                ..Default::default()
             };
             for _ in 0..2 {
                 check_tuned(
@@ -197,6 +201,92 @@ fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
         let input: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
         run(&input);
     }
+}
+
+/// The one-launch path (forced on every device, whether or not its workgroups all run at once:
+/// where they do not, tiles count the tiles they wait for themselves) against the CPU twin, for
+/// every type and predicate, at one tile, a partial one, several, a million elements and its
+/// limit; with the default spin and with none (every unpublished tile counted at once). Each
+/// case runs twice: the tile states in the device's counters must be zero again after a call.
+#[test]
+fn one_launch_path_agrees_with_the_reference() {
+    fn run<T: PredicateElement>(n: usize, rng: &mut Rng) {
+        let tile = partition::tile_elems(T::KIND.size());
+        let lengths = [
+            1,
+            33,
+            tile,
+            tile + 1,
+            5 * tile - 3,
+            n,
+            ONE_LAUNCH_MAX_TILES * tile,
+        ];
+        for (k, spec) in PredSpec::ALL.into_iter().enumerate() {
+            for &len in &lengths {
+                // The long inputs at one predicate a type: the slowest cases on a CPU device.
+                if len >= n && k > 0 {
+                    continue;
+                }
+                let (input, pred) = case_input::<T>(spec, len, rng);
+                for spin in [ONE_LAUNCH_SPIN, 0] {
+                    let tuning = partition::Tuning {
+                        one_launch_max_tiles: Some(ONE_LAUNCH_MAX_TILES),
+                        spin,
+                        ..Default::default()
+                    };
+                    for _ in 0..2 {
+                        check_tuned(
+                            &format!("one launch, n = {len}, spin {spin}"),
+                            &input,
+                            pred,
+                            tuning,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let mut rng = Rng::new(seed());
+    for elem in ElemKind::ALL {
+        // 200 tiles: a million elements of 4 bytes.
+        let n = 200 * partition::tile_elems(elem.size()) + 3;
+        with_elem!(elem, run(n, &mut rng));
+    }
+}
+
+/// Past the one-launch path's limit (and on a device whose residency is unknown) the plan
+/// takes its launches; the device's own limit never exceeds the kernels'.
+#[test]
+fn one_launch_limit_by_the_device() {
+    for_each_device(|d| {
+        let info = d.dev.info();
+        let most = partition::one_launch_max_tiles(info, partition::Tuning::default());
+        assert!(most <= ONE_LAUNCH_MAX_TILES, "{}: {most}", d.label);
+        if info.compute_units == 0 {
+            assert_eq!(most, 0, "{}: no compute units known", d.label);
+        }
+        let forced = partition::Tuning {
+            one_launch_max_tiles: Some(usize::MAX),
+            ..Default::default()
+        };
+        assert_eq!(
+            partition::one_launch_max_tiles(info, forced),
+            ONE_LAUNCH_MAX_TILES
+        );
+    });
+    let mut rng = Rng::new(seed());
+    let n = ONE_LAUNCH_MAX_TILES * partition::tile_elems(4) + 1;
+    let input: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+    let tuning = partition::Tuning {
+        one_launch_max_tiles: Some(usize::MAX),
+        ..Default::default()
+    };
+    check_tuned(
+        "one tile past the one-launch limit",
+        &input,
+        Predicate::Odd,
+        tuning,
+    );
 }
 
 #[test]

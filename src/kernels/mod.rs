@@ -317,6 +317,9 @@ param_blocks! {
         /// Nonzero: the count step's last block scans the tile counts into the prefixes (no scan
         /// launch), with its ticket in the device's counters buffer.
         pub scan: u32,
+        /// The one-launch step: polls of unpublished tile states per thread before the block
+        /// counts such a tile itself.
+        pub spin: u32,
     }
 
     /// The even-bin histogram's block (`histogram`).

@@ -231,7 +231,9 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
 /// The stable partition's block.
 pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
     name: "PartitionParams",
-    fields: &["n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "scan"],
+    fields: &[
+        "n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "scan", "spin",
+    ],
 };
 /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
 /// `reduce_by_key`).
@@ -498,11 +500,11 @@ pub const KERNELS: &[KernelDef] = &[
         name: "partition",
         variants: ALL_TYPES,
         consts: &[
-            // The step: 0 count, 1 scatter.
+            // The step: 0 count, 1 scatter, 2 the whole partition in one launch.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: OFF_ON,
+                values: &[0, 1, 2],
             },
             // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
             Const {

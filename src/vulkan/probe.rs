@@ -140,7 +140,18 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
         let float_controls_ext =
             api < vk::API_VERSION_1_2 && has_ext(ash::khr::shader_float_controls::NAME);
         let float_controls_known = api >= vk::API_VERSION_1_2 || float_controls_ext;
+        // The device's multiprocessors, where the driver names them (DeviceInfo::compute_units).
+        let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let sm_known = has_ext(ash::nv::shader_sm_builtins::NAME);
+        let mut amd = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
+        let amd_known = has_ext(ash::amd::shader_core_properties::NAME);
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sub);
+        if sm_known {
+            p2 = p2.push_next(&mut sm);
+        }
+        if amd_known {
+            p2 = p2.push_next(&mut amd);
+        }
         if size_control_known {
             p2 = p2.push_next(&mut ssc);
         }
@@ -239,6 +250,15 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let limits = props.limits;
+        let compute_units = if sm_known {
+            sm.shader_sm_count
+        } else if amd_known {
+            amd.shader_engine_count
+                .saturating_mul(amd.shader_arrays_per_engine_count)
+                .saturating_mul(amd.compute_units_per_shader_array)
+        } else {
+            0
+        };
         Probe {
             info: DeviceInfo {
                 backend: BackendKind::Vulkan,
@@ -269,6 +289,7 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
                 binding_alignment: limits.min_storage_buffer_offset_alignment.max(4),
                 max_groups: limits.max_compute_work_group_count,
                 shared_memory_bytes: limits.max_compute_shared_memory_size,
+                compute_units,
                 max_block: limits.max_compute_work_group_size[0]
                     .min(limits.max_compute_work_group_invocations),
                 int64: features.shader_int64 == vk::TRUE,
