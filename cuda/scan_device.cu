@@ -456,8 +456,13 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
 // register tile (VEC), which spills at 48 (NOTES.md, version 40).
 // The register tile of 16 elements a thread (f32's, and 4-byte integers' below 2^20) takes the
 // same bounds: f32 took 40 registers and 28-44 bytes of spills under the default bounds (48 and
-// none under these), 1.1x the time from 2^23 on an H200 (NOTES.md version 43).
-#if SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC || VEC && XW_ELEM_BYTES == 4 && ITEMS == 16
+// none under these), 1.1x the time from 2^23 on an H200 (NOTES.md version 43); but its
+// self-clearing variant (at most 1024 tiles) spilled 16 bytes at 48 registers, and at four
+// blocks an SM (63 registers, none) took 2-4% less time at 2^20-2^22 on an H200 (NOTES.md
+// version 47; the variant beyond, at four blocks, 5% more at 2^23).
+#if VEC && XW_ELEM_BYTES == 4 && ITEMS == 16 && SELF_CLEARING
+#define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 4)
+#elif SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC || VEC && XW_ELEM_BYTES == 4 && ITEMS == 16
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 5)
 #else
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK)
