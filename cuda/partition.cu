@@ -219,7 +219,13 @@ __device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsi
     }
 }
 
-extern "C" __global__ __launch_bounds__(BLOCK) void partition(
+// ONE at four blocks an SM: the host counts on that many being resident (src/partition.rs).
+#if OP == 2
+#define XW_PARTITION_BOUNDS __launch_bounds__(BLOCK, 4)
+#else
+#define XW_PARTITION_BOUNDS __launch_bounds__(BLOCK)
+#endif
+extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
     unsigned int* prefix, unsigned long long* __restrict__ total, unsigned int* ticket,
     PartitionParams p) {

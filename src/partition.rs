@@ -21,8 +21,8 @@
 //! so the input is read twice: once to count, once to move.
 //!
 //! An input of at most [`ONE_LAUNCH_MAX_TILES`] tiles whose workgroups the device holds at
-//! once (twice [`crate::DeviceInfo::compute_units`] of them; on devices that report no count,
-//! never by default) takes one launch instead, reading the input once: each tile publishes its
+//! once (four a multiprocessor on CUDA, two a compute unit on Vulkan, by
+//! [`crate::DeviceInfo::compute_units`]; on devices that report no count, never by default) takes one launch instead, reading the input once: each tile publishes its
 //! count in the device's counters buffer, stages its elements, reads every tile's count for its
 //! offset and the total, and writes its tile out. A tile that waits for a count longer than
 //! [`ONE_LAUNCH_SPIN`] polls counts that tile's input itself, so the launch also ends where its
@@ -68,10 +68,21 @@ pub const ONE_LAUNCH_MAX_TILES: usize = 2 * BLOCK as usize;
 /// most on a GPU.
 pub const ONE_LAUNCH_SPIN: u32 = 512;
 
-/// Workgroups of the partition an SM (compute unit) is taken to hold at once, for the
-/// one-launch path: its kernels take at most 64 registers an invocation and 17 KiB of shared
-/// memory, so every device measured holds four or more; two leaves room for other work.
-const RESIDENT_PER_UNIT: usize = 2;
+/// Workgroups of the one-launch partition a multiprocessor (compute unit) is taken to hold at
+/// once: on CUDA its launch bounds guarantee four (at most 64 registers, 17 KiB of shared
+/// memory); a Vulkan driver decides itself (NVIDIA's: 76 registers, three workgroups an SM), so
+/// two there.
+///
+/// H200 (NOTES.md, version 47), CUDA at four blocks an SM (62 registers, was 80 at three):
+/// 2^21 `i32` 16.4 → 14.1 µs, 2^20 `u64` 18.3 → 13.9 (both now one launch), 2^19–2^20 of
+/// 4-byte elements unchanged.
+fn resident_per_unit(info: &crate::DeviceInfo) -> usize {
+    if info.backend == BackendKind::Cuda {
+        4
+    } else {
+        2
+    }
+}
 
 /// The steps of the plan: `OP` in `shaders/partition.comp` and `cuda/partition.cu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +136,7 @@ impl Default for Tuning {
 pub fn one_launch_max_tiles(info: &crate::DeviceInfo, tuning: Tuning) -> usize {
     tuning
         .one_launch_max_tiles
-        .unwrap_or(info.compute_units as usize * RESIDENT_PER_UNIT)
+        .unwrap_or(info.compute_units as usize * resident_per_unit(info))
         .min(ONE_LAUNCH_MAX_TILES)
 }
 
