@@ -17,14 +17,14 @@ struct PartitionParams {
     unsigned int b_lo;   // second operand (in_range's hi)
     unsigned int b_hi;
     unsigned int tiles;  // tiles of the input
-    unsigned int scan;   // nonzero: the count step's last block scans the counts (no scan launch)
+    unsigned int scan;   // nonzero: the scatter step sums the tile counts itself (no scan launch)
     unsigned int spin;   // ONE: polls of unpublished states per thread before counting tiles here
 };
 
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
-#define XW_SCAN_ITEMS 16u // tile counts per thread in a round of the last block's scan
+#define XW_SUM_TILES 4u   // p.scan: tile counts per thread the scatter step sums (4 * BLOCK tiles)
 #define XW_ONE_TILES 2u   // ONE: tiles whose states one thread reads (at most 2 * BLOCK tiles)
 #define XW_STATE_DONE 0x80000000u
 
@@ -47,57 +47,39 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
-// The count step with p.scan: the block that counts its tile last (its ticket, one word of the
-// device's counters buffer, zero before the launch and after it) writes the exclusive scan of
-// every tile's count to prefix, XW_SCAN_ITEMS consecutive counts a thread a round (the host
-// bounds the rounds). The count's store, then a fence, then the ticket; the last block fences
-// again before it reads the counts from L2.
-__device__ __forceinline__ void xw_scan_if_last(const unsigned int* counts, unsigned int* prefix,
-                                                unsigned int* ticket, unsigned int* warp_sums,
-                                                const PartitionParams& p) {
-    __shared__ bool s_last;
+// p.scan: tile t's offset among the passing elements (*pre) and every tile's (*selected), from
+// every tile's count, XW_SUM_TILES a thread. warp_counts is free once every thread has read it
+// (the barrier first). Every thread calls it.
+__device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsigned int* warp_counts,
+                                              const PartitionParams& p, unsigned int t,
+                                              unsigned int* pre, unsigned int* selected) {
+    __shared__ unsigned int warp_all[XW_MAX_WARPS];
     const unsigned int local = threadIdx.x;
-    if (local == 0) {
-        __threadfence();
-        s_last = atomicAdd(ticket, 1u) + 1u == p.tiles;
+    unsigned int below = 0, all = 0;
+#pragma unroll
+    for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
+        const unsigned int j = local + q * BLOCK;
+        const unsigned int c = j < p.tiles ? counts[j] : 0u;
+        all += c;
+        if (j < t) below += c;
+    }
+#pragma unroll
+    for (unsigned int o = XW_WARP / 2; o > 0; o >>= 1) {
+        below += __shfl_xor_sync(XW_FULL_MASK, below, o);
+        all += __shfl_xor_sync(XW_FULL_MASK, all, o);
     }
     __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    const unsigned int lane = local % XW_WARP;
-    const unsigned int warp = local / XW_WARP;
-    unsigned int carry = 0;
-    for (unsigned int base = 0; base < p.tiles; base += BLOCK * XW_SCAN_ITEMS) {
-        const unsigned int at = base + local * XW_SCAN_ITEMS;
-        unsigned int c[XW_SCAN_ITEMS];
-        unsigned int sum = 0;
-#pragma unroll
-        for (unsigned int j = 0; j < XW_SCAN_ITEMS; ++j) {
-            c[j] = at + j < p.tiles ? __ldcg(&counts[at + j]) : 0u;
-            sum += c[j];
-        }
-        unsigned int incl = sum;
-#pragma unroll
-        for (unsigned int o = 1; o < XW_WARP; o <<= 1) {
-            const unsigned int v = __shfl_up_sync(XW_FULL_MASK, incl, o);
-            if (lane >= o) incl += v;
-        }
-        if (lane == XW_WARP - 1) warp_sums[warp] = incl;
-        __syncthreads();
-        unsigned int before = carry + incl - sum;
-        for (unsigned int w = 0; w < BLOCK / XW_WARP; ++w) {
-            const unsigned int s = warp_sums[w];
-            if (w < warp) before += s;
-            carry += s;
-        }
-#pragma unroll
-        for (unsigned int j = 0; j < XW_SCAN_ITEMS; ++j) {
-            if (at + j < p.tiles) prefix[at + j] = before;
-            before += c[j];
-        }
-        __syncthreads();  // warp_sums is read before the next round writes it
+    if (local % XW_WARP == 0) {
+        warp_counts[local / XW_WARP] = below;
+        warp_all[local / XW_WARP] = all;
     }
-    if (local == 0) *ticket = 0;
+    __syncthreads();
+    *pre = 0;
+    *selected = 0;
+    for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) {
+        *pre += warp_counts[s];
+        *selected += warp_all[s];
+    }
 }
 
 // Loads tile t's elements of this thread into v (0 past the input) and returns their pass bits
@@ -227,15 +209,12 @@ __device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsi
 #endif
 extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
-    unsigned int* prefix, unsigned long long* __restrict__ total, unsigned int* ticket,
-    PartitionParams p) {
+    const unsigned int* prefix, unsigned long long* __restrict__ total, PartitionParams p) {
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ XW_T stage[BLOCK * ITEMS];
     const unsigned int t = (unsigned int)xw_group();
     const unsigned int local = threadIdx.x;
-    if (OP == 1 && t == 0 && local == 0) {
-        *total = p.tiles == 0 ? 0ull : (unsigned long long)(prefix[p.tiles - 1] + counts[p.tiles - 1]);
-    }
+    if (OP == 1 && p.tiles == 0 && t == 0 && local == 0) *total = 0ull;
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (t >= p.tiles) return;
     const unsigned int lane = local % XW_WARP;
@@ -254,10 +233,6 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     }
 #if OP == 0
     if (local == 0) counts[t] = tile_count;
-    if (p.scan) {
-        __syncthreads();  // every thread has read warp_counts, which the scan reuses
-        xw_scan_if_last(counts, prefix, ticket, warp_counts, p);
-    }
 #elif OP == 1 || OP == 2
 #if OP == 2
     if (local == 0) *(volatile unsigned int*)&counts[t] = XW_STATE_DONE | tile_count;
@@ -280,11 +255,16 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     // Every thread has read warp_counts above (the ranking's loop lies between).
     unsigned int pre, selected;
     xw_one_totals(src, counts, warp_counts, p, t, &pre, &selected);
-    if (t == 0 && local == 0) *total = selected;
 #else
-    const unsigned int pre = prefix[t];
-    const unsigned int selected = prefix[p.tiles - 1] + counts[p.tiles - 1];
+    unsigned int pre, selected;
+    if (p.scan) {
+        xw_sum_counts(counts, warp_counts, p, t, &pre, &selected);
+    } else {
+        pre = prefix[t];
+        selected = prefix[p.tiles - 1] + counts[p.tiles - 1];
+    }
 #endif
+    if (t == 0 && local == 0) *total = selected;
     __syncthreads();
     const unsigned int tile_first = t * tile;
     const unsigned int len = min(tile, p.n - tile_first);

@@ -3,14 +3,12 @@
 // src/cpu/partition.rs. A call is three steps (src/partition.rs):
 //   COUNT    per tile t, the elements that pass the predicate: counts[t].
 //   (then)   an exclusive scan of the tile counts: prefix[t], the passing elements of the tiles
-//            before t. With p.scan, by the count step's last workgroup: each workgroup counts
-//            its tile done on a ticket (one word of the device's counters buffer, zero before
-//            the launch and after it; the count's store released, the ticket acquired), and
-//            the one that counts last scans every count, SCAN_ITEMS a invocation a round (the
-//            host bounds the rounds; one launch less, NOTES.md version 26). Otherwise a device
-//            scan (xwarp::scan, itself a decoupled look-back with its no-deadlock fallback).
+//            before t, by a device scan (xwarp::scan, itself a decoupled look-back with its
+//            no-deadlock fallback). Not with p.scan (at most SUM_TILES * BLOCK tiles): then the
+//            scatter step sums the counts itself (one launch less, NOTES.md version 47).
 //   SCATTER  per tile t, with P = prefix[t] and S = prefix[tiles - 1] + counts[tiles - 1] (every
-//            passing element): the tile's passing elements go to P + their rank, its others to
+//            passing element; with p.scan, P and S from every tile's count, SUM_TILES an
+//            invocation): the tile's passing elements go to P + their rank, its others to
 //            S + (t * TILE - P) + their rank, each group in input order. Workgroup 0 also writes
 //            S as the u64 count.
 // The total S must be known before any element that fails can be placed (it starts the second
@@ -58,12 +56,10 @@ const uint STATE_DONE = 0x80000000u;
 
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
-// Coherent: the count step's last workgroup reads what the others stored (ONE: the tile
-// states, which every workgroup reads).
+// Coherent: ONE's tile states, which every workgroup reads while others write them.
 layout(std430, binding = 2) coherent buffer Counts { uint counts[]; };
-layout(std430, binding = 3) buffer Prefix { uint prefix[]; };
+layout(std430, binding = 3) readonly buffer Prefix { uint prefix[]; };
 layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
-layout(std430, binding = 5) coherent buffer Ticket { uint ticket[]; };  // p.scan's ticket
 layout(push_constant) uniform Params {
     uint n;      // elements
     uint pred;   // predicate code (vote_predicate.glsl)
@@ -72,58 +68,19 @@ layout(push_constant) uniform Params {
     uint b_lo;   // second operand (in_range's hi)
     uint b_hi;
     uint tiles;  // tiles of the input
-    uint scan;   // nonzero: the count step's last workgroup scans the counts (no scan launch)
+    uint scan;   // nonzero: the scatter step sums the tile counts itself (no scan launch)
     uint spin;   // ONE: polls of unpublished states per invocation before counting tiles here
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
 
-const uint SCAN_ITEMS = 16u;  // tile counts per invocation in a round of the last scan
+// p.scan: tile counts per invocation the scatter step sums (src/partition.rs bounds the tiles).
+const uint SUM_TILES = 4u;
 
 shared uint sg_counts[gl_WorkGroupSize.x];
-shared uint sg_all[gl_WorkGroupSize.x];  // ONE: the subgroups' sums of every tile's count
+shared uint sg_all[gl_WorkGroupSize.x];  // the subgroups' sums of every tile's count (ONE, p.scan)
 shared T stage[TILE];
 shared uint s_last;
-
-// p.scan: the count step's end (see the header). Uniform control flow.
-void scan_if_last(uint local) {
-    if (local == 0u) {
-        uint before = atomicAdd(ticket[0], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                                gl_SemanticsAcquireRelease);
-        s_last = before + 1u == p.tiles ? 1u : 0u;
-    }
-    barrier();
-    if (s_last == 0u) return;
-    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-    uint block = gl_WorkGroupSize.x;
-    uint carry = 0u;
-    for (uint base = 0u; base < p.tiles; base += block * SCAN_ITEMS) {
-        uint at = base + local * SCAN_ITEMS;
-        uint c[SCAN_ITEMS];
-        uint sum = 0u;
-        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
-            c[j] = at + j < p.tiles ? counts[at + j] : 0u;
-            sum += c[j];
-        }
-        // The invocations' inclusive sums, by doubling steps in shared memory.
-        sg_counts[local] = sum;
-        barrier();
-        for (uint o = 1u; o < block; o <<= 1u) {
-            uint v = local >= o ? sg_counts[local - o] : 0u;
-            barrier();
-            sg_counts[local] += v;
-            barrier();
-        }
-        uint before = carry + sg_counts[local] - sum;
-        carry += sg_counts[block - 1u];
-        [[unroll]] for (uint j = 0u; j < SCAN_ITEMS; ++j) {
-            if (at + j < p.tiles) prefix[at + j] = before;
-            before += c[j];
-        }
-        barrier();  // sg_counts is read before the next round writes it
-    }
-    if (local == 0u) ticket[0] = 0u;
-}
 
 // The sum of `x` over the subgroup's lanes, in every lane: a butterfly of shuffles (the kernel
 // needs no subgroup arithmetic).
@@ -268,12 +225,39 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
     }
 }
 
+// p.scan: tile t's offset among the passing elements (`pre`) and every tile's (`selected`), from
+// every tile's count. sg_counts is free once every invocation has read it (the barrier first).
+// Uniform control flow.
+void sum_counts(uint t, uint local, out uint pre, out uint selected) {
+    uint below = 0u;
+    uint all = 0u;
+    [[unroll]] for (uint q = 0u; q < SUM_TILES; ++q) {
+        uint j = local + q * gl_WorkGroupSize.x;
+        uint c = j < p.tiles ? counts[j] : 0u;
+        all += c;
+        if (j < t) below += c;
+    }
+    below = sum_lanes(below);
+    all = sum_lanes(all);
+    barrier();
+    if (subgroupElect()) {
+        sg_counts[xw_subgroup_id()] = below;
+        sg_all[xw_subgroup_id()] = all;
+    }
+    barrier();
+    pre = 0u;
+    selected = 0u;
+    for (uint s = 0u; s < xw_num_subgroups(); ++s) {
+        pre += sg_counts[s];
+        selected += sg_all[s];
+    }
+}
+
 void main() {
     uint t = xw_group();
     uint local = gl_LocalInvocationIndex;
-    if (OP == OP_SCATTER && t == 0u && local == 0u) {
-        uint s = p.tiles == 0u ? 0u : prefix[p.tiles - 1u] + counts[p.tiles - 1u];
-        total[0] = s;
+    if (OP == OP_SCATTER && p.tiles == 0u && t == 0u && local == 0u) {
+        total[0] = 0u;
         total[1] = 0u;
     }
     // Whole workgroups leave together, so the barriers below stay uniform.
@@ -293,10 +277,6 @@ void main() {
     }
     if (OP == OP_COUNT) {
         if (local == 0u) counts[t] = tile_count;
-        if (p.scan != 0u) {
-            barrier();  // every invocation has read sg_counts, which the scan reuses
-            scan_if_last(local);
-        }
         return;
     }
     if (OP == OP_ONE && local == 0u) {
@@ -322,13 +302,15 @@ void main() {
     if (OP == OP_ONE) {
         // Every invocation has read sg_counts above (the ranking's loop lies between).
         one_totals(t, local, pre, selected);
-        if (t == 0u && local == 0u) {
-            total[0] = selected;
-            total[1] = 0u;
-        }
+    } else if (p.scan != 0u) {
+        sum_counts(t, local, pre, selected);
     } else {
         pre = prefix[t];
         selected = prefix[p.tiles - 1u] + counts[p.tiles - 1u];
+    }
+    if (t == 0u && local == 0u) {
+        total[0] = selected;
+        total[1] = 0u;
     }
     barrier();
     uint tile_first = t * TILE;

@@ -9,10 +9,9 @@
 //! ranked by subgroup ballots as in the stable compaction ([`crate::compact`]):
 //! 1. `partition` (count): each tile's passing count;
 //! 2. the exclusive sum of the tile counts: each tile's offset. Up to
-//!    [`SCAN_IN_PASS_MAX_TILES`] tiles the count step's last workgroup computes it (a ticket in
-//!    the device's counters buffer, zero again after the launch); beyond, or on a device
-//!    without that buffer, [`crate::scan::device_scan`], by the decoupled look-back with its
-//!    fallback that cannot deadlock;
+//!    [`SCAN_IN_PASS_MAX_TILES`] tiles the scatter step sums the counts itself (each tile every
+//!    count, four an invocation); beyond, [`crate::scan::device_scan`], by the decoupled
+//!    look-back with its fallback that cannot deadlock;
 //! 3. `partition` (scatter): each tile stages its passing elements and its others in shared
 //!    memory and writes both runs with coalesced stores, the passing ones at the tile's offset,
 //!    the others after every passing element (the total, which the scan's last entry gives).
@@ -53,9 +52,12 @@ use crate::scan::{self, ScanKind};
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 
-/// Most tiles whose offsets the count step's last workgroup scans; more take a scan launch of
-/// their own (each workgroup's wait for its ticket lengthens the count step by more than the
-/// launch it saves beyond about two waves of tiles: NOTES.md, version 26).
+/// Most tiles whose offsets the scatter step sums from the tile counts itself (four counts an
+/// invocation of its workgroup); more take a scan launch of their own.
+///
+/// H200 (NOTES.md, version 47): against version 26's scan by the count step's last workgroup
+/// (a ticket a workgroup, then one workgroup's scan at the end of the count step), µs, CUDA /
+/// Vulkan: see version 47's table.
 pub const SCAN_IN_PASS_MAX_TILES: usize = 1024;
 
 /// Most tiles of the one-launch partition: each invocation of a tile's workgroup reads the
@@ -108,7 +110,7 @@ pub fn partition<T: PredicateElement>(
 /// How [`partition_tuned`] plans a call; results never depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Most tiles whose offsets the count step's last workgroup scans (at most
+    /// Most tiles whose offsets the scatter step sums itself (at most
     /// [`SCAN_IN_PASS_MAX_TILES`]); more take a scan launch. 0 always takes the launch — what
     /// the tests use to compare the two ways.
     pub scan_in_pass_max_tiles: usize,
@@ -194,26 +196,17 @@ pub fn partition_tuned<T: PredicateElement>(
                 input.binding(0, n),
                 output.binding(0, n),
                 states,
-                // Bindings the step does not read.
+                // A binding the step does not read.
                 states,
                 count.binding(0, 1),
-                states,
             ],
             params: bytemuck::bytes_of(&params),
         });
     }
     let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
     let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
-    // The count step's ticket: a word of the device's counters buffer, zero before and after.
     let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
-    let ticket = (tiles > 0 && tiles <= most)
-        .then(|| dev.counter_slot(4))
-        .flatten()
-        .map(|c| Binding {
-            buffer: c,
-            offset: 0,
-            bytes: 4,
-        });
+    let summed = tiles > 0 && tiles <= most;
     let params = PartitionParams {
         n: n as u32,
         pred: code,
@@ -222,7 +215,7 @@ pub fn partition_tuned<T: PredicateElement>(
         b_lo,
         b_hi,
         tiles: tiles as u32,
-        scan: ticket.is_some() as u32,
+        scan: summed as u32,
         spin: 0,
     };
     let launch = |step: Step, prefix: &DeviceVec<u32>| -> Result<()> {
@@ -243,8 +236,6 @@ pub fn partition_tuned<T: PredicateElement>(
                 counts.binding(0, tiles),
                 prefix.binding(0, tiles),
                 count.binding(0, 1),
-                // Unused without the scan in the pass.
-                ticket.unwrap_or_else(|| counts.binding(0, tiles)),
             ],
             params: bytemuck::bytes_of(&params),
         })
@@ -252,7 +243,7 @@ pub fn partition_tuned<T: PredicateElement>(
     if tiles > 0 {
         launch(Step::Count, &prefix)?;
     }
-    if tiles > 0 && ticket.is_none() {
+    if tiles > 0 && !summed {
         scan::device_scan(
             dev,
             ReduceOp::Sum,

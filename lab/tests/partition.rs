@@ -163,12 +163,11 @@ fn long_input_with_a_skewed_predicate() {
     );
 }
 
-/// The tile offsets scanned by the count pass's last workgroup (one round, two, and the most
-/// tiles it takes) and by a scan launch of their own give the same output, and the limit holds
-/// (`Tuning` of 1 tile: a tile in the pass, more by a launch); the device's counters stay zero
-/// for the calls after (each case runs twice).
+/// The tile offsets summed by the scatter step itself (one tile, two, and the most tiles it
+/// takes) and by a scan launch of their own give the same output, and the limit holds
+/// (`Tuning` of 1 tile: a tile summed in the pass, more by a launch); each case runs twice.
 #[test]
-fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
+fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
     fn run<T: PredicateElement>(input: &[T]) {
         for most in [0, 1, SCAN_IN_PASS_MAX_TILES] {
             let tuning = partition::Tuning {
@@ -179,7 +178,7 @@ fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
             for _ in 0..2 {
                 check_tuned(
                     &format!(
-                        "n = {}, scanned in the pass up to {most} tiles",
+                        "n = {}, summed in the scatter up to {most} tiles",
                         input.len()
                     ),
                     input,
@@ -193,7 +192,7 @@ fn offsets_scanned_in_the_count_pass_or_by_a_launch_agree() {
     let tile = partition::tile_elems(4);
     let mut sizes = vec![1, 33, tile, tile + 1, 1_000_003];
     if large {
-        // Two rounds of the last workgroup's scan, and its limit.
+        // Past the sums in the scatter, and their limit.
         sizes.extend([(1 << 24) + 1, SCAN_IN_PASS_MAX_TILES * tile]);
     }
     let mut rng = Rng::new(seed());
