@@ -164,52 +164,7 @@ pub fn partition_tuned<T: PredicateElement>(
         consts.push(("BLOCK", BLOCK));
     }
     let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
-    // One launch: the tile states and the count of tiles done in the counters buffer.
-    let one = (tiles > 0 && tiles <= one_launch_max_tiles(info, tuning))
-        .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
-        .flatten();
-    if let Some(states) = one {
-        let params = PartitionParams {
-            n: n as u32,
-            pred: code,
-            a_lo,
-            a_hi,
-            b_lo,
-            b_hi,
-            tiles: tiles as u32,
-            scan: 0,
-            spin: tuning.spin,
-        };
-        let states = Binding {
-            buffer: states,
-            offset: 0,
-            bytes: 4 * (tiles as u64 + 1),
-        };
-        consts[0].1 = Step::One as u32;
-        return dev.launch(&Launch {
-            kernel: Kernel {
-                name: "partition",
-                elem: T::KIND,
-                consts: &consts,
-            },
-            block: BLOCK,
-            groups: plan::grid(info, tiles as u64)?,
-            bindings: &[
-                input.binding(0, n),
-                output.binding(0, n),
-                states,
-                // A binding the step does not read.
-                states,
-                count.binding(0, 1),
-            ],
-            params: bytemuck::bytes_of(&params),
-        });
-    }
-    let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
-    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
-    let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
-    let summed = tiles > 0 && tiles <= most;
-    let params = PartitionParams {
+    let params = |scan: bool, spin: u32| PartitionParams {
         n: n as u32,
         pred: code,
         a_lo,
@@ -217,10 +172,10 @@ pub fn partition_tuned<T: PredicateElement>(
         b_lo,
         b_hi,
         tiles: tiles as u32,
-        scan: summed as u32,
-        spin: 0,
+        scan: scan as u32,
+        spin,
     };
-    let launch = |step: Step, prefix: &DeviceVec<u32>| -> Result<()> {
+    let launch = |step: Step, params: PartitionParams, bindings: &[Binding]| -> Result<()> {
         let mut consts = consts.clone();
         consts[0].1 = step as u32;
         dev.launch(&Launch {
@@ -232,18 +187,43 @@ pub fn partition_tuned<T: PredicateElement>(
             block: BLOCK,
             // The scatter's workgroup 0 writes the count, even of an empty input.
             groups: plan::grid(info, tiles.max(1) as u64)?,
-            bindings: &[
-                input.binding(0, n),
-                output.binding(0, n),
-                counts.binding(0, tiles),
-                prefix.binding(0, tiles),
-                count.binding(0, 1),
-            ],
+            bindings,
             params: bytemuck::bytes_of(&params),
         })
     };
+    // One launch: the tile states and the count of tiles done in the counters buffer.
+    let one = (tiles > 0 && tiles <= one_launch_max_tiles(info, tuning))
+        .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
+        .flatten();
+    if let Some(states) = one {
+        let states = Binding {
+            buffer: states,
+            offset: 0,
+            bytes: 4 * (tiles as u64 + 1),
+        };
+        return launch(
+            Step::One,
+            params(false, tuning.spin),
+            &[
+                input.binding(0, n),
+                output.binding(0, n),
+                states,
+                // A binding the step does not read.
+                states,
+                count.binding(0, 1),
+            ],
+        );
+    }
+    let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
+    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
+    let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
+    let summed = tiles > 0 && tiles <= most;
     if tiles > 0 {
-        launch(Step::Count, &prefix)?;
+        launch(
+            Step::Count,
+            params(summed, 0),
+            &steps_bindings(input, output, &counts, &prefix, count),
+        )?;
     }
     if tiles > 0 && !summed {
         scan::device_scan(
@@ -254,7 +234,30 @@ pub fn partition_tuned<T: PredicateElement>(
             &mut prefix,
         )?;
     }
-    launch(Step::Scatter, &prefix)
+    launch(
+        Step::Scatter,
+        params(summed, 0),
+        &steps_bindings(input, output, &counts, &prefix, count),
+    )
+}
+
+/// The count and scatter steps' bindings (the count step reads neither the prefixes nor the
+/// count).
+fn steps_bindings<'a, T: PredicateElement>(
+    input: &'a DeviceVec<T>,
+    output: &'a DeviceVec<T>,
+    counts: &'a DeviceVec<u32>,
+    prefix: &'a DeviceVec<u32>,
+    count: &'a DeviceVec<u64>,
+) -> [Binding<'a>; 5] {
+    let (n, tiles) = (input.len(), counts.len());
+    [
+        input.binding(0, n),
+        output.binding(0, n),
+        counts.binding(0, tiles),
+        prefix.binding(0, tiles),
+        count.binding(0, 1),
+    ]
 }
 
 /// [`partition`] on host data: uploads, runs, and downloads the count and the output.
