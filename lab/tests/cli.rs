@@ -160,6 +160,7 @@ fn info_tabulates_each_device() {
             "subgroup ops",
             "max binding",
             "shared memory",
+            "compute units",
             "workgroup coherence",
             "opened",
             "self-test",
@@ -177,6 +178,12 @@ fn info_tabulates_each_device() {
         "{stdout}"
     );
     assert!(fact("max binding").ends_with(" bytes"), "{stdout}");
+    // A number where the driver reports one, else "unknown" (llvmpipe reports none).
+    let units = fact("compute units");
+    assert!(
+        units == "unknown" || units.parse::<u32>().is_ok_and(|u| u > 0),
+        "{stdout}"
+    );
     // Each backend is counted or says why it is unavailable, and the choice is named.
     for kind in ["vulkan", "cuda"] {
         assert!(
