@@ -136,6 +136,25 @@ fn float_edges_keep_their_bits() {
                 input,
                 pred,
             );
+            // The edges repeated over several tiles, through the one-launch path too.
+            let tile = partition::tile_elems(T::KIND.size());
+            let long: Vec<T> = input.iter().copied().cycle().take(3 * tile + 5).collect();
+            for one in [Some(0), Some(ONE_LAUNCH_MAX_TILES)] {
+                let tuning = partition::Tuning {
+                    one_launch_max_tiles: one,
+                    ..Default::default()
+                };
+                check_tuned(
+                    &format!(
+                        "float edges {} n={}, one launch {one:?}",
+                        T::KIND,
+                        long.len()
+                    ),
+                    &long,
+                    pred,
+                    tuning,
+                );
+            }
         }
     }
     run(&common::float_edges(), 0.0);
