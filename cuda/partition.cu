@@ -17,14 +17,20 @@ struct PartitionParams {
     unsigned int b_lo;   // second operand (in_range's hi)
     unsigned int b_hi;
     unsigned int tiles;  // tiles of the input
-    unsigned int scan;   // nonzero: the scatter step sums the tile counts itself (no scan launch)
+    unsigned int scan;   // SCATTER's offsets: XW_SCAN_LAUNCH, XW_SCAN_SUMS or XW_SCAN_GROUPS
     unsigned int spin;   // ONE: polls of unpublished states per thread before counting tiles here
+    unsigned int group_bits;  // XW_SCAN_GROUPS: log2 of the tiles a group
 };
 
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
-#define XW_SUM_TILES 4u   // p.scan: tile counts per thread the scatter step sums (4 * BLOCK tiles)
+// p.scan (see the GLSL twin): prefixes by a scan launch, every tile's count summed by the
+// scatter step, or every group's sum and the group's own counts summed by it.
+#define XW_SCAN_LAUNCH 0u
+#define XW_SCAN_SUMS 1u
+#define XW_SCAN_GROUPS 2u
+#define XW_SUM_TILES 4u   // values of each kind a thread of the scatter step sums
 #define XW_ONE_TILES 2u   // ONE: tiles whose states one thread reads (at most 2 * BLOCK tiles)
 #define XW_STATE_DONE 0x80000000u
 
@@ -47,21 +53,33 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
-// p.scan: tile t's offset among the passing elements (*pre) and every tile's (*selected), from
-// every tile's count, XW_SUM_TILES a thread. warp_counts is free once every thread has read it
-// (the barrier first). Every thread calls it.
-__device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsigned int* warp_counts,
-                                              const PartitionParams& p, unsigned int t,
-                                              unsigned int* pre, unsigned int* selected) {
+// XW_SCAN_SUMS and XW_SCAN_GROUPS: tile t's offset among the passing elements (*pre) and every
+// tile's (*selected), from every tile's count, or from every group's sum (sums[g]) and the
+// counts of the tiles of t's group before t; then, with groups, the sums' clearing by the last
+// tile done (its ticket, sums[groups]: a fence before it and after it). warp_counts is free
+// once every thread has read it (the barrier first). Every thread calls it.
+__device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsigned int* sums,
+                                              unsigned int* warp_counts, const PartitionParams& p,
+                                              unsigned int t, unsigned int* pre,
+                                              unsigned int* selected) {
     __shared__ unsigned int warp_all[XW_MAX_WARPS];
+    __shared__ unsigned int s_last;
     const unsigned int local = threadIdx.x;
+    const bool grouped = p.scan == XW_SCAN_GROUPS;
+    const unsigned int bits = grouped ? p.group_bits : 0u;
+    // Without groups every tile is a group of one, its sum its count.
+    const unsigned int groups = grouped ? (p.tiles + (1u << bits) - 1u) >> bits : p.tiles;
+    const unsigned int g = t >> bits;
+    const unsigned int g_first = g << bits;
     unsigned int below = 0, all = 0;
 #pragma unroll
     for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
         const unsigned int j = local + q * BLOCK;
-        const unsigned int c = j < p.tiles ? counts[j] : 0u;
+        unsigned int c = 0u;
+        if (j < groups) c = grouped ? sums[j] : counts[j];
         all += c;
-        if (j < t) below += c;
+        if (j < g) below += c;
+        if (grouped && g_first + j < t) below += counts[g_first + j];
     }
 #pragma unroll
     for (unsigned int o = XW_WARP / 2; o > 0; o >>= 1) {
@@ -73,12 +91,21 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsign
         warp_counts[local / XW_WARP] = below;
         warp_all[local / XW_WARP] = all;
     }
+    // The count of tiles done reading the sums: the last one zeroes them again.
+    if (grouped && local == 0) {
+        __threadfence();
+        s_last = atomicAdd(&sums[groups], 1u) + 1u == p.tiles;
+    }
     __syncthreads();
     *pre = 0;
     *selected = 0;
     for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) {
         *pre += warp_counts[s];
         *selected += warp_all[s];
+    }
+    if (grouped && s_last) {
+        __threadfence();
+        for (unsigned int i = local; i <= groups; i += BLOCK) sums[i] = 0;
     }
 }
 
@@ -209,7 +236,7 @@ __device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsi
 #endif
 extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
-    const unsigned int* prefix, unsigned long long* __restrict__ total, PartitionParams p) {
+    unsigned int* prefix, unsigned long long* __restrict__ total, PartitionParams p) {
     __shared__ unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ XW_T stage[BLOCK * ITEMS];
     const unsigned int t = (unsigned int)xw_group();
@@ -232,7 +259,11 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
         tile_count += c;
     }
 #if OP == 0
-    if (local == 0) counts[t] = tile_count;
+    if (local == 0) {
+        counts[t] = tile_count;
+        // XW_SCAN_GROUPS: prefix is the group sums, in the device's counters buffer.
+        if (p.scan == XW_SCAN_GROUPS) atomicAdd(&prefix[t >> p.group_bits], tile_count);
+    }
 #elif OP == 1 || OP == 2
 #if OP == 2
     if (local == 0) *(volatile unsigned int*)&counts[t] = XW_STATE_DONE | tile_count;
@@ -257,8 +288,8 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     xw_one_totals(src, counts, warp_counts, p, t, &pre, &selected);
 #else
     unsigned int pre, selected;
-    if (p.scan) {
-        xw_sum_counts(counts, warp_counts, p, t, &pre, &selected);
+    if (p.scan != XW_SCAN_LAUNCH) {
+        xw_sum_counts(counts, prefix, warp_counts, p, t, &pre, &selected);
     } else {
         pre = prefix[t];
         selected = prefix[p.tiles - 1] + counts[p.tiles - 1];

@@ -2,15 +2,21 @@
 // Stable two-way partition by a run-time predicate; the twin of cuda/partition.cu, modelled by
 // src/cpu/partition.rs. A call is three steps (src/partition.rs):
 //   COUNT    per tile t, the elements that pass the predicate: counts[t].
-//   (then)   an exclusive scan of the tile counts: prefix[t], the passing elements of the tiles
-//            before t, by a device scan (xwarp::scan, itself a decoupled look-back with its
-//            no-deadlock fallback). Not with p.scan (at most SUM_TILES * BLOCK tiles): then the
-//            scatter step sums the counts itself (one launch less, NOTES.md version 47).
+//            With p.scan == SCAN_GROUPS it also adds counts[t] to its group's sum, prefix[t >>
+//            p.group_bits] (binding 3 then lies in the device's counters buffer: zero before
+//            the call and after it).
+//   (then)   with p.scan == SCAN_LAUNCH, an exclusive scan of the tile counts: prefix[t], the
+//            passing elements of the tiles before t, by a device scan (xwarp::scan, itself a
+//            decoupled look-back with its no-deadlock fallback). Otherwise the scatter step sums
+//            the counts itself (one launch less, NOTES.md versions 47 and 48): SCAN_SUMS every
+//            tile's count (at most SUM_TILES * BLOCK tiles), SCAN_GROUPS every group's sum and
+//            the counts of its own group's tiles before it (at most SUM_TILES * BLOCK of each).
 //   SCATTER  per tile t, with P = prefix[t] and S = prefix[tiles - 1] + counts[tiles - 1] (every
-//            passing element; with p.scan, P and S from every tile's count, SUM_TILES an
-//            invocation): the tile's passing elements go to P + their rank, its others to
-//            S + (t * TILE - P) + their rank, each group in input order. Workgroup 0 also writes
-//            S as the u64 count.
+//            passing element; summed as above otherwise, SUM_TILES values an invocation): the
+//            tile's passing elements go to P + their rank, its others to S + (t * TILE - P) +
+//            their rank, each group in input order. Workgroup 0 also writes S as the u64 count.
+//            With SCAN_GROUPS, prefix[groups] counts the tiles done reading the sums, and the
+//            last one zeroes the sums and that count again.
 // The total S must be known before any element that fails can be placed (it starts the second
 // part), so the input is read twice: once to count, once to scatter.
 //   ONE      (inputs of at most ONE_TILES * BLOCK tiles, where the host expects every tile's
@@ -58,7 +64,8 @@ layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
 // Coherent: ONE's tile states, which every workgroup reads while others write them.
 layout(std430, binding = 2) coherent buffer Counts { uint counts[]; };
-layout(std430, binding = 3) readonly buffer Prefix { uint prefix[]; };
+// The scan launch's prefixes, or SCAN_GROUPS' group sums and their done count.
+layout(std430, binding = 3) buffer Prefix { uint prefix[]; };
 layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
 layout(push_constant) uniform Params {
     uint n;      // elements
@@ -68,13 +75,20 @@ layout(push_constant) uniform Params {
     uint b_lo;   // second operand (in_range's hi)
     uint b_hi;
     uint tiles;  // tiles of the input
-    uint scan;   // nonzero: the scatter step sums the tile counts itself (no scan launch)
+    uint scan;   // SCATTER's offsets: SCAN_LAUNCH, SCAN_SUMS or SCAN_GROUPS
     uint spin;   // ONE: polls of unpublished states per invocation before counting tiles here
+    uint group_bits;  // SCAN_GROUPS: log2 of the tiles a group
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
 
-// p.scan: tile counts per invocation the scatter step sums (src/partition.rs bounds the tiles).
+// p.scan: the prefixes by a scan launch, every tile's count summed by the scatter step, or
+// every group's sum and the group's own counts summed by it (src/partition.rs: Offsets).
+const uint SCAN_LAUNCH = 0u;
+const uint SCAN_SUMS = 1u;
+const uint SCAN_GROUPS = 2u;
+// Values of each kind one invocation of the scatter step sums (src/partition.rs bounds the
+// tiles and groups).
 const uint SUM_TILES = 4u;
 
 shared uint sg_counts[gl_WorkGroupSize.x];
@@ -225,17 +239,27 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
     }
 }
 
-// p.scan: tile t's offset among the passing elements (`pre`) and every tile's (`selected`), from
-// every tile's count. sg_counts is free once every invocation has read it (the barrier first).
-// Uniform control flow.
+// SCAN_SUMS and SCAN_GROUPS: tile t's offset among the passing elements (`pre`) and every
+// tile's (`selected`), from every tile's count, or from every group's sum and the counts of the
+// tiles of t's group before t; then, with groups, the sums' clearing by the last tile done
+// (its ticket, prefix[groups]). sg_counts is free once every invocation has read it (the
+// barrier first). Uniform control flow.
 void sum_counts(uint t, uint local, out uint pre, out uint selected) {
+    bool grouped = p.scan == SCAN_GROUPS;
+    uint bits = grouped ? p.group_bits : 0u;
+    // Without groups every tile is a group of one, its sum its count.
+    uint groups = grouped ? (p.tiles + (1u << bits) - 1u) >> bits : p.tiles;
+    uint g = t >> bits;
+    uint g_first = g << bits;
     uint below = 0u;
     uint all = 0u;
     [[unroll]] for (uint q = 0u; q < SUM_TILES; ++q) {
         uint j = local + q * gl_WorkGroupSize.x;
-        uint c = j < p.tiles ? counts[j] : 0u;
+        uint c = 0u;
+        if (j < groups) c = grouped ? prefix[j] : counts[j];
         all += c;
-        if (j < t) below += c;
+        if (j < g) below += c;
+        if (grouped && g_first + j < t) below += counts[g_first + j];
     }
     below = sum_lanes(below);
     all = sum_lanes(all);
@@ -244,12 +268,22 @@ void sum_counts(uint t, uint local, out uint pre, out uint selected) {
         sg_counts[xw_subgroup_id()] = below;
         sg_all[xw_subgroup_id()] = all;
     }
+    // The count of tiles done reading the sums: the last one zeroes them again.
+    if (grouped && local == 0u) {
+        uint before = atomicAdd(prefix[groups], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsAcquireRelease);
+        s_last = before + 1u == p.tiles ? 1u : 0u;
+    }
     barrier();
     pre = 0u;
     selected = 0u;
     for (uint s = 0u; s < xw_num_subgroups(); ++s) {
         pre += sg_counts[s];
         selected += sg_all[s];
+    }
+    if (grouped && s_last != 0u) {
+        memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        for (uint i = local; i <= groups; i += gl_WorkGroupSize.x) prefix[i] = 0u;
     }
 }
 
@@ -276,7 +310,10 @@ void main() {
         tile_count += c;
     }
     if (OP == OP_COUNT) {
-        if (local == 0u) counts[t] = tile_count;
+        if (local == 0u) {
+            counts[t] = tile_count;
+            if (p.scan == SCAN_GROUPS) atomicAdd(prefix[t >> p.group_bits], tile_count);
+        }
         return;
     }
     if (OP == OP_ONE && local == 0u) {
@@ -302,7 +339,7 @@ void main() {
     if (OP == OP_ONE) {
         // Every invocation has read sg_counts above (the ranking's loop lies between).
         one_totals(t, local, pre, selected);
-    } else if (p.scan != 0u) {
+    } else if (p.scan != SCAN_LAUNCH) {
         sum_counts(t, local, pre, selected);
     } else {
         pre = prefix[t];

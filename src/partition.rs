@@ -8,10 +8,12 @@
 //! Three steps, in tiles of [`BLOCK`] threads × [`items_per_thread`] elements (16 KiB of input),
 //! ranked by subgroup ballots as in the stable compaction ([`crate::compact`]):
 //! 1. `partition` (count): each tile's passing count;
-//! 2. the exclusive sum of the tile counts: each tile's offset. Up to
-//!    [`SCAN_IN_PASS_MAX_TILES`] tiles the scatter step sums the counts itself (each tile every
-//!    count, four an invocation); beyond, [`crate::scan::device_scan`], by the decoupled
-//!    look-back with its fallback that cannot deadlock;
+//! 2. the exclusive sum of the tile counts: each tile's offset, summed by the scatter step
+//!    itself. Up to [`SCAN_IN_PASS_MAX_TILES`] tiles each tile sums every count (four an
+//!    invocation); beyond, the count step also adds each count to its group's sum (groups of
+//!    about √tiles tiles, the sums in the device's counters buffer) and each tile sums every
+//!    group's sum and the counts of its own group's tiles before it. Where the device has no
+//!    counters buffer, [`crate::scan::device_scan`] scans the counts in a launch of its own;
 //! 3. `partition` (scatter): each tile stages its passing elements and its others in shared
 //!    memory and writes both runs with coalesced stores, the passing ones at the tile's offset,
 //!    the others after every passing element (the total, which the scan's last entry gives).
@@ -52,8 +54,9 @@ use crate::scan::{self, ScanKind};
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 
-/// Most tiles whose offsets the scatter step sums from the tile counts itself (four counts an
-/// invocation of its workgroup); more take a scan launch of their own.
+/// Most tiles whose offsets the scatter step sums from every tile count itself (four counts an
+/// invocation of its workgroup); more are summed by groups ([`Tuning::group_sums`]). Also the
+/// most groups, and tiles a group, of those sums.
 ///
 /// H200 (NOTES.md, version 47): against version 26's scan by the count step's last workgroup
 /// (a ticket a workgroup, then one workgroup's scan at the end of the count step), µs, CUDA /
@@ -112,10 +115,15 @@ pub fn partition<T: PredicateElement>(
 /// How [`partition_tuned`] plans a call; results never depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Most tiles whose offsets the scatter step sums itself (at most
-    /// [`SCAN_IN_PASS_MAX_TILES`]); more take a scan launch. 0 always takes the launch — what
-    /// the tests use to compare the two ways.
+    /// Most tiles whose offsets the scatter step sums from every tile's count (at most
+    /// [`SCAN_IN_PASS_MAX_TILES`]); more take the group sums or a scan launch. 0 never sums
+    /// every count — what the tests use to compare the ways.
     pub scan_in_pass_max_tiles: usize,
+    /// Past `scan_in_pass_max_tiles`: `true` the count step adds each tile's count to its
+    /// group's sum in the device's counters and the scatter step sums the groups' sums and its
+    /// own group's counts (no launch between the steps); `false`, or a device without a
+    /// counters buffer, a scan launch of the tile counts.
+    pub group_sums: bool,
     /// Most tiles of the one-launch path (at most [`ONE_LAUNCH_MAX_TILES`]): `None` as many
     /// as the device holds at once ([`crate::DeviceInfo::compute_units`], none where it is
     /// unknown); `Some(k)` up to `k` tiles whatever the device (correct anywhere, slow where
@@ -130,6 +138,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Self {
             scan_in_pass_max_tiles: SCAN_IN_PASS_MAX_TILES,
+            group_sums: true,
             one_launch_max_tiles: None,
             spin: ONE_LAUNCH_SPIN,
         }
@@ -164,7 +173,7 @@ pub fn partition_tuned<T: PredicateElement>(
         consts.push(("BLOCK", BLOCK));
     }
     let [code, a_lo, a_hi, b_lo, b_hi] = pred.words();
-    let params = |scan: bool, spin: u32| PartitionParams {
+    let params = |spin: u32| PartitionParams {
         n: n as u32,
         pred: code,
         a_lo,
@@ -172,8 +181,9 @@ pub fn partition_tuned<T: PredicateElement>(
         b_lo,
         b_hi,
         tiles: tiles as u32,
-        scan: scan as u32,
+        scan: Offsets::Launch as u32,
         spin,
+        group_bits: 0,
     };
     let launch = |step: Step, params: PartitionParams, bindings: &[Binding]| -> Result<()> {
         let mut consts = consts.clone();
@@ -203,7 +213,7 @@ pub fn partition_tuned<T: PredicateElement>(
         };
         return launch(
             Step::One,
-            params(false, tuning.spin),
+            params(tuning.spin),
             &[
                 input.binding(0, n),
                 output.binding(0, n),
@@ -215,47 +225,94 @@ pub fn partition_tuned<T: PredicateElement>(
         );
     }
     let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
-    let mut prefix = DeviceVec::<u32>::alloc(dev, tiles)?;
     let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
-    let summed = tiles > 0 && tiles <= most;
+    let bits = group_bits(tiles);
+    let groups = tiles.div_ceil(1 << bits);
+    // The group sums and the scatter's count of tiles done, in the device's counters.
+    let sums = (tiles > most && tuning.group_sums && groups_fit(tiles))
+        .then(|| dev.counter_slot(4 * (groups as u64 + 1)))
+        .flatten()
+        .map(|slot| Binding {
+            buffer: slot,
+            offset: 0,
+            bytes: 4 * (groups as u64 + 1),
+        });
+    let offsets = if tiles > 0 && tiles <= most {
+        Offsets::Sums
+    } else if sums.is_some() {
+        Offsets::Groups
+    } else {
+        Offsets::Launch
+    };
+    let mut prefix = match offsets {
+        Offsets::Launch => Some(DeviceVec::<u32>::alloc(dev, tiles)?),
+        _ => None,
+    };
+    let params = |spin: u32| PartitionParams {
+        scan: offsets as u32,
+        group_bits: bits,
+        ..params(spin)
+    };
     if tiles > 0 {
-        launch(
-            Step::Count,
-            params(summed, 0),
-            &steps_bindings(input, output, &counts, &prefix, count),
-        )?;
+        let bindings = steps_bindings(input, output, &counts, prefix.as_ref(), sums, count);
+        launch(Step::Count, params(0), &bindings)?;
     }
-    if tiles > 0 && !summed {
-        scan::device_scan(
-            dev,
-            ReduceOp::Sum,
-            ScanKind::Exclusive,
-            &counts,
-            &mut prefix,
-        )?;
+    if let (Some(prefix), true) = (&mut prefix, tiles > 0) {
+        scan::device_scan(dev, ReduceOp::Sum, ScanKind::Exclusive, &counts, prefix)?;
     }
-    launch(
-        Step::Scatter,
-        params(summed, 0),
-        &steps_bindings(input, output, &counts, &prefix, count),
-    )
+    let bindings = steps_bindings(input, output, &counts, prefix.as_ref(), sums, count);
+    launch(Step::Scatter, params(0), &bindings)
 }
 
-/// The count and scatter steps' bindings (the count step reads neither the prefixes nor the
-/// count).
+/// How the scatter step finds each tile's offset (`scan` in the kernels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Offsets {
+    /// From the prefixes of a scan launch between the steps.
+    Launch = 0,
+    /// By summing every tile's count (at most [`SCAN_IN_PASS_MAX_TILES`] tiles).
+    Sums = 1,
+    /// By summing every group's sum (added up by the count step) and the counts of the tiles
+    /// of its own group before it.
+    Groups = 2,
+}
+
+/// Log2 of the tiles a group of the group sums: the smallest power of two whose square holds
+/// `tiles`, so that a scatter tile sums at most that many group sums and counts of its group.
+fn group_bits(tiles: usize) -> u32 {
+    let mut bits = 0;
+    while (1usize << (2 * bits)) < tiles {
+        bits += 1;
+    }
+    bits
+}
+
+/// Whether the scatter step can sum `tiles` tiles' offsets by groups: at most
+/// [`SCAN_IN_PASS_MAX_TILES`] groups and tiles a group (2^20 tiles, past what one launch spans).
+fn groups_fit(tiles: usize) -> bool {
+    1usize << group_bits(tiles) <= SCAN_IN_PASS_MAX_TILES
+}
+
+/// The count and scatter steps' bindings; the third is the prefixes, the group sums, or (where
+/// the scatter sums every count) a binding the steps do not read.
 fn steps_bindings<'a, T: PredicateElement>(
     input: &'a DeviceVec<T>,
     output: &'a DeviceVec<T>,
     counts: &'a DeviceVec<u32>,
-    prefix: &'a DeviceVec<u32>,
+    prefix: Option<&'a DeviceVec<u32>>,
+    sums: Option<Binding<'a>>,
     count: &'a DeviceVec<u64>,
 ) -> [Binding<'a>; 5] {
     let (n, tiles) = (input.len(), counts.len());
+    let third = match (prefix, sums) {
+        (Some(prefix), _) => prefix.binding(0, tiles),
+        (None, Some(sums)) => sums,
+        (None, None) => counts.binding(0, tiles),
+    };
     [
         input.binding(0, n),
         output.binding(0, n),
         counts.binding(0, tiles),
-        prefix.binding(0, tiles),
+        third,
         count.binding(0, 1),
     ]
 }

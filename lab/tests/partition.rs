@@ -182,28 +182,36 @@ fn long_input_with_a_skewed_predicate() {
     );
 }
 
-/// The tile offsets summed by the scatter step itself (one tile, two, and the most tiles it
-/// takes) and by a scan launch of their own give the same output, and the limit holds
-/// (`Tuning` of 1 tile: a tile summed in the pass, more by a launch); each case runs twice.
+/// The tile offsets summed by the scatter step from every count (one tile, two, and the most
+/// tiles it takes), from group sums, and scanned by a launch of their own give the same output,
+/// and the limit holds (`Tuning` of 1 tile: a tile summed from every count, more by groups or a
+/// launch); each case runs twice (the group sums in the device's counters must be zero again
+/// after a call). Sizes give groups of one and two tiles, a last group of one tile, and 4- and
+/// 8-byte elements.
 #[test]
 fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
     fn run<T: PredicateElement>(input: &[T]) {
         for most in [0, 1, SCAN_IN_PASS_MAX_TILES] {
-            let tuning = partition::Tuning {
-                scan_in_pass_max_tiles: most,
-                one_launch_max_tiles: Some(0),
-                ..Default::default()
-            };
-            for _ in 0..2 {
-                check_tuned(
-                    &format!(
-                        "n = {}, summed in the scatter up to {most} tiles",
-                        input.len()
-                    ),
-                    input,
-                    Predicate::Odd,
-                    tuning,
-                );
+            for group_sums in [true, false] {
+                let tuning = partition::Tuning {
+                    scan_in_pass_max_tiles: most,
+                    group_sums,
+                    one_launch_max_tiles: Some(0),
+                    ..Default::default()
+                };
+                for _ in 0..2 {
+                    check_tuned(
+                        &format!(
+                            "n = {} {}, summed in the scatter up to {most} tiles, group sums \
+                             {group_sums}",
+                            input.len(),
+                            T::KIND
+                        ),
+                        input,
+                        Predicate::Odd,
+                        tuning,
+                    );
+                }
             }
         }
     }
@@ -211,7 +219,7 @@ fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
     let tile = partition::tile_elems(4);
     let mut sizes = vec![1, 33, tile, tile + 1, 1_000_003];
     if large {
-        // Past the sums in the scatter, and their limit.
+        // Past the sums of every count (groups of 128 tiles, the last of one), and their limit.
         sizes.extend([(1 << 24) + 1, SCAN_IN_PASS_MAX_TILES * tile]);
     }
     let mut rng = Rng::new(seed());
@@ -219,6 +227,8 @@ fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
         let input: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
         run(&input);
     }
+    let wide: Vec<u64> = (0..1_000_003).map(|_| rng.next_u64()).collect();
+    run(&wide);
 }
 
 /// The one-launch path (forced on every device, whether or not its workgroups all run at once:

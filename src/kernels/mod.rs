@@ -314,12 +314,15 @@ param_blocks! {
         pub b_hi: u32,
         /// Tiles of the input.
         pub tiles: u32,
-        /// Nonzero: the count step's last block scans the tile counts into the prefixes (no scan
-        /// launch), with its ticket in the device's counters buffer.
+        /// How the scatter step finds its offsets: 0 from a scan launch's prefixes, 1 by
+        /// summing every tile's count, 2 by summing every group's sum (kept by the count step
+        /// in the device's counters buffer) and its own group's counts.
         pub scan: u32,
         /// The one-launch step: polls of unpublished tile states per thread before the block
         /// counts such a tile itself.
         pub spin: u32,
+        /// `scan` 2: log2 of the tiles a group.
+        pub group_bits: u32,
     }
 
     /// The even-bin histogram's block (`histogram`).

@@ -232,7 +232,16 @@ pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {
 pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
     name: "PartitionParams",
     fields: &[
-        "n", "pred", "a_lo", "a_hi", "b_lo", "b_hi", "tiles", "scan", "spin",
+        "n",
+        "pred",
+        "a_lo",
+        "a_hi",
+        "b_lo",
+        "b_hi",
+        "tiles",
+        "scan",
+        "spin",
+        "group_bits",
     ],
 };
 /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
