@@ -7,7 +7,7 @@
 // passing lanes, and the warps' counts meet in shared memory. Both groups of a tile are staged
 // in shared memory (the passing ones first) and leave in coalesced stores.
 //
-// Variant constants: OP, ITEMS, BLOCK (threads per block).
+// Variant constants: OP (0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS), ITEMS, BLOCK (threads per block).
 
 struct PartitionParams {
     unsigned int n;      // elements
@@ -17,19 +17,18 @@ struct PartitionParams {
     unsigned int b_lo;   // second operand (in_range's hi)
     unsigned int b_hi;
     unsigned int tiles;  // tiles of the input
-    unsigned int scan;   // SCATTER's offsets: XW_SCAN_LAUNCH, XW_SCAN_SUMS or XW_SCAN_GROUPS
+    unsigned int scan;   // SCATTER's offsets: XW_SCAN_LAUNCH or XW_SCAN_SUMS
     unsigned int spin;   // ONE: polls of unpublished states per thread before counting tiles here
-    unsigned int group_bits;  // XW_SCAN_GROUPS: log2 of the tiles a group
+    unsigned int group_bits;  // COUNT and XW_SCAN_SUMS: log2 of the tiles a group
 };
 
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
-// p.scan (see the GLSL twin): prefixes by a scan launch, every tile's count summed by the
-// scatter step, or every group's sum and the group's own counts summed by it.
+// p.scan (see the GLSL twin): prefixes by a scan launch, or the group sums and the group's own
+// counts summed by the scatter step.
 #define XW_SCAN_LAUNCH 0u
 #define XW_SCAN_SUMS 1u
-#define XW_SCAN_GROUPS 2u
 #define XW_SUM_TILES 4u   // values of each kind a thread of the scatter step sums
 #define XW_ONE_TILES 2u   // ONE: tiles whose states one thread reads (at most 2 * BLOCK tiles)
 #define XW_STATE_DONE 0x80000000u
@@ -53,22 +52,18 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     return kept;
 }
 
-// XW_SCAN_SUMS and XW_SCAN_GROUPS: tile t's offset among the passing elements (*pre) and every
-// tile's (*selected), from every tile's count, or from every group's sum (sums[g]) and the
-// counts of the tiles of t's group before t; then, with groups, the sums' clearing by the last
-// tile done (its ticket, sums[groups]: a fence before it and after it). warp_counts is free
-// once every thread has read it (the barrier first). Every thread calls it.
-__device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsigned int* sums,
+// XW_SCAN_SUMS: tile t's offset among the passing elements (*pre) and every tile's (*selected),
+// from every group's sum (sums[g]; every tile's count where groups are single tiles) and the
+// counts of the tiles of t's group before t. warp_counts is free once every thread has read it
+// (the barrier first). Every thread calls it.
+__device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, const unsigned int* sums,
                                               unsigned int* warp_counts, const PartitionParams& p,
                                               unsigned int t, unsigned int* pre,
                                               unsigned int* selected) {
     __shared__ unsigned int warp_all[XW_MAX_WARPS];
-    __shared__ unsigned int s_last;
     const unsigned int local = threadIdx.x;
-    const bool grouped = p.scan == XW_SCAN_GROUPS;
-    const unsigned int bits = grouped ? p.group_bits : 0u;
-    // Without groups every tile is a group of one, its sum its count.
-    const unsigned int groups = grouped ? (p.tiles + (1u << bits) - 1u) >> bits : p.tiles;
+    const unsigned int bits = p.group_bits;
+    const unsigned int groups = (p.tiles + (1u << bits) - 1u) >> bits;
     const unsigned int g = t >> bits;
     const unsigned int g_first = g << bits;
     unsigned int below = 0, all = 0;
@@ -76,10 +71,10 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsign
     for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
         const unsigned int j = local + q * BLOCK;
         unsigned int c = 0u;
-        if (j < groups) c = grouped ? sums[j] : counts[j];
+        if (j < groups) c = bits != 0u ? sums[j] : counts[j];
         all += c;
         if (j < g) below += c;
-        if (grouped && g_first + j < t) below += counts[g_first + j];
+        if (g_first + j < t) below += counts[g_first + j];
     }
 #pragma unroll
     for (unsigned int o = XW_WARP / 2; o > 0; o >>= 1) {
@@ -91,21 +86,12 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, unsign
         warp_counts[local / XW_WARP] = below;
         warp_all[local / XW_WARP] = all;
     }
-    // The count of tiles done reading the sums: the last one zeroes them again.
-    if (grouped && local == 0) {
-        __threadfence();
-        s_last = atomicAdd(&sums[groups], 1u) + 1u == p.tiles;
-    }
     __syncthreads();
     *pre = 0;
     *selected = 0;
     for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) {
         *pre += warp_counts[s];
         *selected += warp_all[s];
-    }
-    if (grouped && s_last) {
-        __threadfence();
-        for (unsigned int i = local; i <= groups; i += BLOCK) sums[i] = 0;
     }
 }
 
@@ -135,6 +121,30 @@ __device__ __forceinline__ unsigned int xw_tile_kept(const XW_T* __restrict__ sr
     case 5: return xw_kept_bits(5u, v, *first, p, a, b, count);
     default: return xw_kept_bits(p.pred, v, *first, p, a, b, count);
     }
+}
+
+// GROUPS (OP 3): the tiles of group g (the block), one after another: each tile's count, and
+// their sum (sums[g]); the loop kept rolled (see the GLSL twin). Every thread calls it.
+__device__ __forceinline__ void xw_count_group(const XW_T* __restrict__ src, unsigned int* counts,
+                                               unsigned int* sums, unsigned int* warp_counts,
+                                               const PartitionParams& p, unsigned int g) {
+    const unsigned int first_tile = g << p.group_bits;
+    const unsigned int end = min(p.tiles, first_tile + (1u << p.group_bits));
+    unsigned int sum = 0;
+#pragma unroll 1
+    for (unsigned int u = first_tile; u < end; ++u) {
+        XW_T v[ITEMS];
+        unsigned int first, count;
+        xw_tile_kept(src, p, u, v, &first, &count);
+        if (threadIdx.x % XW_WARP == 0) warp_counts[threadIdx.x / XW_WARP] = count;
+        __syncthreads();
+        unsigned int c = 0;
+        for (unsigned int s = 0; s < BLOCK / XW_WARP; ++s) c += warp_counts[s];
+        __syncthreads();  // warp_counts is read before the next tile writes it
+        if (threadIdx.x == 0) counts[u] = c;
+        sum += c;
+    }
+    if (threadIdx.x == 0) sums[g] = sum;
 }
 
 // ONE: tile j's passing count, counted here from the input (the fallback) and published as its
@@ -243,6 +253,9 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     const unsigned int local = threadIdx.x;
     if (OP == 1 && p.tiles == 0 && t == 0 && local == 0) *total = 0ull;
     // Whole blocks leave together, so __syncthreads below is reached by all.
+#if OP == 3
+    if ((t << p.group_bits) < p.tiles) xw_count_group(src, counts, prefix, warp_counts, p, t);
+#elif OP == 0 || OP == 1 || OP == 2
     if (t >= p.tiles) return;
     const unsigned int lane = local % XW_WARP;
     const unsigned int warp = local / XW_WARP;
@@ -259,12 +272,8 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
         tile_count += c;
     }
 #if OP == 0
-    if (local == 0) {
-        counts[t] = tile_count;
-        // XW_SCAN_GROUPS: prefix is the group sums, in the device's counters buffer.
-        if (p.scan == XW_SCAN_GROUPS) atomicAdd(&prefix[t >> p.group_bits], tile_count);
-    }
-#elif OP == 1 || OP == 2
+    if (local == 0) counts[t] = tile_count;
+#else
 #if OP == 2
     if (local == 0) *(volatile unsigned int*)&counts[t] = XW_STATE_DONE | tile_count;
 #endif
@@ -305,6 +314,7 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     for (unsigned int i = local; i < len; i += BLOCK) {
         dst[i < tile_count ? pre + i : fail_first + (i - tile_count)] = stage[i];
     }
+#endif
 #else
 #error "unknown OP"
 #endif

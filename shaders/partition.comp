@@ -2,21 +2,21 @@
 // Stable two-way partition by a run-time predicate; the twin of cuda/partition.cu, modelled by
 // src/cpu/partition.rs. A call is three steps (src/partition.rs):
 //   COUNT    per tile t, the elements that pass the predicate: counts[t].
-//            With p.scan == SCAN_GROUPS it also adds counts[t] to its group's sum, prefix[t >>
-//            p.group_bits] (binding 3 then lies in the device's counters buffer: zero before
-//            the call and after it).
+//   GROUPS   COUNT by groups of 2^p.group_bits consecutive tiles: workgroup g counts the tiles
+//            of group g one after another, writes each one's count and their sum, prefix[g]
+//            (no atomics: a group is one workgroup's).
 //   (then)   with p.scan == SCAN_LAUNCH, an exclusive scan of the tile counts: prefix[t], the
 //            passing elements of the tiles before t, by a device scan (xwarp::scan, itself a
-//            decoupled look-back with its no-deadlock fallback). Otherwise the scatter step sums
-//            the counts itself (one launch less, NOTES.md versions 47 and 48): SCAN_SUMS every
-//            tile's count (at most SUM_TILES * BLOCK tiles), SCAN_GROUPS every group's sum and
-//            the counts of its own group's tiles before it (at most SUM_TILES * BLOCK of each).
+//            decoupled look-back with its no-deadlock fallback). With SCAN_SUMS the scatter
+//            step sums the counts itself (no launch between the steps, NOTES.md versions 47
+//            and 48): every group's sum (every tile's count where groups are single tiles) and
+//            the counts of the tiles of its own group before it, SUM_TILES of each an
+//            invocation (src/partition.rs keeps groups and tiles a group within
+//            SUM_TILES * BLOCK).
 //   SCATTER  per tile t, with P = prefix[t] and S = prefix[tiles - 1] + counts[tiles - 1] (every
-//            passing element; summed as above otherwise, SUM_TILES values an invocation): the
-//            tile's passing elements go to P + their rank, its others to S + (t * TILE - P) +
-//            their rank, each group in input order. Workgroup 0 also writes S as the u64 count.
-//            With SCAN_GROUPS, prefix[groups] counts the tiles done reading the sums, and the
-//            last one zeroes the sums and that count again.
+//            passing element; summed as above with SCAN_SUMS): the tile's passing elements go
+//            to P + their rank, its others to S + (t * TILE - P) + their rank, each group in
+//            input order. Workgroup 0 also writes S as the u64 count.
 // The total S must be known before any element that fails can be placed (it starts the second
 // part), so the input is read twice: once to count, once to scatter.
 //   ONE      (inputs of at most ONE_TILES * BLOCK tiles, where the host expects every tile's
@@ -49,12 +49,13 @@ layout(local_size_x_id = 0) in;
 #include "vote_predicate.glsl"
 #include "tile_ballot.glsl"
 
-layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER, 2 ONE
+layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS
 layout(constant_id = 2) const uint ITEMS = 16u;
 
 const uint OP_COUNT = 0u;
 const uint OP_SCATTER = 1u;
 const uint OP_ONE = 2u;
+const uint OP_GROUPS = 3u;
 // ONE: tiles whose states one invocation reads (src/partition.rs: ONE_LAUNCH_MAX_TILES), and
 // the flag of a published state.
 const uint ONE_TILES = 2u;
@@ -64,7 +65,7 @@ layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
 // Coherent: ONE's tile states, which every workgroup reads while others write them.
 layout(std430, binding = 2) coherent buffer Counts { uint counts[]; };
-// The scan launch's prefixes, or SCAN_GROUPS' group sums and their done count.
+// The scan launch's prefixes, or SCAN_SUMS' group sums (written by COUNT).
 layout(std430, binding = 3) buffer Prefix { uint prefix[]; };
 layout(std430, binding = 4) writeonly buffer Total { uint total[]; };  // the u64 count, low first
 layout(push_constant) uniform Params {
@@ -75,18 +76,17 @@ layout(push_constant) uniform Params {
     uint b_lo;   // second operand (in_range's hi)
     uint b_hi;
     uint tiles;  // tiles of the input
-    uint scan;   // SCATTER's offsets: SCAN_LAUNCH, SCAN_SUMS or SCAN_GROUPS
+    uint scan;   // SCATTER's offsets: SCAN_LAUNCH or SCAN_SUMS
     uint spin;   // ONE: polls of unpublished states per invocation before counting tiles here
-    uint group_bits;  // SCAN_GROUPS: log2 of the tiles a group
+    uint group_bits;  // COUNT and SCAN_SUMS: log2 of the tiles a group
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
 
-// p.scan: the prefixes by a scan launch, every tile's count summed by the scatter step, or
-// every group's sum and the group's own counts summed by it (src/partition.rs: Offsets).
+// p.scan: the prefixes by a scan launch, or the group sums and the group's own counts summed
+// by the scatter step.
 const uint SCAN_LAUNCH = 0u;
 const uint SCAN_SUMS = 1u;
-const uint SCAN_GROUPS = 2u;
 // Values of each kind one invocation of the scatter step sums (src/partition.rs bounds the
 // tiles and groups).
 const uint SUM_TILES = 4u;
@@ -239,16 +239,13 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
     }
 }
 
-// SCAN_SUMS and SCAN_GROUPS: tile t's offset among the passing elements (`pre`) and every
-// tile's (`selected`), from every tile's count, or from every group's sum and the counts of the
-// tiles of t's group before t; then, with groups, the sums' clearing by the last tile done
-// (its ticket, prefix[groups]). sg_counts is free once every invocation has read it (the
-// barrier first). Uniform control flow.
+// SCAN_SUMS: tile t's offset among the passing elements (`pre`) and every tile's
+// (`selected`), from every group's sum (every tile's count where groups are single tiles) and
+// the counts of the tiles of t's group before t. sg_counts is free once every invocation has
+// read it (the barrier first). Uniform control flow.
 void sum_counts(uint t, uint local, out uint pre, out uint selected) {
-    bool grouped = p.scan == SCAN_GROUPS;
-    uint bits = grouped ? p.group_bits : 0u;
-    // Without groups every tile is a group of one, its sum its count.
-    uint groups = grouped ? (p.tiles + (1u << bits) - 1u) >> bits : p.tiles;
+    uint bits = p.group_bits;
+    uint groups = (p.tiles + (1u << bits) - 1u) >> bits;
     uint g = t >> bits;
     uint g_first = g << bits;
     uint below = 0u;
@@ -256,10 +253,10 @@ void sum_counts(uint t, uint local, out uint pre, out uint selected) {
     [[unroll]] for (uint q = 0u; q < SUM_TILES; ++q) {
         uint j = local + q * gl_WorkGroupSize.x;
         uint c = 0u;
-        if (j < groups) c = grouped ? prefix[j] : counts[j];
+        if (j < groups) c = bits != 0u ? prefix[j] : counts[j];
         all += c;
         if (j < g) below += c;
-        if (grouped && g_first + j < t) below += counts[g_first + j];
+        if (g_first + j < t) below += counts[g_first + j];
     }
     below = sum_lanes(below);
     all = sum_lanes(all);
@@ -268,12 +265,6 @@ void sum_counts(uint t, uint local, out uint pre, out uint selected) {
         sg_counts[xw_subgroup_id()] = below;
         sg_all[xw_subgroup_id()] = all;
     }
-    // The count of tiles done reading the sums: the last one zeroes them again.
-    if (grouped && local == 0u) {
-        uint before = atomicAdd(prefix[groups], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                                gl_SemanticsAcquireRelease);
-        s_last = before + 1u == p.tiles ? 1u : 0u;
-    }
     barrier();
     pre = 0u;
     selected = 0u;
@@ -281,10 +272,29 @@ void sum_counts(uint t, uint local, out uint pre, out uint selected) {
         pre += sg_counts[s];
         selected += sg_all[s];
     }
-    if (grouped && s_last != 0u) {
-        memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-        for (uint i = local; i <= groups; i += gl_WorkGroupSize.x) prefix[i] = 0u;
+}
+
+// GROUPS: the tiles of group g (the workgroup), one after another: each tile's count, and
+// their sum. A loop the compiler keeps rolled (unrolled, the driver gave the step 83 registers
+// where COUNT has 65). Uniform control flow.
+void count_group(uint g, uint local) {
+    uint first_tile = g << p.group_bits;
+    uint end = min(p.tiles, first_tile + (1u << p.group_bits));
+    uint sum = 0u;
+    [[dont_unroll]] for (uint u = first_tile; u < end; ++u) {
+        T v[ITEMS];
+        uint first;
+        uint count;
+        tile_kept(u, v, first, count);
+        if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
+        barrier();
+        uint c = 0u;
+        for (uint s = 0u; s < xw_num_subgroups(); ++s) c += sg_counts[s];
+        barrier();  // sg_counts is read before the next tile writes it
+        if (local == 0u) counts[u] = c;
+        sum += c;
     }
+    if (local == 0u) prefix[g] = sum;
 }
 
 void main() {
@@ -295,6 +305,10 @@ void main() {
         total[1] = 0u;
     }
     // Whole workgroups leave together, so the barriers below stay uniform.
+    if (OP == OP_GROUPS) {
+        if ((t << p.group_bits) < p.tiles) count_group(t, local);
+        return;
+    }
     if (t >= p.tiles) return;
     T v[ITEMS];
     uint first;
@@ -310,10 +324,7 @@ void main() {
         tile_count += c;
     }
     if (OP == OP_COUNT) {
-        if (local == 0u) {
-            counts[t] = tile_count;
-            if (p.scan == SCAN_GROUPS) atomicAdd(prefix[t >> p.group_bits], tile_count);
-        }
+        if (local == 0u) counts[t] = tile_count;
         return;
     }
     if (OP == OP_ONE && local == 0u) {

@@ -10,10 +10,12 @@
 //! 1. `partition` (count): each tile's passing count;
 //! 2. the exclusive sum of the tile counts: each tile's offset, summed by the scatter step
 //!    itself. Up to [`SCAN_IN_PASS_MAX_TILES`] tiles each tile sums every count (four an
-//!    invocation); beyond, the count step also adds each count to its group's sum (groups of
-//!    about √tiles tiles, the sums in the device's counters buffer) and each tile sums every
-//!    group's sum and the counts of its own group's tiles before it. Where the device has no
-//!    counters buffer, [`crate::scan::device_scan`] scans the counts in a launch of its own;
+//!    invocation); beyond, up to a few times as many ([`Tuning::group_max_tiles`]), the count
+//!    step's workgroups count groups of consecutive tiles (a power of two a group, at most
+//!    [`SCAN_IN_PASS_MAX_TILES`] groups) and write each group's sum beside the tile counts,
+//!    and each scatter tile sums every group's sum and the counts of its own group's tiles
+//!    before it; larger inputs take [`crate::scan::device_scan`], by the decoupled look-back
+//!    with its fallback that cannot deadlock;
 //! 3. `partition` (scatter): each tile stages its passing elements and its others in shared
 //!    memory and writes both runs with coalesced stores, the passing ones at the tile's offset,
 //!    the others after every passing element (the total, which the scan's last entry gives).
@@ -55,8 +57,8 @@ pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 
 /// Most tiles whose offsets the scatter step sums from every tile count itself (four counts an
-/// invocation of its workgroup); more are summed by groups ([`Tuning::group_sums`]). Also the
-/// most groups, and tiles a group, of those sums.
+/// invocation of its workgroup); more are counted in groups of consecutive tiles, at most this
+/// many groups of at most this many tiles.
 ///
 /// H200 (NOTES.md, version 47): against version 26's scan by the count step's last workgroup
 /// (a ticket a workgroup, then one workgroup's scan at the end of the count step), µs, CUDA /
@@ -97,6 +99,8 @@ enum Step {
     Count = 0,
     Scatter = 1,
     One = 2,
+    /// The count step by groups of tiles.
+    Groups = 3,
 }
 
 /// Partitions `input` by `pred` into `output` (the same length, another buffer): the passing
@@ -115,15 +119,17 @@ pub fn partition<T: PredicateElement>(
 /// How [`partition_tuned`] plans a call; results never depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
-    /// Most tiles whose offsets the scatter step sums from every tile's count (at most
-    /// [`SCAN_IN_PASS_MAX_TILES`]); more take the group sums or a scan launch. 0 never sums
-    /// every count — what the tests use to compare the ways.
+    /// Most tile counts or group sums the scatter step sums itself (at most
+    /// [`SCAN_IN_PASS_MAX_TILES`]): up to that many tiles it sums every tile's count; more are
+    /// counted in groups of consecutive tiles (a power of two a group, at most
+    /// `group_max_tiles`), and it sums the groups' sums and its own group's counts. 0 always
+    /// takes a scan launch of the tile counts instead — what the tests use to compare the
+    /// ways.
     pub scan_in_pass_max_tiles: usize,
-    /// Past `scan_in_pass_max_tiles`: `true` the count step adds each tile's count to its
-    /// group's sum in the device's counters and the scatter step sums the groups' sums and its
-    /// own group's counts (no launch between the steps); `false`, or a device without a
-    /// counters buffer, a scan launch of the tile counts.
-    pub group_sums: bool,
+    /// Most tiles a group of those sums (at most [`SCAN_IN_PASS_MAX_TILES`]); an input that
+    /// needs larger groups takes the scan launch. `None`: the device's default (four on CUDA,
+    /// two on Vulkan).
+    pub group_max_tiles: Option<usize>,
     /// Most tiles of the one-launch path (at most [`ONE_LAUNCH_MAX_TILES`]): `None` as many
     /// as the device holds at once ([`crate::DeviceInfo::compute_units`], none where it is
     /// unknown); `Some(k)` up to `k` tiles whatever the device (correct anywhere, slow where
@@ -138,7 +144,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Self {
             scan_in_pass_max_tiles: SCAN_IN_PASS_MAX_TILES,
-            group_sums: true,
+            group_max_tiles: None,
             one_launch_max_tiles: None,
             spin: ONE_LAUNCH_SPIN,
         }
@@ -181,11 +187,11 @@ pub fn partition_tuned<T: PredicateElement>(
         b_lo,
         b_hi,
         tiles: tiles as u32,
-        scan: Offsets::Launch as u32,
+        scan: 0,
         spin,
         group_bits: 0,
     };
-    let launch = |step: Step, params: PartitionParams, bindings: &[Binding]| -> Result<()> {
+    let launch = |step: Step, params: PartitionParams, groups: usize, bindings: &[Binding]| {
         let mut consts = consts.clone();
         consts[0].1 = step as u32;
         dev.launch(&Launch {
@@ -196,7 +202,7 @@ pub fn partition_tuned<T: PredicateElement>(
             },
             block: BLOCK,
             // The scatter's workgroup 0 writes the count, even of an empty input.
-            groups: plan::grid(info, tiles.max(1) as u64)?,
+            groups: plan::grid(info, groups.max(1) as u64)?,
             bindings,
             params: bytemuck::bytes_of(&params),
         })
@@ -214,6 +220,7 @@ pub fn partition_tuned<T: PredicateElement>(
         return launch(
             Step::One,
             params(tuning.spin),
+            tiles,
             &[
                 input.binding(0, n),
                 output.binding(0, n),
@@ -225,94 +232,82 @@ pub fn partition_tuned<T: PredicateElement>(
         );
     }
     let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
-    let most = tuning.scan_in_pass_max_tiles.min(SCAN_IN_PASS_MAX_TILES);
-    let bits = group_bits(tiles);
-    let groups = tiles.div_ceil(1 << bits);
-    // The group sums and the scatter's count of tiles done, in the device's counters.
-    let sums = (tiles > most && tuning.group_sums && groups_fit(tiles))
-        .then(|| dev.counter_slot(4 * (groups as u64 + 1)))
-        .flatten()
-        .map(|slot| Binding {
-            buffer: slot,
-            offset: 0,
-            bytes: 4 * (groups as u64 + 1),
-        });
-    let offsets = if tiles > 0 && tiles <= most {
-        Offsets::Sums
-    } else if sums.is_some() {
-        Offsets::Groups
-    } else {
-        Offsets::Launch
+    let most_a_group = tuning
+        .group_max_tiles
+        .unwrap_or(default_group_max_tiles(info));
+    let bits = group_bits(tiles, tuning.scan_in_pass_max_tiles, most_a_group);
+    let groups = bits.map_or(tiles, |b| tiles.div_ceil(1 << b));
+    // The group sums where groups hold several tiles; else the prefixes of a scan launch.
+    let mut sums = match bits {
+        Some(0) => None,
+        Some(_) => Some(DeviceVec::<u32>::alloc(dev, groups)?),
+        None => Some(DeviceVec::<u32>::alloc(dev, tiles)?),
     };
-    let mut prefix = match offsets {
-        Offsets::Launch => Some(DeviceVec::<u32>::alloc(dev, tiles)?),
-        _ => None,
-    };
-    let params = |spin: u32| PartitionParams {
-        scan: offsets as u32,
-        group_bits: bits,
-        ..params(spin)
+    let params = PartitionParams {
+        scan: bits.is_some() as u32,
+        group_bits: bits.unwrap_or(0),
+        ..params(0)
     };
     if tiles > 0 {
-        let bindings = steps_bindings(input, output, &counts, prefix.as_ref(), sums, count);
-        launch(Step::Count, params(0), &bindings)?;
+        let bindings = steps_bindings(input, output, &counts, sums.as_ref(), count);
+        let step = if params.group_bits > 0 {
+            Step::Groups
+        } else {
+            Step::Count
+        };
+        launch(step, params, groups, &bindings)?;
     }
-    if let (Some(prefix), true) = (&mut prefix, tiles > 0) {
+    if let (Some(prefix), None, true) = (&mut sums, bits, tiles > 0) {
         scan::device_scan(dev, ReduceOp::Sum, ScanKind::Exclusive, &counts, prefix)?;
     }
-    let bindings = steps_bindings(input, output, &counts, prefix.as_ref(), sums, count);
-    launch(Step::Scatter, params(0), &bindings)
+    let bindings = steps_bindings(input, output, &counts, sums.as_ref(), count);
+    launch(Step::Scatter, params, tiles, &bindings)
 }
 
-/// How the scatter step finds each tile's offset (`scan` in the kernels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Offsets {
-    /// From the prefixes of a scan launch between the steps.
-    Launch = 0,
-    /// By summing every tile's count (at most [`SCAN_IN_PASS_MAX_TILES`] tiles).
-    Sums = 1,
-    /// By summing every group's sum (added up by the count step) and the counts of the tiles
-    /// of its own group before it.
-    Groups = 2,
-}
-
-/// Log2 of the tiles a group of the group sums: the smallest power of two whose square holds
-/// `tiles`, so that a scatter tile sums at most that many group sums and counts of its group.
-fn group_bits(tiles: usize) -> u32 {
+/// Log2 of the tiles a group of the count step, whose sums the scatter step adds up with the
+/// counts of its own group's tiles: the fewest tiles a group that leave at most `most` groups
+/// (at most [`SCAN_IN_PASS_MAX_TILES`]; 0 with `tiles` at most that, every group one tile).
+/// `None` where that needs more than `most_a_group` tiles a group (at most
+/// [`SCAN_IN_PASS_MAX_TILES`]) or `most` is 0: the tile counts then take a scan launch.
+fn group_bits(tiles: usize, most: usize, most_a_group: usize) -> Option<u32> {
+    let most = most.min(SCAN_IN_PASS_MAX_TILES);
+    if most == 0 {
+        return None;
+    }
     let mut bits = 0;
-    while (1usize << (2 * bits)) < tiles {
+    while tiles.div_ceil(1 << bits) > most {
         bits += 1;
     }
-    bits
+    (1usize << bits <= most_a_group.min(SCAN_IN_PASS_MAX_TILES)).then_some(bits)
 }
 
-/// Whether the scatter step can sum `tiles` tiles' offsets by groups: at most
-/// [`SCAN_IN_PASS_MAX_TILES`] groups and tiles a group (2^20 tiles, past what one launch spans).
-fn groups_fit(tiles: usize) -> bool {
-    1usize << group_bits(tiles) <= SCAN_IN_PASS_MAX_TILES
+/// Most tiles a group of the count step by default: one workgroup counts a group's tiles one
+/// after another, with more registers than the one-tile count step (H200, NOTES.md version
+/// 48: CUDA 60 against 40, Vulkan 83 against 65), so groups pay only while they are small:
+/// four tiles on CUDA, two on Vulkan; larger inputs take the scan launch.
+fn default_group_max_tiles(info: &crate::DeviceInfo) -> usize {
+    if info.backend == BackendKind::Cuda {
+        4
+    } else {
+        2
+    }
 }
 
-/// The count and scatter steps' bindings; the third is the prefixes, the group sums, or (where
-/// the scatter sums every count) a binding the steps do not read.
+/// The count and scatter steps' bindings; the third is the prefixes or the group sums, or (where
+/// groups are single tiles) a binding the steps do not read.
 fn steps_bindings<'a, T: PredicateElement>(
     input: &'a DeviceVec<T>,
     output: &'a DeviceVec<T>,
     counts: &'a DeviceVec<u32>,
-    prefix: Option<&'a DeviceVec<u32>>,
-    sums: Option<Binding<'a>>,
+    sums: Option<&'a DeviceVec<u32>>,
     count: &'a DeviceVec<u64>,
 ) -> [Binding<'a>; 5] {
-    let (n, tiles) = (input.len(), counts.len());
-    let third = match (prefix, sums) {
-        (Some(prefix), _) => prefix.binding(0, tiles),
-        (None, Some(sums)) => sums,
-        (None, None) => counts.binding(0, tiles),
-    };
+    let third = sums.unwrap_or(counts);
     [
-        input.binding(0, n),
-        output.binding(0, n),
-        counts.binding(0, tiles),
-        third,
+        input.binding(0, input.len()),
+        output.binding(0, input.len()),
+        counts.binding(0, counts.len()),
+        third.binding(0, third.len()),
         count.binding(0, 1),
     ]
 }

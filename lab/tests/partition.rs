@@ -183,44 +183,50 @@ fn long_input_with_a_skewed_predicate() {
 }
 
 /// The tile offsets summed by the scatter step from every count (one tile, two, and the most
-/// tiles it takes), from group sums, and scanned by a launch of their own give the same output,
-/// and the limit holds (`Tuning` of 1 tile: a tile summed from every count, more by groups or a
-/// launch); each case runs twice (the group sums in the device's counters must be zero again
-/// after a call). Sizes give groups of one and two tiles, a last group of one tile, and 4- and
-/// 8-byte elements.
+/// tiles it takes), from the sums of groups of tiles (one group of every tile; at most 16
+/// groups, the last one partial, of 2–512 tiles; groups of up to 1024 tiles; the device's
+/// default groups), and scanned by a launch of their own (0) give the same output, at 4- and
+/// 8-byte elements; each case runs twice.
 #[test]
 fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
     fn run<T: PredicateElement>(input: &[T]) {
-        for most in [0, 1, SCAN_IN_PASS_MAX_TILES] {
-            for group_sums in [true, false] {
-                let tuning = partition::Tuning {
-                    scan_in_pass_max_tiles: most,
-                    group_sums,
-                    one_launch_max_tiles: Some(0),
-                    ..Default::default()
-                };
-                for _ in 0..2 {
-                    check_tuned(
-                        &format!(
-                            "n = {} {}, summed in the scatter up to {most} tiles, group sums \
-                             {group_sums}",
-                            input.len(),
-                            T::KIND
-                        ),
-                        input,
-                        Predicate::Odd,
-                        tuning,
-                    );
-                }
+        let any = Some(SCAN_IN_PASS_MAX_TILES);
+        for (most, group_max_tiles) in [
+            (0, None),
+            (1, any),
+            (16, any),
+            (SCAN_IN_PASS_MAX_TILES, any),
+            (SCAN_IN_PASS_MAX_TILES, None),
+        ] {
+            let tuning = partition::Tuning {
+                scan_in_pass_max_tiles: most,
+                group_max_tiles,
+                one_launch_max_tiles: Some(0),
+                ..Default::default()
+            };
+            for _ in 0..2 {
+                check_tuned(
+                    &format!(
+                        "n = {} {}, at most {most} sums in the scatter, groups of at most \
+                         {group_max_tiles:?} tiles",
+                        input.len(),
+                        T::KIND
+                    ),
+                    input,
+                    Predicate::Odd,
+                    tuning,
+                );
             }
         }
     }
     let large = std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1");
     let tile = partition::tile_elems(4);
-    let mut sizes = vec![1, 33, tile, tile + 1, 1_000_003];
+    let mut sizes = vec![1, 33, tile, tile + 1, 17 * tile + 3, 1_000_003];
     if large {
-        // Past the sums of every count (groups of 128 tiles, the last of one), and their limit.
-        sizes.extend([(1 << 24) + 1, SCAN_IN_PASS_MAX_TILES * tile]);
+        // Past the sums of every count: groups of 4 tiles, the last of one (the default on
+        // CUDA); groups of 8 tiles, the last of one; at most 16 groups: nine of 512 tiles; at
+        // most one: the scan launch. And the limit of the sums of every count.
+        sizes.extend([(1 << 23) + 1, (1 << 24) + 1, SCAN_IN_PASS_MAX_TILES * tile]);
     }
     let mut rng = Rng::new(seed());
     for n in sizes {

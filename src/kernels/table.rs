@@ -509,11 +509,12 @@ pub const KERNELS: &[KernelDef] = &[
         name: "partition",
         variants: ALL_TYPES,
         consts: &[
-            // The step: 0 count, 1 scatter, 2 the whole partition in one launch.
+            // The step: 0 count, 1 scatter, 2 the whole partition in one launch, 3 count by
+            // groups of tiles.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: &[0, 1, 2],
+                values: &[0, 1, 2, 3],
             },
             // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
             Const {
