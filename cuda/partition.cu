@@ -67,14 +67,24 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, const 
     const unsigned int g = t >> bits;
     const unsigned int g_first = g << bits;
     unsigned int below = 0, all = 0;
+    // Two loops under a uniform branch (see the GLSL twin).
+    if (bits == 0u) {
 #pragma unroll
-    for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
-        const unsigned int j = local + q * BLOCK;
-        unsigned int c = 0u;
-        if (j < groups) c = bits != 0u ? sums[j] : counts[j];
-        all += c;
-        if (j < g) below += c;
-        if (g_first + j < t) below += counts[g_first + j];
+        for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
+            const unsigned int j = local + q * BLOCK;
+            const unsigned int c = j < p.tiles ? counts[j] : 0u;
+            all += c;
+            if (j < t) below += c;
+        }
+    } else {
+#pragma unroll
+        for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
+            const unsigned int j = local + q * BLOCK;
+            const unsigned int c = j < groups ? sums[j] : 0u;
+            all += c;
+            if (j < g) below += c;
+            if (g_first + j < t) below += counts[g_first + j];
+        }
     }
 #pragma unroll
     for (unsigned int o = XW_WARP / 2; o > 0; o >>= 1) {

@@ -127,8 +127,8 @@ pub struct Tuning {
     /// ways.
     pub scan_in_pass_max_tiles: usize,
     /// Most tiles a group of those sums (at most [`SCAN_IN_PASS_MAX_TILES`]); an input that
-    /// needs larger groups takes the scan launch. `None`: the device's default (four on CUDA,
-    /// two on Vulkan).
+    /// needs larger groups takes the scan launch. `None`: the default (four; on Vulkan one,
+    /// no groups, for 4-byte elements).
     pub group_max_tiles: Option<usize>,
     /// Most tiles of the one-launch path (at most [`ONE_LAUNCH_MAX_TILES`]): `None` as many
     /// as the device holds at once ([`crate::DeviceInfo::compute_units`], none where it is
@@ -234,7 +234,7 @@ pub fn partition_tuned<T: PredicateElement>(
     let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
     let most_a_group = tuning
         .group_max_tiles
-        .unwrap_or(default_group_max_tiles(info));
+        .unwrap_or(default_group_max_tiles(info, T::KIND.size()));
     let bits = group_bits(tiles, tuning.scan_in_pass_max_tiles, most_a_group);
     let groups = bits.map_or(tiles, |b| tiles.div_ceil(1 << b));
     // The group sums where groups hold several tiles; else the prefixes of a scan launch.
@@ -281,15 +281,19 @@ fn group_bits(tiles: usize, most: usize, most_a_group: usize) -> Option<u32> {
     (1usize << bits <= most_a_group.min(SCAN_IN_PASS_MAX_TILES)).then_some(bits)
 }
 
-/// Most tiles a group of the count step by default: one workgroup counts a group's tiles one
-/// after another, with more registers than the one-tile count step (H200, NOTES.md version
-/// 48: CUDA 60 against 40, Vulkan 83 against 65), so groups pay only while they are small:
-/// four tiles on CUDA, two on Vulkan; larger inputs take the scan launch.
-fn default_group_max_tiles(info: &crate::DeviceInfo) -> usize {
-    if info.backend == BackendKind::Cuda {
+/// Most tiles a group of the count step by default for elements of `size` bytes: one workgroup
+/// counts a group's tiles one after another, with more registers than the one-tile count step
+/// (H200, NOTES.md version 48: CUDA 60 against 40 for 4-byte elements; Vulkan 83 against 65,
+/// 8-byte elements 54), so groups pay only while they are small: four tiles on CUDA and for
+/// 8-byte elements on Vulkan (µs, CUDA / Vulkan: `i32` 2^23 40.3 → 38.0 / –, `u64` 2^22 37.4 →
+/// 34.0 / 36.1 → 33.2, 2^23 – / 62.6 → 60.5), none for 4-byte elements on Vulkan (`i32` 2^24
+/// 68.7 → 72.0 with groups); larger inputs take the scan launch (`i32` 2^26 with groups of 16:
+/// 222.2 → 225.3 / 225.1 → 247.9).
+fn default_group_max_tiles(info: &crate::DeviceInfo, size: usize) -> usize {
+    if info.backend == BackendKind::Cuda || size >= 8 {
         4
     } else {
-        2
+        1
     }
 }
 
