@@ -7,7 +7,8 @@
 // passing lanes, and the warps' counts meet in shared memory. Both groups of a tile are staged
 // in shared memory (the passing ones first) and leave in coalesced stores.
 //
-// Variant constants: OP (0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS), ITEMS, BLOCK (threads per block).
+// Variant constants: OP (0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS, 4 SCATTER_GROUPS), ITEMS, BLOCK
+// (threads per block).
 
 struct PartitionParams {
     unsigned int n;      // elements
@@ -53,8 +54,8 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
 }
 
 // XW_SCAN_SUMS: tile t's offset among the passing elements (*pre) and every tile's (*selected),
-// from every group's sum (sums[g]; every tile's count where groups are single tiles) and the
-// counts of the tiles of t's group before t. warp_counts is free once every thread has read it
+// from every tile's count (OP 1), or from every group's sum (sums[g]) and the counts of the
+// tiles of t's group before t (OP 4, SCATTER_GROUPS). warp_counts is free once every thread has read it
 // (the barrier first). Every thread calls it.
 __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, const unsigned int* sums,
                                               unsigned int* warp_counts, const PartitionParams& p,
@@ -67,8 +68,8 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, const 
     const unsigned int g = t >> bits;
     const unsigned int g_first = g << bits;
     unsigned int below = 0, all = 0;
-    // Two loops under a uniform branch (see the GLSL twin).
-    if (bits == 0u) {
+    // Two variants (see the GLSL twin).
+    if (OP != 4) {
 #pragma unroll
         for (unsigned int q = 0; q < XW_SUM_TILES; ++q) {
             const unsigned int j = local + q * BLOCK;
@@ -261,11 +262,11 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     __shared__ XW_T stage[BLOCK * ITEMS];
     const unsigned int t = (unsigned int)xw_group();
     const unsigned int local = threadIdx.x;
-    if (OP == 1 && p.tiles == 0 && t == 0 && local == 0) *total = 0ull;
+    if ((OP == 1 || OP == 4) && p.tiles == 0 && t == 0 && local == 0) *total = 0ull;
     // Whole blocks leave together, so __syncthreads below is reached by all.
 #if OP == 3
     if ((t << p.group_bits) < p.tiles) xw_count_group(src, counts, prefix, warp_counts, p, t);
-#elif OP == 0 || OP == 1 || OP == 2
+#elif OP == 0 || OP == 1 || OP == 2 || OP == 4
     if (t >= p.tiles) return;
     const unsigned int lane = local % XW_WARP;
     const unsigned int warp = local / XW_WARP;
@@ -307,7 +308,7 @@ extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     xw_one_totals(src, counts, warp_counts, p, t, &pre, &selected);
 #else
     unsigned int pre, selected;
-    if (p.scan != XW_SCAN_LAUNCH) {
+    if (OP == 4 || p.scan != XW_SCAN_LAUNCH) {
         xw_sum_counts(counts, prefix, warp_counts, p, t, &pre, &selected);
     } else {
         pre = prefix[t];

@@ -4,7 +4,7 @@
 //   COUNT    per tile t, the elements that pass the predicate: counts[t].
 //   GROUPS   COUNT by groups of 2^p.group_bits consecutive tiles: workgroup g counts the tiles
 //            of group g one after another, writes each one's count and their sum, prefix[g]
-//            (no atomics: a group is one workgroup's).
+//            (no atomics: a group is one workgroup's). SCATTER_GROUPS is SCATTER after it.
 //   (then)   with p.scan == SCAN_LAUNCH, an exclusive scan of the tile counts: prefix[t], the
 //            passing elements of the tiles before t, by a device scan (xwarp::scan, itself a
 //            decoupled look-back with its no-deadlock fallback). With SCAN_SUMS the scatter
@@ -49,13 +49,15 @@ layout(local_size_x_id = 0) in;
 #include "vote_predicate.glsl"
 #include "tile_ballot.glsl"
 
-layout(constant_id = 1) const uint OP = 0u;  // 0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS
+// 0 COUNT, 1 SCATTER, 2 ONE, 3 GROUPS, 4 SCATTER_GROUPS
+layout(constant_id = 1) const uint OP = 0u;
 layout(constant_id = 2) const uint ITEMS = 16u;
 
 const uint OP_COUNT = 0u;
 const uint OP_SCATTER = 1u;
 const uint OP_ONE = 2u;
 const uint OP_GROUPS = 3u;
+const uint OP_SCATTER_GROUPS = 4u;
 // ONE: tiles whose states one invocation reads (src/partition.rs: ONE_LAUNCH_MAX_TILES), and
 // the flag of a published state.
 const uint ONE_TILES = 2u;
@@ -240,8 +242,8 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
 }
 
 // SCAN_SUMS: tile t's offset among the passing elements (`pre`) and every tile's
-// (`selected`), from every group's sum (every tile's count where groups are single tiles) and
-// the counts of the tiles of t's group before t. sg_counts is free once every invocation has
+// (`selected`), from every tile's count (SCATTER), or from every group's sum and the counts of
+// the tiles of t's group before t (SCATTER_GROUPS). sg_counts is free once every invocation has
 // read it (the barrier first). Uniform control flow.
 void sum_counts(uint t, uint local, out uint pre, out uint selected) {
     uint bits = p.group_bits;
@@ -250,9 +252,10 @@ void sum_counts(uint t, uint local, out uint pre, out uint selected) {
     uint g_first = g << bits;
     uint below = 0u;
     uint all = 0u;
-    // Two loops under a uniform branch: with single tiles no load waits on the group's test
-    // (one loop of both cost 1.2 us at 1024 tiles, NOTES.md version 48).
-    if (bits == 0u) {
+    // Two variants: with single tiles no load waits on the group's test (one loop of both cost
+    // Vulkan 1.2 us at 1024 tiles, a uniform branch between two loops a register of the exact
+    // f32 variant, NOTES.md version 48).
+    if (OP != OP_SCATTER_GROUPS) {
         [[unroll]] for (uint q = 0u; q < SUM_TILES; ++q) {
             uint j = local + q * gl_WorkGroupSize.x;
             uint c = j < p.tiles ? counts[j] : 0u;
@@ -310,7 +313,7 @@ void count_group(uint g, uint local) {
 void main() {
     uint t = xw_group();
     uint local = gl_LocalInvocationIndex;
-    if (OP == OP_SCATTER && p.tiles == 0u && t == 0u && local == 0u) {
+    if ((OP == OP_SCATTER || OP == OP_SCATTER_GROUPS) && p.tiles == 0u && t == 0u && local == 0u) {
         total[0] = 0u;
         total[1] = 0u;
     }
@@ -360,7 +363,7 @@ void main() {
     if (OP == OP_ONE) {
         // Every invocation has read sg_counts above (the ranking's loop lies between).
         one_totals(t, local, pre, selected);
-    } else if (p.scan != SCAN_LAUNCH) {
+    } else if (OP == OP_SCATTER_GROUPS || p.scan != SCAN_LAUNCH) {
         sum_counts(t, local, pre, selected);
     } else {
         pre = prefix[t];

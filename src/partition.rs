@@ -101,6 +101,8 @@ enum Step {
     One = 2,
     /// The count step by groups of tiles.
     Groups = 3,
+    /// The scatter step after it.
+    ScatterGroups = 4,
 }
 
 /// Partitions `input` by `pred` into `output` (the same length, another buffer): the passing
@@ -261,7 +263,12 @@ pub fn partition_tuned<T: PredicateElement>(
         scan::device_scan(dev, ReduceOp::Sum, ScanKind::Exclusive, &counts, prefix)?;
     }
     let bindings = steps_bindings(input, output, &counts, sums.as_ref(), count);
-    launch(Step::Scatter, params, tiles, &bindings)
+    let step = if params.group_bits > 0 {
+        Step::ScatterGroups
+    } else {
+        Step::Scatter
+    };
+    launch(step, params, tiles, &bindings)
 }
 
 /// Log2 of the tiles a group of the count step, whose sums the scatter step adds up with the

@@ -510,11 +510,11 @@ pub const KERNELS: &[KernelDef] = &[
         variants: ALL_TYPES,
         consts: &[
             // The step: 0 count, 1 scatter, 2 the whole partition in one launch, 3 count by
-            // groups of tiles.
+            // groups of tiles, 4 the scatter after it.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: &[0, 1, 2, 3],
+                values: &[0, 1, 2, 3, 4],
             },
             // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
             Const {
