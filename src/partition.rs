@@ -292,8 +292,8 @@ fn group_bits(tiles: usize, most: usize, most_a_group: usize) -> Option<u32> {
 /// counts a group's tiles one after another, with more registers than the one-tile count step
 /// (H200, NOTES.md version 48: CUDA 60 against 40 for 4-byte elements; Vulkan 83 against 65,
 /// 8-byte elements 54), so groups pay only while they are small: four tiles on CUDA and for
-/// 8-byte elements on Vulkan (µs, CUDA / Vulkan: `i32` 2^23 40.3 → 38.0 / –, `u64` 2^22 37.4 →
-/// 34.0 / 36.1 → 33.2, 2^23 – / 62.6 → 60.5), none for 4-byte elements on Vulkan (`i32` 2^24
+/// 8-byte elements on Vulkan (µs, CUDA / Vulkan: `i32` 2^23 40.2 → 38.7 / –, `u64` 2^22 37.1 →
+/// 34.3 / 36.1 → 31.6, 2^23 – / 62.5 → 58.6), none for 4-byte elements on Vulkan (`i32` 2^24
 /// 68.7 → 72.0 with groups); larger inputs take the scan launch (`i32` 2^26 with groups of 16:
 /// 222.2 → 225.3 / 225.1 → 247.9).
 fn default_group_max_tiles(info: &crate::DeviceInfo, size: usize) -> usize {
