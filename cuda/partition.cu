@@ -61,7 +61,7 @@ __device__ __forceinline__ void xw_sum_counts(const unsigned int* counts, const 
                                               unsigned int* warp_counts, const PartitionParams& p,
                                               unsigned int t, unsigned int* pre,
                                               unsigned int* selected) {
-    __shared__ unsigned int warp_all[XW_MAX_WARPS];
+    __shared__ __align__(16) unsigned int warp_all[XW_MAX_WARPS];
     const unsigned int local = threadIdx.x;
     const unsigned int bits = p.group_bits;
     const unsigned int groups = (p.tiles + (1u << bits) - 1u) >> bits;
@@ -184,7 +184,7 @@ __device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsi
                                               unsigned int t, unsigned int* pre,
                                               unsigned int* selected) {
     __shared__ unsigned int s_flag;
-    __shared__ unsigned int warp_all[XW_MAX_WARPS];
+    __shared__ __align__(16) unsigned int warp_all[XW_MAX_WARPS];
     const unsigned int local = threadIdx.x;
     unsigned int below = 0, all = 0, pending = 0;
 #pragma unroll
@@ -258,7 +258,7 @@ __device__ __forceinline__ void xw_one_totals(const XW_T* __restrict__ src, unsi
 extern "C" __global__ XW_PARTITION_BOUNDS void partition(
     const XW_T* __restrict__ src, XW_T* __restrict__ dst, unsigned int* counts,
     unsigned int* prefix, unsigned long long* __restrict__ total, PartitionParams p) {
-    __shared__ unsigned int warp_counts[XW_MAX_WARPS];
+    __shared__ __align__(16) unsigned int warp_counts[XW_MAX_WARPS];
     __shared__ XW_T stage[BLOCK * ITEMS];
     const unsigned int t = (unsigned int)xw_group();
     const unsigned int local = threadIdx.x;
