@@ -136,17 +136,25 @@ fn float_edges_keep_their_bits() {
                 input,
                 pred,
             );
-            // The edges repeated over several tiles, through the one-launch path too.
+            // The edges repeated over several tiles, through every path: the one launch, the
+            // scatter's sums of every count, groups of two tiles, the scan launch.
             let tile = partition::tile_elems(T::KIND.size());
             let long: Vec<T> = input.iter().copied().cycle().take(3 * tile + 5).collect();
-            for one in [Some(0), Some(ONE_LAUNCH_MAX_TILES)] {
+            for (one, most, group_max_tiles) in [
+                (Some(0), SCAN_IN_PASS_MAX_TILES, None),
+                (Some(ONE_LAUNCH_MAX_TILES), SCAN_IN_PASS_MAX_TILES, None),
+                (Some(0), 2, Some(SCAN_IN_PASS_MAX_TILES)),
+                (Some(0), 0, None),
+            ] {
                 let tuning = partition::Tuning {
                     one_launch_max_tiles: one,
+                    scan_in_pass_max_tiles: most,
+                    group_max_tiles,
                     ..Default::default()
                 };
                 check_tuned(
                     &format!(
-                        "float edges {} n={}, one launch {one:?}",
+                        "float edges {} n={}, one launch {one:?}, at most {most} sums",
                         T::KIND,
                         long.len()
                     ),

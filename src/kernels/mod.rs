@@ -314,14 +314,14 @@ param_blocks! {
         pub b_hi: u32,
         /// Tiles of the input.
         pub tiles: u32,
-        /// How the scatter step finds its offsets: 0 from a scan launch's prefixes, 1 by
-        /// summing every tile's count, 2 by summing every group's sum (kept by the count step
-        /// in the device's counters buffer) and its own group's counts.
+        /// How the scatter step (`OP` 1) finds its offsets: 0 from a scan launch's prefixes, 1
+        /// by summing every tile's count. The scatter after the group count step (`OP` 4)
+        /// always sums the group sums and its own group's counts.
         pub scan: u32,
         /// The one-launch step: polls of unpublished tile states per thread before the block
         /// counts such a tile itself.
         pub spin: u32,
-        /// `scan` 2: log2 of the tiles a group.
+        /// The group count step and its scatter (`OP` 3 and 4): log2 of the tiles a group.
         pub group_bits: u32,
     }
 
