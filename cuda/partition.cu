@@ -135,7 +135,8 @@ __device__ __forceinline__ unsigned int xw_tile_kept(const XW_T* __restrict__ sr
 }
 
 // GROUPS (OP 3): the tiles of group g (the block), one after another: each tile's count, and
-// their sum (sums[g]); the loop kept rolled (see the GLSL twin). Every thread calls it.
+// their sum (sums[g]); 60 registers where COUNT has 40 (`int`), rolled or not. Every thread
+// calls it.
 __device__ __forceinline__ void xw_count_group(const XW_T* __restrict__ src, unsigned int* counts,
                                                unsigned int* sums, unsigned int* warp_counts,
                                                const PartitionParams& p, unsigned int g) {
