@@ -32,8 +32,12 @@
 //! Then, per queue, the host's side of a synchronous call with nothing else in it: the host
 //! time from `vkQueueSubmit` until the host sees the fence signalled, for a command buffer that
 //! is empty or holds one dispatch (recorded beforehand, outside the timing), waited on either
-//! by `vkWaitForFences` or by polling `vkGetFenceStatus`; and `vkQueueSubmit`'s own return
-//! time. Medians over R (at least 201) submissions, in microseconds: the floor of a
+//! by `vkWaitForFences` or by polling `vkGetFenceStatus`, or (where the device has Vulkan 1.2's
+//! timelineSemaphore) with no fence, the submission signalling a timeline semaphore that the
+//! host polls (`vkGetSemaphoreCounterValue`) or waits on (`vkWaitSemaphores`); and, for the
+//! dispatch, by polling the counter it writes in host-coherent memory (the GPU's write seen by
+//! the host, no synchronisation object; the fence is waited on afterwards, untimed); and
+//! `vkQueueSubmit`'s own return time. Medians over R (at least 201) submissions, in microseconds: the floor of a
 //! synchronous call on the driver, whatever the library does around it.
 //!
 //! Afterwards each configuration checks that every counter equals the number of dispatches it
@@ -163,6 +167,7 @@ struct DeviceReport {
     driver: String,
     timestamp_period_ns: f32,
     host_query_reset: bool,
+    timeline_semaphore: bool,
     notes: Vec<String>,
     families: Vec<FamilyReport>,
 }
@@ -181,7 +186,9 @@ struct FamilyReport {
 struct RoundTrip {
     /// `empty` (a command buffer with no command) or `dispatch` (one dispatch).
     contents: &'static str,
-    /// `fence` (`vkWaitForFences`) or `poll` (`vkGetFenceStatus` until signalled).
+    /// `fence` (`vkWaitForFences`), `poll` (`vkGetFenceStatus` until signalled), `tl-poll`
+    /// (`vkGetSemaphoreCounterValue` of a timeline semaphore), `tl-wait` (`vkWaitSemaphores`)
+    /// or `memory` (the dispatch's counter read from the mapping until it changes).
     wait: &'static str,
     /// `vkQueueSubmit`'s return.
     submit_us: f64,
@@ -336,11 +343,15 @@ fn bench_device(
     };
     let mut driver = "(driver properties need Vulkan 1.2)".to_string();
     let mut host_query_reset = false;
+    let mut timeline = false;
     if props.api_version.min(vkx.api_version) >= vk::API_VERSION_1_2 {
         let mut dp = vk::PhysicalDeviceDriverProperties::default();
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut dp);
         let mut hqr = vk::PhysicalDeviceHostQueryResetFeatures::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut hqr);
+        let mut tls = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut hqr)
+            .push_next(&mut tls);
         // SAFETY: Vulkan 1.1 queries (instance and device are at least 1.2) into chains that
         // live until the calls return.
         unsafe {
@@ -355,6 +366,7 @@ fn bench_device(
             text(dp.driver_info_as_c_str())
         );
         host_query_reset = hqr.host_query_reset == vk::TRUE;
+        timeline = tls.timeline_semaphore == vk::TRUE;
     }
     let v = props.driver_version;
     let mut rep = DeviceReport {
@@ -378,6 +390,7 @@ fn bench_device(
         driver: driver.trim().to_string(),
         timestamp_period_ns: props.limits.timestamp_period,
         host_query_reset,
+        timeline_semaphore: timeline,
         notes: Vec::new(),
         families: Vec::new(),
     };
@@ -417,11 +430,18 @@ fn bench_device(
         );
         return Ok(rep);
     }
+    if !timeline {
+        note(
+            &mut rep,
+            "no timelineSemaphore (a Vulkan 1.2 feature): tl-poll and tl-wait skipped".into(),
+        );
+    }
     let gpu = Gpu::new(
         inst,
         pd,
         &chosen,
         host_query_reset,
+        timeline,
         props.limits.timestamp_period,
     )?;
     for lane in &gpu.lanes {
@@ -464,10 +484,21 @@ fn bench_device(
             );
             family.rows.push(row);
         }
-        for (dispatch, poll) in [(false, false), (false, true), (true, false), (true, true)] {
-            let rt = gpu.round_trip(lane, dispatch, poll, reps.max(201))?;
+        let waits = [
+            Wait::Fence,
+            Wait::Poll,
+            Wait::TimelineSpin,
+            Wait::TimelineBlock,
+            Wait::Memory,
+        ];
+        for (dispatch, wait) in [false, true]
+            .into_iter()
+            .flat_map(|d| waits.map(|w| (d, w)))
+            .filter(|&(d, w)| (timeline || !w.timeline()) && (d || w != Wait::Memory))
+        {
+            let rt = gpu.round_trip(lane, dispatch, wait, reps.max(201))?;
             println!(
-                "  {index:>3} {:>3}  host round trip, {:<8} wait by {:<5}: submit {:>6.2} us, \
+                "  {index:>3} {:>3}  host round trip, {:<8} wait by {:<7}: submit {:>6.2} us, \
                  until signalled {:>6.2} us",
                 lane.family, rt.contents, rt.wait, rt.submit_us, rt.total_us
             );
@@ -485,6 +516,35 @@ struct Lane {
     cmd_pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
+    /// A timeline semaphore (null without the feature) and the last value submitted to it.
+    timeline: vk::Semaphore,
+    signalled: std::cell::Cell<u64>,
+}
+
+/// How the host learns that a submission has finished.
+#[derive(Clone, Copy, PartialEq)]
+enum Wait {
+    Fence,
+    Poll,
+    TimelineSpin,
+    TimelineBlock,
+    Memory,
+}
+
+impl Wait {
+    fn timeline(self) -> bool {
+        matches!(self, Wait::TimelineSpin | Wait::TimelineBlock)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Wait::Fence => "fence",
+            Wait::Poll => "poll",
+            Wait::TimelineSpin => "tl-poll",
+            Wait::TimelineBlock => "tl-wait",
+            Wait::Memory => "memory",
+        }
+    }
 }
 
 /// A device and every object made on it. `Drop` destroys them in reverse order of creation;
@@ -517,6 +577,7 @@ impl Drop for Gpu {
             let _ = d.device_wait_idle();
             for lane in self.lanes.iter().rev() {
                 d.destroy_fence(lane.fence, None);
+                d.destroy_semaphore(lane.timeline, None);
                 d.destroy_command_pool(lane.cmd_pool, None);
             }
             d.destroy_descriptor_pool(self.fresh_pool, None);
@@ -544,6 +605,7 @@ impl Gpu {
         pd: vk::PhysicalDevice,
         families: &[u32],
         host_query_reset: bool,
+        timeline: bool,
         timestamp_period: f32,
     ) -> Res<Gpu> {
         let priorities = [1.0f32];
@@ -560,8 +622,13 @@ impl Gpu {
         if host_query_reset {
             info = info.push_next(&mut hqr);
         }
-        // SAFETY: the create info and its chain live until the call returns; the feature is
-        // enabled only where the device reported it; `Drop` destroys the device.
+        let mut tls =
+            vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
+        if timeline {
+            info = info.push_next(&mut tls);
+        }
+        // SAFETY: the create info and its chain live until the call returns; the features are
+        // enabled only where the device reported them; `Drop` destroys the device.
         let device = unsafe { inst.create_device(pd, &info, None) }.or_vk("vkCreateDevice")?;
         let mut gpu = Gpu {
             device,
@@ -673,10 +740,19 @@ impl Gpu {
                     cmd_pool,
                     cmd: vk::CommandBuffer::null(),
                     fence: vk::Fence::null(),
+                    timeline: vk::Semaphore::null(),
+                    signalled: std::cell::Cell::new(0),
                 });
                 let lane = gpu.lanes.last_mut().expect("pushed just above");
                 let info = vk::FenceCreateInfo::default();
                 lane.fence = d.create_fence(&info, None).or_vk("vkCreateFence")?;
+                if timeline {
+                    let mut kind = vk::SemaphoreTypeCreateInfo::default()
+                        .semaphore_type(vk::SemaphoreType::TIMELINE)
+                        .initial_value(0);
+                    let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+                    lane.timeline = d.create_semaphore(&info, None).or_vk("vkCreateSemaphore")?;
+                }
                 let info = vk::CommandBufferAllocateInfo::default()
                     .command_pool(cmd_pool)
                     .level(vk::CommandBufferLevel::PRIMARY)
@@ -819,9 +895,9 @@ impl Gpu {
     }
 
     /// The host time of `reps` submissions (after a few to warm up) of a command buffer that is
-    /// empty or holds one dispatch, each waited on by `vkWaitForFences` or by polling
-    /// `vkGetFenceStatus`; then checks the counters (one per dispatch).
-    fn round_trip(&self, lane: &Lane, dispatch: bool, poll: bool, reps: usize) -> Res<RoundTrip> {
+    /// empty or holds one dispatch, each waited on as `wait` says; then checks the counters
+    /// (one per dispatch).
+    fn round_trip(&self, lane: &Lane, dispatch: bool, wait: Wait, reps: usize) -> Res<RoundTrip> {
         let d = &self.device;
         let compute = vk::PipelineBindPoint::COMPUTE;
         // SAFETY: the mapping holds LANES coherent u32s, and no GPU work is pending.
@@ -830,7 +906,9 @@ impl Gpu {
         for rep in 0..WARMUP + reps {
             // SAFETY: the previous submission on this lane has been waited on, so its command
             // pool is in use by nothing; every handle is alive; the cached set has binding 0
-            // written.
+            // written; the timeline semaphore (used only where it exists) gets a value above
+            // every earlier one; the mapping holds LANES coherent u32s, read as volatile words
+            // while the GPU may write them.
             let (s_ns, t_ns) = unsafe {
                 d.reset_command_pool(lane.cmd_pool, vk::CommandPoolResetFlags::empty())
                     .or_vk("vkResetCommandPool")?;
@@ -865,19 +943,63 @@ impl Gpu {
                 }
                 d.end_command_buffer(lane.cmd).or_vk("vkEndCommandBuffer")?;
                 let cmds = [lane.cmd];
-                let info = [vk::SubmitInfo::default().command_buffers(&cmds)];
+                let value = lane.signalled.get() + 1;
+                let values = [value];
+                let semaphores = [lane.timeline];
+                let mut tl_info =
+                    vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+                let mut one = vk::SubmitInfo::default().command_buffers(&cmds);
+                let fence = if wait.timeline() {
+                    one = one.signal_semaphores(&semaphores).push_next(&mut tl_info);
+                    vk::Fence::null()
+                } else {
+                    lane.fence
+                };
+                let info = [one];
+                // The counter before this submission's dispatch (memory wait).
+                let counter = self.counters.cast_const();
+                let before = counter.read_volatile();
                 let t0 = std::time::Instant::now();
-                d.queue_submit(lane.queue, &info, lane.fence)
+                d.queue_submit(lane.queue, &info, fence)
                     .or_vk("vkQueueSubmit")?;
                 let t1 = std::time::Instant::now();
-                if poll {
-                    while !d.get_fence_status(lane.fence).or_vk("vkGetFenceStatus")? {}
-                } else {
-                    d.wait_for_fences(&[lane.fence], true, u64::MAX)
-                        .or_vk("vkWaitForFences")?;
+                match wait {
+                    Wait::Poll => {
+                        while !d.get_fence_status(lane.fence).or_vk("vkGetFenceStatus")? {}
+                    }
+                    Wait::Fence => {
+                        d.wait_for_fences(&[lane.fence], true, u64::MAX)
+                            .or_vk("vkWaitForFences")?;
+                    }
+                    Wait::TimelineSpin => {
+                        while d
+                            .get_semaphore_counter_value(lane.timeline)
+                            .or_vk("vkGetSemaphoreCounterValue")?
+                            < value
+                        {}
+                    }
+                    Wait::TimelineBlock => {
+                        let info = vk::SemaphoreWaitInfo::default()
+                            .semaphores(&semaphores)
+                            .values(&values);
+                        d.wait_semaphores(&info, u64::MAX)
+                            .or_vk("vkWaitSemaphores")?;
+                    }
+                    Wait::Memory => {
+                        while counter.read_volatile() == before {
+                            std::hint::spin_loop();
+                        }
+                    }
                 }
                 let t2 = std::time::Instant::now();
-                d.reset_fences(&[lane.fence]).or_vk("vkResetFences")?;
+                if wait.timeline() {
+                    lane.signalled.set(value);
+                } else {
+                    // The memory wait saw the write, not the end of the submission.
+                    d.wait_for_fences(&[lane.fence], true, u64::MAX)
+                        .or_vk("vkWaitForFences")?;
+                    d.reset_fences(&[lane.fence]).or_vk("vkResetFences")?;
+                }
                 ((t1 - t0).as_secs_f64(), (t2 - t0).as_secs_f64())
             };
             if rep >= WARMUP {
@@ -898,7 +1020,7 @@ impl Gpu {
         }
         Ok(RoundTrip {
             contents: if dispatch { "dispatch" } else { "empty" },
-            wait: if poll { "poll" } else { "fence" },
+            wait: wait.name(),
             submit_us: median(&mut submit),
             total_us: median(&mut total),
         })

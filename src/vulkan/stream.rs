@@ -1070,7 +1070,7 @@ impl VulkanDevice {
         let t = self.submit_frame(&mut s)?;
         self.wait_for(&mut s, t)?;
         // Still holding the stream: no later command can write the buffer before the copy.
-        buffer.with_mapped(|m| dst.copy_from_slice(&m[offset as usize..][..dst.len()]))
+        buffer.read_mapped(offset, dst)
     }
 
     /// Records the copy of a read: `bytes` from `(buffer, offset)` `from` into the host-visible
