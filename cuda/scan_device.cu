@@ -7,7 +7,8 @@
 // tiles per thread), PARTIALS_IN_SHARED (32-bit types: each thread's partial folds stay in
 // shared memory through the look-back and are computed again at the end; 0: in registers),
 // SELF_CLEARING (1: launches with clear == XW_SELF_CLEARING, whose code only this variant has;
-// 0: the clearing launch and the launches after it), VEC (1: the tile in registers, below).
+// 0: the clearing launch and the launches after it), VEC (1: the tile in registers, below),
+// NEAR_DEPTH (4-byte integers: predecessors each lane of the near look-back polls, 1 or 4).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
@@ -211,6 +212,59 @@ __device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregat
         look_back_near_walk(k, total, flags, aggregates, inclusives, spin, lb);
         return;
     }
+#if NEAR_DEPTH > 1
+    if constexpr (XW_PACKED) {
+        // NEAR_DEPTH tiles a lane (lane i: tiles k - 1 - i - 32 r): one round trip reads a
+        // window of 32 * NEAR_DEPTH states, so in a grid that is resident at once an inclusive
+        // prefix reaches NEAR_DEPTH times as many tiles a round. Integers fold in any order:
+        // the nearest inclusive prefix and the aggregates after it are reduced by a butterfly
+        // (the same bits as the left fold). src/tuning.rs (scan_near_depth) says where.
+        const unsigned count = min(k, (unsigned)(XW_WARP * NEAR_DEPTH));
+        unsigned m = count;
+        bool near = false;
+        T v[NEAR_DEPTH];
+        for (unsigned poll = 0; poll < min(spin + 1, (unsigned)XW_NEAR_POLLS); ++poll) {
+            unsigned f[NEAR_DEPTH];
+#pragma unroll
+            for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
+                const unsigned w = lane + r * XW_WARP;
+                v[r] = xw_identity(T(0));
+                f[r] = w < count ? read_flag(flags, k - 1 - w, v[r]) : 0u;
+            }
+            m = count;
+#pragma unroll
+            for (unsigned r = NEAR_DEPTH; r-- > 0;) {
+                const unsigned w = lane + r * XW_WARP;
+                const unsigned incl = __ballot_sync(0xffffffffu, w < count && f[r] == FLAG_INCLUSIVE);
+                if (incl) m = r * XW_WARP + (unsigned)__ffs(incl) - 1;
+            }
+            bool hole = false;
+#pragma unroll
+            for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
+                hole = hole || (lane + r * XW_WARP < m && f[r] == 0u);
+            }
+            if (__ballot_sync(0xffffffffu, hole) == 0u) {
+                near = m < count;
+                break;
+            }
+        }
+        if (near) {
+            T e = xw_identity(T(0));
+#pragma unroll
+            for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
+                if (lane + r * XW_WARP <= m) e = xw_op(e, v[r]);
+            }
+#pragma unroll
+            for (unsigned d = XW_WARP / 2; d > 0; d /= 2) e = xw_op(e, __shfl_xor_sync(0xffffffffu, e, d));
+            if (lane == 0) {
+                lb.value = e;
+                publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
+            }
+        }
+        if (lane == 0) lb.near = near;
+        return;
+    }
+#endif
     const unsigned count = min(k, (unsigned)XW_WARP);
     unsigned m = count;
     bool near = false;

@@ -69,6 +69,9 @@ pub use crate::spec::scan::{ScanKind, BLOCK, ITEMS, TILE};
 /// Tiles each thread of the look-back reads at once by default (a window of `BLOCK *
 /// LOOKBACK_TILES` predecessors; not part of the order). The default depends on the device and the length.
 pub const LOOKBACK_TILES: u32 = 1;
+/// The values [`Tuning::near_depth`] accepts.
+pub const NEAR_DEPTHS: [u32; 2] = [1, 4];
+
 /// The most look-back tiles per thread [`Tuning::lookback_tiles`] accepts.
 pub const MAX_LOOKBACK_TILES: u32 = 4;
 /// Scans of at most this many tiles look back over 2 tiles per thread on Vulkan.
@@ -112,6 +115,12 @@ pub struct Tuning {
     /// with 64-bit buffer atomics and the subgroup arithmetic operations; `Some(true)`
     /// elsewhere is refused. Both give the same bits.
     pub registers: Option<bool>,
+    /// Predecessors each lane of the CUDA twin's near look-back polls at once for 4-byte
+    /// integers: 1 (32 tile states a poll) or 4 (128, folded in any order, which integers
+    /// allow); `None`: the length chooses (4 up to 1024 tiles). Floats, 8-byte elements and
+    /// the Vulkan kernels (whose near look-back walks down a subgroup's window at a time) take
+    /// 1 whatever is set. Both give the same bits.
+    pub near_depth: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -122,6 +131,7 @@ impl Default for Tuning {
             lookback_tiles: None,
             items: None,
             registers: None,
+            near_depth: None,
         }
     }
 }
@@ -427,6 +437,24 @@ pub(crate) fn scan_segments<T: Reduce>(
             ))
         }
     };
+    let near_depth = match tuning.near_depth {
+        None => crate::tuning::scan_near_depth(dev.info(), T::KIND, tiles),
+        Some(d) if NEAR_DEPTHS.contains(&d) => d,
+        Some(d) => {
+            return Err(Error::invalid(
+                "near_depth",
+                d,
+                format!("one of {NEAR_DEPTHS:?}"),
+            ))
+        }
+    };
+    // Only 4-byte integers have the deeper near look-back (the kernel's other types would
+    // compile the same code under another name).
+    let near_depth = if matches!(T::KIND, ElemKind::I32 | ElemKind::U32) {
+        near_depth
+    } else {
+        1
+    };
     let launches: usize = segments.iter().map(|(i, _)| i.len().div_ceil(chunk)).sum();
     // The call's temporaries in one buffer: a counter per launch (one launch in the device's
     // counters buffer: two); two words of tile state per tile (32-bit types keep flag and
@@ -477,6 +505,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
         consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
         consts.push(("VEC", u32::from(registers)));
+        consts.push(("NEAR_DEPTH", near_depth));
     }
     let kernel = Kernel {
         name: crate::tuning::scan_kernel(dev.info(), T::KIND, registers),

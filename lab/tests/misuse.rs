@@ -373,6 +373,11 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             ..ScanTuning::default()
         };
         let register_tile = "None or Some(false)".to_string();
+        let depth = ScanTuning {
+            near_depth: Some(2),
+            ..ScanTuning::default()
+        };
+        let depths = format!("one of {:?}", scan::NEAR_DEPTHS);
         let k_high = scan::MAX_LOOKBACK_TILES + 1;
         for (t, name, value, allowed) in [
             (window(0), "lookback_tiles", 0.to_string(), &windows),
@@ -383,6 +388,7 @@ fn invalid_offsets_name_the_offset_and_its_range() {
                 &windows,
             ),
             (items(0), "items", 0.to_string(), &item_range),
+            (depth, "near_depth", 2.to_string(), &depths),
             (items(17), "items", 17.to_string(), &item_range),
             (launch(1), "max_launch_elems", 1.to_string(), &tiles),
             (

@@ -851,14 +851,16 @@ fn scan_prop<T: Arb>() {
         select(vec![None, Some(1), Some(2), Some(scan::MAX_LOOKBACK_TILES)]),
         // The staging kernel where the device would keep the tile in registers.
         select(vec![None, Some(false)]),
+        select(vec![None, Some(1), Some(4)]),
     )
         .prop_map(
-            |(spin, max_launch_elems, lookback_tiles, registers)| ScanTuning {
+            |(spin, max_launch_elems, lookback_tiles, registers, near_depth)| ScanTuning {
                 spin,
                 max_launch_elems,
                 lookback_tiles,
                 items: None,
                 registers,
+                near_depth,
             },
         );
     let scope = prop_oneof![

@@ -228,6 +228,8 @@ fn integer_scans_agree_at_every_tile() {
             .into_iter()
             .enumerate()
             {
+                // Both depths of the CUDA near look-back, each with and without the
+                // fallback.
                 let tuning = Tuning {
                     items: Some(items),
                     spin: if (i + j) % 2 == 0 {
@@ -235,6 +237,7 @@ fn integer_scans_agree_at_every_tile() {
                     } else {
                         scan::DEFAULT_SPIN
                     },
+                    near_depth: Some(scan::NEAR_DEPTHS[(i / 2 + j) % 2]),
                     ..Tuning::default()
                 };
                 let kind = if i % 2 == 0 {
@@ -338,6 +341,7 @@ fn integer_tiles_in_registers_agree_with_the_cpu() {
                     items: Some(items),
                     spin: if i == 1 { 0 } else { scan::DEFAULT_SPIN },
                     max_launch_elems: launch,
+                    near_depth: Some(scan::NEAR_DEPTHS[(i + j) % 2]),
                     ..Tuning::default()
                 };
                 let kind = [ScanKind::Inclusive, ScanKind::Exclusive][(i + j) % 2];

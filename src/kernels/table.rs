@@ -691,6 +691,13 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            // Predecessors each lane of the near look-back polls (src/tuning.rs,
+            // scan_near_depth).
+            Const {
+                name: "NEAR_DEPTH",
+                on: On::Cuda,
+                values: &[1, 4],
+            },
         ],
         cuda: true,
         params: Some(&SCAN_DEVICE_PARAMS),
