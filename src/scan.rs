@@ -193,7 +193,7 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
     match tuning.items {
         None if fixed => Ok(ITEMS),
         // The device's choice where it holds that tile, else the default.
-        None => Ok(Some(crate::tuning::scan_items(T::KIND, len))
+        None => Ok(Some(crate::tuning::scan_items(dev.info(), T::KIND, len))
             .filter(|&i| fits(i))
             .unwrap_or(ITEMS)),
         Some(i) if fixed && i != ITEMS => Err(Error::invalid(

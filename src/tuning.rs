@@ -156,7 +156,14 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// Scan: elements per thread of a device-scan tile of integers of `elem` for `n` elements
 /// (floats always take [`crate::scan::ITEMS`], part of their order; 8-byte integers too):
 /// [`crate::scan::MAX_ITEMS`] (32, tiles of 8192) for 4-byte integers from 2^20 elements on
-/// both backends; else [`crate::scan::ITEMS`] (16).
+/// both backends, but for 2^23 up to 2^25 elements on Vulkan; else [`crate::scan::ITEMS`] (16).
+///
+/// H200 (NOTES.md, version 49; `i32` scans, both kinds, two alternations, µs at 16 / 20 / 24 /
+/// 28 / 32 elements a thread): Vulkan 2^21 15.2–15.5 / 14.0–14.1 / 15.9–16.2 / 15.0–15.4 /
+/// 12.9–13.2, 2^22 17.8–18.2 / 19.9–20.1 / 18.5–18.8 / 18.4–18.6 / 17.7–17.8, 2^23 28.4–28.5 /
+/// 29.3–29.7 / 29.1–29.4 / 29.3 / 29.9–30.1, 2^24 45.5–46.3 / 47.7–47.8 / 48.9–49.5 / 48.5–49.0
+/// / 48.2–48.5; CUDA took 32 or within noise of it at every one of these lengths (2^22 about 19
+/// whatever the tile).
 ///
 /// H100 (NOTES.md, version 27), `i32` inclusive scans, µs at 16 → 32: CUDA (with the partial
 /// folds in shared memory, [`scan_partials_in_shared`]) 2^20 11.9 → 11.6, 2^21 17.3 → 14.8,
@@ -166,8 +173,9 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// scan keeps its tile in registers ([`scan_tile_in_registers`]; H200, version 40, µs at 16 →
 /// 32: 2^22 21.2 → 18.9, 2^23 33.3 → 31.5, 2^24 47.6 → 49.1, 2^26 157 → 149, 2^28 590 →
 /// 545), where the staging kernel had taken 108 registers at 32 from 2^24 (70.0 → 75.0 µs).
-pub(crate) fn scan_items(elem: ElemKind, n: usize) -> u32 {
-    if n >= 1 << 20 && matches!(elem, ElemKind::I32 | ElemKind::U32) {
+pub(crate) fn scan_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
+    let vulkan_middle = info.backend == BackendKind::Vulkan && (1 << 23..1 << 25).contains(&n);
+    if n >= 1 << 20 && matches!(elem, ElemKind::I32 | ElemKind::U32) && !vulkan_middle {
         crate::scan::MAX_ITEMS
     } else {
         crate::scan::ITEMS
