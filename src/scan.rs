@@ -438,7 +438,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         }
     };
     let near_depth = match tuning.near_depth {
-        None => crate::tuning::scan_near_depth(dev.info(), T::KIND, tiles),
+        None => crate::tuning::scan_near_depth(dev.info(), tiles),
         Some(d) if NEAR_DEPTHS.contains(&d) => d,
         Some(d) => {
             return Err(Error::invalid(

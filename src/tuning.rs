@@ -117,17 +117,16 @@ pub(crate) fn scan_lookback_tiles(info: &DeviceInfo, tiles: usize) -> u32 {
 }
 
 /// Scan (CUDA twin only): predecessors each lane of the near look-back polls for a scan of
-/// `tiles` tiles of `elem` (constant `NEAR_DEPTH`): 4 for 4-byte integers up to
-/// [`NEAR_DEPTH_MAX_TILES`] tiles (one round trip reads 128 tile states, folded by a butterfly:
-/// integers fold in any order), else 1 (32 states a poll; floats keep their left fold).
+/// `tiles` tiles of 4-byte integers (constant `NEAR_DEPTH`; the caller gives other types 1):
+/// 4 up to [`NEAR_DEPTH_MAX_TILES`] tiles (one round trip reads 128 tile states, folded by a
+/// butterfly: integers fold in any order), else 1 (32 states a poll).
 ///
 /// H200 (NOTES.md, version 49; `i32`/`u32` scans, two alternations, µs, depth 1 / 4): 2^20
 /// (128 tiles) 10.0–10.2 / 9.3–9.5, 2^22 19.2–19.5 / 18.6–19.0, 2^23 27.8–28.2 / 27.1–27.7,
 /// 2^21 12.5–12.8 / 12.7–12.9; from 2^24 (2048 tiles) depth 4 took 1–1.6% more (2^28 556–559 /
 /// 562–568).
-pub(crate) fn scan_near_depth(info: &DeviceInfo, elem: ElemKind, tiles: usize) -> u32 {
-    let integer32 = matches!(elem, ElemKind::I32 | ElemKind::U32);
-    if info.backend == BackendKind::Cuda && integer32 && tiles <= NEAR_DEPTH_MAX_TILES {
+pub(crate) fn scan_near_depth(info: &DeviceInfo, tiles: usize) -> u32 {
+    if info.backend == BackendKind::Cuda && tiles <= NEAR_DEPTH_MAX_TILES {
         4
     } else {
         1

@@ -207,17 +207,24 @@ impl VkBuffer {
     /// the memory (a PCIe BAR), the bytes are read in aligned 16-byte loads
     /// ([`copy_from_uncached`]).
     pub(super) fn read_mapped(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        let cached = lock(&self.allocation).as_ref().is_some_and(|a| {
+        let guard = lock(&self.allocation);
+        let allocation = guard.as_ref();
+        let cached = allocation.is_some_and(|a| {
             a.memory_properties()
                 .contains(vk::MemoryPropertyFlags::HOST_CACHED)
         });
-        self.with_mapped(|m| {
-            if cached {
-                dst.copy_from_slice(&m[offset as usize..][..dst.len()]);
-            } else {
-                copy_from_uncached(m, offset as usize, dst);
-            }
-        })
+        let mapping = allocation
+            .and_then(|a| a.mapped_slice())
+            .ok_or(Error::Vulkan {
+                call: "map staging memory",
+                result: vk::Result::ERROR_MEMORY_MAP_FAILED,
+            })?;
+        if cached {
+            dst.copy_from_slice(&mapping[offset as usize..][..dst.len()]);
+        } else {
+            copy_from_uncached(mapping, offset as usize, dst);
+        }
+        Ok(())
     }
 
     /// The mapped bytes of a host-visible buffer.
