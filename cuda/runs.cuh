@@ -28,7 +28,6 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #define FLAG_INCLUSIVE 2u
 #define W_FLAGS 4u  // the first flag word; word 0 is the ticket counter
 #define TILE (BLOCK * ITEMS)
-#define CHUNK 16u  // threads whose heads one thread sums in step 2
 // 32-bit words of a value (reduce-by-key's; the other kernels load none) and of the largest
 // element, keys or values, that a tile stages in shared memory.
 #if defined(XW_RUNS_RBK)
@@ -37,9 +36,16 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #define VALUE_WORDS 1u
 #endif
 // Blocks of BLOCK threads an SM holds at least (registers capped to fit): reduce-by-key's
-// 32-bit kernels otherwise took 80 registers, three blocks an SM.
+// 32-bit kernels otherwise take 72 registers, three blocks an SM, which cost 1.02-1.10x the
+// time at 2^22-2^26 (H200) against a few spilled words at four.
 #define XW_RUNS_MIN_BLOCKS ((KEY_WORDS == 1 && VALUE_WORDS == 1) ? 4 : 1)
-#define STAGE_WORDS ((TILE + 1) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS))
+// The keys' stage holds a tile's keys, then its outputs' keys (and run-length encoding's
+// lengths); reduce-by-key's values have a stage of their own, for the tile's values, then its
+// outputs' values. (Places 0 to TILE: see xw_runs_tile.)
+// Reduce-by-key's 32-bit kernels then take 40 KiB a block: four blocks an SM on GPUs with at
+// least 160 KiB of shared memory an SM (compute capability 8.0, 9.0), fewer on others.
+#define STAGE_WORDS ((TILE + 1) * KEY_WORDS)
+#define VSTAGE_WORDS ((TILE + 1) * VALUE_WORDS)
 // A word's place in the staging buffer: one padding word after every 32, so that the threads
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.
 #define XW_PAD(w) ((w) + (w) / 32u)
@@ -90,11 +96,13 @@ __device__ __forceinline__ Carry xw_carry_op(Carry a, Carry b) {
 struct RunsShared {
     unsigned int inv_heads[BLOCK];  // step 1: each thread's heads
     xw_vt inv_trail[BLOCK];         // step 1: each thread's trail
-    unsigned int inv_before[BLOCK]; // step 2: H[l]
     xw_vt inv_carry[BLOCK];         // step 2: C[l]
     unsigned int lb_flag[BLOCK];    // the look-back window's flags
-    unsigned int inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK threads
-    unsigned int stage[XW_PAD(STAGE_WORDS)];  // a tile's keys, then its values, as words
+    unsigned int inv_warp[BLOCK / XW_WARP];  // step 2: heads of each warp
+    unsigned int stage[XW_PAD(STAGE_WORDS)];  // a tile's keys, as words
+#if defined(XW_RUNS_RBK)
+    unsigned int vstage[XW_PAD(VSTAGE_WORDS)];  // a tile's values, as words
+#endif
     unsigned int out_lo;                      // the tile's first output place
     unsigned int out_hi;                      // one past its last
     Carry lb_val[BLOCK];            // a window's values, read at once
@@ -110,6 +118,14 @@ struct RunsShared {
     // summary may be reading as its aggregate while warp 0 looks back.
     Carry near_prefix;
 };
+
+// Where the outputs' values are staged: reduce-by-key's value stage; run-length encoding's
+// lengths take the keys' stage once the keys are written out.
+#if defined(XW_RUNS_RBK)
+#define XW_VSTAGE(s) ((s).vstage)
+#else
+#define XW_VSTAGE(s) ((s).stage)
+#endif
 
 struct RunsArgs {
     const unsigned int* keys;
@@ -141,120 +157,118 @@ __device__ __forceinline__ xw_vt xw_value_at(const RunsArgs& a, unsigned int i) 
 #endif
 }
 
-// One thread piece: its keys, values, and which of its elements are heads and tails (bit j).
+// One thread piece: its keys, its values folded, and which of its elements are heads and tails
+// (bit j).
 struct Piece {
     xw_key k[ITEMS];
+    // v[j]: the fold of the piece's values from its last head at or before j (or from its first
+    // element) through j, in element order; past the piece's end, its trail.
     xw_vt v[ITEMS];
     unsigned int heads;
     unsigned int tails;
     unsigned int len;  // its elements below n
 };
 
-// Element e of the tile's keys in the stage.
-__device__ __forceinline__ xw_key xw_stage_key(const RunsShared& s, unsigned int e) {
-    return KEY_WORDS == 2 ? xw_key_from(s.stage[XW_PAD(2 * e)], s.stage[XW_PAD(2 * e + 1)])
-                          : (xw_key)s.stage[XW_PAD(e)];
-}
-
-// A piece's elements, read through shared memory: the tile's keys (then its values) are
-// loaded by all threads at once, consecutive threads reading consecutive words, and each thread
-// then takes its ITEMS consecutive elements from shared memory. (Each thread loading its own
-// ITEMS elements from global memory used 4.5 of every 32 bytes the L1 fetched: the kernels
-// were bound by L2 traffic at 11% of DRAM bandwidth, Nsight Compute on an H100.) Every thread
-// calls it.
-__device__ __forceinline__ void xw_load_piece(const RunsArgs& a, RunsShared& s, unsigned int t,
-                                              unsigned int l, Piece& pc) {
+// A piece's keys, read through shared memory: the tile's keys (and reduce-by-key's values, into
+// their own stage) are loaded by all threads at once, consecutive threads reading consecutive
+// words, and each thread then takes its ITEMS consecutive keys from shared memory and finds its
+// heads and tails. (Each thread loading its own ITEMS elements from global memory used 4.5 of
+// every 32 bytes the L1 fetched: the kernels were bound by L2 traffic at 11% of DRAM bandwidth,
+// Nsight Compute on an H100.) Called once a block, after the ticket's barrier (no earlier reader
+// of the stages), by every thread. FULL: the tile holds TILE elements, so no element needs a
+// bounds check.
+template <bool FULL>
+__device__ __forceinline__ void xw_load_keys(const RunsArgs& a, RunsShared& s, unsigned int t,
+                                             unsigned int l, Piece& pc) {
     const unsigned int n = a.p.n;
     const unsigned int tile_first = t * TILE;
-    const unsigned int tile_len = min((unsigned int)TILE, n - tile_first);
+    const unsigned int tile_len = FULL ? (unsigned int)TILE : min((unsigned int)TILE, n - tile_first);
     const unsigned int first = tile_first + l * ITEMS;
-    pc.len = first < n ? min((unsigned int)ITEMS, n - first) : 0u;
+    pc.len = FULL ? (unsigned int)ITEMS : first < n ? min((unsigned int)ITEMS, n - first) : 0u;
     pc.heads = 0;
     pc.tails = 0;
     // The keys either side of the piece, from global memory (L2 hits, loaded while the stage
     // fills; taking them from the stage after its barrier cost 4-10% on an H100).
-    const xw_key prev = first > 0 && first < n ? xw_key_at(a, first - 1) : 0;
+    const xw_key prev = first > 0 && (FULL || first < n) ? xw_key_at(a, first - 1) : 0;
     const xw_key next = pc.len > 0 && first + pc.len < n ? xw_key_at(a, first + pc.len) : 0;
-#if defined(XW_RUNS_RBK)
-    // The tile's values are loaded with its keys (element l + j * BLOCK into register j), so
-    // that the two loads' latencies overlap; they go to the stage once the keys have left it.
-    xw_vt staged[ITEMS];
-    const xw_vt* vsrc = a.values + tile_first + l;
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j)
-        staged[j] = l + j * BLOCK < tile_len ? vsrc[j * BLOCK] : xw_vt(0);
-#endif
-    // Called once a block, after the ticket's barrier: no earlier reader of the stage. Word w of
-    // the tile is step w / BLOCK of thread w % BLOCK: one address each side, constant offsets.
+    // Word w of the tile is step w / BLOCK of thread w % BLOCK: one address each side, constant
+    // offsets.
     {
         const unsigned int* src = a.keys + (unsigned long long)tile_first * KEY_WORDS + l;
         unsigned int* dst = &s.stage[XW_PAD(l)];
 #pragma unroll
         for (unsigned int j = 0; j < ITEMS * KEY_WORDS; ++j) {
-            if (l + j * BLOCK < tile_len * KEY_WORDS) dst[j * XW_PAD_STEP] = src[j * BLOCK];
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-        const unsigned int e = l * ITEMS + j;
-        if (j < pc.len) {
-            pc.k[j] = xw_stage_key(s, e);
-        } else {
-            pc.k[j] = 0;
+            if (FULL || l + j * BLOCK < tile_len * KEY_WORDS) dst[j * XW_PAD_STEP] = src[j * BLOCK];
         }
     }
 #if defined(XW_RUNS_RBK)
-    __syncthreads();  // every thread has read its keys
     {
-        unsigned int* dst = &s.stage[XW_PAD(VALUE_WORDS * l)];
+        const unsigned int* src =
+            reinterpret_cast<const unsigned int*>(a.values) + (unsigned long long)tile_first * VALUE_WORDS + l;
+        unsigned int* dst = &s.vstage[XW_PAD(l)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS * VALUE_WORDS; ++j) {
+            if (FULL || l + j * BLOCK < tile_len * VALUE_WORDS) dst[j * XW_PAD_STEP] = src[j * BLOCK];
+        }
+    }
+#endif
+    __syncthreads();
+    // A piece's words (ITEMS * KEY_WORDS or ITEMS * VALUE_WORDS, dividing 32) share one row of
+    // 32 between padding words: one address, constant offsets.
+    static_assert(32 % (ITEMS * KEY_WORDS) == 0 && 32 % (ITEMS * VALUE_WORDS) == 0,
+                  "a piece's words within one padded row");
+    {
+        const unsigned int* kp = &s.stage[XW_PAD(l * ITEMS * KEY_WORDS)];
 #pragma unroll
         for (unsigned int j = 0; j < ITEMS; ++j) {
-            if (l + j * BLOCK < tile_len) {
-                unsigned int lo, hi;
-                xw_vt_bits(staged[j], &lo, &hi);
-                // A value's two words are neighbours: XW_PAD adds no word between 2i and 2i + 1.
-                dst[j * VALUE_WORDS * XW_PAD_STEP] = lo;
-                if (VALUE_WORDS == 2) dst[j * VALUE_WORDS * XW_PAD_STEP + 1] = hi;
+            if (j < pc.len) {
+                pc.k[j] = KEY_WORDS == 2 ? xw_key_from(kp[2 * j], kp[2 * j + 1]) : (xw_key)kp[j];
+            } else {
+                pc.k[j] = 0;
             }
         }
     }
-    __syncthreads();
-#endif
-#pragma unroll
-    for (unsigned int j = 0; j < ITEMS; ++j) {
-#if defined(XW_RUNS_RBK)
-        const unsigned int e = l * ITEMS + j;
-        pc.v[j] = j < pc.len ? xw_vt_from(s.stage[XW_PAD(VALUE_WORDS * e)],
-                                          VALUE_WORDS == 2 ? s.stage[XW_PAD(VALUE_WORDS * e + 1)]
-                                                           : 0u)
-                             : xw_vt(0);
-#else
-        pc.v[j] = j < pc.len ? xw_value_at(a, first + j) : xw_vt(0);
-#endif
-    }
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         if (j < pc.len) {
-            const xw_key before = j == 0 ? prev : pc.k[j - 1];
-            const xw_key after = j + 1 == pc.len ? next : pc.k[min(j + 1, (unsigned int)ITEMS - 1)];
-            const bool head = first + j == 0 || pc.k[j] != before;
-            const bool tail = first + j + 1 == n || pc.k[j] != after;
+            // Only the piece's first element can be the input's first, and only its last the
+            // input's last.
+            const bool head = j == 0 ? first == 0 || pc.k[0] != prev : pc.k[j] != pc.k[j - 1];
+            const bool tail = j + 1 == pc.len
+                                  ? first + pc.len == n || pc.k[j] != next
+                                  : pc.k[j] != pc.k[min(j + 1, (unsigned int)ITEMS - 1)];
             pc.heads |= (unsigned int)head << j;
             pc.tails |= (unsigned int)tail << j;
         }
     }
 }
 
-// The trail of a piece: the fold of its values from its last head (or its first value).
-__device__ __forceinline__ xw_vt xw_piece_trail(const Piece& pc) {
-    xw_vt acc = pc.v[0];
+// A piece's values (reduce-by-key's from their stage; run-length encoding counts ones), each
+// folded in place with those before it since the last head: the only form in which the summary
+// and the outputs use them. Every thread read the value stage after xw_load_keys' barrier; the
+// first barrier after this call ends those reads.
+__device__ __forceinline__ void xw_fold_values(const RunsArgs& a, const RunsShared& s,
+                                               unsigned int t, unsigned int l, Piece& pc) {
+    xw_vt acc = xw_vt(0);
+#if defined(XW_RUNS_RBK)
+    const unsigned int* vp = &s.vstage[XW_PAD(l * ITEMS * VALUE_WORDS)];
+#endif
 #pragma unroll
-    for (unsigned int j = 1; j < ITEMS; ++j) {
-        if (j < pc.len) acc = ((pc.heads >> j) & 1u) ? pc.v[j] : xw_vop(acc, pc.v[j]);
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        if (j < pc.len) {
+#if defined(XW_RUNS_RBK)
+            const xw_vt v = xw_vt_from(vp[VALUE_WORDS * j], VALUE_WORDS == 2 ? vp[2 * j + 1] : 0u);
+#else
+            const xw_vt v = xw_value_at(a, t * TILE + l * ITEMS + j);
+#endif
+            acc = j == 0 || ((pc.heads >> j) & 1u) ? v : xw_vop(acc, v);
+        }
+        pc.v[j] = acc;
     }
-    return acc;
 }
+
+// The trail of a piece: the fold of its values from its last head (or its first value).
+__device__ __forceinline__ xw_vt xw_piece_trail(const Piece& pc) { return pc.v[ITEMS - 1]; }
 
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment: thread
 // r < pieces with a head (or r = 0) folds from its trail on through the threads after it until
@@ -301,27 +315,43 @@ __device__ void xw_piece_stats(const RunsArgs& a, unsigned int t, unsigned int l
     *trail = acc;
 }
 
-// Step 2 for tile t, from each thread's head count and trail (step 1): the tile's aggregate
-// (every thread gets it); with `own`, also H[l] and C[l] in inv_before and inv_carry. Every
-// thread calls it. Step 2 is the left fold of the pieces' (heads, trail) in thread order,
-// computed in parallel: H[l] sums integers (through per-chunk sums), C[l] and the aggregate's
-// value come from xw_segment_fold. (One thread folding all BLOCK pieces in turn kept every tile
-// waiting on a chain of BLOCK shared-memory reads; now the chain is as long as the longest run
-// of threads without a head.)
-__device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
-                                 bool own, unsigned int piece_heads, xw_vt piece_trail) {
-    // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary (the tile's
-    // own, before the look-back's fallback computes a predecessor's).
-    if (!own) __syncthreads();
+// Step 2, heads: H[l], the heads of the threads before l (returned), and the tile's heads
+// (*tile_heads), by a shuffle scan within each warp and the warps' totals (integers: any order
+// gives the same sum); also stores the thread's heads for xw_tile_value. Every thread calls it;
+// it holds one barrier.
+__device__ __forceinline__ unsigned int xw_tile_heads(RunsShared& s, unsigned int l,
+                                                      unsigned int piece_heads,
+                                                      unsigned int* tile_heads) {
     s.inv_heads[l] = piece_heads;
+    const unsigned int lane = l % XW_WARP, warp = l / XW_WARP;
+    unsigned int incl = piece_heads;
+#pragma unroll
+    for (unsigned int d = 1; d < XW_WARP; d <<= 1) {
+        const unsigned int up = __shfl_up_sync(XW_FULL_MASK, incl, d);
+        if (lane >= d) incl += up;
+    }
+    if (lane == XW_WARP - 1) s.inv_warp[warp] = incl;
+    __syncthreads();
+    unsigned int before = incl - piece_heads, heads = 0;
+#pragma unroll
+    for (unsigned int i = 0; i < BLOCK / XW_WARP; ++i) {
+        const unsigned int w = s.inv_warp[i];
+        if (i < warp) before += w;
+        heads += w;
+    }
+    *tile_heads = heads;
+    return before;
+}
+
+// Step 2, value, for tile t, after xw_tile_heads: the value of the tile's aggregate (every
+// thread gets it); with `own`, also C[l] in inv_carry. Every thread calls it. It is the left fold
+// of the pieces' trails in thread order, which a head restarts, computed by xw_segment_fold.
+// (One thread folding all BLOCK pieces in turn kept every tile waiting on a chain of BLOCK
+// shared-memory reads; now the chain is as long as the longest run of threads without a head.)
+__device__ xw_vt xw_tile_value(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
+                               bool own, xw_vt piece_trail) {
     s.inv_trail[l] = piece_trail;
     __syncthreads();
-    if (l < BLOCK / CHUNK) {
-        unsigned int sum = 0;
-#pragma unroll
-        for (unsigned int i = 0; i < CHUNK; ++i) sum += s.inv_heads[l * CHUNK + i];
-        s.inv_chunk[l] = sum;
-    }
     // Threads with elements: the first `pieces` (a thread past the end has no heads, and the
     // fold skips it).
     const unsigned int valid = a.p.n - t * TILE;  // elements of the tile (at least one)
@@ -332,21 +362,21 @@ __device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int 
         xw_segment_fold(s, l, pieces, own, &tile_v))
         s.carry.v = tile_v;
     __syncthreads();
-    if (own) {
-        unsigned int h = 0;
-        const unsigned int c = l / CHUNK;
-        for (unsigned int i = 0; i < c; ++i) h += s.inv_chunk[i];
-        for (unsigned int r = c * CHUNK; r < l; ++r) h += s.inv_heads[r];
-        s.inv_before[l] = h;
-    }
-    if (l == 0) {
-        unsigned int heads = 0;
-#pragma unroll
-        for (unsigned int i = 0; i < BLOCK / CHUNK; ++i) heads += s.inv_chunk[i];
-        s.carry.heads = heads;
-    }
+    return s.carry.v;
+}
+
+// Step 2 for a tile whose pieces the caller computed from global memory (xw_piece_stats, in
+// the look-back's fallback): its aggregate (every thread gets it). Every thread calls it.
+__device__ Carry xw_tile_summary(const RunsArgs& a, RunsShared& s, unsigned int t, unsigned int l,
+                                 unsigned int piece_heads, xw_vt piece_trail) {
+    // The shared words of steps 1 and 2 may still be read by an earlier summary (the tile's own,
+    // or another predecessor's).
     __syncthreads();
-    return s.carry;
+    Carry c;
+    xw_tile_heads(s, l, piece_heads, &c.heads);
+    c.v = xw_tile_value(a, s, t, l, false, piece_trail);
+    __syncthreads();  // every thread has read carry.v before the look-back writes it
+    return c;
 }
 
 __device__ __forceinline__ void xw_publish(const RunsArgs& a, unsigned int tile, unsigned int flag,
@@ -520,7 +550,7 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
                 unsigned int h;
                 xw_vt trail;
                 xw_piece_stats(a, tile, l, &h, &trail);
-                const Carry c = xw_tile_summary(a, s, tile, l, false, h, trail);
+                const Carry c = xw_tile_summary(a, s, tile, l, h, trail);
                 if (l == 0) xw_publish(a, tile, FLAG_AGGREGATE, c);
             }
         }
@@ -574,18 +604,30 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
 
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
-// r - e.heads, and widens [lo, hi) to cover those places.
+// r - e.heads, and (keys) widens [lo, hi) to cover those places.
 __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc, Carry e,
                                                  unsigned int before, xw_vt carry, unsigned int l,
                                                  bool values, unsigned int* lo, unsigned int* hi) {
+#if defined(XW_RUNS_UNIQUE)
+    const unsigned int outs = pc.heads;
+#else
+    const unsigned int outs = pc.tails;
+#endif
+    if (!values && outs != 0) {
+        // Element j's place is before + the piece's heads up to j: the first and last outputs'
+        // places bound the piece's range.
+        const unsigned int f = (unsigned int)__ffs(outs) - 1u;
+        const unsigned int z = 31u - (unsigned int)__clz(outs);
+        *lo = min(*lo, before + __popc(pc.heads & ((2u << f) - 1u)));
+        *hi = max(*hi, before + __popc(pc.heads & ((2u << z) - 1u)) + 1u);
+    }
     unsigned int seen = 0;  // heads of the piece so far
-    xw_vt partial = xw_vt(0);
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
         if (j < pc.len) {
             const bool head = (pc.heads >> j) & 1u;
             seen += head;
-            partial = head || j == 0 ? pc.v[j] : xw_vop(partial, pc.v[j]);
+            const xw_vt partial = pc.v[j];
             const unsigned int at = before + seen;  // the run's index + 1 - e.heads
 #if defined(XW_RUNS_UNIQUE)
             const bool out = head;
@@ -593,8 +635,6 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
             const bool out = (pc.tails >> j) & 1u;
 #endif
             if (out) {
-                *lo = min(*lo, at);
-                *hi = max(*hi, at + 1);
                 if (!values) {
                     s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
                     if (KEY_WORDS == 2)
@@ -606,63 +646,52 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
                     const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
                     unsigned int w0, w1;
                     xw_vt_bits(value, &w0, &w1);
-                    s.stage[XW_PAD(VALUE_WORDS * at)] = w0;
-                    if (VALUE_WORDS == 2) s.stage[XW_PAD(VALUE_WORDS * at + 1)] = w1;
+                    XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at)] = w0;
+                    if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at + 1)] = w1;
                 }
             }
         }
     }
 }
 
-__device__ __forceinline__ void xw_runs(const RunsArgs& a) {
-    __shared__ RunsShared s;
-    const unsigned int l = threadIdx.x;
+// Tile t, by the whole block; FULL: it holds TILE elements.
+template <bool FULL>
+__device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, unsigned int t,
+                                             unsigned int l) {
     const RunsParams& p = a.p;
-    if (p.clear) {
-        const unsigned long long i = xw_group() * BLOCK + l;
-        if (i < W_FLAGS + p.tiles) a.work[i] = 0;
-        if (i == 0) *a.runs = 0;
-        return;
-    }
-    // Whole blocks leave together, so __syncthreads below is reached by all.
-    if (xw_group() >= p.tiles) return;
-    // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
-    // started.
-    if (l == 0) s.word = atomicAdd(&a.work[0], 1u);
-    __syncthreads();
-    const unsigned int t = s.word;
-    // The tile's output range, widened in step 4 (the summary's barriers publish these).
+    // The tile's output range, widened in step 4 (xw_tile_heads' barrier publishes these).
     if (l == 0) {
         s.out_lo = TILE + 1;
         s.out_hi = 0;
     }
-    // The thread's piece, loaded once: its summary now, its outputs after the look-back.
+    // The thread's piece, loaded once: its summary now, its outputs around the look-back.
     Piece pc;
-    xw_load_piece(a, s, t, l, pc);
-    const Carry agg = xw_tile_summary(a, s, t, l, true, __popc(pc.heads),
-                                      pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0));
-    const unsigned int before = s.inv_before[l];
-    const xw_vt carry = s.inv_carry[l];
+    xw_load_keys<FULL>(a, s, t, l, pc);
+    Carry agg;
+    const unsigned int before = xw_tile_heads(s, l, __popc(pc.heads), &agg.heads);
     Carry e;
     e.heads = 0;
     e.v = xw_vt(0);
-    if (t > 0 && l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all threads at once, consecutive threads writing consecutive words (each
     // thread storing its own outputs used 4 of every 32 bytes written). The keys' places do
-    // not depend on the look-back, so they are staged before it (while warp 0 looks back, the
-    // others stage theirs). Every thread read its piece from the stage before the summary's
-    // barriers.
+    // not depend on the look-back or on the values, so they are staged first, over the tile's
+    // keys (every thread read its own before xw_tile_heads' barrier): the piece's keys are not
+    // kept beside its values.
     unsigned int lo = TILE + 1, hi = 0;
-    xw_stage_outputs(s, pc, e, before, carry, l, false, &lo, &hi);
+    xw_stage_outputs(s, pc, e, before, xw_vt(0), l, false, &lo, &hi);
     if (hi > 0) {
         atomicMin(&s.out_lo, lo);
         atomicMax(&s.out_hi, hi);
     }
+    xw_fold_values(a, s, t, l, pc);
+    agg.v = xw_tile_value(a, s, t, l, true, pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0));
+    const xw_vt carry = s.inv_carry[l];
     if (t == 0) {
         if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
     } else {
+        if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
         e = xw_look_back(a, s, t, agg, l);
     }
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
@@ -682,13 +711,20 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
         }
     }
 #if !defined(XW_RUNS_UNIQUE)
-    __syncthreads();  // the keys are written out
-    xw_stage_outputs(s, pc, e, before, carry, l, true, &lo, &hi);
+#if !defined(XW_RUNS_RBK)
+    __syncthreads();  // the keys are written out: the lengths take their stage
+#endif
+    // (Reduce-by-key's values go to their own stage, read before xw_tile_value's barriers.)
+    // `before` through an opaque move: otherwise the compiler keeps the keys' staging addresses,
+    // which the values' repeat, live across the look-back (spilled: 44-52 bytes a thread).
+    unsigned int before_v;
+    asm volatile("mov.u32 %0, %1;" : "=r"(before_v) : "r"(before));
+    xw_stage_outputs(s, pc, e, before_v, carry, l, true, &lo, &hi);
     __syncthreads();
     {
         const unsigned int i0 = out_lo + l;
         xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
-        const unsigned int* src = &s.stage[XW_PAD(VALUE_WORDS * i0)];
+        const unsigned int* src = &XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * i0)];
 #pragma unroll
         for (unsigned int j = 0; j < ITEMS; ++j) {
             const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
@@ -697,4 +733,29 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
         }
     }
 #endif
+}
+
+__device__ __forceinline__ void xw_runs(const RunsArgs& a) {
+    __shared__ RunsShared s;
+    const unsigned int l = threadIdx.x;
+    const RunsParams& p = a.p;
+    if (p.clear) {
+        const unsigned long long i = xw_group() * BLOCK + l;
+        if (i < W_FLAGS + p.tiles) a.work[i] = 0;
+        if (i == 0) *a.runs = 0;
+        return;
+    }
+    // Whole blocks leave together, so __syncthreads below is reached by all.
+    if (xw_group() >= p.tiles) return;
+    // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
+    // started.
+    if (l == 0) s.word = atomicAdd(&a.work[0], 1u);
+    __syncthreads();
+    const unsigned int t = s.word;
+    // Every tile but the last is full: its bounds checks (a predicate a word and an element,
+    // 16-32 a thread) go.
+    if (p.n - t * TILE >= TILE)
+        xw_runs_tile<true>(a, s, t, l);
+    else
+        xw_runs_tile<false>(a, s, t, l);
 }
