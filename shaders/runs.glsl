@@ -192,13 +192,16 @@ uvec2 stage_key(uint e) {
 // its values) are loaded by all invocations at once, consecutive invocations reading
 // consecutive words, and each invocation then takes its ITEMS consecutive elements from
 // shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
-// the CUDA twin of an H100). Uniform control flow.
-void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+// the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
+// before j (or from its first element) through j, in element order, and past the piece's end
+// its trail: the only form in which the summary and the outputs use them. `full` (uniform): the
+// tile holds TILE elements, so every piece holds ITEMS. Uniform control flow.
+void load_piece(uint t, uint l, bool full, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
                 out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
-    len = first < p.n ? min(ITEMS, p.n - first) : 0u;
+    len = full ? ITEMS : first < p.n ? min(ITEMS, p.n - first) : 0u;
     heads = 0u;
     tails = 0u;
     // The keys either side of the piece, from global memory (L2 hits, loaded while the stage
@@ -243,26 +246,20 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     }
     barrier();
 #endif
+    VT acc = VT(0);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
 #if defined(XW_RUNS_RBK)
-        uint e = l * ITEMS + j;
-        v[j] = j < len ? vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
-                                       VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)]
-                                                         : 0u))
-                       : VT(0);
+            uint e = l * ITEMS + j;
+            VT x = vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
+                                 VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
 #else
-        v[j] = j < len ? value_at(first + j) : VT(0);
+            VT x = value_at(first + j);
 #endif
+            acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
+        }
+        v[j] = acc;
     }
-}
-
-// The trail of a piece: the fold of its values from its last head (or its first value).
-VT piece_trail(VT v[ITEMS], uint heads, uint len) {
-    VT acc = v[0];
-    [[unroll]] for (uint j = 1u; j < ITEMS; ++j) {
-        if (j < len) acc = ((heads >> j) & 1u) != 0u ? v[j] : vop(acc, v[j]);
-    }
-    return acc;
 }
 
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment:
@@ -565,15 +562,27 @@ Carry look_back(uint k, Carry agg, uint l) {
 // r - e.heads; returns the places it covers as [x, y) (y = 0: none).
 uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
                     uint before, VT carry, uint l, bool values) {
+#if defined(XW_RUNS_UNIQUE)
+    uint outs = heads;
+#else
+    uint outs = tails;
+#endif
+    // Element j's place is before + the piece's heads up to j: the first and last outputs'
+    // places bound the piece's range.
     uint lo = TILE + 1u;
     uint hi = 0u;
+    if (outs != 0u) {
+        uint f = uint(findLSB(outs));
+        uint z = uint(findMSB(outs));
+        lo = before + bitCount(heads & ((2u << f) - 1u));
+        hi = before + bitCount(heads & ((2u << z) - 1u)) + 1u;
+    }
     uint seen = 0u;  // heads of the piece so far
-    VT partial = VT(0);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         if (j < len) {
             bool head = ((heads >> j) & 1u) != 0u;
             seen += uint(head);
-            partial = head || j == 0u ? v[j] : vop(partial, v[j]);
+            VT partial = v[j];
             uint at = before + seen;  // the run's index + 1 - e.heads
 #if defined(XW_RUNS_UNIQUE)
             bool emit = head;
@@ -581,8 +590,6 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint le
             bool emit = ((tails >> j) & 1u) != 0u;
 #endif
             if (emit) {
-                lo = min(lo, at);
-                hi = max(hi, at + 1u);
                 if (!values) {
                     stage[stage_at(KEY_WORDS * at)] = k[j].x;
                     if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
@@ -625,11 +632,16 @@ void main() {
         out_hi = 0u;
     }
     // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
+    // Every tile but the last is full: its pieces' per-element bounds checks fold away.
     uvec2 k[ITEMS];
     VT v[ITEMS];
     uint heads, tails, len;
-    load_piece(t, l, k, v, heads, tails, len);
-    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? piece_trail(v, heads, len) : VT(0));
+    if (p.n - t * TILE >= TILE) {
+        load_piece(t, l, true, k, v, heads, tails, len);
+    } else {
+        load_piece(t, l, false, k, v, heads, tails, len);
+    }
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
     Carry e;
