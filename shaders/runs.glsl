@@ -194,14 +194,16 @@ uvec2 stage_key(uint e) {
 // shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
 // the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
 // before j (or from its first element) through j, in element order, and past the piece's end
-// its trail: the only form in which the summary and the outputs use them. `full` (uniform): the
-// tile holds TILE elements, so every piece holds ITEMS. Uniform control flow.
-void load_piece(uint t, uint l, bool full, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+// its trail: the only form in which the summary and the outputs use them. Uniform control flow.
+// (The CUDA twin specialises full tiles, without bounds checks: here that took NVIDIA's driver to
+// 79 registers for i32 and 86 for f32, two workgroups an SM, 1.24-1.27x the f32 kernel's time at
+// 2^24-2^26 on an H200.)
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
                 out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
-    len = full ? ITEMS : first < p.n ? min(ITEMS, p.n - first) : 0u;
+    len = first < p.n ? min(ITEMS, p.n - first) : 0u;
     heads = 0u;
     tails = 0u;
     // The keys either side of the piece, from global memory (L2 hits, loaded while the stage
@@ -632,15 +634,10 @@ void main() {
         out_hi = 0u;
     }
     // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
-    // Every tile but the last is full: its pieces' per-element bounds checks fold away.
     uvec2 k[ITEMS];
     VT v[ITEMS];
     uint heads, tails, len;
-    if (p.n - t * TILE >= TILE) {
-        load_piece(t, l, true, k, v, heads, tails, len);
-    } else {
-        load_piece(t, l, false, k, v, heads, tails, len);
-    }
+    load_piece(t, l, k, v, heads, tails, len);
     Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
