@@ -41,11 +41,12 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #define XW_RUNS_MIN_BLOCKS ((KEY_WORDS == 1 && VALUE_WORDS == 1) ? 4 : 1)
 // The keys' stage holds a tile's keys, then its outputs' keys (and run-length encoding's
 // lengths); reduce-by-key's values have a stage of their own, for the tile's values, then its
-// outputs' values. (Places 0 to TILE: see xw_runs_tile.)
-// Reduce-by-key's 32-bit kernels then take 40 KiB a block: four blocks an SM on GPUs with at
+// outputs' values. (Places 0 to TILE: see xw_runs_tile; TILE + 1 + l takes thread l's stores
+// of non-outputs in xw_stage_outputs.)
+// Reduce-by-key's 32-bit kernels then take 42 KiB a block: four blocks an SM on GPUs with at
 // least 160 KiB of shared memory an SM (compute capability 8.0, 9.0), fewer on others.
-#define STAGE_WORDS ((TILE + 1) * KEY_WORDS)
-#define VSTAGE_WORDS ((TILE + 1) * VALUE_WORDS)
+#define STAGE_WORDS ((TILE + 1 + BLOCK) * KEY_WORDS)
+#define VSTAGE_WORDS ((TILE + 1 + BLOCK) * VALUE_WORDS)
 // A word's place in the staging buffer: one padding word after every 32, so that the threads
 // of a warp reading words ITEMS * KEY_WORDS apart hit different banks.
 #define XW_PAD(w) ((w) + (w) / 32u)
@@ -621,35 +622,34 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
         *lo = min(*lo, before + __popc(pc.heads & ((2u << f) - 1u)));
         *hi = max(*hi, before + __popc(pc.heads & ((2u << z) - 1u)) + 1u);
     }
+    // Every element stores, a non-output to the thread's own scratch place TILE + 1 + l, which no
+    // write-out reads (elements past the piece's end are neither heads nor tails): no branch an
+    // element, and no two threads' stores meet.
     unsigned int seen = 0;  // heads of the piece so far
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
-        if (j < pc.len) {
-            const bool head = (pc.heads >> j) & 1u;
-            seen += head;
-            const xw_vt partial = pc.v[j];
-            const unsigned int at = before + seen;  // the run's index + 1 - e.heads
+        const bool head = (pc.heads >> j) & 1u;
+        seen += head;
 #if defined(XW_RUNS_UNIQUE)
-            const bool out = head;
+        const bool out = head;
 #else
-            const bool out = (pc.tails >> j) & 1u;
+        const bool out = (pc.tails >> j) & 1u;
 #endif
-            if (out) {
-                if (!values) {
-                    s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
-                    if (KEY_WORDS == 2)
-                        s.stage[XW_PAD(KEY_WORDS * at + 1)] = xw_key_hi(pc.k[j]);
-                } else {
-                    // The run began in this piece, in an earlier piece of the tile, or in an
-                    // earlier tile.
-                    const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
-                    const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
-                    unsigned int w0, w1;
-                    xw_vt_bits(value, &w0, &w1);
-                    XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at)] = w0;
-                    if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at + 1)] = w1;
-                }
-            }
+        // The run's index + 1 - e.heads.
+        const unsigned int at = out ? before + seen : (unsigned int)TILE + 1u + l;
+        if (!values) {
+            s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
+            if (KEY_WORDS == 2) s.stage[XW_PAD(KEY_WORDS * at + 1)] = xw_key_hi(pc.k[j]);
+        } else {
+            // The run began in this piece, in an earlier piece of the tile, or in an earlier
+            // tile.
+            const xw_vt partial = pc.v[j];
+            const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
+            const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
+            unsigned int w0, w1;
+            xw_vt_bits(value, &w0, &w1);
+            XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at)] = w0;
+            if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at + 1)] = w1;
         }
     }
 }
@@ -715,10 +715,13 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     __syncthreads();  // the keys are written out: the lengths take their stage
 #endif
     // (Reduce-by-key's values go to their own stage, read before xw_tile_value's barriers.)
-    // `before` through an opaque move: otherwise the compiler keeps the keys' staging addresses,
-    // which the values' repeat, live across the look-back (spilled: 44-52 bytes a thread).
+    // `before` and the piece's head and tail bits through opaque moves: otherwise the compiler
+    // keeps the keys' staging addresses, which the values' repeat, live across the look-back
+    // (spilled: 44-52 bytes a thread).
     unsigned int before_v;
     asm volatile("mov.u32 %0, %1;" : "=r"(before_v) : "r"(before));
+    asm volatile("mov.u32 %0, %0;" : "+r"(pc.heads));
+    asm volatile("mov.u32 %0, %0;" : "+r"(pc.tails));
     xw_stage_outputs(s, pc, e, before_v, carry, l, true, &lo, &hi);
     __syncthreads();
     {
