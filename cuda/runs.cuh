@@ -641,16 +641,29 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
             s.stage[XW_PAD(KEY_WORDS * at)] = (unsigned int)pc.k[j];
             if (KEY_WORDS == 2) s.stage[XW_PAD(KEY_WORDS * at + 1)] = xw_key_hi(pc.k[j]);
         } else {
-            // The run began in this piece, in an earlier piece of the tile, or in an earlier
-            // tile.
-            const xw_vt partial = pc.v[j];
-            const xw_vt local = seen > 0 || l == 0 ? partial : xw_vop(carry, partial);
-            const xw_vt value = seen == 0 && before == 0 ? xw_vop(e.v, local) : local;
+            // The fold within the piece; a run that began before the piece is completed below.
             unsigned int w0, w1;
-            xw_vt_bits(value, &w0, &w1);
+            xw_vt_bits(pc.v[j], &w0, &w1);
             XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at)] = w0;
             if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * at + 1)] = w1;
         }
+    }
+    // The piece's entering run (its elements before its first head) began in an earlier piece of
+    // the tile or in an earlier tile; its output, if the piece has it (a tail before the first
+    // head), is the only one whose value needs the carry C[l] or the prefix e: read back from its
+    // place `before` (this thread's own store) and completed there, in the canonical order, so
+    // that no other element selects or folds anything.
+    const unsigned int entering = pc.tails & ((pc.heads & (0u - pc.heads)) - 1u);
+    if (values && entering != 0) {
+        const unsigned int at = XW_PAD(VALUE_WORDS * before);
+        const xw_vt partial =
+            xw_vt_from(XW_VSTAGE(s)[at], VALUE_WORDS == 2 ? XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * before + 1)] : 0u);
+        const xw_vt local = l == 0 ? partial : xw_vop(carry, partial);
+        const xw_vt value = before == 0 ? xw_vop(e.v, local) : local;
+        unsigned int w0, w1;
+        xw_vt_bits(value, &w0, &w1);
+        XW_VSTAGE(s)[at] = w0;
+        if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * before + 1)] = w1;
     }
 }
 

@@ -596,16 +596,29 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint le
                     stage[stage_at(KEY_WORDS * at)] = k[j].x;
                     if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
                 } else {
-                    // The run began in this piece, in an earlier piece of the tile, or in an
-                    // earlier tile.
-                    VT local = seen > 0u || l == 0u ? partial : vop(carry, partial);
-                    VT value = seen == 0u && before == 0u ? vop(e.v, local) : local;
-                    uvec2 b = vt_bits(value);
+                    // The fold within the piece; a run that began before the piece is
+                    // completed below.
+                    uvec2 b = vt_bits(partial);
                     stage[stage_at(VALUE_WORDS * at)] = b.x;
                     if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
                 }
             }
         }
+    }
+    // The piece's entering run (its elements before its first head) began in an earlier piece
+    // of the tile or in an earlier tile; its output, if the piece has it (a tail before the first
+    // head), is the only one whose value needs the carry C[l] or the prefix e: read back from its
+    // place `before` (this invocation's own store) and completed there, in the canonical order.
+    uint entering = tails & ((heads & (0u - heads)) - 1u);
+    if (values && entering != 0u) {
+        uint at = stage_at(VALUE_WORDS * before);
+        uint at_hi = stage_at(VALUE_WORDS * before + 1u);
+        VT partial = vt_from(uvec2(stage[at], VALUE_WORDS == 2u ? stage[at_hi] : 0u));
+        VT local = l == 0u ? partial : vop(carry, partial);
+        VT value = before == 0u ? vop(e.v, local) : local;
+        uvec2 b = vt_bits(value);
+        stage[at] = b.x;
+        if (VALUE_WORDS == 2u) stage[at_hi] = b.y;
     }
     return uvec2(lo, hi);
 }
