@@ -90,9 +90,7 @@ const uint VALUE_WORDS = 2u;
 #else
 const uint VALUE_WORDS = 1u;
 #endif
-// Places 0 to TILE take a tile's outputs; TILE + 1 + l takes invocation l's stores of
-// non-outputs in stage_outputs.
-const uint STAGE_WORDS = (TILE + 1u + BLOCK) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
+const uint STAGE_WORDS = (TILE + 1u) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
 
 // A tile's aggregate or prefix: heads, and the value of its last run (none when heads is 0 and
 // nothing came before).
@@ -564,7 +562,7 @@ Carry look_back(uint k, Carry agg, uint l) {
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
 // r - e.heads; returns the places it covers as [x, y) (y = 0: none).
-uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, Carry e,
+uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
                     uint before, VT carry, uint l, bool values) {
 #if defined(XW_RUNS_UNIQUE)
     uint outs = heads;
@@ -581,27 +579,30 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, Carry e
         lo = before + bitCount(heads & ((2u << f) - 1u));
         hi = before + bitCount(heads & ((2u << z) - 1u)) + 1u;
     }
-    // Every element stores, a non-output to the invocation's own scratch place TILE + 1 + l,
-    // which no write-out reads (elements past the piece's end are neither heads nor tails): no
-    // branch an element, and no two invocations' stores meet.
     uint seen = 0u;  // heads of the piece so far
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        bool head = ((heads >> j) & 1u) != 0u;
-        seen += uint(head);
+        if (j < len) {
+            bool head = ((heads >> j) & 1u) != 0u;
+            seen += uint(head);
+            VT partial = v[j];
+            uint at = before + seen;  // the run's index + 1 - e.heads
 #if defined(XW_RUNS_UNIQUE)
-        bool emit = head;
+            bool emit = head;
 #else
-        bool emit = ((tails >> j) & 1u) != 0u;
+            bool emit = ((tails >> j) & 1u) != 0u;
 #endif
-        uint at = emit ? before + seen : TILE + 1u + l;  // the run's index + 1 - e.heads
-        if (!values) {
-            stage[stage_at(KEY_WORDS * at)] = k[j].x;
-            if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
-        } else {
-            // The fold within the piece; a run that began before the piece is completed below.
-            uvec2 b = vt_bits(v[j]);
-            stage[stage_at(VALUE_WORDS * at)] = b.x;
-            if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
+            if (emit) {
+                if (!values) {
+                    stage[stage_at(KEY_WORDS * at)] = k[j].x;
+                    if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
+                } else {
+                    // The fold within the piece; a run that began before the piece is
+                    // completed below.
+                    uvec2 b = vt_bits(partial);
+                    stage[stage_at(VALUE_WORDS * at)] = b.x;
+                    if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
+                }
+            }
         }
     }
     // The piece's entering run (its elements before its first head) began in an earlier piece
@@ -664,7 +665,7 @@ void main() {
     // The keys' places do not depend on the look-back, so they are staged before it (while
     // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
     // stage before the summary's barriers.
-    uvec2 range = stage_outputs(k, v, heads, tails, e, before, carry, l, false);
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
         atomicMax(out_hi, range.y);
@@ -687,7 +688,7 @@ void main() {
     }
 #if !defined(XW_RUNS_UNIQUE)
     barrier();  // the keys are written out
-    stage_outputs(k, v, heads, tails, e, before, carry, l, true);
+    stage_outputs(k, v, heads, tails, len, e, before, carry, l, true);
     barrier();
     for (uint i = lo + l; i < hi; i += BLOCK) {
         values_out[e.heads + i - 1u] =
