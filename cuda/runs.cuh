@@ -4,15 +4,20 @@
 // steps, the canonical order of a run's reduction, the tile states and the look-back with its
 // fallback. Modelled by src/cpu/runs.rs.
 //
-// Variant constants: KEY_WORDS (32-bit words per key), ITEMS (elements per thread), BLOCK
-// (threads per block); RBK also OP (reduce_op.cuh codes).
+// Variant constants: KEY_WORDS (32-bit words per key), ITEMS (elements per thread),
+// SELF_CLEARING (1: launches with clear == XW_SELF_CLEARING, whose code only this variant has:
+// in the others it cost the 32-bit reduce-by-key kernels a spilled word), BLOCK (threads per
+// block); RBK also OP (reduce_op.cuh codes).
 
 struct RunsParams {
     unsigned int n;      // elements
     unsigned int tiles;  // tiles of the input
     unsigned int spin;   // polls of unpublished predecessors per look-back before computing them here
-    unsigned int clear;  // nonzero: zero the ticket and the flags, and the run count
+    unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING or 0 (see the Vulkan twin)
 };
+
+#define XW_CLEAR_LAUNCH 1u   // only zero the ticket, the done count, the flags and the run count
+#define XW_SELF_CLEARING 2u  // the last tile to count itself done zeroes the work words
 
 // reduce_by_key.cu includes reduce_op.cuh (the operators on XW_T, by OP) first.
 #if defined(XW_RUNS_RBK)
@@ -27,6 +32,7 @@ __device__ __forceinline__ xw_vt xw_vop(xw_vt a, xw_vt b) { return a + b; }
 #define FLAG_AGGREGATE 1u
 #define FLAG_INCLUSIVE 2u
 #define W_FLAGS 4u  // the first flag word; word 0 is the ticket counter
+#define W_DONE 1u   // XW_SELF_CLEARING: the tiles done with the tile states
 #define TILE (BLOCK * ITEMS)
 // 32-bit words of a value (reduce-by-key's; the other kernels load none) and of the largest
 // element, keys or values, that a tile stages in shared memory.
@@ -114,6 +120,7 @@ struct RunsShared {
     unsigned int lb_ok;             // the near look-back found the prefix
     unsigned int lb_polls;          // polls the near look-back spent
     unsigned int word;
+    unsigned int last;  // XW_SELF_CLEARING: this tile was the last to count itself done
     Carry carry;
     // The near look-back's prefix: not in `carry`, which warps still leaving the tile's own
     // summary may be reading as its aggregate while warp 0 looks back.
@@ -603,6 +610,28 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
     return s.carry;
 }
 
+// XW_SELF_CLEARING, by thread 0 once the tile has published its last state and every thread has
+// read its last one (the barrier that ends xw_look_back; tile 0 reads none): counts the tile
+// done, and s.last tells whether it was the last (every other tile is then past the states).
+__device__ __forceinline__ void xw_count_tile_done(const RunsArgs& a, RunsShared& s) {
+    // Release: the tile's publications before its count.
+    unsigned int before;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(&a.work[W_DONE]) : "memory");
+    s.last = before + 1u == a.p.tiles;
+}
+
+// XW_SELF_CLEARING, at the end of the tile: the last tile to count itself done zeroes every
+// work word (the ticket, the count, the flags and the published values), which lie in the
+// device's counters buffer. Every thread calls it.
+__device__ __forceinline__ void xw_zero_work_if_last(const RunsArgs& a, RunsShared& s,
+                                                     unsigned int l) {
+    __syncthreads();
+    if (!s.last) return;
+    __threadfence();  // every other tile's count, and so its use of the states, before the zeroing
+    const unsigned int words = xw_w_inclusives(a.p) + 4u * a.p.tiles;
+    for (unsigned int i = l; i < words; i += BLOCK) a.work[i] = 0;
+}
+
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
 // r - e.heads, and (keys) widens [lo, hi) to cover those places.
@@ -707,6 +736,9 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
         if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
         e = xw_look_back(a, s, t, agg, l);
     }
+#if SELF_CLEARING
+    if (l == 0) xw_count_tile_done(a, s);
+#endif
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
     __syncthreads();
     const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
@@ -749,13 +781,16 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
         }
     }
 #endif
+#if SELF_CLEARING
+    xw_zero_work_if_last(a, s, l);
+#endif
 }
 
 __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     __shared__ RunsShared s;
     const unsigned int l = threadIdx.x;
     const RunsParams& p = a.p;
-    if (p.clear) {
+    if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * BLOCK + l;
         if (i < W_FLAGS + p.tiles) a.work[i] = 0;
         if (i == 0) *a.runs = 0;

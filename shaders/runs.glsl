@@ -56,6 +56,10 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KEY_WORDS = 1u;  // 32-bit words per key: 1 or 2
 layout(constant_id = 2) const uint ITEMS = 16u;     // elements per invocation
+// 1: the launch's work words lie in the device's counters buffer, zero when it starts, and the
+// last tile done zeroes them again (src/runs.rs; no clearing launch). A constant, so that the
+// other variants compile without that code.
+layout(constant_id = 4) const uint SELF_CLEARING = 0u;
 
 #if defined(XW_RUNS_RBK)
 #define VT T
@@ -66,6 +70,7 @@ layout(constant_id = 2) const uint ITEMS = 16u;     // elements per invocation
 const uint FLAG_AGGREGATE = 1u;
 const uint FLAG_INCLUSIVE = 2u;
 const uint W_FLAGS = 4u;  // the first flag word; word 0 is the ticket counter
+const uint W_DONE = 1u;   // SELF_CLEARING: the tiles done with the tile states
 
 layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
 layout(std430, binding = 1) readonly buffer Values { VT values[]; };  // RBK only
@@ -77,8 +82,16 @@ layout(push_constant) uniform Params {
     uint n;      // elements
     uint tiles;  // tiles of the input
     uint spin;   // polls of unpublished predecessors per look-back before computing them here
-    uint clear;  // nonzero: zero the ticket and the flags, and the run count
+    uint clear;  // CLEAR_LAUNCH, SELF_CLEARING_LAUNCH or 0
 } p;
+
+// p.clear: only zero the ticket, the done count, the flags and the run count (the clearing
+// launch ahead of the tiles where the work words are fresh memory).
+const uint CLEAR_LAUNCH = 1u;
+// p.clear: the tiles of a SELF_CLEARING variant: word W_DONE counts the tiles done with the
+// states (each as soon as its inclusive prefix is published, so the count's round trip overlaps
+// the tile's output), and the last of them zeroes every work word after its output.
+const uint SELF_CLEARING_LAUNCH = 2u;
 
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
@@ -118,6 +131,7 @@ shared uint lb_head;           // the nearest value read with a head, by its win
 shared uint lb_ok;             // the near look-back found the prefix
 shared uint lb_polls;          // polls the near look-back spent
 shared uint s_word;
+shared uint s_last;  // SELF_CLEARING: this tile was the last to count itself done
 shared Carry s_carry;
 // The near look-back's prefix: not in s_carry, which subgroups still leaving the tile's own
 // summary may be reading as its aggregate while subgroup 0 looks back.
@@ -559,6 +573,27 @@ Carry look_back(uint k, Carry agg, uint l) {
     return s_carry;
 }
 
+// SELF_CLEARING, by invocation 0 once the tile has published its last state and every
+// invocation has read its last one (the barrier that ends look_back; tile 0 reads none): counts
+// the tile done, and s_last tells whether it was the last (every other tile is then past the
+// states). Release: the tile's publications come before its count.
+void count_tile_done() {
+    uint before = atomicAdd(work[W_DONE], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                            gl_SemanticsRelease);
+    s_last = before + 1u == p.tiles ? 1u : 0u;
+}
+
+// SELF_CLEARING, at the end of the tile: the last tile to count itself done zeroes every work
+// word (the ticket, the count, the flags and the published values). Uniform control flow.
+void zero_work_if_last(uint l) {
+    barrier();
+    if (s_last == 0u) return;
+    // Acquire: every other tile's count, and so its use of the states, before the zeroing.
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    uint words = w_inclusives() + 4u * p.tiles;
+    for (uint i = l; i < words; i += BLOCK) work[i] = 0u;
+}
+
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
 // r - e.heads; returns the places it covers as [x, y) (y = 0: none).
@@ -625,7 +660,7 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint le
 
 void main() {
     uint l = gl_LocalInvocationIndex;
-    if (p.clear != 0u) {
+    if (p.clear == CLEAR_LAUNCH) {
         uint i = xw_group() * BLOCK + l;
         if (i < W_FLAGS + p.tiles) work[i] = 0u;
         if (i == 0u) {
@@ -675,6 +710,7 @@ void main() {
     } else {
         e = look_back(t, agg, l);
     }
+    if (SELF_CLEARING != 0u && l == 0u) count_tile_done();
     if (t + 1u == p.tiles && l == 0u) {
         runs[0] = e.heads + agg.heads;
         runs[1] = 0u;
@@ -696,4 +732,5 @@ void main() {
                           VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * i + 1u)] : 0u));
     }
 #endif
+    if (SELF_CLEARING != 0u) zero_work_if_last(l);
 }

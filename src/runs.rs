@@ -56,17 +56,48 @@ pub(crate) struct RunsCall<'a> {
     pub tuning: Tuning,
 }
 
-/// Zeroes the tile states and the run count, then runs the tiles (none for an empty input).
+/// Most tiles of a call whose work words lie in the device's counters buffer
+/// ([`Device::counters`]): one launch, the last tile done zeroing them (the variant
+/// `SELF_CLEARING`), no temporary and no clearing launch. 1024 tiles take 9220 words of the
+/// buffer's 16384; the scans, whose last tile zeroes its states the same way, ran slower so
+/// past 1024 tiles (NOTES.md, version 19).
+pub const SELF_CLEARING_MAX_TILES: usize = 1024;
+
+/// [`RunsParams::clear`]: only zero the ticket, the flags and the run count.
+const CLEAR_LAUNCH: u32 = 1;
+/// [`RunsParams::clear`]: the tiles of a `SELF_CLEARING` variant.
+const SELF_CLEARING_LAUNCH: u32 = 2;
+
+/// Runs the tiles (none for an empty input): with their work words in the device's counters
+/// buffer where they fit ([`SELF_CLEARING_MAX_TILES`]), else in a temporary that a clearing
+/// launch zeroes first, with the run count.
 pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
     let info = dev.info();
     let tiles = call.n.div_ceil(tile(call.key_bytes, call.value_bytes));
-    // The ticket counter and a flag per tile (from word 4), then four words of aggregate and
-    // four of inclusive prefix per tile (`w_aggregates` in the kernels).
+    // The ticket counter, the tiles done (self-clearing) and a flag per tile (from word 4), then
+    // four words of aggregate and four of inclusive prefix per tile (`w_aggregates` in the
+    // kernels).
     let head = 4 + tiles.div_ceil(4) * 4;
-    let work = DeviceVec::<u32>::alloc(dev, head + 8 * tiles)?;
+    let words = head + 8 * tiles;
+    let shared = (tiles > 0 && tiles <= SELF_CLEARING_MAX_TILES)
+        .then(|| dev.counter_slot(4 * words as u64))
+        .flatten();
+    let fresh;
+    let work = match shared {
+        Some(c) => Binding {
+            buffer: c,
+            offset: 0,
+            bytes: 4 * words as u64,
+        },
+        None => {
+            fresh = DeviceVec::<u32>::alloc(dev, words)?;
+            fresh.binding(0, words)
+        }
+    };
     let mut consts = vec![
         ("KEY_WORDS", (call.key_bytes / 4) as u32),
         ("ITEMS", items(call.key_bytes, call.value_bytes)),
+        ("SELF_CLEARING", u32::from(shared.is_some())),
     ];
     if let Some(op) = call.op {
         consts.push(("OP", op));
@@ -86,25 +117,31 @@ pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
         call.keys_out,
         call.values_out,
         call.runs,
-        work.binding(0, work.len()),
+        work,
     ];
     let mut params = RunsParams {
         n: call.n as u32,
         tiles: tiles as u32,
         spin: call.tuning.spin,
-        clear: 1,
+        clear: CLEAR_LAUNCH,
     };
-    dev.launch(&Launch {
-        kernel,
-        block: BLOCK,
-        groups: plan::grid(info, (4 + tiles).div_ceil(BLOCK as usize) as u64)?,
-        bindings: &bindings,
-        params: bytemuck::bytes_of(&params),
-    })?;
-    if tiles == 0 {
-        return Ok(());
+    if shared.is_none() {
+        dev.launch(&Launch {
+            kernel,
+            block: BLOCK,
+            groups: plan::grid(info, (4 + tiles).div_ceil(BLOCK as usize) as u64)?,
+            bindings: &bindings,
+            params: bytemuck::bytes_of(&params),
+        })?;
+        if tiles == 0 {
+            return Ok(());
+        }
     }
-    params.clear = 0;
+    params.clear = if shared.is_some() {
+        SELF_CLEARING_LAUNCH
+    } else {
+        0
+    };
     dev.launch(&Launch {
         kernel,
         block: BLOCK,

@@ -127,6 +127,106 @@ fn float_sums_are_the_same_bits_whatever_the_look_back_finds() {
     });
 }
 
+/// Calls of up to `xwarp::runs::SELF_CLEARING_MAX_TILES` tiles keep their work words in the
+/// device's counters buffer, and the last tile done zeroes them: each result must equal the
+/// CPU's and the buffer be zero again after each call; sizes from one element to the most tiles
+/// kept there and one tile more (fresh memory and a clearing launch), 4- and 8-byte keys and
+/// values, short runs and all keys equal (one run through every tile's look-back), with and
+/// without the fallback; unique and run-length encoding by the same kernel.
+#[test]
+fn calls_of_one_launch_leave_the_device_counters_zero() {
+    use xwarp_lab::validate::runs::{
+        expected_reduce_by_key, expected_run_length, expected_unique, run_reduce_by_key,
+        run_unique_or_rle, KeyPattern, UniqueWay,
+    };
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        if dev.counters().is_none() {
+            return;
+        }
+        for (i, bytes) in [4usize, 8].into_iter().enumerate() {
+            let tile = xwarp::runs::tile(bytes, bytes);
+            let most = xwarp::runs::SELF_CLEARING_MAX_TILES * tile;
+            let sizes = [
+                1,
+                tile - 1,
+                tile + 1,
+                37 * tile + 5,
+                most - 1,
+                most,
+                most + 1,
+            ];
+            for (j, &n) in sizes.iter().enumerate() {
+                let tuning = Tuning {
+                    spin: if (i + j) % 2 == 0 {
+                        0
+                    } else {
+                        Tuning::default().spin
+                    },
+                };
+                let pattern = if j % 3 == 1 {
+                    KeyPattern::AllEqual
+                } else {
+                    KeyPattern::Short
+                };
+                let label = format!("{}: {bytes}-byte n={n} {pattern} {tuning:?}", d.label);
+                let (got, want) = if bytes == 4 {
+                    let keys: Vec<u32> = pattern.keys(n, &mut rng);
+                    let values: Vec<f32> = (0..n)
+                        .map(|_| {
+                            (rng.next_u64() as i32 as f32) * 2f32.powi(-(rng.below(30) as i32))
+                        })
+                        .collect();
+                    let poisons = (7u32, f32::from_bits(0x7fcd_cdcd));
+                    let got =
+                        run_reduce_by_key(dev, ReduceOp::Sum, &keys, &values, poisons, tuning);
+                    (
+                        got,
+                        expected_reduce_by_key(ReduceOp::Sum, &keys, &values, poisons),
+                    )
+                } else {
+                    let keys: Vec<f64> = pattern.keys(n, &mut rng);
+                    let values: Vec<i64> = (0..n).map(|_| rng.next_u64() as i64).collect();
+                    let poisons = (0.5f64, -5i64);
+                    let got =
+                        run_reduce_by_key(dev, ReduceOp::Max, &keys, &values, poisons, tuning);
+                    (
+                        got,
+                        expected_reduce_by_key(ReduceOp::Max, &keys, &values, poisons),
+                    )
+                };
+                assert!(got.unwrap() == want, "{label}: wrong reduction");
+                common::assert_counters_zero(dev, &label);
+            }
+        }
+        // Unique and run-length encoding through the runs kernel, 4-byte keys.
+        let tile = xwarp::runs::tile(4, 4);
+        for (j, n) in [tile + 3, xwarp::runs::SELF_CLEARING_MAX_TILES * tile]
+            .into_iter()
+            .enumerate()
+        {
+            let keys: Vec<u32> = KeyPattern::Short.keys(n, &mut rng);
+            let tuning = Tuning {
+                spin: if j == 0 { 0 } else { Tuning::default().spin },
+            };
+            let label = format!("{}: n={n} {tuning:?}", d.label);
+            let got = run_unique_or_rle(dev, false, &keys, 7, tuning, UniqueWay::RunsKernel);
+            assert!(
+                got.unwrap() == expected_unique(&keys, 7),
+                "{label}: wrong unique keys"
+            );
+            common::assert_counters_zero(dev, &label);
+            let got = run_unique_or_rle(dev, true, &keys, 7, tuning, UniqueWay::RunsKernel);
+            assert!(
+                got.unwrap() == expected_run_length(&keys, 7),
+                "{label}: wrong encoding"
+            );
+            common::assert_counters_zero(dev, &label);
+        }
+    });
+}
+
 #[test]
 fn bad_parameters_are_typed_errors_before_any_gpu_work() {
     for_each_device(|d| {

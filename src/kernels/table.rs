@@ -401,7 +401,7 @@ const COMPACT_CONSTS: [Const; 5] = [
 ];
 
 /// The constants of the kernels over runs of equal keys, `OP` (reduce-by-key's) apart.
-const RUNS_CONSTS: [Const; 3] = [
+const RUNS_CONSTS: [Const; 4] = [
     // 32-bit words per key.
     Const {
         name: "KEY_WORDS",
@@ -413,6 +413,13 @@ const RUNS_CONSTS: [Const; 3] = [
         name: "ITEMS",
         on: On::Both,
         values: &[16, 8],
+    },
+    // 1: the tile states lie in the device's counters buffer and the last tile done zeroes them
+    // (no clearing launch); only this variant holds that code.
+    Const {
+        name: "SELF_CLEARING",
+        on: On::Both,
+        values: &[0, 1],
     },
     Const {
         name: "BLOCK",
@@ -612,6 +619,7 @@ pub const KERNELS: &[KernelDef] = &[
                 values: REDUCE_OPS,
             },
             RUNS_CONSTS[2],
+            RUNS_CONSTS[3],
         ],
         cuda: true,
         params: Some(&RUNS_PARAMS),
