@@ -103,7 +103,18 @@ const uint VALUE_WORDS = 2u;
 #else
 const uint VALUE_WORDS = 1u;
 #endif
-const uint STAGE_WORDS = (TILE + 1u) * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
+// XW_STAGE_ALL (the exact float variants): every element of a piece stages its output or, if it
+// has none, a word at the invocation's own scratch place TILE + 1 + l (stage_outputs), with no
+// branch an element. NVIDIA's driver (580, H200) ran the exact f32 reduce-by-key 4% faster so
+// at 2^24-2^26, but took the i32 kernel from 74 to 82 registers (two workgroups an SM, 1.2x
+// the time), so the other variants branch.
+#if defined(XW_RUNS_RBK) && defined(XW_SUBNORMALS_EXACT)
+#define XW_STAGE_ALL 1
+const uint STAGE_PLACES = TILE + 1u + BLOCK;
+#else
+const uint STAGE_PLACES = TILE + 1u;
+#endif
+const uint STAGE_WORDS = STAGE_PLACES * (KEY_WORDS > VALUE_WORDS ? KEY_WORDS : VALUE_WORDS);
 
 // A tile's aggregate or prefix: heads, and the value of its last run (none when heads is 0 and
 // nothing came before).
@@ -615,6 +626,25 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint le
         hi = before + bitCount(heads & ((2u << z) - 1u)) + 1u;
     }
     uint seen = 0u;  // heads of the piece so far
+#if defined(XW_STAGE_ALL)
+    // Every element stores, a non-output to the invocation's own scratch place TILE + 1 + l,
+    // which no write-out reads (elements past the piece's end are neither heads nor tails).
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        bool head = ((heads >> j) & 1u) != 0u;
+        seen += uint(head);
+        bool emit = ((tails >> j) & 1u) != 0u;
+        uint at = emit ? before + seen : TILE + 1u + l;  // the run's index + 1 - e.heads
+        if (!values) {
+            stage[stage_at(KEY_WORDS * at)] = k[j].x;
+            if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
+        } else {
+            // The fold within the piece; a run that began before the piece is completed below.
+            uvec2 b = vt_bits(v[j]);
+            stage[stage_at(VALUE_WORDS * at)] = b.x;
+            if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
+        }
+    }
+#else
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         if (j < len) {
             bool head = ((heads >> j) & 1u) != 0u;
@@ -640,6 +670,7 @@ uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint le
             }
         }
     }
+#endif
     // The piece's entering run (its elements before its first head) began in an earlier piece
     // of the tile or in an earlier tile; its output, if the piece has it (a tail before the first
     // head), is the only one whose value needs the carry C[l] or the prefix e: read back from its
