@@ -120,7 +120,9 @@ struct RunsShared {
     unsigned int lb_ok;             // the near look-back found the prefix
     unsigned int lb_polls;          // polls the near look-back spent
     unsigned int word;
-    unsigned int last;  // XW_SELF_CLEARING: this tile was the last to count itself done
+#if SELF_CLEARING
+    unsigned int last;  // this tile was the last to count itself done
+#endif
     Carry carry;
     // The near look-back's prefix: not in `carry`, which warps still leaving the tile's own
     // summary may be reading as its aggregate while warp 0 looks back.
@@ -610,6 +612,7 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
     return s.carry;
 }
 
+#if SELF_CLEARING
 // XW_SELF_CLEARING, by thread 0 once the tile has published its last state and every thread has
 // read its last one (the barrier that ends xw_look_back; tile 0 reads none): counts the tile
 // done, and s.last tells whether it was the last (every other tile is then past the states).
@@ -631,6 +634,7 @@ __device__ __forceinline__ void xw_zero_work_if_last(const RunsArgs& a, RunsShar
     const unsigned int words = xw_w_inclusives(a.p) + 4u * a.p.tiles;
     for (unsigned int i = l; i < words; i += BLOCK) a.work[i] = 0;
 }
+#endif
 
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
@@ -790,7 +794,8 @@ __device__ __forceinline__ void xw_runs(const RunsArgs& a) {
     __shared__ RunsShared s;
     const unsigned int l = threadIdx.x;
     const RunsParams& p = a.p;
-    if (p.clear == XW_CLEAR_LAUNCH) {
+    // (Variant 0 runs with clear 0 or XW_CLEAR_LAUNCH; variant 1 only with XW_SELF_CLEARING.)
+    if (!SELF_CLEARING && p.clear != 0) {
         const unsigned long long i = xw_group() * BLOCK + l;
         if (i < W_FLAGS + p.tiles) a.work[i] = 0;
         if (i == 0) *a.runs = 0;

@@ -60,7 +60,8 @@ pub(crate) struct RunsCall<'a> {
 /// ([`Device::counters`]): one launch, the last tile done zeroing them (the variant
 /// `SELF_CLEARING`), no temporary and no clearing launch. 1024 tiles take 9220 words of the
 /// buffer's 16384; the scans, whose last tile zeroes its states the same way, ran slower so
-/// past 1024 tiles (NOTES.md, version 19).
+/// past 1024 tiles (NOTES.md, version 19). The CUDA twin of 8-byte keys or values stops at half
+/// as many ([`crate::tuning::runs_self_clearing_max_tiles`]).
 pub const SELF_CLEARING_MAX_TILES: usize = 1024;
 
 /// [`RunsParams::clear`]: only zero the ticket, the flags and the run count.
@@ -79,7 +80,8 @@ pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
     // kernels).
     let head = 4 + tiles.div_ceil(4) * 4;
     let words = head + 8 * tiles;
-    let shared = (tiles > 0 && tiles <= SELF_CLEARING_MAX_TILES)
+    let most = crate::tuning::runs_self_clearing_max_tiles(info, call.key_bytes, call.value_bytes);
+    let shared = (tiles > 0 && tiles <= most)
         .then(|| dev.counter_slot(4 * words as u64))
         .flatten();
     let fresh;

@@ -216,6 +216,28 @@ pub(crate) fn vulkan_unchecked_buffers(name: &str, elem: ElemKind, consts: &[(&s
         || wide_window
 }
 
+/// Runs kernels (reduce-by-key, and run-length encoding and unique where they take it): the most
+/// tiles of a call whose work words lie in the device's counters buffer, zeroed by its last
+/// tile ([`crate::runs::SELF_CLEARING_MAX_TILES`]); on CUDA half as many for 8-byte keys or
+/// values.
+///
+/// H200 (NOTES.md, version 51), reduce-by-key, µs with the clearing launch and without:
+/// CUDA `i32` 2^16 11.4–11.6 → 9.4–9.5, 2^20 15.5–15.6 → 14.5, 2^22 (1024 tiles) 33.8–34.3 →
+/// 33.0–33.2; `u64` 2^20 (512 tiles) 24.3–24.5 → 23.2, but 2^21 (1024 tiles) 33.7–34.1 → 34.8;
+/// Vulkan `u64` 2^21 39.1–39.2 → 38.8.
+pub(crate) fn runs_self_clearing_max_tiles(
+    info: &DeviceInfo,
+    key_bytes: usize,
+    value_bytes: usize,
+) -> usize {
+    let most = crate::runs::SELF_CLEARING_MAX_TILES;
+    if info.backend == BackendKind::Cuda && key_bytes.max(value_bytes) > 4 {
+        most / 2
+    } else {
+        most
+    }
+}
+
 /// Compaction: the kernel. The unordered step keeps a chunk's count and its tiles done in one
 /// 64-bit word, one atomic per tile, where the device has 64-bit buffer atomics
 /// (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are a
