@@ -74,9 +74,6 @@ const uint W_DONE = 1u;   // SELF_CLEARING: the tiles done with the tile states
 
 layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
 layout(std430, binding = 1) readonly buffer Values { VT values[]; };  // RBK only
-// The same values four words at a time: a whole piece's (ITEMS * VALUE_WORDS words, 64 bytes
-// from a multiple of 64) in ITEMS * VALUE_WORDS / 4 loads.
-layout(std430, binding = 1) readonly buffer Values4 { uvec4 values4[]; };
 layout(std430, binding = 2) writeonly buffer KeysOut { uint keys_out[]; };
 layout(std430, binding = 3) writeonly buffer ValuesOut { VT values_out[]; };  // RLE, RBK
 layout(std430, binding = 4) writeonly buffer Runs { uint runs[]; };  // the u64 count, low first
@@ -128,6 +125,7 @@ struct Carry {
 
 shared uint inv_heads[BLOCK];  // step 1: each invocation's heads
 shared VT inv_trail[BLOCK];    // step 1: each invocation's trail
+shared uint inv_before[BLOCK]; // step 2: H[l]
 shared VT inv_carry[BLOCK];    // step 2: C[l]
 shared uint lb_flag[BLOCK];    // the look-back window's flags
 shared uint inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK invocations
@@ -214,15 +212,19 @@ uvec2 stage_key(uint e) {
                            : uvec2(stage[stage_at(e)], 0u);
 }
 
-// One thread piece: its keys, which of its elements are heads and tails (bit j), and how many
-// of its elements lie below n. Read through shared memory: the tile's keys are loaded by all
-// invocations at once, consecutive invocations reading consecutive words, and each invocation
-// then takes its ITEMS consecutive keys from shared memory (each loading its own ITEMS keys used
-// 4.5 of every 32 bytes fetched, on the CUDA twin of an H100). Uniform control flow.
+// One thread piece: its keys and values, which of its elements are heads and tails (bit j),
+// and how many of its elements lie below n. Read through shared memory: the tile's keys (then
+// its values) are loaded by all invocations at once, consecutive invocations reading
+// consecutive words, and each invocation then takes its ITEMS consecutive elements from
+// shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
+// the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
+// before j (or from its first element) through j, in element order, and past the piece's end
+// its trail: the only form in which the summary and the outputs use them. Uniform control flow.
 // (The CUDA twin specialises full tiles, without bounds checks: here that took NVIDIA's driver to
 // 79 registers for i32 and 86 for f32, two workgroups an SM, 1.24-1.27x the f32 kernel's time at
 // 2^24-2^26 on an H200.)
-void load_keys(uint t, uint l, out uvec2 k[ITEMS], out uint heads, out uint tails, out uint len) {
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+                out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
@@ -259,43 +261,25 @@ void load_keys(uint t, uint l, out uvec2 k[ITEMS], out uint heads, out uint tail
         tails = (heads >> 1u) & ((1u << (len - 1u)) - 1u);
         tails |= uint(first + len == p.n || last != next) << (len - 1u);
     }
-}
-
-// The piece's values (reduce-by-key's from global memory, a whole piece in 16-byte loads;
-// run-length encoding counts ones), each folded in place with those before it since the last
-// head: v[j] is the fold from the last head at or before j (or from the piece's first element)
-// through j, in element order, and past the piece's end its trail: the only form in which the
-// summary and the outputs use them. Called once the piece's keys have left the registers (their
-// outputs staged), so that keys and values are never held together (the values through the
-// stage, which the keys' outputs now hold, kept both: 73-75 registers, three workgroups an SM).
-void fold_values(uint t, uint l, uint heads, uint len, out VT v[ITEMS]) {
-    uint first = t * TILE + l * ITEMS;
 #if defined(XW_RUNS_RBK)
-    const uint QUADS = ITEMS * VALUE_WORDS / 4u;
-    uvec4 q[QUADS];
-    if (len == ITEMS) {
-        [[unroll]] for (uint i = 0u; i < QUADS; ++i) q[i] = values4[first * VALUE_WORDS / 4u + i];
-    } else {
-        [[unroll]] for (uint i = 0u; i < QUADS; ++i) {
-            uvec4 w = uvec4(0u);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                uint j = (4u * i + c) / VALUE_WORDS;
-                if (j < len) {
-                    uvec2 b = vt_bits(values[first + j]);
-                    w[c] = VALUE_WORDS == 2u && (c & 1u) != 0u ? b.y : b.x;
-                }
-            }
-            q[i] = w;
-        }
+    barrier();  // every invocation has read its keys
+    // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
+    // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
+    // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
+    for (uint e = l; e < tile_len; e += BLOCK) {
+        uvec2 b = vt_bits(values[tile_first + e]);
+        stage[stage_at(VALUE_WORDS * e)] = b.x;
+        if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
     }
+    barrier();
 #endif
     VT acc = VT(0);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         if (j < len) {
 #if defined(XW_RUNS_RBK)
-            uint w0 = VALUE_WORDS * j;
-            VT x = vt_from(uvec2(q[w0 / 4u][w0 % 4u],
-                                 VALUE_WORDS == 2u ? q[(w0 + 1u) / 4u][(w0 + 1u) % 4u] : 0u));
+            uint e = l * ITEMS + j;
+            VT x = vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
+                                 VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
 #else
             VT x = value_at(first + j);
 #endif
@@ -344,41 +328,25 @@ void piece_stats(uint t, uint l, out uint heads, out VT trail) {
     }
 }
 
-// Step 2, heads: H[l], the heads of the invocations before l (returned), and the tile's heads
-// (*tile_heads), through per-chunk sums; also stores the piece's heads for tile_value. Uniform
-// control flow; it holds two barriers, the first of which ends every earlier read of the
-// stage's keys and of the step's arrays.
-uint tile_heads(uint l, uint heads_l, out uint tile_heads) {
+// Step 2 for tile t, from each invocation's head count and trail (step 1): the tile's aggregate
+// (every invocation gets it); with `own`, also H[l] and C[l] in inv_before and inv_carry.
+// Uniform control flow. Step 2 is the left fold of the pieces' (heads, trail) in invocation
+// order, computed in parallel: H[l] sums integers (through per-chunk sums), C[l] and the
+// aggregate's value come from segment_fold. (One invocation folding all BLOCK pieces in turn
+// kept every tile waiting on a chain of BLOCK shared-memory reads; now the chain is as long as
+// the longest run of invocations without a head.)
+Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
+    // inv_heads, inv_trail and inv_chunk may still be read by an earlier summary (the tile's
+    // own, before the look-back's fallback computes a predecessor's; `own` is uniform).
+    if (!own) barrier();
     inv_heads[l] = heads_l;
+    inv_trail[l] = trail_l;
     barrier();
     if (l < BLOCK / CHUNK) {
         uint sum = 0u;
         [[unroll]] for (uint i = 0u; i < CHUNK; ++i) sum += inv_heads[l * CHUNK + i];
         inv_chunk[l] = sum;
     }
-    barrier();
-    uint h = 0u;
-    uint c = l / CHUNK;
-    uint total = 0u;
-    [[unroll]] for (uint i = 0u; i < BLOCK / CHUNK; ++i) {
-        uint w = inv_chunk[i];
-        if (i < c) h += w;
-        total += w;
-    }
-    for (uint r = c * CHUNK; r < l; ++r) h += inv_heads[r];
-    tile_heads = total;
-    return h;
-}
-
-// Step 2, value, for tile t, after tile_heads: the value of the tile's aggregate (every
-// invocation gets it); with `own`, also C[l] in inv_carry. Uniform control flow. It is the left
-// fold of the pieces' trails in invocation order, which a head restarts, computed by
-// segment_fold. (One invocation folding all BLOCK pieces in turn kept every tile waiting on a
-// chain of BLOCK shared-memory reads; now the chain is as long as the longest run of
-// invocations without a head.)
-VT tile_value(uint t, uint l, bool own, VT trail_l) {
-    inv_trail[l] = trail_l;
-    barrier();
     // Invocations with elements: the first `pieces` (one past the end has no heads, and the
     // fold skips it).
     uint valid = p.n - t * TILE;  // elements of the tile (at least one)
@@ -386,21 +354,20 @@ VT tile_value(uint t, uint l, bool own, VT trail_l) {
     if (own && l == 0u) inv_carry[0] = VT(0);
     if (l < pieces && (l == 0u || inv_heads[l] > 0u)) segment_fold(l, pieces, own);
     barrier();
-    VT value = s_carry.v;
-    barrier();  // every invocation has read it before the look-back writes s_carry
-    return value;
-}
-
-// Step 2 for a tile whose pieces the caller computed from global memory (piece_stats, in the
-// look-back's fallback): its aggregate (every invocation gets it). Uniform control flow.
-Carry tile_summary(uint t, uint l, uint heads_l, VT trail_l) {
-    // The step's arrays may still be read by an earlier summary (the tile's own, or another
-    // predecessor's).
+    if (own) {
+        uint h = 0u;
+        uint c = l / CHUNK;
+        for (uint i = 0u; i < c; ++i) h += inv_chunk[i];
+        for (uint r = c * CHUNK; r < l; ++r) h += inv_heads[r];
+        inv_before[l] = h;
+    }
+    if (l == 0u) {
+        uint heads = 0u;
+        [[unroll]] for (uint i = 0u; i < BLOCK / CHUNK; ++i) heads += inv_chunk[i];
+        s_carry.heads = heads;
+    }
     barrier();
-    Carry c;
-    uint before = tile_heads(l, heads_l, c.heads);
-    c.v = tile_value(t, l, false, trail_l);
-    return c;
+    return s_carry;
 }
 
 void publish(uint tile, uint flag, Carry c) {
@@ -444,7 +411,7 @@ Carry look_back(uint k, Carry agg, uint l) {
     // lane i <= m reads its tile's value and one lane folds the window from lane m down to lane
     // 0: the window's left fold, bit for bit the first-window path's below, with subgroup
     // barriers in place of the four workgroup barriers a poll below (the basic subgroup
-    // operations only). The other subgroups wait at the next barrier. A window
+    // operations only). The other subgroups stage their keys meanwhile (see main). A window
     // without an inclusive prefix, or a budget run out, leaves the look-back to the window path
     // below (with the polls left): walking down a subgroup's window at a time (integers) took
     // 1.07-1.14x the time of leaving at once on the CUDA twin (H200, 2^20-2^24).
@@ -565,7 +532,7 @@ Carry look_back(uint k, Carry agg, uint l) {
                 uint h;
                 VT trail;
                 piece_stats(tile, l, h, trail);
-                Carry a = tile_summary(tile, l, h, trail);
+                Carry a = tile_summary(tile, l, false, h, trail);
                 if (l == 0u) publish(tile, FLAG_AGGREGATE, a);
             }
         }
@@ -745,33 +712,30 @@ void main() {
         out_lo = TILE + 1u;
         out_hi = 0u;
     }
-    // The invocation's piece, loaded once: its keys' outputs staged as soon as the tile's heads
-    // are counted, then its values folded for the summary and the outputs after the look-back.
+    // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
     uvec2 k[ITEMS];
+    VT v[ITEMS];
     uint heads, tails, len;
-    load_keys(t, l, k, heads, tails, len);
-    Carry agg;
-    uint before = tile_heads(l, bitCount(heads), agg.heads);
+    load_piece(t, l, k, v, heads, tails, len);
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
+    uint before = inv_before[l];
+    VT carry = inv_carry[l];
     Carry e;
     e.heads = 0u;
     e.v = VT(0);
+    if (t > 0u && l == 0u) publish(t, FLAG_AGGREGATE, agg);
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all invocations at once, consecutive invocations writing consecutive
     // words (each storing its own outputs used 4 of every 32 bytes written, on the CUDA twin).
-    // The keys' places do not depend on the look-back or on the values, so they are staged
-    // first, over the tile's keys (every invocation read its own before tile_heads' barriers):
-    // the piece's keys are not kept beside its values.
-    VT v[ITEMS];
-    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, VT(0), l, false);
+    // The keys' places do not depend on the look-back, so they are staged before it (while
+    // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
+    // stage before the summary's barriers.
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
         atomicMax(out_hi, range.y);
     }
-    fold_values(t, l, heads, len, v);
-    agg.v = tile_value(t, l, true, len > 0u ? v[ITEMS - 1u] : VT(0));
-    VT carry = inv_carry[l];
-    if (t > 0u && l == 0u) publish(t, FLAG_AGGREGATE, agg);
     if (t == 0u) {
         if (l == 0u) publish(0u, FLAG_INCLUSIVE, agg);
     } else {
