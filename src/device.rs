@@ -587,14 +587,13 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
-/// Bytes of the buffer [`Device::counters`] returns: 32768 words of 32 bits (scans,
-/// compactions and the runs kernels of one launch keep their tile states there,
-/// [`crate::scan`], [`crate::compact`], [`crate::runs`]).
-pub const COUNTER_BYTES: u64 = 128 << 10;
+/// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (scans and
+/// compactions of one launch keep their tile states there, [`crate::scan`], [`crate::compact`]).
+pub const COUNTER_BYTES: u64 = 64 << 10;
 
 /// Bytes of each part of the counters buffer [`Device::counter_slot`] hands out in turn
-/// where the backend splits it: sixteen parts.
-pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 16;
+/// where the backend splits it: eight parts.
+pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 8;
 
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
 /// [`check_launch`].

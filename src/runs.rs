@@ -58,10 +58,11 @@ pub(crate) struct RunsCall<'a> {
 
 /// Most tiles of a call whose work words lie in the device's counters buffer
 /// ([`Device::counters`]): one launch, the last tile done zeroing them (the variant
-/// `SELF_CLEARING`), no temporary and no clearing launch. 2048 tiles take 18436 words of the
-/// buffer's 32768. The CUDA twin of 8-byte keys or values stops at 512
-/// ([`crate::tuning::runs_self_clearing_max_tiles`]).
-pub const SELF_CLEARING_MAX_TILES: usize = 2048;
+/// `SELF_CLEARING`), no temporary and no clearing launch. 1024 tiles take 9220 words of the
+/// buffer's 16384; the scans, whose last tile zeroes its states the same way, ran slower so
+/// past 1024 tiles (NOTES.md, version 19). The CUDA twin of 8-byte keys or values stops at half
+/// as many ([`crate::tuning::runs_self_clearing_max_tiles`]).
+pub const SELF_CLEARING_MAX_TILES: usize = 1024;
 
 /// [`RunsParams::clear`]: only zero the ticket, the flags and the run count.
 const CLEAR_LAUNCH: u32 = 1;

@@ -218,7 +218,8 @@ pub(crate) fn vulkan_unchecked_buffers(name: &str, elem: ElemKind, consts: &[(&s
 
 /// Runs kernels (reduce-by-key, and run-length encoding and unique where they take it): the most
 /// tiles of a call whose work words lie in the device's counters buffer, zeroed by its last
-/// tile ([`crate::runs::SELF_CLEARING_MAX_TILES`]); on CUDA 512 for 8-byte keys or values.
+/// tile ([`crate::runs::SELF_CLEARING_MAX_TILES`]); on CUDA half as many for 8-byte keys or
+/// values.
 ///
 /// H200 (NOTES.md, version 51), reduce-by-key, µs with the clearing launch and without:
 /// CUDA `i32` 2^16 11.4–11.6 → 9.4–9.5, 2^20 15.5–15.6 → 14.5, 2^22 (1024 tiles) 33.8–34.3 →
@@ -229,10 +230,11 @@ pub(crate) fn runs_self_clearing_max_tiles(
     key_bytes: usize,
     value_bytes: usize,
 ) -> usize {
+    let most = crate::runs::SELF_CLEARING_MAX_TILES;
     if info.backend == BackendKind::Cuda && key_bytes.max(value_bytes) > 4 {
-        512
+        most / 2
     } else {
-        crate::runs::SELF_CLEARING_MAX_TILES
+        most
     }
 }
 
