@@ -60,8 +60,8 @@ pub(crate) struct RunsCall<'a> {
 /// ([`Device::counters`]): one launch, the last tile done zeroing them (the variant
 /// `SELF_CLEARING`), no temporary and no clearing launch. 1024 tiles take 9220 words of the
 /// buffer's 16384; the scans, whose last tile zeroes its states the same way, ran slower so
-/// past 1024 tiles (NOTES.md, version 19). The CUDA twin of 8-byte keys or values stops at half
-/// as many ([`crate::tuning::runs_self_clearing_max_tiles`]).
+/// past 1024 tiles (NOTES.md, version 19), and so did these kernels at 2048 (version 51). The
+/// CUDA backend stops at half as many tiles for 8-byte keys or values.
 pub const SELF_CLEARING_MAX_TILES: usize = 1024;
 
 /// [`RunsParams::clear`]: only zero the ticket, the flags and the run count.
