@@ -7,7 +7,9 @@
 // tiles per thread), PARTIALS_IN_SHARED (32-bit types: each thread's partial folds stay in
 // shared memory through the look-back and are computed again at the end; 0: in registers),
 // SELF_CLEARING (1: launches with clear == XW_SELF_CLEARING, whose code only this variant has;
-// 0: the clearing launch and the launches after it), VEC (1: the tile in registers, below),
+// 0: the clearing launch and the launches after it), EPOCHS (1: launches with clear ==
+// XW_EPOCHS, 4-byte types only, whose code only this variant has; below), VEC (1: the tile in
+// registers, below),
 // NEAR_DEPTH (4-byte integers: predecessors each lane of the near look-back polls, 1 or 4).
 
 #include "reduce_op.cuh"
@@ -24,11 +26,14 @@ struct ScanDeviceParams {
     unsigned int tile0;  // global index of the launch's first tile
     unsigned int chunk;  // this launch's tile counter; clearing: the number of counters
     unsigned int spin;   // polls of a window with unpublished tiles before reducing them here
-    unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING or 0 (see the Vulkan twin)
+    unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING, XW_EPOCHS or 0 (see the Vulkan twin)
+    unsigned int epoch_wrap;   // XW_EPOCHS: the epoch after the last, where they start again at 0
+    unsigned int epoch_tiles;  // XW_EPOCHS: the states `flags` holds, all zeroed at that restart
 };
 
 #define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)
 #define XW_SELF_CLEARING 2u  // the last tile to count itself done zeroes the states and counters
+#define XW_EPOCHS 3u         // states tagged with the launch's epoch, which the last tile advances
 
 // XW_SELF_CLEARING, at the end of the tile: the last tile to count itself done (`last`, see
 // the kernel) zeroes the tile states and the launch's two counters (see the Vulkan twin). Every
@@ -53,6 +58,31 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
     if (threadIdx.x == 0) {
         counters[p.chunk] = 0;
         counters[p.chunk + 1] = 0;
+    }
+}
+
+// XW_EPOCHS, at the end of the tile: the last tile to count itself done zeroes the launch's
+// two counters and advances the epoch (counters[p.chunk + 2]; `eb` is this launch's times 4,
+// XW_EB below),
+// so the next launch's states are told from this one's by their tag alone; at p.epoch_wrap the
+// epoch starts again at 0, once every state is zeroed (see the Vulkan twin). Every thread
+// calls it.
+__device__ __forceinline__ void advance_epoch_if_last(unsigned* counters, unsigned* flags,
+                                                      const ScanDeviceParams& p, const unsigned& last,
+                                                      unsigned eb) {
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const unsigned next = (eb >> 2) + 1u;
+    if (next >= p.epoch_wrap) {
+        for (unsigned i = threadIdx.x; i < p.epoch_tiles; i += blockDim.x) {
+            reinterpret_cast<unsigned long long*>(flags)[i] = 0ull;
+        }
+    }
+    if (threadIdx.x == 0) {
+        counters[p.chunk] = 0;
+        counters[p.chunk + 1] = 0;
+        counters[p.chunk + 2] = next >= p.epoch_wrap ? 0u : next;
     }
 }
 
@@ -121,15 +151,33 @@ __device__ __forceinline__ T xw_unpack(xw_word w) {
     return v;
 }
 
-// Tile `tile`'s flag; packed state also yields the value that goes with it in `v`.
+#if EPOCHS
+// XW_EPOCHS: the launch's epoch times 4, the tag of its states' flags, set by thread 0 before
+// the first barrier. Read from shared memory at each use (volatile, so not kept in a register
+// through the look-back: the register tile then spilled).
+__shared__ unsigned xw_eb;
+#define XW_EB (*(volatile unsigned*)&xw_eb)
+#else
+#define XW_EB 0u
+#endif
+
+// Tile `tile`'s flag; packed state also yields the value that goes with it in `v`. EPOCHS:
+// the state's high word is its launch's epoch times 4 (XW_EB) plus the flag, so a state of an
+// earlier launch reads as 0, unpublished.
 __device__ __forceinline__ unsigned read_flag(const unsigned* flags, unsigned tile, T& v) {
+    unsigned f;
     if constexpr (XW_PACKED) {
         const xw_word w = *((const volatile xw_word*)flags + tile);
         v = xw_unpack(w);
-        return (unsigned)(w >> 32);
+        f = (unsigned)(w >> 32);
     } else {
-        return *(const volatile unsigned*)&flags[tile];
+        f = *(const volatile unsigned*)&flags[tile];
     }
+    if (EPOCHS) {
+        f -= XW_EB;
+        return f < 3u ? f : 0u;
+    }
+    return f;
 }
 
 // The value of tile `tile` whose flag was read as `f` (nonzero) before a __threadfence.
@@ -138,8 +186,10 @@ __device__ __forceinline__ T read_value(const T* aggregates, const T* inclusives
     return f == FLAG_INCLUSIVE ? load_published(&inclusives[tile]) : load_published(&aggregates[tile]);
 }
 
-// Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`.
+// Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`, tagged with
+// this launch's epoch times 4, XW_EB (0 but in EPOCHS).
 __device__ __forceinline__ void publish(unsigned* flags, T* values, unsigned tile, unsigned flag, T v) {
+    if (EPOCHS) flag += XW_EB;
     if constexpr (XW_PACKED) {
         atomicMax((xw_word*)flags + tile, xw_pack(flag, v));
     } else {
@@ -527,8 +577,8 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
-#if SELF_CLEARING
-    __shared__ unsigned s_last;  // XW_SELF_CLEARING: the last tile to count itself done
+#if SELF_CLEARING || EPOCHS
+    __shared__ unsigned s_last;  // the last tile to count itself done
 #endif
     if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
@@ -539,9 +589,15 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     const unsigned group = (unsigned)xw_group();
     if (group >= p.tiles) return;
     // Tiles are numbered in the order blocks start, so a tile's predecessors have started.
-    if (threadIdx.x == 0) s_tile = atomicAdd(&counters[p.chunk], 1u);
+    if (threadIdx.x == 0) {
+        s_tile = atomicAdd(&counters[p.chunk], 1u);
+#if EPOCHS
+        xw_eb = counters[p.chunk + 2] << 2;
+#endif
+    }
     __syncthreads();
     const unsigned t = s_tile;
+
     const unsigned k = p.tile0 + t;
     const unsigned tile_base = t * XW_TILE;
     const unsigned base = tile_base + threadIdx.x * ITEMS;
@@ -659,8 +715,8 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     } else if (threadIdx.x == 0) {
         publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
     }
-#if SELF_CLEARING
-    // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends
+#if SELF_CLEARING || EPOCHS
+    // XW_SELF_CLEARING and XW_EPOCHS: the tile has published its last state and (the barrier that ends
     // look_back; tile 0 reads none) every thread has read its last one: thread 0 counts it
     // done, and the count's round trip overlaps the output below.
     if (threadIdx.x == 0) {
@@ -741,5 +797,8 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     }
 #if SELF_CLEARING
     zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
+#endif
+#if EPOCHS
+    advance_epoch_if_last(counters, flags, p, s_last, XW_EB);
 #endif
 }

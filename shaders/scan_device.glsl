@@ -46,6 +46,16 @@
 // those tiles itself (in the canonical order: the very bits their owners will publish) and
 // publishes their aggregates. Flags only grow (atomicMax), so two publishers of the same
 // aggregate cannot set a flag back.
+//
+// Fresh states: a launch needs every state it reads to be unpublished until its tile publishes.
+// The clearing launch zeroes them ahead of a scan whose states are fresh memory; SELF_CLEARING
+// (below) zeroes them after; EPOCH_STATES (XW_STATE64 only) zeroes nothing: the states lie in the
+// device's epochs buffer (src/device.rs, Device::epochs), whose counters[2] is the epoch, and
+// each state's high word is the epoch of the launch that published it times 4 plus the flag
+// (g_eb below), so a state of an earlier launch reads as unpublished (read_state) and a
+// publication of this one is larger than it (atomicMax). The last tile to finish advances the
+// epoch; at p.epoch_wrap (2^30, where the tag would overflow) it zeroes every state and the
+// epoch starts again at 0.
 #extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 #include "shuffle.glsl"
@@ -55,6 +65,9 @@ layout(constant_id = 1) const uint OP = 0u;  // 0 sum, 2 min, 3 max (reduce_op.g
 layout(constant_id = 2) const uint EXCLUSIVE = 0u;
 layout(constant_id = 3) const uint ITEMS = 16u;
 layout(constant_id = 4) const uint LB_TILES = 1u;  // look-back window: tiles per invocation
+// 1: launches with p.clear == EPOCH_STATES (XW_STATE64 only), whose code only this variant has
+// (the others' kernels are those from before it).
+layout(constant_id = 6) const uint EPOCHS = 0u;
 // Constant 5 (PARTIALS_IN_SHARED) is the CUDA twin's choice between shared memory and registers
 // for the partial folds; this kernel always keeps them in shared memory (32-bit types): NVIDIA's
 // Vulkan compiler gave the kernel 85-87 registers with the register path present behind a
@@ -79,7 +92,9 @@ layout(push_constant) uniform Params {
     uint tile0;   // global index of the launch's first tile
     uint chunk;   // this launch's tile counter; clearing: the number of counters
     uint spin;    // polls of a window with unpublished tiles before reducing them here
-    uint clear;   // CLEAR_LAUNCH, SELF_CLEARING or 0 (see below)
+    uint clear;   // CLEAR_LAUNCH, SELF_CLEARING, EPOCH_STATES or 0 (see below)
+    uint epoch_wrap;   // EPOCH_STATES: the epoch after the last, where they start again at 0
+    uint epoch_tiles;  // EPOCH_STATES: the states `flags` holds, all zeroed at that restart
 } p;
 
 // p.clear: only zero flags[0 .. tiles) and counters[0 .. chunk) (the clearing launch ahead of a
@@ -91,6 +106,13 @@ const uint CLEAR_LAUNCH = 1u;
 // its prefix is published, so the count's round trip overlaps the tile's output), and the last
 // of them zeroes the states and both counters after its output (no clearing launch).
 const uint SELF_CLEARING = 2u;
+// p.clear: a scan of one launch of 32-bit states in one word (XW_STATE64) whose states and
+// counters lie in the device's epochs buffer (see the top): counters[chunk] and
+// counters[chunk + 1] as for SELF_CLEARING, counters[chunk + 2] the epoch.
+// Only the variant EPOCHS = 1 runs it.
+const uint EPOCH_STATES = 3u;
+// This launch's epoch times 4, the tag of its states' flags (EPOCH_STATES).
+uint g_eb = 0u;
 
 shared T stage[gl_WorkGroupSize.x];
 shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
@@ -102,7 +124,8 @@ shared uint lb_flags[LB_WINDOW];  // its flag as read (the fallback's list)
 shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
 shared uint lb_gap[2];  // a tile above it has not published, per poll parity
 shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
-shared uint s_last_tile;  // SELF_CLEARING: this tile was the last to count itself done
+shared uint s_last_tile;  // SELF_CLEARING, EPOCH_STATES: this tile was the last to count itself done
+shared uint s_eb;         // EPOCH_STATES: the launch's epoch times 4
 shared T s_value;
 
 #if !defined(XW_T_64)
@@ -193,12 +216,18 @@ T xw_from_u32(uint u) {
 }
 
 #if defined(XW_STATE64)
-// Tile `tile`'s flag and value, from one relaxed 64-bit atomic load.
+// Tile `tile`'s flag and value, from one relaxed 64-bit atomic load; a state of an earlier
+// launch (another epoch's tag, EPOCH_STATES) reads as 0.
 uint read_state(uint tile, out T v) {
     uint64_t w =
         atomicLoad(flags[tile], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
     v = xw_from_u32(uint(w));
-    return uint(w >> 32);
+    uint f = uint(w >> 32);
+    if (EPOCHS != 0u) {
+        f -= g_eb;
+        f = f < 3u ? f : 0u;
+    }
+    return f;
 }
 #else
 // Tile `tile`'s flag (0 while its two words disagree) and value.
@@ -217,6 +246,7 @@ void publish(uint tile, uint flag, T v, bool inclusive) {
 #if defined(XW_PACKED)
     uint b = xw_to_u32(v);
 #if defined(XW_STATE64)
+    if (EPOCHS != 0u) flag += g_eb;
     atomicMax(flags[tile], (uint64_t(flag) << 32) | uint64_t(b));
 #else
     atomicMax(flags[2u * tile], (flag << 16u) | (b & 0xffffu));
@@ -628,6 +658,27 @@ void zero_states_if_last(uint local) {
     }
 }
 
+#if defined(XW_STATE64)
+// EPOCH_STATES, at the end of the tile: the last tile to count itself done zeroes the launch's two
+// counters and advances the epoch; at p.epoch_wrap it first zeroes every state, and the epoch
+// starts again at 0. Uniform control flow.
+void advance_epoch_if_last(uint local) {
+    barrier();
+    if (s_last_tile == 0u) return;
+    // Acquire: every other tile's count, and so its use of the states, before the zeroing.
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    uint next = (g_eb >> 2u) + 1u;
+    if (next >= p.epoch_wrap) {
+        for (uint i = local; i < p.epoch_tiles; i += gl_WorkGroupSize.x) flags[i] = uint64_t(0);
+    }
+    if (local == 0u) {
+        counters[p.chunk] = 0u;
+        counters[p.chunk + 1u] = 0u;
+        counters[p.chunk + 2u] = next >= p.epoch_wrap ? 0u : next;
+    }
+}
+#endif
+
 #if defined(XW_VEC)
 // The scan's subgroup step on the invocations' vector totals: the inclusive scan.
 T vec_inclusive(T x) {
@@ -908,9 +959,17 @@ void main() {
     uint group = xw_group();
     if (group >= p.tiles) return;
     // Tiles are numbered in the order workgroups start, so a tile's predecessors have started.
-    if (local == 0u) s_word = atomicAdd(counters[p.chunk], 1u);
+    if (local == 0u) {
+        s_word = atomicAdd(counters[p.chunk], 1u);
+#if defined(XW_STATE64)
+        if (EPOCHS != 0u) s_eb = counters[p.chunk + 2u] << 2u;
+#endif
+    }
     barrier();
     uint t = s_word;
+#if defined(XW_STATE64)
+    if (EPOCHS != 0u) g_eb = s_eb;
+#endif
     uint k = p.tile0 + t;
     uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
     uint base = tile_base + local * ITEMS;
@@ -997,7 +1056,7 @@ void main() {
     } else if (local == 0u) {
         publish(k, FLAG_INCLUSIVE, total, true);
     }
-    if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
+    if ((p.clear == SELF_CLEARING || EPOCHS != 0u) && local == 0u) count_tile_done();
 
     T pre = xw_op(e, prefix);
 #if defined(XW_VEC)
@@ -1051,4 +1110,7 @@ void main() {
     }
 #endif
     if (p.clear == SELF_CLEARING) zero_states_if_last(local);
+#if defined(XW_STATE64)
+    if (EPOCHS != 0u) advance_epoch_if_last(local);
+#endif
 }

@@ -595,6 +595,17 @@ pub const COUNTER_BYTES: u64 = 64 << 10;
 /// where the backend splits it: eight parts.
 pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 8;
 
+/// Tile states the buffer [`Device::epochs`] holds: one 64-bit word each, enough for a scan of
+/// 2^28 `f32` ([`crate::scan`]).
+pub const EPOCH_TILES: u64 = 1 << 16;
+
+/// Bytes ahead of the tile states in the buffer [`Device::epochs`]: its counters (word 0 numbers
+/// a launch's tiles, word 1 counts those done, word 2 is the epoch), padded to 256 bytes.
+pub const EPOCH_HEADER_BYTES: u64 = 256;
+
+/// Bytes of the buffer [`Device::epochs`] returns.
+pub const EPOCH_BYTES: u64 = EPOCH_HEADER_BYTES + 8 * EPOCH_TILES;
+
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
 /// [`check_launch`].
 #[derive(Clone, Copy, Debug)]
@@ -807,6 +818,18 @@ pub trait Device: Send + Sync {
     /// buffer. `None` where there is no counters buffer or `bytes` exceeds it.
     fn counter_slot(&self, bytes: u64) -> Option<&RawBuffer> {
         self.counters().filter(|c| bytes <= c.bytes())
+    }
+    /// A buffer of [`EPOCH_BYTES`] bytes, allocated and zeroed when the device opens, for the
+    /// tile states of launches that tag each state with the epoch of their call, so that the
+    /// states of earlier calls need no zeroing: [`EPOCH_HEADER_BYTES`] of counters, then
+    /// [`EPOCH_TILES`] 64-bit states. The contract: words 0 and 1 are zero whenever none of
+    /// this device's launches runs; word 2 is the epoch, which the last tile of each launch
+    /// advances, and which restarts at 0 only after the launch that advances it has zeroed
+    /// every state; each state's high 32 bits are zero or an epoch times 4 plus a flag of 1 to
+    /// 3. Launches that use the buffer run one after the other, as for [`Self::counters`].
+    /// `None` where the backend keeps no such buffer; algorithms then take a path without it.
+    fn epochs(&self) -> Option<&RawBuffer> {
+        None
     }
     /// Messages the driver's debugging layers reported (Vulkan validation messages of warning
     /// or error severity when validation is on); empty otherwise.

@@ -58,7 +58,10 @@
 //! may read a predecessor's input after that predecessor would have overwritten it.
 
 use crate::cpu::reduce::Reduce;
-use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{
+    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, RawBuffer, SubgroupFeatures,
+    EPOCH_HEADER_BYTES, EPOCH_TILES,
+};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::{ScanDeviceParams, ScanParams};
@@ -82,6 +85,12 @@ const CLEAR_LAUNCH: u32 = 1;
 /// [`ScanDeviceParams::clear`]: the states lie in the device's counters buffer; the tile that
 /// finishes last zeroes them and the two counters.
 const SELF_CLEARING: u32 = 2;
+/// [`ScanDeviceParams::clear`]: the states lie in the device's epochs buffer
+/// ([`Device::epochs`]), tagged with the call's epoch; the tile that finishes last zeroes the
+/// two counters and advances the epoch.
+const EPOCHS: u32 = 3;
+/// The default [`Tuning::epoch_wrap`]: the epochs a state's 30-bit tag tells apart.
+pub const EPOCH_WRAP: u32 = 1 << 30;
 
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
@@ -121,6 +130,10 @@ pub struct Tuning {
     /// the Vulkan kernels (whose near look-back walks down a subgroup's window at a time) take
     /// 1 whatever is set. Both give the same bits.
     pub near_depth: Option<u32>,
+    /// The epoch at which the tile states' epochs start again from 0, 1 to [`EPOCH_WRAP`]: a
+    /// call that would reach it first zeroes every state of the device's epochs buffer
+    /// ([`Device::epochs`]); `None`: [`EPOCH_WRAP`]. Small values take that path often.
+    pub epoch_wrap: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -132,6 +145,7 @@ impl Default for Tuning {
             items: None,
             registers: None,
             near_depth: None,
+            epoch_wrap: None,
         }
     }
 }
@@ -470,18 +484,12 @@ pub(crate) fn scan_segments<T: Reduce>(
             size * tiles as u64,
         ],
     );
-    // A scan of one launch whose states fit keeps them in the device's counters buffer, zero
-    // before and after every launch: the tile that finishes last zeroes them again, so no
-    // temporary and no clearing launch (its cost is most of a small scan's, NOTES.md version
-    // 19). Others get fresh memory, zeroed by the scan kernel in its clearing mode first.
-    let shared = (launches == 1
-        && tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info()))
-    .then(|| dev.counter_slot(bytes))
-    .flatten();
+    let states = scan_states::<T>(dev, &tuning, launches, tiles, bytes, registers)?;
     let fresh;
-    let state = match shared {
-        Some(c) => c,
-        None => {
+    let state = match states {
+        States::Shared(c) => c,
+        States::Epochs(e) => e,
+        States::Fresh => {
             fresh = dev.alloc(bytes)?;
             &fresh
         }
@@ -491,19 +499,56 @@ pub(crate) fn scan_segments<T: Reduce>(
         offset,
         bytes,
     };
-    let counters = part(at_counters, 4 * counter_words);
+    let epochs = matches!(states, States::Epochs(_));
+    // The epochs buffer: its counters (the tile counter, the done count and the epoch), then
+    // every state; the kernel reads no aggregate or inclusive buffer for 4-byte types, which
+    // see the states there too.
+    let (counters, flags_at, values_at, values_bytes) = if epochs {
+        let states_bytes = 8 * EPOCH_TILES;
+        (
+            part(0, 16),
+            EPOCH_HEADER_BYTES,
+            [EPOCH_HEADER_BYTES; 2],
+            states_bytes,
+        )
+    } else {
+        (
+            part(at_counters, 4 * counter_words),
+            at_flags,
+            [at_aggregates, at_inclusives],
+            0,
+        )
+    };
+    let flag_bytes = |launched: usize| {
+        if epochs {
+            8 * EPOCH_TILES
+        } else {
+            8 * launched as u64
+        }
+    };
+    let value_bytes = |launched: usize| {
+        if epochs {
+            values_bytes
+        } else {
+            size * launched as u64
+        }
+    };
     let mut consts = vec![
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
         ("ITEMS", items),
         ("LB_TILES", window),
     ];
+    consts.push(("EPOCHS", u32::from(epochs)));
     // Only the CUDA twin reads PARTIALS_IN_SHARED (src/kernels/table.rs): the GLSL kernels
     // always keep the partials in shared memory and declare no such constant.
     if dev.info().backend == BackendKind::Cuda {
         let partials = crate::tuning::scan_partials_in_shared(T::KIND, items);
         consts.push(("PARTIALS_IN_SHARED", u32::from(partials)));
-        consts.push(("SELF_CLEARING", u32::from(shared.is_some())));
+        consts.push((
+            "SELF_CLEARING",
+            u32::from(matches!(states, States::Shared(_))),
+        ));
         consts.push(("VEC", u32::from(registers)));
         consts.push(("NEAR_DEPTH", near_depth));
     }
@@ -520,7 +565,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         clear: CLEAR_LAUNCH,
         ..Default::default()
     };
-    if shared.is_none() {
+    if matches!(states, States::Fresh) {
         dev.launch(&Launch {
             kernel,
             block: BLOCK,
@@ -539,6 +584,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             params: bytemuck::bytes_of(&clear),
         })?;
     }
+    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
     let mut launch = 0;
     let mut segment_tile0 = 0;
     for (input, output) in segments {
@@ -552,10 +598,17 @@ pub(crate) fn scan_segments<T: Reduce>(
                 tile0: tile0 as u32,
                 chunk: launch as u32,
                 spin: tuning.spin,
-                clear: if shared.is_some() { SELF_CLEARING } else { 0 },
+                clear: match states {
+                    States::Shared(_) => SELF_CLEARING,
+                    States::Epochs(_) => EPOCHS,
+                    States::Fresh => 0,
+                },
+                epoch_wrap: wrap,
+                epoch_tiles: EPOCH_TILES as u32,
             };
             // Tile state of all tiles so far stays bound: look-back reads earlier launches'
             // tiles (their states only: they have finished).
+            let launched = tile0 + launch_tiles;
             dev.launch(&Launch {
                 kernel,
                 block: BLOCK,
@@ -564,9 +617,9 @@ pub(crate) fn scan_segments<T: Reduce>(
                     input.binding(start, n),
                     output.binding(start, n),
                     counters,
-                    part(at_flags, 8 * (tile0 + launch_tiles) as u64),
-                    part(at_aggregates, size * (tile0 + launch_tiles) as u64),
-                    part(at_inclusives, size * (tile0 + launch_tiles) as u64),
+                    part(flags_at, flag_bytes(launched)),
+                    part(values_at[0], value_bytes(launched)),
+                    part(values_at[1], value_bytes(launched)),
                 ],
                 params: bytemuck::bytes_of(&params),
             })?;
@@ -575,6 +628,62 @@ pub(crate) fn scan_segments<T: Reduce>(
         segment_tile0 += input.len().div_ceil(tile);
     }
     Ok(())
+}
+
+/// Where a device scan keeps its tile states (see the module's documentation).
+enum States<'a> {
+    /// In the device's counters buffer, zeroed again by the tile that finishes last.
+    Shared(&'a RawBuffer),
+    /// In the device's epochs buffer, tagged with the call's epoch.
+    Epochs(&'a RawBuffer),
+    /// In fresh memory that a clearing launch zeroes first.
+    Fresh,
+}
+
+/// The [`States`] of a device scan of `launches` launches and `tiles` tiles whose temporaries
+/// take `bytes` apart from the device's buffers: the counters buffer for one launch of at most
+/// [`crate::tuning::scan_self_clearing_max_tiles`] tiles; else the epochs buffer for one launch
+/// of 4-byte elements in at most [`EPOCH_TILES`] tiles where the kernel keeps a tile's state in
+/// one 64-bit word (CUDA; Vulkan with 64-bit buffer atomics); else fresh memory.
+fn scan_states<'a, T: Reduce>(
+    dev: &'a dyn Device,
+    tuning: &Tuning,
+    launches: usize,
+    tiles: usize,
+    bytes: u64,
+    registers: bool,
+) -> Result<States<'a>> {
+    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
+    if !(1..=EPOCH_WRAP).contains(&wrap) {
+        return Err(Error::invalid(
+            "epoch_wrap",
+            wrap,
+            format!("1..={EPOCH_WRAP}"),
+        ));
+    }
+    if launches != 1 {
+        return Ok(States::Fresh);
+    }
+    let shared = tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info());
+    let one_word = T::KIND.size() == 4
+        && (dev.info().backend == BackendKind::Cuda
+            || crate::tuning::scan_kernel(dev.info(), T::KIND, registers) != "scan_device");
+    let epochs = one_word && tiles as u64 <= EPOCH_TILES;
+    let choice = std::env::var("XWARP_SCAN_STATES").unwrap_or_default();
+    let (shared, epochs) = match choice.as_str() {
+        "epochs" => (false, epochs),
+        "clear" => (shared, false),
+        _ => (shared, epochs),
+    };
+    if shared {
+        if let Some(c) = dev.counter_slot(bytes) {
+            return Ok(States::Shared(c));
+        }
+    }
+    Ok(match dev.epochs() {
+        Some(e) if epochs => States::Epochs(e),
+        _ => States::Fresh,
+    })
 }
 
 /// [`device_scan`] in place: the result replaces `data` (through a temporary buffer).

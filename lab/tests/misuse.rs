@@ -378,6 +378,11 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             ..ScanTuning::default()
         };
         let depths = format!("one of {:?}", scan::NEAR_DEPTHS);
+        let wrap = |w| ScanTuning {
+            epoch_wrap: Some(w),
+            ..ScanTuning::default()
+        };
+        let wraps = format!("1..={}", scan::EPOCH_WRAP);
         let k_high = scan::MAX_LOOKBACK_TILES + 1;
         for (t, name, value, allowed) in [
             (window(0), "lookback_tiles", 0.to_string(), &windows),
@@ -389,6 +394,13 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             ),
             (items(0), "items", 0.to_string(), &item_range),
             (depth, "near_depth", 2.to_string(), &depths),
+            (wrap(0), "epoch_wrap", 0.to_string(), &wraps),
+            (
+                wrap(scan::EPOCH_WRAP + 1),
+                "epoch_wrap",
+                (scan::EPOCH_WRAP + 1).to_string(),
+                &wraps,
+            ),
             (items(17), "items", 17.to_string(), &item_range),
             (launch(1), "max_launch_elems", 1.to_string(), &tiles),
             (

@@ -852,15 +852,20 @@ fn scan_prop<T: Arb>() {
         // The staging kernel where the device would keep the tile in registers.
         select(vec![None, Some(false)]),
         select(vec![None, Some(1), Some(4)]),
+        // Epochs that start again from 0 at every call, or every other.
+        select(vec![None, Some(1), Some(2)]),
     )
         .prop_map(
-            |(spin, max_launch_elems, lookback_tiles, registers, near_depth)| ScanTuning {
-                spin,
-                max_launch_elems,
-                lookback_tiles,
-                items: None,
-                registers,
-                near_depth,
+            |(spin, max_launch_elems, lookback_tiles, registers, near_depth, epoch_wrap)| {
+                ScanTuning {
+                    spin,
+                    max_launch_elems,
+                    lookback_tiles,
+                    items: None,
+                    registers,
+                    near_depth,
+                    epoch_wrap,
+                }
             },
         );
     let scope = prop_oneof![

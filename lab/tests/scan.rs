@@ -201,6 +201,124 @@ fn scans_of_one_launch_leave_the_device_counters_zero() {
     });
 }
 
+/// The device's epochs buffer as words: its counters, then its states' words.
+fn epoch_words(dev: &dyn xwarp::Device) -> Option<Vec<u32>> {
+    let epochs = dev.epochs()?;
+    let words = (epochs.bytes() / 4) as usize;
+    let view = DeviceVec::<u32>::from_raw(epochs.clone(), words).unwrap();
+    Some(view.to_vec(dev).unwrap())
+}
+
+#[test]
+fn scans_past_the_counters_tag_their_states_with_epochs() {
+    // Single-launch scans of 4-byte types past the tiles the counters buffer holds keep their
+    // states in the device's epochs buffer, tagged with the call's epoch and never zeroed:
+    // `f32` sums and min or max (the tile of 4096 the order fixes), calls of many tiles and of
+    // fewer in turn (the later reading the states the earlier left, of an older epoch), with
+    // and without the fallback, each against the CPU; the epoch
+    // advances by one a call, and a call that reaches `epoch_wrap` zeroes every state and
+    // starts again at 0. Counters words 0 and 1 are zero after each call. Devices of their
+    // own: the other tests' scans would advance the shared devices' epochs meanwhile.
+    let mut rng = Rng::new(seed());
+    for d in common::devices() {
+        let vk = d.vulkan.as_ref().map(|_| common::open_vulkan());
+        let own: std::sync::Arc<dyn xwarp::Device> = match &vk {
+            Some(v) => v.clone(),
+            None => std::sync::Arc::new(xwarp::cuda::CudaDevice::new(0).unwrap()),
+        };
+        let dev = &*own;
+        let Some(before) = epoch_words(dev) else {
+            continue;
+        };
+        let cuda = dev.info().backend == xwarp::BackendKind::Cuda;
+        let most = if cuda { 1024 } else { 512 } * TILE;
+        let header = (xwarp::device::EPOCH_HEADER_BYTES / 4) as usize;
+        let mut epoch = before[2];
+        let sizes = [
+            most + 1,
+            3 * most + 77,
+            most + TILE,
+            2 * most - 5,
+            3 * most + 77,
+        ];
+        for (i, &n) in sizes.iter().enumerate() {
+            let wrap = match i {
+                1 => Some(epoch + 1),
+                3 => Some(1),
+                _ => None,
+            };
+            let tuning = Tuning {
+                spin: if i % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
+                epoch_wrap: wrap,
+                ..Tuning::default()
+            };
+            let kind = if i % 2 == 0 {
+                ScanKind::Inclusive
+            } else {
+                ScanKind::Exclusive
+            };
+            let op = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i % 3];
+            let a = f32::input(ReduceOp::Sum, n, &mut rng);
+            let b = f32::input(op, n, &mut rng);
+            let want_a = xwarp::cpu::scan::device_scan(ReduceOp::Sum, kind, &a);
+            let want_b = xwarp::cpu::scan::device_scan(op, kind, &b);
+            let src_a = DeviceVec::from_slice(dev, &a).unwrap();
+            let src_b = DeviceVec::from_slice(dev, &b).unwrap();
+            let mut dst_a = DeviceVec::<f32>::alloc(dev, n).unwrap();
+            let mut dst_b = DeviceVec::<f32>::alloc(dev, n).unwrap();
+            dst_a.fill(dev, f32::NAN).unwrap();
+            dst_b.fill(dev, f32::NAN).unwrap();
+            let what = format!("{}: n={n} {kind:?} {tuning:?}", d.label);
+            scan::device_scan_tuned(dev, ReduceOp::Sum, kind, &src_a, &mut dst_a, tuning).unwrap();
+            let after_a = epoch_words(dev).unwrap();
+            scan::device_scan_tuned(dev, op, kind, &src_b, &mut dst_b, tuning).unwrap();
+            let after_b = epoch_words(dev).unwrap();
+            if let Some(m) = first_mismatch(&want_a, &dst_a.to_vec(dev).unwrap()) {
+                panic!("{what}: f32 sum: {m}");
+            }
+            if let Some(m) = first_mismatch(&want_b, &dst_b.to_vec(dev).unwrap()) {
+                panic!("{what}: f32 {op:?}: {m}");
+            }
+            for (call, words) in [(0, &after_a), (1, &after_b)] {
+                assert_eq!(&words[..2], &[0, 0], "{what}: call {call}'s counters");
+                // The wrap is the epoch after the first call's: the first zeroes every state.
+                let wraps = wrap.is_some_and(|w| epoch + 1 >= w);
+                let next = if wraps { 0 } else { epoch + 1 };
+                assert_eq!(words[2], next, "{what}: call {call}'s epoch");
+                if wraps {
+                    if let Some(w) = words[header..].iter().position(|&w| w != 0) {
+                        panic!(
+                            "{what}: call {call} wrapped, state word {w} is {:#x}",
+                            words[header + w]
+                        );
+                    }
+                } else {
+                    // Every state of the call carries its epoch's tag and an inclusive prefix.
+                    for t in 0..n.div_ceil(TILE) {
+                        let hi = words[header + 2 * t + 1];
+                        assert_eq!(
+                            hi,
+                            (epoch << 2) | 2,
+                            "{what}: call {call}, tile {t}'s state"
+                        );
+                    }
+                }
+                epoch = next;
+            }
+            assert_counters_zero(dev, &what);
+        }
+        if let Some(vk) = vk {
+            let messages = vk.validation_messages();
+            assert!(
+                messages.is_empty(),
+                "{}: validation messages:\n{}",
+                d.label,
+                messages.join("\n")
+            );
+        }
+    }
+}
+
 #[test]
 fn integer_scans_agree_at_every_tile() {
     // Integer scans may take any tile (`Tuning::items`: their operators are associative), each

@@ -59,7 +59,7 @@
 use crate::device::DeviceVec;
 use crate::device::{
     BackendKind, Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage,
-    RawBuffer, Recording, Ticket, COUNTER_BYTES,
+    RawBuffer, Recording, Ticket, COUNTER_BYTES, EPOCH_BYTES,
 };
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
@@ -128,6 +128,8 @@ pub struct CudaDevice {
     tickets: Mutex<queue::Tickets>,
     /// [`Device::counters`]: set once the device is constructed.
     counters: Option<RawBuffer>,
+    /// [`Device::epochs`]: set once the device is constructed.
+    epochs: Option<RawBuffer>,
 }
 
 impl fmt::Debug for CudaDevice {
@@ -193,6 +195,7 @@ impl CudaDevice {
             live: Arc::new(memory::Live::with_stream(own)),
             tickets: Mutex::default(),
             counters: None,
+            epochs: None,
         }
         .with_counters()
     }
@@ -231,15 +234,19 @@ impl CudaDevice {
             live: Arc::default(),
             tickets: Mutex::default(),
             counters: None,
+            epochs: None,
         }
         .with_counters()
     }
 
-    /// Allocates and zeroes the buffer of [`Device::counters`].
+    /// Allocates and zeroes the buffers of [`Device::counters`] and [`Device::epochs`].
     fn with_counters(mut self) -> Result<Self> {
         let counters = self.alloc(COUNTER_BYTES)?;
         self.write(&counters, 0, &vec![0; COUNTER_BYTES as usize])?;
         self.counters = Some(counters);
+        let epochs = self.alloc(EPOCH_BYTES)?;
+        self.write(&epochs, 0, &vec![0; EPOCH_BYTES as usize])?;
+        self.epochs = Some(epochs);
         Ok(self)
     }
 
@@ -325,6 +332,10 @@ impl Device for CudaDevice {
 
     fn counters(&self) -> Option<&RawBuffer> {
         self.counters.as_ref()
+    }
+
+    fn epochs(&self) -> Option<&RawBuffer> {
+        self.epochs.as_ref()
     }
 
     fn kernel_stats(&self) -> Vec<KernelStats> {

@@ -138,8 +138,14 @@ param_blocks! {
         pub chunk: u32,
         /// Polls of a window with unpublished tiles before reducing them here.
         pub spin: u32,
-        /// Nonzero: only zero the flags and counters (the clearing launch).
+        /// Nonzero: only zero the flags and counters (the clearing launch), or where the tile
+        /// states live and how they are told fresh (src/scan.rs).
         pub clear: u32,
+        /// Epochs: the epoch after the launch's last one, at which the next launch starts
+        /// again from 0 once this one has zeroed every state.
+        pub epoch_wrap: u32,
+        /// Epochs: the tile states the bound flags hold (all of them, for that zeroing).
+        pub epoch_tiles: u32,
     }
 
     /// The stream compaction's block (`compact`, `compact_c64`).

@@ -155,7 +155,16 @@ pub const SCAN_PARAMS: ParamBlock = ParamBlock {
 /// The single-pass device scan's block.
 pub const SCAN_DEVICE_PARAMS: ParamBlock = ParamBlock {
     name: "ScanDeviceParams",
-    fields: &["n", "tiles", "tile0", "chunk", "spin", "clear"],
+    fields: &[
+        "n",
+        "tiles",
+        "tile0",
+        "chunk",
+        "spin",
+        "clear",
+        "epoch_wrap",
+        "epoch_tiles",
+    ],
 };
 /// The stream compaction's block.
 pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
@@ -340,6 +349,24 @@ const fn global_rung(name: &'static str) -> KernelDef {
 }
 
 /// The constants of both device-scan kernels on Vulkan.
+/// The 4-byte types' tile states in the device's epochs buffer, each tagged with its call's
+/// epoch (no clearing launch, nothing zeroed): a variant of its own on both backends, whose
+/// others keep the code from before it.
+const SCAN_EPOCHS: Const = Const {
+    name: "EPOCHS",
+    on: On::Both,
+    values: OFF_ON,
+};
+
+/// The Vulkan scan kernels with a 32-bit type's state in one word.
+const SCAN_DEVICE_S64_CONSTS: [Const; 5] = [
+    SCAN_DEVICE_CONSTS[0],
+    SCAN_DEVICE_CONSTS[1],
+    SCAN_DEVICE_CONSTS[2],
+    SCAN_DEVICE_CONSTS[3],
+    SCAN_EPOCHS,
+];
+
 const SCAN_DEVICE_CONSTS: [Const; 4] = [
     Const {
         name: "OP",
@@ -692,6 +719,7 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            SCAN_EPOCHS,
             // 1: a 4-byte tile in registers, moved by 16-byte loads and stores (the Vulkan
             // twin is the kernel scan_device_vec).
             Const {
@@ -744,7 +772,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "scan_device_s64",
         variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
-        consts: &SCAN_DEVICE_CONSTS,
+        consts: &SCAN_DEVICE_S64_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),
     },
@@ -753,7 +781,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "scan_device_vec",
         variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
-        consts: &SCAN_DEVICE_CONSTS,
+        consts: &SCAN_DEVICE_S64_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),
     },

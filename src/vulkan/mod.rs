@@ -111,7 +111,7 @@
 use crate::device::DeviceVec;
 use crate::device::{
     Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage, RawBuffer,
-    Recording, Subnormals, Ticket, COUNTER_BYTES, COUNTER_SLOT_BYTES,
+    Recording, Subnormals, Ticket, COUNTER_BYTES, COUNTER_SLOT_BYTES, EPOCH_BYTES,
 };
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
@@ -288,6 +288,8 @@ pub struct VulkanDevice {
     /// the number of parts handed out so far (the next is that modulo their count).
     counter_slots: Vec<RawBuffer>,
     next_slot: std::sync::atomic::AtomicUsize,
+    /// [`Device::epochs`]: set once the device is constructed.
+    epochs: Option<RawBuffer>,
     /// Which float widths' subnormals kernels may ask the driver to keep.
     denorms: Denorms,
     /// What the float kernels of `f32` and `f64` compute with (their SPIR-V variant): native
@@ -371,6 +373,7 @@ impl VulkanDevice {
             counters: None,
             counter_slots: Vec::new(),
             next_slot: std::sync::atomic::AtomicUsize::new(0),
+            epochs: None,
             denorms: p.denorms,
             float_arith: [FloatArith::Native; 2],
             self_test: None,
@@ -383,6 +386,9 @@ impl VulkanDevice {
             .map(|k| this.window_of(&counters, k * COUNTER_SLOT_BYTES, COUNTER_SLOT_BYTES))
             .collect::<Result<_>>()?;
         this.counters = Some(counters);
+        let epochs = this.alloc(EPOCH_BYTES)?;
+        this.record_zero(&epochs)?;
+        this.epochs = Some(epochs);
         this.run_self_test(p, subnormals)?;
         Ok(this)
     }
@@ -565,6 +571,10 @@ impl Device for VulkanDevice {
 
     fn counters(&self) -> Option<&RawBuffer> {
         self.counters.as_ref()
+    }
+
+    fn epochs(&self) -> Option<&RawBuffer> {
+        self.epochs.as_ref()
     }
 
     fn counter_slot(&self, bytes: u64) -> Option<&RawBuffer> {

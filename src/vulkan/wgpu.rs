@@ -1055,6 +1055,10 @@ impl Device for WgpuXwarp {
         self.xw.counters()
     }
 
+    fn epochs(&self) -> Option<&RawBuffer> {
+        self.xw.epochs()
+    }
+
     fn counter_slot(&self, bytes: u64) -> Option<&RawBuffer> {
         self.xw.counter_slot(bytes)
     }
