@@ -33,7 +33,7 @@ struct ScanDeviceParams {
 
 #define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)
 #define XW_SELF_CLEARING 2u  // the last tile to count itself done zeroes the states and counters
-#define XW_EPOCHS 3u         // states tagged with the launch's epoch, which the last tile advances
+#define XW_EPOCHS 3u         // states tagged with the launch's epoch, advanced by the last ticket
 
 // XW_SELF_CLEARING, at the end of the tile: the last tile to count itself done (`last`, see
 // the kernel) zeroes the tile states and the launch's two counters (see the Vulkan twin). Every
@@ -61,28 +61,30 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
     }
 }
 
-// XW_EPOCHS, at the end of the tile: the last tile to count itself done zeroes the launch's
-// two counters and advances the epoch (counters[p.chunk + 2]; `eb` is this launch's times 4,
-// XW_EB below),
-// so the next launch's states are told from this one's by their tag alone; at p.epoch_wrap the
-// epoch starts again at 0, once every state is zeroed (see the Vulkan twin). Every thread
-// calls it.
-__device__ __forceinline__ void advance_epoch_if_last(unsigned* counters, unsigned* flags,
-                                                      const ScanDeviceParams& p, const unsigned& last,
-                                                      unsigned eb) {
+// XW_EPOCHS: the tile counter and the epoch are one 64-bit word, counters[p.chunk] (the
+// ticket) and counters[p.chunk + 1] (the epoch; see the Vulkan twin), so each tile takes its
+// ticket and the launch's epoch in one atomic. The tile that takes the last ticket sets the
+// word to the next epoch and ticket 0 at once (no tile of the launch takes a ticket after it).
+// A launch whose next epoch reaches p.epoch_wrap instead counts its tiles done on
+// counters[p.chunk + 2], and the last of them zeroes every state, the word and that count:
+// the epochs start again at 0 (restart_epochs_if_last).
+__device__ __forceinline__ bool xw_wrapping(unsigned eb, const ScanDeviceParams& p) {
+    return (eb >> 2) + 1u >= p.epoch_wrap;
+}
+
+// XW_EPOCHS, at the end of a tile of a launch that wraps (see above). Every thread calls it.
+__device__ __forceinline__ void restart_epochs_if_last(unsigned* counters, unsigned* flags,
+                                                       const ScanDeviceParams& p,
+                                                       const unsigned& last, unsigned eb) {
     __syncthreads();
-    if (!last) return;
+    if (!xw_wrapping(eb, p) || !last) return;
     __threadfence();
-    const unsigned next = (eb >> 2) + 1u;
-    if (next >= p.epoch_wrap) {
-        for (unsigned i = threadIdx.x; i < p.epoch_tiles; i += blockDim.x) {
-            reinterpret_cast<unsigned long long*>(flags)[i] = 0ull;
-        }
+    for (unsigned i = threadIdx.x; i < p.epoch_tiles; i += blockDim.x) {
+        reinterpret_cast<unsigned long long*>(flags)[i] = 0ull;
     }
     if (threadIdx.x == 0) {
-        counters[p.chunk] = 0;
-        counters[p.chunk + 1] = 0;
-        counters[p.chunk + 2] = next >= p.epoch_wrap ? 0u : next;
+        *reinterpret_cast<unsigned long long*>(&counters[p.chunk]) = 0ull;
+        counters[p.chunk + 2] = 0;
     }
 }
 
@@ -590,9 +592,17 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     if (group >= p.tiles) return;
     // Tiles are numbered in the order blocks start, so a tile's predecessors have started.
     if (threadIdx.x == 0) {
-        s_tile = atomicAdd(&counters[p.chunk], 1u);
 #if EPOCHS
-        xw_eb = counters[p.chunk + 2] << 2;
+        unsigned long long* word = reinterpret_cast<unsigned long long*>(&counters[p.chunk]);
+        const unsigned long long w = atomicAdd(word, 1ull);
+        const unsigned epoch = (unsigned)(w >> 32);
+        s_tile = (unsigned)w;
+        xw_eb = epoch << 2;
+        if ((unsigned)w + 1u == p.tiles && epoch + 1u < p.epoch_wrap) {
+            atomicExch(word, (unsigned long long)(epoch + 1u) << 32);
+        }
+#else
+        s_tile = atomicAdd(&counters[p.chunk], 1u);
 #endif
     }
     __syncthreads();
@@ -716,13 +726,19 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
     }
 #if SELF_CLEARING || EPOCHS
-    // XW_SELF_CLEARING and XW_EPOCHS: the tile has published its last state and (the barrier that ends
-    // look_back; tile 0 reads none) every thread has read its last one: thread 0 counts it
-    // done, and the count's round trip overlaps the output below.
-    if (threadIdx.x == 0) {
+    // XW_SELF_CLEARING, and XW_EPOCHS in a launch that wraps: the tile has published its last
+    // state and (the barrier that ends look_back; tile 0 reads none) every thread has read its
+    // last one: thread 0 counts it done, and the count's round trip overlaps the output below.
+    if (threadIdx.x == 0 && !EPOCHS) {
         __threadfence();
         s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == p.tiles;
     }
+#if EPOCHS
+    if (threadIdx.x == 0 && xw_wrapping(XW_EB, p)) {
+        __threadfence();
+        s_last = atomicAdd(&counters[p.chunk + 2], 1u) + 1 == p.tiles;
+    }
+#endif
 #endif
 
     const T pre = xw_op(e, prefix);
@@ -799,6 +815,6 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
 #endif
 #if EPOCHS
-    advance_epoch_if_last(counters, flags, p, s_last, XW_EB);
+    restart_epochs_if_last(counters, flags, p, s_last, XW_EB);
 #endif
 }

@@ -53,9 +53,15 @@
 // device's epochs buffer (src/device.rs, Device::epochs), whose counters[2] is the epoch, and
 // each state's high word is the epoch of the launch that published it times 4 plus the flag
 // (g_eb below), so a state of an earlier launch reads as unpublished (read_state) and a
-// publication of this one is larger than it (atomicMax). The last tile to finish advances the
-// epoch; at p.epoch_wrap (2^30, where the tag would overflow) it zeroes every state and the
-// epoch starts again at 0.
+// publication of this one is larger than it (atomicMax). The tile counter and the epoch are
+// one 64-bit word (counters[chunk] and counters[chunk + 1]): a tile takes its number and the
+// launch's epoch in one atomic, and the tile that takes the last number sets the word to the
+// next epoch and number 0 at once, since no tile of the launch takes a number after it. A
+// launch whose next epoch would reach p.epoch_wrap (2^30, where the tag would overflow)
+// instead counts its tiles done (counters[chunk + 2]), and the last of them zeroes every state,
+// the word and the count: the epochs start again at 0. So a launch costs one atomic a tile,
+// as with fresh states; counting every tile done, as SELF_CLEARING does, cost 4-10% at
+// 2048-65536 tiles on an H200 (NOTES.md version 52).
 #extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 #include "shuffle.glsl"
@@ -79,6 +85,10 @@ const uint FLAG_INCLUSIVE = 2u;
 layout(std430, binding = 0) readonly buffer Src { T src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { T dst[]; };
 layout(std430, binding = 2) coherent buffer Counters { uint counters[]; };
+#if defined(XW_STATE64)
+// EPOCH_STATES: the tile counter and the epoch as one word (p.chunk is 0 there).
+layout(std430, binding = 2) coherent buffer Counters64 { uint64_t counters64[]; };
+#endif
 #if defined(XW_STATE64)
 layout(std430, binding = 3) coherent buffer Flags { uint64_t flags[]; };  // one word per tile
 #else
@@ -107,8 +117,9 @@ const uint CLEAR_LAUNCH = 1u;
 // of them zeroes the states and both counters after its output (no clearing launch).
 const uint SELF_CLEARING = 2u;
 // p.clear: a scan of one launch of 32-bit states in one word (XW_STATE64) whose states and
-// counters lie in the device's epochs buffer (see the top): counters[chunk] and
-// counters[chunk + 1] as for SELF_CLEARING, counters[chunk + 2] the epoch.
+// counters lie in the device's epochs buffer (see the top): counters[chunk] numbers the tiles,
+// counters[chunk + 1] is the epoch, counters[chunk + 2] counts the tiles done where the epochs
+// wrap.
 // Only the variant EPOCHS = 1 runs it.
 const uint EPOCH_STATES = 3u;
 // This launch's epoch times 4, the tag of its states' flags (EPOCH_STATES).
@@ -659,22 +670,29 @@ void zero_states_if_last(uint local) {
 }
 
 #if defined(XW_STATE64)
-// EPOCH_STATES, at the end of the tile: the last tile to count itself done zeroes the launch's two
-// counters and advances the epoch; at p.epoch_wrap it first zeroes every state, and the epoch
-// starts again at 0. Uniform control flow.
-void advance_epoch_if_last(uint local) {
+// EPOCH_STATES: whether this launch's next epoch reaches p.epoch_wrap (see the top).
+bool epochs_wrap() {
+    return (g_eb >> 2u) + 1u >= p.epoch_wrap;
+}
+
+// EPOCH_STATES, by invocation 0 of each tile of a launch that wraps, as count_tile_done.
+void count_tile_done_wrapping() {
+    uint before = atomicAdd(counters[p.chunk + 2u], 1u, gl_ScopeDevice,
+                            gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+    s_last_tile = before + 1u == p.tiles ? 1u : 0u;
+}
+
+// EPOCH_STATES, at the end of a tile of a launch that wraps: the last tile to count itself done
+// zeroes every state, the tile counter with the epoch, and the count. Uniform control flow.
+void restart_epochs_if_last(uint local) {
     barrier();
-    if (s_last_tile == 0u) return;
+    if (!epochs_wrap() || s_last_tile == 0u) return;
     // Acquire: every other tile's count, and so its use of the states, before the zeroing.
     memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-    uint next = (g_eb >> 2u) + 1u;
-    if (next >= p.epoch_wrap) {
-        for (uint i = local; i < p.epoch_tiles; i += gl_WorkGroupSize.x) flags[i] = uint64_t(0);
-    }
+    for (uint i = local; i < p.epoch_tiles; i += gl_WorkGroupSize.x) flags[i] = uint64_t(0);
     if (local == 0u) {
-        counters[p.chunk] = 0u;
-        counters[p.chunk + 1u] = 0u;
-        counters[p.chunk + 2u] = next >= p.epoch_wrap ? 0u : next;
+        counters64[p.chunk >> 1u] = uint64_t(0);
+        counters[p.chunk + 2u] = 0u;
     }
 }
 #endif
@@ -960,10 +978,18 @@ void main() {
     if (group >= p.tiles) return;
     // Tiles are numbered in the order workgroups start, so a tile's predecessors have started.
     if (local == 0u) {
-        s_word = atomicAdd(counters[p.chunk], 1u);
 #if defined(XW_STATE64)
-        if (EPOCHS != 0u) s_eb = counters[p.chunk + 2u] << 2u;
+        if (EPOCHS != 0u) {
+            uint64_t w = atomicAdd(counters64[p.chunk >> 1u], uint64_t(1));
+            uint epoch = uint(w >> 32);
+            s_word = uint(w);
+            s_eb = epoch << 2u;
+            if (uint(w) + 1u == p.tiles && epoch + 1u < p.epoch_wrap) {
+                atomicExchange(counters64[p.chunk >> 1u], uint64_t(epoch + 1u) << 32);
+            }
+        } else
 #endif
+        s_word = atomicAdd(counters[p.chunk], 1u);
     }
     barrier();
     uint t = s_word;
@@ -1056,7 +1082,10 @@ void main() {
     } else if (local == 0u) {
         publish(k, FLAG_INCLUSIVE, total, true);
     }
-    if ((p.clear == SELF_CLEARING || EPOCHS != 0u) && local == 0u) count_tile_done();
+    if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
+#if defined(XW_STATE64)
+    if (EPOCHS != 0u && local == 0u && epochs_wrap()) count_tile_done_wrapping();
+#endif
 
     T pre = xw_op(e, prefix);
 #if defined(XW_VEC)
@@ -1111,6 +1140,6 @@ void main() {
 #endif
     if (p.clear == SELF_CLEARING) zero_states_if_last(local);
 #if defined(XW_STATE64)
-    if (EPOCHS != 0u) advance_epoch_if_last(local);
+    if (EPOCHS != 0u) restart_epochs_if_last(local);
 #endif
 }

@@ -86,8 +86,8 @@ const CLEAR_LAUNCH: u32 = 1;
 /// finishes last zeroes them and the two counters.
 const SELF_CLEARING: u32 = 2;
 /// [`ScanDeviceParams::clear`]: the states lie in the device's epochs buffer
-/// ([`Device::epochs`]), tagged with the call's epoch; the tile that finishes last zeroes the
-/// two counters and advances the epoch.
+/// ([`Device::epochs`]), tagged with the call's epoch; the tile that takes the last number
+/// advances the epoch.
 const EPOCHS: u32 = 3;
 /// The default [`Tuning::epoch_wrap`]: the epochs a state's 30-bit tag tells apart.
 pub const EPOCH_WRAP: u32 = 1 << 30;
@@ -500,7 +500,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         bytes,
     };
     let epochs = matches!(states, States::Epochs(_));
-    // The epochs buffer: its counters (the tile counter, the done count and the epoch), then
+    // The epochs buffer: its counters (the tile counter, the epoch, the done count), then
     // every state; the kernel reads no aggregate or inclusive buffer for 4-byte types, which
     // see the states there too.
     let (counters, flags_at, values_at, values_bytes) = if epochs {
