@@ -28,7 +28,7 @@ struct ScanDeviceParams {
     unsigned int spin;   // polls of a window with unpublished tiles before reducing them here
     unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING, XW_EPOCHS or 0 (see the Vulkan twin)
     unsigned int epoch_wrap;   // XW_EPOCHS: the epoch after the last, where they start again at 0
-    unsigned int epoch_tiles;  // XW_EPOCHS: the states `flags` holds, all zeroed at that restart
+    unsigned int epoch_tiles;  // XW_EPOCHS: the states `flags` holds (a multiple of XW_SCRUB)
 };
 
 #define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)
@@ -61,30 +61,21 @@ __device__ __forceinline__ void zero_states_if_last(unsigned* counters, unsigned
     }
 }
 
-// XW_EPOCHS: the tile counter and the epoch are one 64-bit word, counters[p.chunk] (the
-// ticket) and counters[p.chunk + 1] (the epoch; see the Vulkan twin), so each tile takes its
+// XW_EPOCHS (see the Vulkan twin): the tile counter and the epoch are one 64-bit word,
+// counters[p.chunk] (the ticket) and counters[p.chunk + 1] (the epoch), so each tile takes its
 // ticket and the launch's epoch in one atomic. The tile that takes the last ticket sets the
-// word to the next epoch and ticket 0 at once (no tile of the launch takes a ticket after it).
-// A launch whose next epoch reaches p.epoch_wrap instead counts its tiles done on
-// counters[p.chunk + 2], and the last of them zeroes every state, the word and that count:
-// the epochs start again at 0 (restart_epochs_if_last).
-__device__ __forceinline__ bool xw_wrapping(unsigned eb, const ScanDeviceParams& p) {
-    return (eb >> 2) + 1u >= p.epoch_wrap;
-}
-
-// XW_EPOCHS, at the end of a tile of a launch that wraps (see above). Every thread calls it.
-__device__ __forceinline__ void restart_epochs_if_last(unsigned* counters, unsigned* flags,
-                                                       const ScanDeviceParams& p,
-                                                       const unsigned& last, unsigned eb) {
-    __syncthreads();
-    if (!xw_wrapping(eb, p) || !last) return;
-    __threadfence();
-    for (unsigned i = threadIdx.x; i < p.epoch_tiles; i += blockDim.x) {
-        reinterpret_cast<unsigned long long*>(flags)[i] = 0ull;
-    }
-    if (threadIdx.x == 0) {
-        *reinterpret_cast<unsigned long long*>(&counters[p.chunk]) = 0ull;
-        counters[p.chunk + 2] = 0;
+// word to the next epoch and ticket 0 at once (no tile of the launch takes a ticket after it),
+// and zeroes the XW_SCRUB states from counters[p.chunk + 2] on that this launch does not use,
+// moving that place on: every state is zeroed or written again within p.epoch_tiles /
+// XW_SCRUB launches, fewer than the epochs before a tag recurs (p.epoch_wrap), so a state can
+// never carry the tag of a later launch. Every thread calls it, thread 0 having set `scrub` to
+// the first state to zero plus one (0: not the last tile).
+#define XW_SCRUB 1024u
+__device__ __forceinline__ void scrub_states(unsigned* flags, unsigned tiles, unsigned scrub) {
+    if (scrub == 0) return;
+    for (unsigned i = threadIdx.x; i < XW_SCRUB; i += blockDim.x) {
+        const unsigned at = scrub - 1u + i;
+        if (at >= tiles) reinterpret_cast<unsigned long long*>(flags)[at] = 0ull;
     }
 }
 
@@ -188,11 +179,17 @@ __device__ __forceinline__ T read_value(const T* aggregates, const T* inclusives
     return f == FLAG_INCLUSIVE ? load_published(&inclusives[tile]) : load_published(&aggregates[tile]);
 }
 
-// Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`, tagged with
-// this launch's epoch times 4, XW_EB (0 but in EPOCHS).
+// Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`. EPOCHS: tagged
+// with this launch's epoch times 4, XW_EB, by a plain store: a state of an earlier launch may
+// carry a larger tag (the epochs wrap), and an aggregate that a fallback stores over its tile's
+// inclusive prefix is as true, only less far-reaching.
 __device__ __forceinline__ void publish(unsigned* flags, T* values, unsigned tile, unsigned flag, T v) {
-    if (EPOCHS) flag += XW_EB;
-    if constexpr (XW_PACKED) {
+    if constexpr (XW_PACKED && EPOCHS) {
+        // A relaxed store at the device's scope (a volatile one is the system's).
+        asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"((xw_word*)flags + tile),
+                     "l"(xw_pack(flag + XW_EB, v))
+                     : "memory");
+    } else if constexpr (XW_PACKED) {
         atomicMax((xw_word*)flags + tile, xw_pack(flag, v));
     } else {
         *(volatile T*)&values[tile] = v;
@@ -579,8 +576,11 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
-#if SELF_CLEARING || EPOCHS
+#if SELF_CLEARING
     __shared__ unsigned s_last;  // the last tile to count itself done
+#endif
+#if EPOCHS
+    __shared__ unsigned s_scrub;  // the last ticket's first state to zero, plus one (scrub_states)
 #endif
     if (p.clear == XW_CLEAR_LAUNCH) {
         const unsigned long long i = xw_group() * blockDim.x + threadIdx.x;
@@ -598,8 +598,13 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         const unsigned epoch = (unsigned)(w >> 32);
         s_tile = (unsigned)w;
         xw_eb = epoch << 2;
-        if ((unsigned)w + 1u == p.tiles && epoch + 1u < p.epoch_wrap) {
-            atomicExch(word, (unsigned long long)(epoch + 1u) << 32);
+        s_scrub = 0;
+        if ((unsigned)w + 1u == p.tiles) {
+            const unsigned next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
+            atomicExch(word, (unsigned long long)next << 32);
+            const unsigned at = counters[p.chunk + 2];
+            counters[p.chunk + 2] = at + XW_SCRUB >= p.epoch_tiles ? 0u : at + XW_SCRUB;
+            s_scrub = at + 1u;
         }
 #else
         s_tile = atomicAdd(&counters[p.chunk], 1u);
@@ -607,6 +612,9 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     }
     __syncthreads();
     const unsigned t = s_tile;
+#if EPOCHS
+    scrub_states(flags, p.tiles, s_scrub);
+#endif
 
     const unsigned k = p.tile0 + t;
     const unsigned tile_base = t * XW_TILE;
@@ -725,20 +733,14 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     } else if (threadIdx.x == 0) {
         publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
     }
-#if SELF_CLEARING || EPOCHS
-    // XW_SELF_CLEARING, and XW_EPOCHS in a launch that wraps: the tile has published its last
-    // state and (the barrier that ends look_back; tile 0 reads none) every thread has read its
-    // last one: thread 0 counts it done, and the count's round trip overlaps the output below.
-    if (threadIdx.x == 0 && !EPOCHS) {
+#if SELF_CLEARING
+    // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends
+    // look_back; tile 0 reads none) every thread has read its last one: thread 0 counts it
+    // done, and the count's round trip overlaps the output below.
+    if (threadIdx.x == 0) {
         __threadfence();
         s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == p.tiles;
     }
-#if EPOCHS
-    if (threadIdx.x == 0 && xw_wrapping(XW_EB, p)) {
-        __threadfence();
-        s_last = atomicAdd(&counters[p.chunk + 2], 1u) + 1 == p.tiles;
-    }
-#endif
 #endif
 
     const T pre = xw_op(e, prefix);
@@ -813,8 +815,5 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     }
 #if SELF_CLEARING
     zero_states_if_last(counters, flags, aggregates, inclusives, p, s_last);
-#endif
-#if EPOCHS
-    restart_epochs_if_last(counters, flags, p, s_last, XW_EB);
 #endif
 }

@@ -49,19 +49,23 @@
 //
 // Fresh states: a launch needs every state it reads to be unpublished until its tile publishes.
 // The clearing launch zeroes them ahead of a scan whose states are fresh memory; SELF_CLEARING
-// (below) zeroes them after; EPOCH_STATES (XW_STATE64 only) zeroes nothing: the states lie in the
-// device's epochs buffer (src/device.rs, Device::epochs), whose counters[2] is the epoch, and
-// each state's high word is the epoch of the launch that published it times 4 plus the flag
-// (g_eb below), so a state of an earlier launch reads as unpublished (read_state) and a
-// publication of this one is larger than it (atomicMax). The tile counter and the epoch are
-// one 64-bit word (counters[chunk] and counters[chunk + 1]): a tile takes its number and the
-// launch's epoch in one atomic, and the tile that takes the last number sets the word to the
-// next epoch and number 0 at once, since no tile of the launch takes a number after it. A
-// launch whose next epoch would reach p.epoch_wrap (2^30, where the tag would overflow)
-// instead counts its tiles done (counters[chunk + 2]), and the last of them zeroes every state,
-// the word and the count: the epochs start again at 0. So a launch costs one atomic a tile,
-// as with fresh states; counting every tile done, as SELF_CLEARING does, cost 4-10% at
-// 2048-65536 tiles on an H200 (NOTES.md version 52).
+// (below) zeroes them after, the tile that counts itself done last; EPOCH_STATES (XW_STATE64
+// only) zeroes none of the launch's own: the states lie in the device's epochs buffer
+// (src/device.rs, Device::epochs), and each state's high word is the epoch of the launch that
+// published it times 4 plus the flag (g_eb below), so a state of an earlier launch reads as
+// unpublished (read_state). Publications there are plain relaxed stores, not atomicMax: a state
+// of an earlier launch may carry a larger tag once the epochs have wrapped, and an aggregate a
+// fallback stores over its tile's inclusive prefix is as true, only less far-reaching. The
+// tile counter and the epoch are one 64-bit word (counters[chunk] and counters[chunk + 1]): a
+// tile takes its number and the launch's epoch in one atomic, and the tile that takes the last
+// number sets the word to the next epoch (modulo p.epoch_wrap, 2^30 by default, where the tag
+// would overflow) and number 0 at once, since no tile of the launch takes a number after it.
+// That tile also zeroes SCRUB states from counters[chunk + 2] on that the launch does not use,
+// moving that place on: every state is zeroed, or written again by a launch, at least once in
+// p.epoch_tiles / SCRUB launches, fewer than the epochs before a tag recurs, so no state can
+// carry the tag of a later launch. So a launch costs one atomic a tile, as with fresh states;
+// counting every tile done, as SELF_CLEARING does, cost 4-10% at 2048-65536 tiles on an H200
+// (NOTES.md version 52).
 #extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 #include "shuffle.glsl"
@@ -104,7 +108,7 @@ layout(push_constant) uniform Params {
     uint spin;    // polls of a window with unpublished tiles before reducing them here
     uint clear;   // CLEAR_LAUNCH, SELF_CLEARING, EPOCH_STATES or 0 (see below)
     uint epoch_wrap;   // EPOCH_STATES: the epoch after the last, where they start again at 0
-    uint epoch_tiles;  // EPOCH_STATES: the states `flags` holds, all zeroed at that restart
+    uint epoch_tiles;  // EPOCH_STATES: the states `flags` holds (a multiple of SCRUB)
 } p;
 
 // p.clear: only zero flags[0 .. tiles) and counters[0 .. chunk) (the clearing launch ahead of a
@@ -135,8 +139,9 @@ shared uint lb_flags[LB_WINDOW];  // its flag as read (the fallback's list)
 shared uint lb_m[2];    // nearest inclusive prefix of the window, per poll parity
 shared uint lb_gap[2];  // a tile above it has not published, per poll parity
 shared uint s_last;     // the last inclusive prefix of a window read upwards, plus one
-shared uint s_last_tile;  // SELF_CLEARING, EPOCH_STATES: this tile was the last to count itself done
+shared uint s_last_tile;  // SELF_CLEARING: this tile was the last to count itself done
 shared uint s_eb;         // EPOCH_STATES: the launch's epoch times 4
+shared uint s_scrub;      // EPOCH_STATES: the last number's first state to zero, plus one
 shared T s_value;
 
 #if !defined(XW_T_64)
@@ -257,8 +262,12 @@ void publish(uint tile, uint flag, T v, bool inclusive) {
 #if defined(XW_PACKED)
     uint b = xw_to_u32(v);
 #if defined(XW_STATE64)
-    if (EPOCHS != 0u) flag += g_eb;
-    atomicMax(flags[tile], (uint64_t(flag) << 32) | uint64_t(b));
+    if (EPOCHS != 0u) {
+        atomicStore(flags[tile], (uint64_t(flag + g_eb) << 32) | uint64_t(b), gl_ScopeDevice,
+                    gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+    } else {
+        atomicMax(flags[tile], (uint64_t(flag) << 32) | uint64_t(b));
+    }
 #else
     atomicMax(flags[2u * tile], (flag << 16u) | (b & 0xffffu));
     atomicMax(flags[2u * tile + 1u], (flag << 16u) | (b >> 16u));
@@ -670,29 +679,16 @@ void zero_states_if_last(uint local) {
 }
 
 #if defined(XW_STATE64)
-// EPOCH_STATES: whether this launch's next epoch reaches p.epoch_wrap (see the top).
-bool epochs_wrap() {
-    return (g_eb >> 2u) + 1u >= p.epoch_wrap;
-}
+// EPOCH_STATES: the states the last number zeroes (see the top).
+const uint SCRUB = 1024u;
 
-// EPOCH_STATES, by invocation 0 of each tile of a launch that wraps, as count_tile_done.
-void count_tile_done_wrapping() {
-    uint before = atomicAdd(counters[p.chunk + 2u], 1u, gl_ScopeDevice,
-                            gl_StorageSemanticsBuffer, gl_SemanticsRelease);
-    s_last_tile = before + 1u == p.tiles ? 1u : 0u;
-}
-
-// EPOCH_STATES, at the end of a tile of a launch that wraps: the last tile to count itself done
-// zeroes every state, the tile counter with the epoch, and the count. Uniform control flow.
-void restart_epochs_if_last(uint local) {
-    barrier();
-    if (!epochs_wrap() || s_last_tile == 0u) return;
-    // Acquire: every other tile's count, and so its use of the states, before the zeroing.
-    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-    for (uint i = local; i < p.epoch_tiles; i += gl_WorkGroupSize.x) flags[i] = uint64_t(0);
-    if (local == 0u) {
-        counters64[p.chunk >> 1u] = uint64_t(0);
-        counters[p.chunk + 2u] = 0u;
+// EPOCH_STATES, by every invocation of the tile with the last number (s_scrub nonzero): zeroes
+// the SCRUB states from s_scrub - 1 on that the launch does not use. Uniform control flow.
+void scrub_states(uint local) {
+    if (s_scrub == 0u) return;
+    for (uint i = local; i < SCRUB; i += gl_WorkGroupSize.x) {
+        uint at = s_scrub - 1u + i;
+        if (at >= p.tiles) flags[at] = uint64_t(0);
     }
 }
 #endif
@@ -984,8 +980,13 @@ void main() {
             uint epoch = uint(w >> 32);
             s_word = uint(w);
             s_eb = epoch << 2u;
-            if (uint(w) + 1u == p.tiles && epoch + 1u < p.epoch_wrap) {
-                atomicExchange(counters64[p.chunk >> 1u], uint64_t(epoch + 1u) << 32);
+            s_scrub = 0u;
+            if (uint(w) + 1u == p.tiles) {
+                uint next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
+                atomicExchange(counters64[p.chunk >> 1u], uint64_t(next) << 32);
+                uint at = counters[p.chunk + 2u];
+                counters[p.chunk + 2u] = at + SCRUB >= p.epoch_tiles ? 0u : at + SCRUB;
+                s_scrub = at + 1u;
             }
         } else
 #endif
@@ -994,7 +995,10 @@ void main() {
     barrier();
     uint t = s_word;
 #if defined(XW_STATE64)
-    if (EPOCHS != 0u) g_eb = s_eb;
+    if (EPOCHS != 0u) {
+        g_eb = s_eb;
+        scrub_states(local);
+    }
 #endif
     uint k = p.tile0 + t;
     uint tile_base = t * gl_WorkGroupSize.x * ITEMS;
@@ -1083,9 +1087,6 @@ void main() {
         publish(k, FLAG_INCLUSIVE, total, true);
     }
     if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
-#if defined(XW_STATE64)
-    if (EPOCHS != 0u && local == 0u && epochs_wrap()) count_tile_done_wrapping();
-#endif
 
     T pre = xw_op(e, prefix);
 #if defined(XW_VEC)
@@ -1139,7 +1140,4 @@ void main() {
     }
 #endif
     if (p.clear == SELF_CLEARING) zero_states_if_last(local);
-#if defined(XW_STATE64)
-    if (EPOCHS != 0u) restart_epochs_if_last(local);
-#endif
 }

@@ -600,8 +600,8 @@ pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 8;
 pub const EPOCH_TILES: u64 = 1 << 16;
 
 /// Bytes ahead of the tile states in the buffer [`Device::epochs`]: its counters (word 0 numbers
-/// a launch's tiles, word 1 is the epoch, the two one 64-bit word; word 2 counts the tiles done
-/// of a launch that zeroes the states), padded to 256 bytes.
+/// a launch's tiles, word 1 is the epoch, the two one 64-bit word; word 2 is the first state
+/// the next launch zeroes), padded to 256 bytes.
 pub const EPOCH_HEADER_BYTES: u64 = 256;
 
 /// Bytes of the buffer [`Device::epochs`] returns.
@@ -823,10 +823,13 @@ pub trait Device: Send + Sync {
     /// A buffer of [`EPOCH_BYTES`] bytes, allocated and zeroed when the device opens, for the
     /// tile states of launches that tag each state with the epoch of their call, so that the
     /// states of earlier calls need no zeroing: [`EPOCH_HEADER_BYTES`] of counters, then
-    /// [`EPOCH_TILES`] 64-bit states. The contract: words 0 and 2 are zero whenever none of
-    /// this device's launches runs; word 1 is the epoch, which each launch advances by one, and
-    /// which restarts at 0 only after the launch that would advance it has zeroed every state;
-    /// each state's high 32 bits are zero or an epoch times 4 plus a flag of 1 to 3. Launches that use the buffer run one after the other, as for [`Self::counters`].
+    /// [`EPOCH_TILES`] 64-bit states. The contract: word 0 is zero whenever none of this
+    /// device's launches runs; word 1 is the epoch, which each launch advances by one (modulo
+    /// its wrap, [`crate::scan::Tuning::epoch_wrap`]); each launch zeroes
+    /// [`crate::scan::EPOCH_SCRUB`] states from word 2 on that it does not use and moves word 2
+    /// on by as many, so each state is zeroed or written again at least once in every
+    /// `EPOCH_TILES / EPOCH_SCRUB` launches; each state's high 32 bits are zero or an epoch
+    /// times 4 plus a flag of 1 to 3. Launches that use the buffer run one after the other, as for [`Self::counters`].
     /// `None` where the backend keeps no such buffer; algorithms then take a path without it.
     fn epochs(&self) -> Option<&RawBuffer> {
         None

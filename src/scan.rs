@@ -87,10 +87,17 @@ const CLEAR_LAUNCH: u32 = 1;
 const SELF_CLEARING: u32 = 2;
 /// [`ScanDeviceParams::clear`]: the states lie in the device's epochs buffer
 /// ([`Device::epochs`]), tagged with the call's epoch; the tile that takes the last number
-/// advances the epoch.
+/// advances the epoch and zeroes [`EPOCH_SCRUB`] states the call does not use.
 const EPOCHS: u32 = 3;
 /// The default [`Tuning::epoch_wrap`]: the epochs a state's 30-bit tag tells apart.
 pub const EPOCH_WRAP: u32 = 1 << 30;
+/// The states of the device's epochs buffer each call zeroes (beyond its own tiles, in turn):
+/// every state is zeroed or written again at least once in every [`EPOCH_TILES`] /
+/// `EPOCH_SCRUB` calls.
+pub const EPOCH_SCRUB: u32 = 1024;
+/// The least [`Tuning::epoch_wrap`]: more epochs than calls between two zeroings of a state, so
+/// a state never carries the tag of a later call.
+pub const MIN_EPOCH_WRAP: u32 = (EPOCH_TILES / EPOCH_SCRUB as u64) as u32 + 1;
 
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
@@ -130,9 +137,9 @@ pub struct Tuning {
     /// the Vulkan kernels (whose near look-back walks down a subgroup's window at a time) take
     /// 1 whatever is set. Both give the same bits.
     pub near_depth: Option<u32>,
-    /// The epoch at which the tile states' epochs start again from 0, 1 to [`EPOCH_WRAP`]: a
-    /// call that would reach it first zeroes every state of the device's epochs buffer
-    /// ([`Device::epochs`]); `None`: [`EPOCH_WRAP`]. Small values take that path often.
+    /// The epoch at which the tile states' epochs ([`Device::epochs`]) start again from 0,
+    /// [`MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`]; `None`: [`EPOCH_WRAP`]. Small values bring back
+    /// each tag sooner, which the zeroing of [`EPOCH_SCRUB`] states a call keeps safe.
     pub epoch_wrap: Option<u32>,
 }
 
@@ -641,10 +648,10 @@ enum States<'a> {
 }
 
 /// The [`States`] of a device scan of `launches` launches and `tiles` tiles whose temporaries
-/// take `bytes` apart from the device's buffers: the counters buffer for one launch of at most
-/// [`crate::tuning::scan_self_clearing_max_tiles`] tiles; else the epochs buffer for one launch
-/// of 4-byte elements in at most [`EPOCH_TILES`] tiles where the kernel keeps a tile's state in
-/// one 64-bit word (CUDA; Vulkan with 64-bit buffer atomics); else fresh memory.
+/// take `bytes` apart from the device's buffers: the epochs buffer for one launch of 4-byte
+/// elements in at most [`EPOCH_TILES`] tiles where the kernel keeps a tile's state in one
+/// 64-bit word (CUDA; Vulkan with 64-bit buffer atomics); else the counters buffer for one
+/// launch of at most [`crate::tuning::scan_self_clearing_max_tiles`] tiles; else fresh memory.
 fn scan_states<'a, T: Reduce>(
     dev: &'a dyn Device,
     tuning: &Tuning,
@@ -654,11 +661,11 @@ fn scan_states<'a, T: Reduce>(
     registers: bool,
 ) -> Result<States<'a>> {
     let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
-    if !(1..=EPOCH_WRAP).contains(&wrap) {
+    if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
         return Err(Error::invalid(
             "epoch_wrap",
             wrap,
-            format!("1..={EPOCH_WRAP}"),
+            format!("{MIN_EPOCH_WRAP}..={EPOCH_WRAP}"),
         ));
     }
     if launches != 1 {
@@ -670,11 +677,14 @@ fn scan_states<'a, T: Reduce>(
             || crate::tuning::scan_kernel(dev.info(), T::KIND, registers) != "scan_device");
     let epochs = one_word && tiles as u64 <= EPOCH_TILES;
     let choice = std::env::var("XWARP_SCAN_STATES").unwrap_or_default();
-    let (shared, epochs) = match choice.as_str() {
-        "epochs" => (false, epochs),
-        "clear" => (shared, false),
-        _ => (shared, epochs),
+    let (shared, epochs, first) = match choice.as_str() {
+        "self" => (shared, epochs, false),
+        "clear" => (shared, false, false),
+        _ => (shared, epochs, true),
     };
+    if let (true, true, Some(e)) = (first, epochs, dev.epochs()) {
+        return Ok(States::Epochs(e));
+    }
     if shared {
         if let Some(c) = dev.counter_slot(bytes) {
             return Ok(States::Shared(c));

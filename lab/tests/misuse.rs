@@ -382,7 +382,7 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             epoch_wrap: Some(w),
             ..ScanTuning::default()
         };
-        let wraps = format!("1..={}", scan::EPOCH_WRAP);
+        let wraps = format!("{}..={}", scan::MIN_EPOCH_WRAP, scan::EPOCH_WRAP);
         let k_high = scan::MAX_LOOKBACK_TILES + 1;
         for (t, name, value, allowed) in [
             (window(0), "lookback_tiles", 0.to_string(), &windows),
@@ -395,6 +395,12 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             (items(0), "items", 0.to_string(), &item_range),
             (depth, "near_depth", 2.to_string(), &depths),
             (wrap(0), "epoch_wrap", 0.to_string(), &wraps),
+            (
+                wrap(scan::MIN_EPOCH_WRAP - 1),
+                "epoch_wrap",
+                (scan::MIN_EPOCH_WRAP - 1).to_string(),
+                &wraps,
+            ),
             (
                 wrap(scan::EPOCH_WRAP + 1),
                 "epoch_wrap",

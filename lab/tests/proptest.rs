@@ -852,8 +852,12 @@ fn scan_prop<T: Arb>() {
         // The staging kernel where the device would keep the tile in registers.
         select(vec![None, Some(false)]),
         select(vec![None, Some(1), Some(4)]),
-        // Epochs that start again from 0 at every call, or every other.
-        select(vec![None, Some(1), Some(2)]),
+        // Epochs that come back as soon as the device's zeroing allows.
+        select(vec![
+            None,
+            Some(scan::MIN_EPOCH_WRAP),
+            Some(scan::MIN_EPOCH_WRAP + 1),
+        ]),
     )
         .prop_map(
             |(spin, max_launch_elems, lookback_tiles, registers, near_depth, epoch_wrap)| {

@@ -209,17 +209,54 @@ fn epoch_words(dev: &dyn xwarp::Device) -> Option<Vec<u32>> {
     Some(view.to_vec(dev).unwrap())
 }
 
+/// One `f32` scan (sum, min or max by `i`; inclusive for even `i`, with the fallback for odd)
+/// of `n` elements on `dev`, checked against the CPU; returns the epochs buffer's words after.
+fn epoch_call(
+    dev: &dyn xwarp::Device,
+    label: &str,
+    i: usize,
+    n: usize,
+    wrap: u32,
+    rng: &mut Rng,
+) -> Vec<u32> {
+    let tuning = Tuning {
+        spin: if i % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
+        epoch_wrap: Some(wrap),
+        ..Tuning::default()
+    };
+    let kind = if i % 2 == 0 {
+        ScanKind::Inclusive
+    } else {
+        ScanKind::Exclusive
+    };
+    let op = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i % 3];
+    let a = f32::input(op, n, rng);
+    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+    let src = DeviceVec::from_slice(dev, &a).unwrap();
+    let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
+    dst.fill(dev, f32::NAN).unwrap();
+    scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning).unwrap();
+    let words = epoch_words(dev).unwrap();
+    if let Some(m) = first_mismatch(&want, &dst.to_vec(dev).unwrap()) {
+        panic!("{label}: call {i}, f32 {op:?} {kind:?} of {n}, {tuning:?}: {m}");
+    }
+    words
+}
+
 #[test]
-fn scans_past_the_counters_tag_their_states_with_epochs() {
-    // Single-launch scans of 4-byte types past the tiles the counters buffer holds keep their
-    // states in the device's epochs buffer, tagged with the call's epoch and never zeroed:
-    // `f32` sums and min or max (the tile of 4096 the order fixes), calls of many tiles and of
-    // fewer in turn (the later reading the states the earlier left, of an older epoch), with
-    // and without the fallback, each against the CPU; the epoch
-    // advances by one a call, and a call that reaches `epoch_wrap` zeroes every state and
-    // starts again at 0. Counters words 0 and 2 are zero after each call. Devices of their
-    // own: the other tests' scans would advance the shared devices' epochs meanwhile.
+fn scans_tag_their_states_with_epochs() {
+    // Single-launch scans of 4-byte types keep their states in the device's epochs buffer,
+    // tagged with the call's epoch and never zeroed by the call itself: `f32` sums, min and
+    // max (the tile of 4096 the order fixes), each against the CPU, with and without the
+    // fallback. Calls of many tiles and of fewer in turn read the states the earlier left, of
+    // older epochs. The epoch advances by one a call, modulo `epoch_wrap`; each call zeroes
+    // `EPOCH_SCRUB` states past its own tiles, in turn. With the least wrap, a call of many
+    // tiles, then as many calls of one tile as bring its tag back, then a call of many tiles
+    // again, which finds every state but the one-tile calls' zeroed. Devices of their own: the
+    // other tests' scans would advance the shared devices' epochs meanwhile.
     let mut rng = Rng::new(seed());
+    let header = (xwarp::device::EPOCH_HEADER_BYTES / 4) as usize;
+    let state = |words: &[u32], t: usize| words[header + 2 * t + 1];
     for d in common::devices() {
         let vk = d.vulkan.as_ref().map(|_| common::open_vulkan());
         let own: std::sync::Arc<dyn xwarp::Device> = match &vk {
@@ -230,93 +267,81 @@ fn scans_past_the_counters_tag_their_states_with_epochs() {
         let Some(before) = epoch_words(dev) else {
             continue;
         };
+        let label = d.label.as_str();
+        let mut epoch = before[1];
+        let mut scrub = before[2];
+        let mut calls = 0;
+        let mut step = |words: &[u32], n: usize, wrap: u32, epoch: &mut u32, scrub: &mut u32| {
+            let what = format!("{label}: call {calls} of {n} elements, wrap {wrap}");
+            assert_eq!(words[0], 0, "{what}: the tile counter");
+            let next = if *epoch + 1 >= wrap { 0 } else { *epoch + 1 };
+            assert_eq!(words[1], next, "{what}: the epoch");
+            let tiles = n.div_ceil(TILE);
+            // Each tile's state carries the call's tag and an aggregate (a fallback's, stored
+            // over the inclusive prefix, is as true) or an inclusive prefix.
+            for t in 0..tiles {
+                let hi = state(words, t);
+                assert!(
+                    hi == (*epoch << 2) | 2 || hi == (*epoch << 2) | 1,
+                    "{what}: tile {t}'s state {hi:#x}"
+                );
+            }
+            let end = *scrub as usize + scan::EPOCH_SCRUB as usize;
+            for t in (*scrub as usize..end).filter(|&t| t >= tiles) {
+                assert_eq!(state(words, t), 0, "{what}: state {t}, which it zeroes");
+            }
+            let next_scrub = if end as u64 >= xwarp::device::EPOCH_TILES {
+                0
+            } else {
+                end as u32
+            };
+            assert_eq!(words[2], next_scrub, "{what}: where the next call zeroes");
+            *epoch = next;
+            *scrub = next_scrub;
+            calls += 1;
+        };
         let cuda = dev.info().backend == xwarp::BackendKind::Cuda;
         let most = if cuda { 1024 } else { 512 } * TILE;
-        let header = (xwarp::device::EPOCH_HEADER_BYTES / 4) as usize;
-        let mut epoch = before[1];
         let sizes = [
+            1,
+            TILE + 1,
             most + 1,
             3 * most + 77,
+            33,
             most + TILE,
             2 * most - 5,
-            3 * most + 77,
         ];
         for (i, &n) in sizes.iter().enumerate() {
-            let wrap = match i {
-                1 => Some(epoch + 1),
-                3 => Some(1),
-                _ => None,
-            };
-            let tuning = Tuning {
-                spin: if i % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
-                epoch_wrap: wrap,
-                ..Tuning::default()
-            };
-            let kind = if i % 2 == 0 {
-                ScanKind::Inclusive
-            } else {
-                ScanKind::Exclusive
-            };
-            let op = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i % 3];
-            let a = f32::input(ReduceOp::Sum, n, &mut rng);
-            let b = f32::input(op, n, &mut rng);
-            let want_a = xwarp::cpu::scan::device_scan(ReduceOp::Sum, kind, &a);
-            let want_b = xwarp::cpu::scan::device_scan(op, kind, &b);
-            let src_a = DeviceVec::from_slice(dev, &a).unwrap();
-            let src_b = DeviceVec::from_slice(dev, &b).unwrap();
-            let mut dst_a = DeviceVec::<f32>::alloc(dev, n).unwrap();
-            let mut dst_b = DeviceVec::<f32>::alloc(dev, n).unwrap();
-            dst_a.fill(dev, f32::NAN).unwrap();
-            dst_b.fill(dev, f32::NAN).unwrap();
-            let what = format!("{}: n={n} {kind:?} {tuning:?}", d.label);
-            scan::device_scan_tuned(dev, ReduceOp::Sum, kind, &src_a, &mut dst_a, tuning).unwrap();
-            let after_a = epoch_words(dev).unwrap();
-            scan::device_scan_tuned(dev, op, kind, &src_b, &mut dst_b, tuning).unwrap();
-            let after_b = epoch_words(dev).unwrap();
-            if let Some(m) = first_mismatch(&want_a, &dst_a.to_vec(dev).unwrap()) {
-                panic!("{what}: f32 sum: {m}");
-            }
-            if let Some(m) = first_mismatch(&want_b, &dst_b.to_vec(dev).unwrap()) {
-                panic!("{what}: f32 {op:?}: {m}");
-            }
-            for (call, words) in [(0, &after_a), (1, &after_b)] {
-                assert_eq!(
-                    [words[0], words[2]],
-                    [0, 0],
-                    "{what}: call {call}'s counters"
-                );
-                // The wrap is the epoch after the first call's: the first zeroes every state.
-                let wraps = wrap.is_some_and(|w| epoch + 1 >= w);
-                let next = if wraps { 0 } else { epoch + 1 };
-                assert_eq!(words[1], next, "{what}: call {call}'s epoch");
-                if wraps {
-                    if let Some(w) = words[header..].iter().position(|&w| w != 0) {
-                        panic!(
-                            "{what}: call {call} wrapped, state word {w} is {:#x}",
-                            words[header + w]
-                        );
-                    }
-                } else {
-                    // Every state of the call carries its epoch's tag and an inclusive prefix.
-                    for t in 0..n.div_ceil(TILE) {
-                        let hi = words[header + 2 * t + 1];
-                        assert_eq!(
-                            hi,
-                            (epoch << 2) | 2,
-                            "{what}: call {call}, tile {t}'s state"
-                        );
-                    }
-                }
-                epoch = next;
-            }
-            assert_counters_zero(dev, &what);
+            let words = epoch_call(dev, label, i, n, scan::EPOCH_WRAP, &mut rng);
+            step(&words, n, scan::EPOCH_WRAP, &mut epoch, &mut scrub);
         }
+        let wrap = scan::MIN_EPOCH_WRAP;
+        let big = 3 * most + 77;
+        let words = epoch_call(dev, label, 0, big, wrap, &mut rng);
+        step(&words, big, wrap, &mut epoch, &mut scrub);
+        for i in 1..wrap as usize {
+            let n = 1 + i * 61 % TILE;
+            let words = epoch_call(dev, label, i, n, wrap, &mut rng);
+            step(&words, n, wrap, &mut epoch, &mut scrub);
+            if i == wrap as usize - 1 {
+                // The big call's tag comes back next: every state it left is zeroed.
+                for t in 1..big.div_ceil(TILE) {
+                    assert_eq!(
+                        state(&words, t),
+                        0,
+                        "{label}: state {t} before its tag recurs"
+                    );
+                }
+            }
+        }
+        let words = epoch_call(dev, label, 1, big, wrap, &mut rng);
+        step(&words, big, wrap, &mut epoch, &mut scrub);
+        assert_counters_zero(dev, label);
         if let Some(vk) = vk {
             let messages = vk.validation_messages();
             assert!(
                 messages.is_empty(),
-                "{}: validation messages:\n{}",
-                d.label,
+                "{label}: validation messages:\n{}",
                 messages.join("\n")
             );
         }
