@@ -220,11 +220,15 @@ fn epoch_call(
     rng: &mut Rng,
 ) -> Vec<u32> {
     let tuning = Tuning {
-        spin: if i % 2 == 0 { scan::DEFAULT_SPIN } else { 0 },
+        spin: if i.is_multiple_of(2) {
+            scan::DEFAULT_SPIN
+        } else {
+            0
+        },
         epoch_wrap: Some(wrap),
         ..Tuning::default()
     };
-    let kind = if i % 2 == 0 {
+    let kind = if i.is_multiple_of(2) {
         ScanKind::Inclusive
     } else {
         ScanKind::Exclusive
