@@ -180,15 +180,19 @@ __device__ __forceinline__ T read_value(const T* aggregates, const T* inclusives
 }
 
 // Publishes tile `tile`'s aggregate (or inclusive prefix) `v` with flag `flag`. EPOCHS: tagged
-// with this launch's epoch times 4, XW_EB, by a plain store: a state of an earlier launch may
-// carry a larger tag (the epochs wrap), and an aggregate that a fallback stores over its tile's
-// inclusive prefix is as true, only less far-reaching.
-__device__ __forceinline__ void publish(unsigned* flags, T* values, unsigned tile, unsigned flag, T v) {
+// with this launch's epoch times 4, XW_EB; the tile's own first publication (`first`) replaces
+// whatever an earlier launch left (whose tag may be larger once the epochs have wrapped) by an
+// exchange, and every later one, and any other tile's, takes the maximum, so that within the
+// launch a state never goes back from an inclusive prefix to an aggregate (the look-back's
+// walk relies on it: a plain store of every publication gave wrong sums on an H200).
+__device__ __forceinline__ void publish(unsigned* flags, T* values, unsigned tile, unsigned flag, T v,
+                                        bool first = false) {
     if constexpr (XW_PACKED && EPOCHS) {
-        // A relaxed store at the device's scope (a volatile one is the system's).
-        asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"((xw_word*)flags + tile),
-                     "l"(xw_pack(flag + XW_EB, v))
-                     : "memory");
+        if (first) {
+            atomicExch((xw_word*)flags + tile, xw_pack(flag + XW_EB, v));
+        } else {
+            atomicMax((xw_word*)flags + tile, xw_pack(flag + XW_EB, v));
+        }
     } else if constexpr (XW_PACKED) {
         atomicMax((xw_word*)flags + tile, xw_pack(flag, v));
     } else {
@@ -728,10 +732,10 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 
     T e = xw_identity(T(0));
     if (k > 0) {
-        if (threadIdx.x == 0) publish(flags, aggregates, k, FLAG_AGGREGATE, total);
+        if (threadIdx.x == 0) publish(flags, aggregates, k, FLAG_AGGREGATE, total, true);
         e = look_back(src, k, total, flags, aggregates, inclusives, p, warp_totals);
     } else if (threadIdx.x == 0) {
-        publish(flags, inclusives, k, FLAG_INCLUSIVE, total);
+        publish(flags, inclusives, k, FLAG_INCLUSIVE, total, true);
     }
 #if SELF_CLEARING
     // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends

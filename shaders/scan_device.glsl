@@ -53,9 +53,11 @@
 // only) zeroes none of the launch's own: the states lie in the device's epochs buffer
 // (src/device.rs, Device::epochs), and each state's high word is the epoch of the launch that
 // published it times 4 plus the flag (g_eb below), so a state of an earlier launch reads as
-// unpublished (read_state). Publications there are plain relaxed stores, not atomicMax: a state
-// of an earlier launch may carry a larger tag once the epochs have wrapped, and an aggregate a
-// fallback stores over its tile's inclusive prefix is as true, only less far-reaching. The
+// unpublished (read_state). A tile's own first publication replaces whatever an earlier launch
+// left by an exchange (a state of an earlier launch may carry a larger tag once the epochs have
+// wrapped); every later one, and a fallback's for another tile, takes the maximum as without
+// epochs, so that within a launch no state goes back from an inclusive prefix to an aggregate,
+// which the look-back's walk relies on (plain stores for all gave wrong sums on an H200). The
 // tile counter and the epoch are one 64-bit word (counters[chunk] and counters[chunk + 1]): a
 // tile takes its number and the launch's epoch in one atomic, and the tile that takes the last
 // number sets the word to the next epoch (modulo p.epoch_wrap, 2^30 by default, where the tag
@@ -257,14 +259,17 @@ uint read_state(uint tile, out T v) {
 #endif
 #endif
 
-// Publishes tile `tile`'s aggregate or inclusive prefix `v` with flag `flag`.
-void publish(uint tile, uint flag, T v, bool inclusive) {
+// Publishes tile `tile`'s aggregate or inclusive prefix `v` with flag `flag`. EPOCH_STATES:
+// the tile's own first publication (`first`) replaces whatever an earlier launch left by an
+// exchange, every other takes the maximum (see the top).
+void publish(uint tile, uint flag, T v, bool inclusive, bool first) {
 #if defined(XW_PACKED)
     uint b = xw_to_u32(v);
 #if defined(XW_STATE64)
-    if (EPOCHS != 0u) {
-        atomicStore(flags[tile], (uint64_t(flag + g_eb) << 32) | uint64_t(b), gl_ScopeDevice,
-                    gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+    if (EPOCHS != 0u && first) {
+        atomicExchange(flags[tile], (uint64_t(flag + g_eb) << 32) | uint64_t(b));
+    } else if (EPOCHS != 0u) {
+        atomicMax(flags[tile], (uint64_t(flag + g_eb) << 32) | uint64_t(b));
     } else {
         atomicMax(flags[tile], (uint64_t(flag) << 32) | uint64_t(b));
     }
@@ -312,7 +317,7 @@ void reduce_missing(uint hi_or_lo, bool down, uint m, uint local) {
         uint tile = down ? hi_or_lo - i : hi_or_lo + i;
         T a = tile_total(tile - p.tile0, local);
         if (local == 0u) {
-            publish(tile, FLAG_AGGREGATE, a, false);
+            publish(tile, FLAG_AGGREGATE, a, false, false);
             lb_values[i] = a;
         }
     }
@@ -543,7 +548,7 @@ void look_back_near(uint k, T total) {
     if (lane == 0u) {
         if (ok) {
             s_value = carry;
-            publish(k, FLAG_INCLUSIVE, xw_op(carry, total), true);
+            publish(k, FLAG_INCLUSIVE, xw_op(carry, total), true, false);
         }
         near_ok = ok ? 1u : 0u;
     }
@@ -574,7 +579,7 @@ T look_back(uint k, T total, uint local) {
                 T e = lb_values[m];
                 e = fold_window(e, int(m) - 1, int(m), -1);
                 s_value = e;
-                publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
+                publish(k, FLAG_INCLUSIVE, xw_op(e, total), true, false);
             }
             barrier();
             return s_value;
@@ -637,7 +642,7 @@ T look_back(uint k, T total, uint local) {
     }
     if (local == 0u) {
         s_value = e;
-        publish(k, FLAG_INCLUSIVE, xw_op(e, total), true);
+        publish(k, FLAG_INCLUSIVE, xw_op(e, total), true, false);
     }
     barrier();
     return s_value;
@@ -1081,10 +1086,10 @@ void main() {
 
     T e = xw_identity();
     if (k > 0u) {
-        if (local == 0u) publish(k, FLAG_AGGREGATE, total, false);
+        if (local == 0u) publish(k, FLAG_AGGREGATE, total, false, true);
         e = look_back(k, total, local);
     } else if (local == 0u) {
-        publish(k, FLAG_INCLUSIVE, total, true);
+        publish(k, FLAG_INCLUSIVE, total, true, true);
     }
     if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
 
