@@ -139,7 +139,8 @@ pub(crate) const NEAR_DEPTH_MAX_TILES: usize = 1024;
 
 /// Scan: the most tiles of a scan of one launch that keeps its tile states in the device's
 /// counters buffer instead of fresh memory zeroed by a clearing launch: 1024 on CUDA (2^22
-/// elements), 512 on Vulkan.
+/// elements), 512 on Vulkan. Scans whose states take the device's epochs buffer
+/// ([`crate::scan`]: 4-byte elements in one-word states) never come here.
 ///
 /// H100 (NOTES.md, version 19): without the clearing launch scans of 2^10 to 2^20 took 8–29%
 /// less time on both backends; at 1024 tiles CUDA 4% less, Vulkan 8% more; at 2048 and 4096
