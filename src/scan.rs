@@ -31,8 +31,9 @@
 //! device's counters buffer ([`Device::counters`]), zero before they start, and the tile that
 //! finishes last zeroes them again. Larger ones, and scans of several launches, get fresh
 //! memory whose flags a small kernel zeroes ahead of the scan. No path uploads anything from
-//! the host. H200 (NOTES.md version 52): the epochs took 0.84–0.97× the time of those paths
-//! for 4-byte scans of 2^12 to 2^24 elements on both backends, 0.98–1.02× from 2^26.
+//! the host. H200 (NOTES.md version 52): the epochs took 0.84–0.99× the time of those paths
+//! for 4-byte scans of 2^12 to 2^24 elements on both backends (CUDA `i32` at 2^20 1.02×),
+//! 0.98–1.02× from 2^26.
 //!
 //! # Deterministic floats
 //! The association order depends only on `n`, never on the subgroup size or on what the
