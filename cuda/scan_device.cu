@@ -27,7 +27,7 @@ struct ScanDeviceParams {
     unsigned int chunk;  // this launch's tile counter; clearing: the number of counters
     unsigned int spin;   // polls of a window with unpublished tiles before reducing them here
     unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING, XW_EPOCHS or 0 (see the Vulkan twin)
-    unsigned int epoch_wrap;   // XW_EPOCHS: the epoch after the last, where they start again at 0
+    unsigned int epoch_wrap;   // XW_EPOCHS: the number of epochs (after the last comes 0)
     unsigned int epoch_tiles;  // XW_EPOCHS: the states `flags` holds (a multiple of XW_SCRUB)
 };
 

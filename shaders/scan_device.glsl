@@ -109,7 +109,7 @@ layout(push_constant) uniform Params {
     uint chunk;   // this launch's tile counter; clearing: the number of counters
     uint spin;    // polls of a window with unpublished tiles before reducing them here
     uint clear;   // CLEAR_LAUNCH, SELF_CLEARING, EPOCH_STATES or 0 (see below)
-    uint epoch_wrap;   // EPOCH_STATES: the epoch after the last, where they start again at 0
+    uint epoch_wrap;   // EPOCH_STATES: the number of epochs (after the last comes 0)
     uint epoch_tiles;  // EPOCH_STATES: the states `flags` holds (a multiple of SCRUB)
 } p;
 
@@ -124,9 +124,8 @@ const uint CLEAR_LAUNCH = 1u;
 const uint SELF_CLEARING = 2u;
 // p.clear: a scan of one launch of 32-bit states in one word (XW_STATE64) whose states and
 // counters lie in the device's epochs buffer (see the top): counters[chunk] numbers the tiles,
-// counters[chunk + 1] is the epoch, counters[chunk + 2] counts the tiles done where the epochs
-// wrap.
-// Only the variant EPOCHS = 1 runs it.
+// counters[chunk + 1] is the epoch, counters[chunk + 2] the first state the last number
+// zeroes. Only the variant EPOCHS = 1 runs it.
 const uint EPOCH_STATES = 3u;
 // This launch's epoch times 4, the tag of its states' flags (EPOCH_STATES).
 uint g_eb = 0u;

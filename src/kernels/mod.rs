@@ -141,10 +141,10 @@ param_blocks! {
         /// Nonzero: only zero the flags and counters (the clearing launch), or where the tile
         /// states live and how they are told fresh (src/scan.rs).
         pub clear: u32,
-        /// Epochs: the epoch after the launch's last one, at which the next launch starts
-        /// again from 0 once this one has zeroed every state.
+        /// Epochs: the number of epochs; the launch after epoch `epoch_wrap - 1` takes 0.
         pub epoch_wrap: u32,
-        /// Epochs: the tile states the bound flags hold (all of them, for that zeroing).
+        /// Epochs: the tile states the bound flags hold, through which the zeroing of
+        /// `EPOCH_SCRUB` states a launch moves in turn.
         pub epoch_tiles: u32,
     }
 
