@@ -503,7 +503,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             size * tiles as u64,
         ],
     );
-    let states = scan_states::<T>(dev, &tuning, launches, tiles, bytes, registers)?;
+    let states = scan_states::<T>(dev, &tuning, launches, tiles, bytes)?;
     let fresh;
     let state = match states {
         States::Shared(c) => c,
@@ -519,37 +519,26 @@ pub(crate) fn scan_segments<T: Reduce>(
         bytes,
     };
     let epochs = matches!(states, States::Epochs(_));
-    // The epochs buffer: its counters (the tile counter, the epoch, the done count), then
-    // every state; the kernel reads no aggregate or inclusive buffer for 4-byte types, which
-    // see the states there too.
-    let (counters, flags_at, values_at, values_bytes) = if epochs {
-        let states_bytes = 8 * EPOCH_TILES;
-        (
-            part(0, 16),
-            EPOCH_HEADER_BYTES,
-            [EPOCH_HEADER_BYTES; 2],
-            states_bytes,
-        )
+    // The flags, aggregates and inclusive prefixes of the first `launched` tiles. The epochs
+    // buffer: its counters (the tile counter, the epoch, the place of the next zeroing), then
+    // every state, all bound (the zeroing reaches any); the kernel reads no aggregate or
+    // inclusive buffer for 4-byte types, which see the states there too.
+    let counters = if epochs {
+        part(0, 16)
     } else {
-        (
-            part(at_counters, 4 * counter_words),
-            at_flags,
-            [at_aggregates, at_inclusives],
-            0,
-        )
+        part(at_counters, 4 * counter_words)
     };
-    let flag_bytes = |launched: usize| {
+    let tile_states = |launched: usize| {
         if epochs {
-            8 * EPOCH_TILES
+            let all = part(EPOCH_HEADER_BYTES, 8 * EPOCH_TILES);
+            [all, all, all]
         } else {
-            8 * launched as u64
-        }
-    };
-    let value_bytes = |launched: usize| {
-        if epochs {
-            values_bytes
-        } else {
-            size * launched as u64
+            let launched = launched as u64;
+            [
+                part(at_flags, 8 * launched),
+                part(at_aggregates, size * launched),
+                part(at_inclusives, size * launched),
+            ]
         }
     };
     let mut consts = vec![
@@ -585,6 +574,7 @@ pub(crate) fn scan_segments<T: Reduce>(
         ..Default::default()
     };
     if matches!(states, States::Fresh) {
+        let [flags, aggregates, inclusives] = tile_states(tiles);
         dev.launch(&Launch {
             kernel,
             block: BLOCK,
@@ -596,9 +586,9 @@ pub(crate) fn scan_segments<T: Reduce>(
                 first_input.binding(0, first),
                 first_output.binding(0, first),
                 counters,
-                part(at_flags, 8 * tiles as u64),
-                part(at_aggregates, size * tiles as u64),
-                part(at_inclusives, size * tiles as u64),
+                flags,
+                aggregates,
+                inclusives,
             ],
             params: bytemuck::bytes_of(&clear),
         })?;
@@ -627,7 +617,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             };
             // Tile state of all tiles so far stays bound: look-back reads earlier launches'
             // tiles (their states only: they have finished).
-            let launched = tile0 + launch_tiles;
+            let [flags, aggregates, inclusives] = tile_states(tile0 + launch_tiles);
             dev.launch(&Launch {
                 kernel,
                 block: BLOCK,
@@ -636,9 +626,9 @@ pub(crate) fn scan_segments<T: Reduce>(
                     input.binding(start, n),
                     output.binding(start, n),
                     counters,
-                    part(flags_at, flag_bytes(launched)),
-                    part(values_at[0], value_bytes(launched)),
-                    part(values_at[1], value_bytes(launched)),
+                    flags,
+                    aggregates,
+                    inclusives,
                 ],
                 params: bytemuck::bytes_of(&params),
             })?;
@@ -670,7 +660,6 @@ fn scan_states<'a, T: Reduce>(
     launches: usize,
     tiles: usize,
     bytes: u64,
-    registers: bool,
 ) -> Result<States<'a>> {
     let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
     if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
@@ -683,9 +672,10 @@ fn scan_states<'a, T: Reduce>(
     if launches != 1 {
         return Ok(States::Fresh);
     }
+    // The kernels of one-word states (crate::tuning::scan_kernel): CUDA's, and Vulkan's where
+    // the device has 64-bit buffer atomics.
     let one_word = T::KIND.size() == 4
-        && (dev.info().backend == BackendKind::Cuda
-            || crate::tuning::scan_kernel(dev.info(), T::KIND, registers) != "scan_device");
+        && (dev.info().backend == BackendKind::Cuda || dev.info().int64_atomics);
     if let Some(e) = dev
         .epochs()
         .filter(|_| one_word && tiles as u64 <= EPOCH_TILES)

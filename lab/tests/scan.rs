@@ -210,7 +210,10 @@ fn epoch_words(dev: &dyn xwarp::Device) -> Option<Vec<u32>> {
 }
 
 /// One `f32` scan (sum, min or max by `i`; inclusive for even `i`, with the fallback for odd)
-/// of `n` elements on `dev`, checked against the CPU; returns the epochs buffer's words after.
+/// of `n` hard elements on `dev` (every magnitude, halves, values around 2^24, NaN payloads
+/// and ±∞ for min and max; every fourth call's sums of subnormals where the device keeps
+/// them), its output poisoned first and checked against the CPU bit for bit; returns the
+/// epochs buffer's words after.
 fn epoch_call(
     dev: &dyn xwarp::Device,
     label: &str,
@@ -234,15 +237,25 @@ fn epoch_call(
         ScanKind::Exclusive
     };
     let op = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i % 3];
-    let a = f32::input(op, n, rng);
+    let values = if xwarp_lab::validate::flushes_subnormals(dev.info(), ElemKind::F32) {
+        xwarp::element::HardValues::ALL.without_subnormals()
+    } else {
+        xwarp::element::HardValues::ALL
+    };
+    let input = if i % 4 == 0 && values.subnormals {
+        xwarp_lab::validate::HardInput::Tiny
+    } else {
+        xwarp_lab::validate::HardInput::Mixed
+    };
+    let a = f32::hard_input(op, input, values, n, rng);
     let want = xwarp::cpu::scan::device_scan(op, kind, &a);
     let src = DeviceVec::from_slice(dev, &a).unwrap();
     let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
-    dst.fill(dev, f32::NAN).unwrap();
+    dst.fill(dev, poison_value(&want)).unwrap();
     scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning).unwrap();
     let words = epoch_words(dev).unwrap();
     if let Some(m) = first_mismatch(&want, &dst.to_vec(dev).unwrap()) {
-        panic!("{label}: call {i}, f32 {op:?} {kind:?} of {n}, {tuning:?}: {m}");
+        panic!("{label}: call {i}, f32 {op:?} {kind:?} of {n} {input:?}, {tuning:?}: {m}");
     }
     words
 }
