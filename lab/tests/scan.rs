@@ -242,7 +242,7 @@ fn epoch_call(
     } else {
         xwarp::element::HardValues::ALL
     };
-    let input = if i % 4 == 0 && values.subnormals {
+    let input = if i.is_multiple_of(4) && values.subnormals {
         xwarp_lab::validate::HardInput::Tiny
     } else {
         xwarp_lab::validate::HardInput::Mixed
