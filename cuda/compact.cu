@@ -30,7 +30,9 @@
 // with HEADS: run-length encoding's lengths too), SELF_CLEARING (1: launches with
 // self_clearing set, whose code only this variant has), HEADS (1: unique's predicate, "differs
 // from the element before it", in place of `pred`; the input pointer starts `shift` elements
-// before the chunk, whose first element's predecessor it is).
+// before the chunk, whose first element's predecessor it is), EPOCHS (1: the stable step of
+// one chunk and one window with its tile states in the device's epochs buffer, see below; only
+// this variant has that code).
 
 struct CompactParams {
     unsigned int n;        // elements in this chunk
@@ -49,6 +51,8 @@ struct CompactParams {
     unsigned int self_clearing;  // nonzero: words of the counters buffer, no RESET (see the Vulkan twin)
     unsigned int shift;    // the input binding starts this many elements before the chunk
     unsigned int close;    // LENGTHS, SELF_CLEARING: the last block closes the runs (no OP 3)
+    unsigned int epoch_wrap;   // EPOCHS: the number of epochs (after the last comes 0)
+    unsigned int epoch_tiles;  // EPOCHS: the states `states` holds (a multiple of XW_SCRUB)
 };
 
 #include "predicate.cuh"
@@ -58,6 +62,73 @@ struct CompactParams {
 #define STATE_AGGREGATE (1u << 30)
 #define STATE_INCLUSIVE (2u << 30)
 #define STATE_VALUE (STATE_AGGREGATE - 1u)
+
+// EPOCHS (the twin of the scans' epochs, cuda/scan_device.cu): the tile states are 64-bit
+// words of the device's epochs buffer (src/device.rs, Device::epochs), bound from its first
+// state; `counter` is its header: words 0 and 1 the tile ticket and the epoch as one 64-bit
+// word, word 2 the first state the next launch zeroes. A state's high word is the epoch of the
+// launch that published it times 4 plus the status (1 aggregate, 2 inclusive prefix), its low
+// word the value, so a state of an earlier launch reads as unpublished and none is zeroed
+// before or after a launch. Each tile takes its ticket and the launch's epoch in one atomic;
+// the tile that takes the last ticket sets the word to the next epoch (modulo p.epoch_wrap) and
+// ticket 0 at once, and zeroes the XW_SCRUB states from word 2 on that this launch does not
+// use, moving that place on, so no state still carries a tag when the tag comes back. A tile's
+// own first publication replaces whatever an earlier launch left by an exchange (its tag may be
+// larger once the epochs have wrapped), its inclusive prefix takes the maximum, and a fallback
+// publishes another tile's aggregate only over a state of an earlier launch (a compare and swap).
+// One chunk, one window: the base is 0 and the last ticket writes only the total.
+#define XW_SCRUB 1024u
+#if EPOCHS
+// The launch's epoch times 4, set by thread 0 before the first barrier; read from shared
+// memory at each use.
+__shared__ unsigned int xw_ceb;
+#define XW_EB (*(volatile unsigned int*)&xw_ceb)
+
+// A state as the look-back reads it: the status in bits 31..30 (0 for another launch's), the
+// value below.
+__device__ __forceinline__ unsigned int xw_read_state(const unsigned int* states, int t) {
+    const unsigned long long w = *((const volatile unsigned long long*)states + t);
+    const unsigned int f = (unsigned int)(w >> 32) - XW_EB;
+    return f - 1u < 2u ? (f << 30) | (unsigned int)w : 0u;
+}
+
+__device__ __forceinline__ unsigned long long xw_tagged(unsigned int state) {
+    return ((unsigned long long)((state >> 30) + XW_EB) << 32) | (state & STATE_VALUE);
+}
+
+// Tile t's own publication of `state` (status bits and value): the first by an exchange.
+__device__ __forceinline__ void xw_publish(unsigned int* states, unsigned int t,
+                                           unsigned int state, bool first) {
+    unsigned long long* const at = (unsigned long long*)states + t;
+    if (first) {
+        atomicExch(at, xw_tagged(state));
+    } else {
+        atomicMax(at, xw_tagged(state));
+    }
+}
+
+// A fallback's aggregate of tile t, over a state of an earlier launch only: one compare and
+// swap, since a swap that fails found a publication of this launch (only this launch's tiles
+// write its states), which the look-back's next poll reads.
+__device__ __forceinline__ void xw_publish_for(unsigned int* states, unsigned int t,
+                                               unsigned int state) {
+    unsigned long long* const at = (unsigned long long*)states + t;
+    const unsigned long long old = *(volatile unsigned long long*)at;
+    if ((unsigned int)(old >> 32) - XW_EB - 1u >= 2u) atomicCAS(at, old, xw_tagged(state));
+}
+#else
+__device__ __forceinline__ unsigned int xw_read_state(const unsigned int* states, int t) {
+    return *(const volatile unsigned int*)&states[t];
+}
+__device__ __forceinline__ void xw_publish(unsigned int* states, unsigned int t,
+                                           unsigned int state, bool) {
+    atomicMax(&states[t], state);
+}
+__device__ __forceinline__ void xw_publish_for(unsigned int* states, unsigned int t,
+                                               unsigned int state) {
+    atomicMax(&states[t], state);
+}
+#endif
 
 // Where the chunk's output starts in the output window, if it starts in this launch's window.
 // Every thread reads the same base, so leaving on `false` is uniform.
@@ -91,7 +162,7 @@ __device__ __forceinline__ void xw_finish_chunk(unsigned long long* total, unsig
                                                 unsigned int count) {
     const unsigned long long end = base + count;
     *total = end;
-#if SELF_CLEARING
+#if SELF_CLEARING || EPOCHS
     return;  // the only chunk: no next base, the word stays zero
 #endif
     const unsigned int next = C_BASE + C_LINE * (p.slot ^ 1u);
@@ -176,7 +247,7 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
                 bool any_inclusive;
                 for (unsigned int poll = 0;; ++poll) {
                     // Tiles before the chunk count as an inclusive prefix of 0.
-                    s = t >= 0 ? *(volatile unsigned int*)&states[t] : STATE_INCLUSIVE;
+                    s = t >= 0 ? xw_read_state(states, t) : STATE_INCLUSIVE;
                     const unsigned int inclusive = __ballot_sync(XW_FULL_MASK, s >= STATE_INCLUSIVE);
                     any_inclusive = inclusive != 0;
                     limit = any_inclusive ? (unsigned int)(__ffs(inclusive) - 1) : XW_WARP - 1;
@@ -207,7 +278,7 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
         // A predecessor that has published nothing after `spin` polls: count its tile here.
         const unsigned int c = xw_count_tile(in, (unsigned int)stalled, p, warp_counts);
         if (threadIdx.x == 0) {
-            atomicMax(&states[stalled], STATE_AGGREGATE | c);
+            xw_publish_for(states, (unsigned int)stalled, STATE_AGGREGATE | c);
             __threadfence();
         }
         __syncthreads();
@@ -357,7 +428,7 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
 #endif
     // Whole blocks leave together, so __syncthreads below is reached by all.
     if (xw_group() >= p.tiles) return;
-    const unsigned long long base = xw_base(counter, p.slot);
+    const unsigned long long base = EPOCHS ? 0ull : xw_base(counter, p.slot);
     unsigned long long out0;
     if (!xw_window_offset(base, p, &out0)) return;
     states += p.state0;
@@ -373,8 +444,34 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
     // Tiles are numbered in the order blocks take a ticket, so a tile's predecessors have
     // started; the loads above are in flight meanwhile, and a block whose ticket is another
     // tile loads that one.
+#if EPOCHS
+    __shared__ unsigned int s_scrub;  // the last ticket's first state to zero, plus one
+    if (threadIdx.x == 0) {
+        unsigned long long* const word = (unsigned long long*)counter;
+        const unsigned long long w = atomicAdd(word, 1ull);
+        const unsigned int epoch = (unsigned int)(w >> 32);
+        s_ticket = (unsigned int)w;
+        xw_ceb = epoch << 2;
+        s_scrub = 0;
+        if ((unsigned int)w + 1u == p.tiles) {
+            const unsigned int next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
+            atomicExch(word, (unsigned long long)next << 32);
+            const unsigned int at = counter[2];
+            counter[2] = at + XW_SCRUB >= p.epoch_tiles ? 0u : at + XW_SCRUB;
+            s_scrub = at + 1u;
+        }
+    }
+    __syncthreads();
+    if (s_scrub != 0) {
+        for (unsigned int i = threadIdx.x; i < XW_SCRUB; i += BLOCK) {
+            const unsigned int at = s_scrub - 1u + i;
+            if (at >= p.tiles) ((unsigned long long*)states)[at] = 0ull;
+        }
+    }
+#else
     if (threadIdx.x == 0) s_ticket = atomicAdd(&counter[C_TICKET], 1u);
     __syncthreads();
+#endif
     t = s_ticket;
     if (t != (unsigned int)xw_group()) xw_load_tile(in, t, p, v);
 #endif
@@ -434,11 +531,12 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
 #else
     tile_base = 0;
     if (t == 0) {
-        if (threadIdx.x == 0) atomicMax(&states[t], STATE_INCLUSIVE | tile_count);
+        if (threadIdx.x == 0) xw_publish(states, t, STATE_INCLUSIVE | tile_count, true);
     } else {
-        if (threadIdx.x == 0) atomicMax(&states[t], STATE_AGGREGATE | tile_count);
+        if (threadIdx.x == 0) xw_publish(states, t, STATE_AGGREGATE | tile_count, true);
         tile_base = xw_look_back(in, t, states, p, warp_counts);
-        if (threadIdx.x == 0) atomicMax(&states[t], STATE_INCLUSIVE | (tile_base + tile_count));
+        if (threadIdx.x == 0)
+            xw_publish(states, t, STATE_INCLUSIVE | (tile_base + tile_count), false);
     }
     // With self_clearing: past its states (see the Vulkan twin), the tile counts itself done;
     // the round trip overlaps the scatter.
@@ -450,7 +548,7 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
 #endif
     // The last ticket: every block of the chunk has taken its own.
     if (threadIdx.x == 0 && t + 1 == p.tiles) {
-        counter[C_TICKET] = 0;
+        if (!EPOCHS) counter[C_TICKET] = 0;  // EPOCHS: the ticket is 0 again already
         xw_finish_chunk(total, counter, p, base, tile_base + tile_count);
     }
 #endif

@@ -63,6 +63,22 @@
 // span (span 0: any).
 // The host launches one UNORDERED/STABLE per window the chunk's output may start in; every
 // workgroup of the others leaves at once, before taking a ticket.
+//
+// EPOCHS (XW_COUNT64 only; a variant of its own, the twin of the scans' epochs in
+// scan_device.glsl): a stable call of one chunk and one window keeps its tile states in the
+// device's epochs buffer (src/device.rs, Device::epochs), 64-bit words bound from its first
+// state, and `counter` is that buffer's header: words 0 and 1 the tile ticket and the epoch as
+// one 64-bit word, word 2 the first state the next launch zeroes. A state's high word is the
+// epoch of the launch that published it times 4 plus the status (1 aggregate, 2 inclusive
+// prefix), its low word the value, so a state of an earlier launch reads as unpublished and no
+// state is zeroed for a call: no RESET, no count of tiles done. The tile that takes the last
+// ticket sets the word to the next epoch (modulo p.epoch_wrap) and ticket 0 at once, and zeroes
+// the SCRUB states from word 2 on that the launch does not use, moving that place on, so no
+// state still carries a tag when the tag comes back. A tile's own first publication replaces
+// whatever an earlier launch left by an exchange (its tag may be larger once the epochs have
+// wrapped), its inclusive prefix takes the maximum, and a fallback's aggregate for another tile
+// goes only over a state of an earlier launch (a compare and swap). The base is 0 and the last
+// ticket writes only the total.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
@@ -82,6 +98,8 @@ layout(constant_id = 4) const uint LENGTHS = 0u;
 // 1 (not with LENGTHS): the tile's passing elements go to shared memory before the tile's base
 // is known (the stable step's look-back then overlaps nothing of the tile's but its stores).
 layout(constant_id = 5) const uint EARLY = 0u;
+// 1 (OP_STABLE, XW_COUNT64, not with LENGTHS): the tile states tagged with epochs (see the top).
+layout(constant_id = 6) const uint EPOCHS = 0u;
 const bool EARLY_STAGE = EARLY != 0u && LENGTHS == 0u;
 
 const uint OP_RESET = 0u;
@@ -116,6 +134,10 @@ layout(std430, binding = 3) coherent buffer Counter64 { uint64_t counter64[]; };
 // Tile states, read with plain loads while other workgroups publish (volatile: every poll
 // reads memory again).
 layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
+#if defined(XW_COUNT64)
+// EPOCHS: the same binding as the epochs buffer's 64-bit states.
+layout(std430, binding = 4) coherent buffer States64 { uint64_t states64[]; };
+#endif
 // LENGTHS: the run lengths (a window like dst's), and two words a tile (side[2 g], side[2 g + 1]:
 // the global rank and the position of tile g's first head, or NO_HEAD).
 // Coherent: a self-clearing pass's last tile reads what the others stored (close_runs).
@@ -139,6 +161,8 @@ layout(push_constant) uniform Params {
     uint self_clearing;  // nonzero: the counters buffer's words, no RESET (see the top)
     uint shift;    // the input binding starts this many elements before the chunk (HEADS)
     uint close;    // LENGTHS, self_clearing: the last tile closes the runs (no OP_LENGTHS)
+    uint epoch_wrap;   // EPOCHS: the number of epochs (after the last comes 0)
+    uint epoch_tiles;  // EPOCHS: the states states64 holds (a multiple of SCRUB)
 } p;
 
 const uint TILE = gl_WorkGroupSize.x * ITEMS;
@@ -149,6 +173,11 @@ shared uint s_word;
 shared uint s_ticket;
 shared int s_stalled;
 shared uint s_last_tile;  // STABLE with self_clearing: this tile was the last to count itself done
+shared uint s_eb;         // EPOCHS: the launch's epoch times 4
+shared uint s_scrub;      // EPOCHS: the last ticket's first state to zero, plus one
+// EPOCHS: this launch's epoch times 4, the tag of its states (from s_eb after the ticket).
+uint g_eb = 0u;
+const uint SCRUB = 1024u;
 shared T out_stage[TILE];
 // LENGTHS: each subgroup's last head (its element in the chunk, or NO_HEAD).
 shared uint sg_last[LENGTHS != 0u ? gl_WorkGroupSize.x : 1u];
@@ -184,7 +213,8 @@ void finish_chunk(uvec2 base, uint count) {
     end.y = base.y + carry;
     total[0] = end.x;
     total[1] = end.y;
-    if (p.self_clearing != 0u) return;  // the only chunk: no next base, the word stays zero
+    // The only chunk: no next base, the word stays zero.
+    if (p.self_clearing != 0u || EPOCHS != 0u) return;
     uint next = C_BASE + C_LINE * (p.slot ^ 1u);
     counter[next] = end.x;
     counter[next + 1u] = end.y;
@@ -266,6 +296,57 @@ uint subgroup_sum(uint x) {
     return x;
 }
 
+// Tile t's state as the look-back reads it: the status in bits 31..30 (EPOCHS: 0 for another
+// launch's state), the value below.
+uint read_state(uint t) {
+#if defined(XW_COUNT64)
+    if (EPOCHS != 0u) {
+        uint64_t w = atomicLoad(states64[t], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsRelaxed);
+        uint f = uint(w >> 32) - g_eb;
+        return f - 1u < 2u ? (f << 30) | uint(w) : 0u;
+    }
+#endif
+    return states[t];
+}
+
+#if defined(XW_COUNT64)
+uint64_t tagged(uint state) {
+    return (uint64_t((state >> 30) + g_eb) << 32) | uint64_t(state & STATE_VALUE);
+}
+#endif
+
+// Tile t's own publication of `state` (status bits and value); EPOCHS: the first by an
+// exchange (see the top).
+void publish(uint t, uint state, bool first) {
+#if defined(XW_COUNT64)
+    if (EPOCHS != 0u) {
+        if (first) {
+            atomicExchange(states64[t], tagged(state));
+        } else {
+            atomicMax(states64[t], tagged(state));
+        }
+        return;
+    }
+#endif
+    atomicMax(states[t], state);
+}
+
+// A fallback's aggregate for tile t; EPOCHS: over a state of an earlier launch only, by one
+// compare and swap (one that fails found a publication of this launch, since only this
+// launch's tiles write its states, and the look-back's next poll reads it).
+void publish_for(uint t, uint state) {
+#if defined(XW_COUNT64)
+    if (EPOCHS != 0u) {
+        uint64_t old = atomicLoad(states64[t], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                  gl_SemanticsRelaxed);
+        if (uint(old >> 32) - g_eb - 1u >= 2u) atomicCompSwap(states64[t], old, tagged(state));
+        return;
+    }
+#endif
+    atomicMax(states[t], state);
+}
+
 // The exclusive prefix of tile k > 0 of this chunk (every invocation gets it). Call it from
 // the whole workgroup in uniform control flow.
 uint look_back(uint k) {
@@ -284,7 +365,7 @@ uint look_back(uint k) {
                 uvec4 empty;
                 for (uint poll = 0u;; ++poll) {
                     // Tiles before the chunk count as an inclusive prefix of 0.
-                    s = t >= 0 ? states[p.state0 + uint(t)] : STATE_INCLUSIVE;
+                    s = t >= 0 ? read_state(p.state0 + uint(t)) : STATE_INCLUSIVE;
                     uvec4 inclusive = subgroupBallot(s >= STATE_INCLUSIVE);
                     any_inclusive = inclusive != uvec4(0u);
                     limit = any_inclusive ? subgroupBallotFindLSB(inclusive) : gl_SubgroupSize - 1u;
@@ -312,7 +393,7 @@ uint look_back(uint k) {
         // A predecessor that has published nothing after `spin` polls: count its tile here.
         uint c = count_tile(uint(stalled));
         if (gl_LocalInvocationIndex == 0u) {
-            atomicMax(states[p.state0 + uint(stalled)], STATE_AGGREGATE | c);
+            publish_for(p.state0 + uint(stalled), STATE_AGGREGATE | c);
             memoryBarrierBuffer();
         }
         barrier();
@@ -437,7 +518,8 @@ void main() {
     // Whole workgroups leave together, so the barriers below stay uniform.
     if (xw_group() >= p.tiles) return;
     uint at_base = C_BASE + C_LINE * p.slot;
-    uvec2 base = uvec2(counter[at_base], counter[at_base + 1u]);
+    // EPOCHS: one chunk, whose base is 0 (`counter` is the epochs buffer's header).
+    uvec2 base = EPOCHS != 0u ? uvec2(0u) : uvec2(counter[at_base], counter[at_base + 1u]);
     uint out0 = 0u;
     if (!window_offset(base, out0)) return;
     uint local = gl_LocalInvocationIndex;
@@ -449,8 +531,36 @@ void main() {
     // one), and a workgroup with another ticket loads its tile again.
     load_tile(t, v);
     if (OP == OP_STABLE) {
-        if (local == 0u) s_ticket = atomicAdd(counter[C_TICKET], 1u);
-        barrier();
+#if defined(XW_COUNT64)
+        if (EPOCHS != 0u) {
+            if (local == 0u) {
+                uint64_t w = atomicAdd(counter64[0], uint64_t(1));
+                uint epoch = uint(w >> 32);
+                s_ticket = uint(w);
+                s_eb = epoch << 2u;
+                s_scrub = 0u;
+                if (uint(w) + 1u == p.tiles) {
+                    uint next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
+                    atomicExchange(counter64[0], uint64_t(next) << 32);
+                    uint at = counter[2];
+                    counter[2] = at + SCRUB >= p.epoch_tiles ? 0u : at + SCRUB;
+                    s_scrub = at + 1u;
+                }
+            }
+            barrier();
+            g_eb = s_eb;
+            if (s_scrub != 0u) {
+                for (uint i = local; i < SCRUB; i += gl_WorkGroupSize.x) {
+                    uint at = s_scrub - 1u + i;
+                    if (at >= p.tiles) states64[at] = uint64_t(0);
+                }
+            }
+        } else
+#endif
+        {
+            if (local == 0u) s_ticket = atomicAdd(counter[C_TICKET], 1u);
+            barrier();
+        }
         t = s_ticket;
         if (t != xw_group()) load_tile(t, v);
     }
@@ -540,11 +650,11 @@ void main() {
     } else {
         tile_base = 0u;
         if (t == 0u) {
-            if (local == 0u) atomicMax(states[p.state0], STATE_INCLUSIVE | tile_count);
+            if (local == 0u) publish(p.state0, STATE_INCLUSIVE | tile_count, true);
         } else {
-            if (local == 0u) atomicMax(states[p.state0 + t], STATE_AGGREGATE | tile_count);
+            if (local == 0u) publish(p.state0 + t, STATE_AGGREGATE | tile_count, true);
             tile_base = look_back(t);
-            if (local == 0u) atomicMax(states[p.state0 + t], STATE_INCLUSIVE | (tile_base + tile_count));
+            if (local == 0u) publish(p.state0 + t, STATE_INCLUSIVE | (tile_base + tile_count), false);
         }
         // With self_clearing: the tile has published its last state and its invocations have
         // read their last ones (the barrier that ends look_back), so it counts itself done; the
@@ -557,7 +667,7 @@ void main() {
         }
         // The last ticket: every workgroup of the chunk has taken its own.
         if (local == 0u && t + 1u == p.tiles) {
-            counter[C_TICKET] = 0u;
+            if (EPOCHS == 0u) counter[C_TICKET] = 0u;  // EPOCHS: ticket 0 again already
             finish_chunk(base, tile_base + tile_count);
         }
     }

@@ -54,12 +54,13 @@
 
 use crate::device::{
     BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, RawBuffer,
-    SubgroupFeatures,
+    SubgroupFeatures, EPOCH_HEADER_BYTES, EPOCH_TILES,
 };
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::CompactParams;
 use crate::plan;
+use crate::scan::{EPOCH_WRAP, MIN_EPOCH_WRAP};
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 use std::fmt;
@@ -100,6 +101,10 @@ pub struct Tuning {
     /// unordered step, run-length encoding and 8-byte elements keep [`items_per_thread`] and
     /// ignore it (the unordered order depends on the tile).
     pub stable_items: Option<u32>,
+    /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
+    /// again from 0, [`MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as [`crate::scan::Tuning::epoch_wrap`]:
+    /// scans and compactions share the device's epochs); `None`: [`EPOCH_WRAP`].
+    pub epoch_wrap: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -108,6 +113,7 @@ impl Default for Tuning {
             max_binding_elems: None,
             spin: DEFAULT_SPIN,
             stable_items: None,
+            epoch_wrap: None,
         }
     }
 }
@@ -416,16 +422,44 @@ fn run(
             4 * in_counters as u64,
         ],
     );
-    let shared = (n > 0
-        && n <= plan.chunk
-        && plan.single
+    // A stable call of one chunk and one window (no lengths) whose states fit the device's
+    // epochs buffer: states tagged with the call's epoch, nothing to zero before or after (the
+    // kernels' EPOCHS variant; CUDA's, and Vulkan's where the device has 64-bit atomics).
+    let one_chunk = n > 0 && n <= plan.chunk && plan.single;
+    let epochs = (order == Order::Stable
+        && job.lengths.is_none()
+        && one_chunk
+        && tiles as u64 <= EPOCH_TILES
+        && (info.backend == BackendKind::Cuda || info.int64_atomics)
+        && std::env::var_os("XWARP_COMPACT_STATES").is_none_or(|v| v != "old"))
+    .then(|| dev.epochs())
+    .flatten();
+    let shared = (epochs.is_none()
+        && one_chunk
         && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES))
         .then(|| dev.counter_slot(bytes))
         .flatten();
     let fresh_counter;
     let fresh_states;
-    let (counter, states) = match shared {
-        Some(c) => (
+    let (counter, states) = match (epochs, shared) {
+        (Some(e), _) => (
+            // The header: the ticket and the epoch, the place of the next zeroing.
+            Binding {
+                buffer: e,
+                offset: 0,
+                bytes: 16,
+            },
+            // Every state (the zeroing reaches any), 64 bits each.
+            Some((
+                Binding {
+                    buffer: e,
+                    offset: EPOCH_HEADER_BYTES,
+                    bytes: 8 * EPOCH_TILES,
+                },
+                tiles,
+            )),
+        ),
+        (None, Some(c)) => (
             Binding {
                 buffer: c,
                 offset: at_counter,
@@ -440,7 +474,7 @@ fn run(
                 state_words,
             )),
         ),
-        None => {
+        (None, None) => {
             fresh_counter = DeviceVec::<u32>::alloc(dev, COUNTER_WORDS)?;
             fresh_states = match order {
                 Order::Stable => Some(DeviceVec::<u32>::alloc(dev, tiles)?),
@@ -481,11 +515,13 @@ fn run(
         counter,
         states,
         self_clearing: shared.is_some(),
+        epochs: epochs.is_some(),
+        epoch_wrap: tuning.epoch_wrap.unwrap_or(EPOCH_WRAP),
         heads: job.heads,
         lengths: side.map(|side| (job.elems_u32(job.lengths.unwrap(), n), side)),
         close,
     };
-    if shared.is_none() {
+    if shared.is_none() && epochs.is_none() {
         launcher.reset()?;
     }
     let step = match order {
@@ -550,6 +586,14 @@ fn validate<T: PredicateElement>(
 }
 
 fn validate_tuning(tuning: Tuning) -> Result<()> {
+    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
+    if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
+        return Err(Error::invalid(
+            "epoch_wrap",
+            wrap,
+            format!("{MIN_EPOCH_WRAP}..={EPOCH_WRAP}"),
+        ));
+    }
     match tuning.max_binding_elems {
         Some(m) if m < MIN_BINDING_ELEMS => Err(Error::invalid(
             "max_binding_elems",
@@ -657,6 +701,11 @@ struct Launcher<'a> {
     states: Option<(Binding<'a>, usize)>,
     /// The scratch lies in the device's counters buffer (see `compact_tuned`).
     self_clearing: bool,
+    /// The stable step's tile states lie in the device's epochs buffer, `counter` is its
+    /// header (the kernels' `EPOCHS`).
+    epochs: bool,
+    /// With `epochs`: [`Tuning::epoch_wrap`].
+    epoch_wrap: u32,
     /// The head predicate's variant (`HEADS`).
     heads: bool,
     /// `LENGTHS`: the lengths output and the two words a tile.
@@ -717,6 +766,8 @@ impl Launcher<'_> {
             self_clearing: u32::from(self.self_clearing),
             shift: chunk.shift,
             close: u32::from(self.close),
+            epoch_wrap: self.epoch_wrap,
+            epoch_tiles: EPOCH_TILES as u32,
         };
         let (states, _) = self.states();
         let (lengths, side) = self.lengths.unwrap_or((self.counter, self.counter));
@@ -765,6 +816,7 @@ impl Launcher<'_> {
                 "EARLY",
                 u32::from(self.items > items_per_thread(self.elem.size())),
             ),
+            ("EPOCHS", u32::from(self.epochs && step == Step::Stable)),
         ];
         // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs); the
         // GLSL kernels take the workgroup size from constant 0.

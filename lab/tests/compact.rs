@@ -614,3 +614,146 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
         );
     });
 }
+
+/// One stable compaction of `n` elements of `T` for [`stable_compactions_tag_their_states_with_epochs`]
+/// (the predicate by `i`, the fallback for even `i`), its output poisoned first and checked
+/// against the CPU; returns the epochs buffer's words after and the call's tiles, whose states
+/// must hold the passing elements up to each tile's end.
+fn epoch_compaction<T: PredicateElement>(
+    dev: &dyn xwarp::Device,
+    label: &str,
+    i: usize,
+    n: usize,
+    wrap: u32,
+    rng: &mut Rng,
+) -> (Vec<u32>, usize) {
+    const SPECS: [PredSpec; 5] = [
+        PredSpec::Odd,
+        PredSpec::MiddleHalf,
+        PredSpec::NonZero,
+        PredSpec::GreaterMedian,
+        PredSpec::AllPass,
+    ];
+    let spec = SPECS[i % SPECS.len()];
+    let (input, pred) = case_input::<T>(spec, n, rng);
+    let poison = poison_value(&input);
+    let four = T::KIND.size() == 4;
+    let tuning = Tuning {
+        spin: if i.is_multiple_of(2) {
+            0
+        } else {
+            xwarp::compact::DEFAULT_SPIN
+        },
+        stable_items: four.then_some(16),
+        epoch_wrap: Some(wrap),
+        ..Tuning::default()
+    };
+    let what = format!("{label}: call {i}, {} {spec:?} of {n}, {tuning:?}", T::KIND);
+    let (count, out) = run_compact(dev, Order::Stable, pred, &input, poison, tuning)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let words = common::epoch_words(dev).unwrap();
+    let (want_count, want_out) = expected_output(Order::Stable, pred, &input, poison);
+    assert_eq!(count, want_count, "{what}: the count");
+    let (want, got) = (
+        comparable(Order::Stable, want_count, &want_out),
+        comparable(Order::Stable, count, &out),
+    );
+    if let Some(m) = first_mismatch(&want, &got) {
+        panic!("{what}: {m}");
+    }
+    let tile = (xwarp::compact::BLOCK * if four { 16 } else { 8 }) as usize;
+    let mut passed = 0;
+    for (t, part) in input.chunks(tile).enumerate() {
+        passed += cpu::compact::stable(pred, part).len();
+        let value = common::epoch_value(&words, t);
+        assert_eq!(value as usize, passed, "{what}: tile {t}'s inclusive count");
+    }
+    (words, n.div_ceil(tile))
+}
+
+#[test]
+fn stable_compactions_tag_their_states_with_epochs() {
+    // Stable compactions of one chunk keep their tile states in the device's epochs buffer,
+    // as the scans do (the device's epochs are shared): each state tagged with the call's
+    // epoch and holding its tile's inclusive count, none zeroed for the call. Calls of many
+    // tiles (past those the counters buffer held) and of fewer in turn read the states the
+    // earlier left, of older epochs; `i32`, `f32` and `u64`, with and without the fallback, a
+    // scan between them, each against the CPU with its output poisoned. With the least wrap,
+    // a call of many tiles, as many calls of one tile as bring its tag back (its states then
+    // all zeroed) and a call of many tiles again. Devices of their own.
+    let mut rng = Rng::new(seed());
+    for (label, own, vk) in common::own_devices() {
+        let dev = &*own;
+        // The kernels that keep a state in one 64-bit word: CUDA's, and Vulkan's with 64-bit
+        // buffer atomics.
+        let info = dev.info();
+        let one_word = info.backend == xwarp::BackendKind::Cuda || info.int64_atomics;
+        let Some(before) = common::epoch_words(dev).filter(|_| one_word) else {
+            continue;
+        };
+        let label = label.as_str();
+        let mut track = common::EpochTrack::new(&before);
+        let tile = (xwarp::compact::BLOCK * 16) as usize;
+        let big = 1100 * tile + 3;
+        let wrap = xwarp::scan::EPOCH_WRAP;
+        for (i, &n) in [1, tile + 1, big, 33, 5 * tile - 1, 1_000_003, 2 * tile]
+            .iter()
+            .enumerate()
+        {
+            let (words, tiles) = match i % 3 {
+                0 => epoch_compaction::<i32>(dev, label, i, n, wrap, &mut rng),
+                1 => epoch_compaction::<f32>(dev, label, i, n, wrap, &mut rng),
+                _ => epoch_compaction::<u64>(dev, label, i, n, wrap, &mut rng),
+            };
+            track.step(&words, tiles, wrap, label);
+            if i == 3 {
+                // A scan of one tile between compactions takes the next epoch.
+                let a: Vec<f32> = (0..100).map(|k| k as f32 * 0.5 - 7.0).collect();
+                let want = cpu::scan::device_scan(
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &a,
+                );
+                let got = xwarp::scan::device_scan_host(
+                    dev,
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &a,
+                )
+                .unwrap();
+                assert_eq!(got, want, "{label}: the scan between compactions");
+                track.step(&common::epoch_words(dev).unwrap(), 1, wrap, label);
+            }
+        }
+        let wrap = xwarp::scan::MIN_EPOCH_WRAP;
+        let (words, big_tiles) = epoch_compaction::<i32>(dev, label, 0, big, wrap, &mut rng);
+        track.step(&words, big_tiles, wrap, label);
+        for i in 1..wrap as usize {
+            let n = 1 + i * 61 % tile;
+            let (words, tiles) = epoch_compaction::<f32>(dev, label, i, n, wrap, &mut rng);
+            track.step(&words, tiles, wrap, label);
+            if i == wrap as usize - 1 {
+                // The big call's tag comes back next: every state it left is zeroed.
+                for t in 1..big_tiles {
+                    assert_eq!(
+                        common::epoch_state(&words, t),
+                        0,
+                        "{label}: state {t} before its tag recurs"
+                    );
+                }
+            }
+        }
+        let (words, tiles) = epoch_compaction::<i32>(dev, label, 1, big, wrap, &mut rng);
+        track.step(&words, tiles, wrap, label);
+        eprintln!("{label}: {} calls' epochs checked", track.calls);
+        assert_counters_zero(dev, label);
+        if let Some(vk) = vk {
+            let messages = vk.validation_messages();
+            assert!(
+                messages.is_empty(),
+                "{label}: validation messages:\n{}",
+                messages.join("\n")
+            );
+        }
+    }
+}

@@ -352,6 +352,30 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             &v,
             "or more",
         );
+        let wraps = format!("{}..={}", scan::MIN_EPOCH_WRAP, scan::EPOCH_WRAP);
+        for bad in [0, scan::MIN_EPOCH_WRAP - 1, scan::EPOCH_WRAP + 1] {
+            let wrap = CompactTuning {
+                epoch_wrap: Some(bad),
+                ..CompactTuning::default()
+            };
+            let r = compact::compact_tuned(
+                dev,
+                Order::Stable,
+                Predicate::Odd,
+                &src,
+                &mut dst,
+                &mut count,
+                wrap,
+            );
+            expect_invalid(
+                label,
+                "compact tuning",
+                r,
+                "epoch_wrap",
+                &bad.to_string(),
+                &wraps,
+            );
+        }
         let window = |k| ScanTuning {
             lookback_tiles: Some(k),
             ..ScanTuning::default()

@@ -499,8 +499,11 @@ fn compact_prop<T: Arb>() {
         // The stable tile: the device's, and two others (ignored by the unordered order and
         // 8-byte elements; at most 16 with the smallest binding).
         select(vec![None, Some(5), Some(9)]),
+        // The epochs' wrap (the stable order's tile states of one chunk; the tags come back
+        // soonest at the least).
+        select(vec![None, Some(xwarp::scan::MIN_EPOCH_WRAP)]),
     )
-        .prop_flat_map(|(max, spin, stable_items)| {
+        .prop_flat_map(|(max, spin, stable_items, epoch_wrap)| {
             let longest = if max == Some(MIN_BINDING_ELEMS) {
                 3 * MIN_BINDING_ELEMS
             } else {
@@ -511,6 +514,7 @@ fn compact_prop<T: Arb>() {
                     max_binding_elems: max,
                     spin,
                     stable_items,
+                    epoch_wrap,
                 }),
                 predicate_and_data(T::palettes_for_pred(), 0, longest),
             )

@@ -201,14 +201,6 @@ fn scans_of_one_launch_leave_the_device_counters_zero() {
     });
 }
 
-/// The device's epochs buffer as words: its counters, then its states' words.
-fn epoch_words(dev: &dyn xwarp::Device) -> Option<Vec<u32>> {
-    let epochs = dev.epochs()?;
-    let words = (epochs.bytes() / 4) as usize;
-    let view = DeviceVec::<u32>::from_raw(epochs.clone(), words).unwrap();
-    Some(view.to_vec(dev).unwrap())
-}
-
 /// One `f32` scan (sum, min or max by `i`; inclusive for even `i`, with the fallback for odd)
 /// of `n` hard elements on `dev` (every magnitude, halves, values around 2^24, NaN payloads
 /// and ±∞ for min and max; every fourth call's sums of subnormals where the device keeps
@@ -253,7 +245,7 @@ fn epoch_call(
     let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
     dst.fill(dev, poison_value(&want)).unwrap();
     scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning).unwrap();
-    let words = epoch_words(dev).unwrap();
+    let words = common::epoch_words(dev).unwrap();
     if let Some(m) = first_mismatch(&want, &dst.to_vec(dev).unwrap()) {
         panic!("{label}: call {i}, f32 {op:?} {kind:?} of {n} {input:?}, {tuning:?}: {m}");
     }
@@ -272,47 +264,15 @@ fn scans_tag_their_states_with_epochs() {
     // again, which finds every state but the one-tile calls' zeroed. Devices of their own: the
     // other tests' scans would advance the shared devices' epochs meanwhile.
     let mut rng = Rng::new(seed());
-    let header = (xwarp::device::EPOCH_HEADER_BYTES / 4) as usize;
-    let state = |words: &[u32], t: usize| words[header + 2 * t + 1];
-    for d in common::devices() {
-        let vk = d.vulkan.as_ref().map(|_| common::open_vulkan());
-        let own: std::sync::Arc<dyn xwarp::Device> = match &vk {
-            Some(v) => v.clone(),
-            None => std::sync::Arc::new(xwarp::cuda::CudaDevice::new(0).unwrap()),
-        };
+    for (label, own, vk) in common::own_devices() {
         let dev = &*own;
-        let Some(before) = epoch_words(dev) else {
+        let Some(before) = common::epoch_words(dev) else {
             continue;
         };
-        let label = d.label.as_str();
-        let mut epoch = before[1];
-        let mut scrub = before[2];
-        let mut calls = 0;
-        let mut step = |words: &[u32], n: usize, wrap: u32, epoch: &mut u32, scrub: &mut u32| {
-            let what = format!("{label}: call {calls} of {n} elements, wrap {wrap}");
-            assert_eq!(words[0], 0, "{what}: the tile counter");
-            let next = if *epoch + 1 >= wrap { 0 } else { *epoch + 1 };
-            assert_eq!(words[1], next, "{what}: the epoch");
-            let tiles = n.div_ceil(TILE);
-            // Each tile's state carries the call's tag and its inclusive prefix: within a call
-            // no state goes back to an aggregate, even where the fallback publishes one late.
-            for t in 0..tiles {
-                let hi = state(words, t);
-                assert_eq!(hi, (*epoch << 2) | 2, "{what}: tile {t}'s state {hi:#x}");
-            }
-            let end = *scrub as usize + scan::EPOCH_SCRUB as usize;
-            for t in (*scrub as usize..end).filter(|&t| t >= tiles) {
-                assert_eq!(state(words, t), 0, "{what}: state {t}, which it zeroes");
-            }
-            let next_scrub = if end as u64 >= xwarp::device::EPOCH_TILES {
-                0
-            } else {
-                end as u32
-            };
-            assert_eq!(words[2], next_scrub, "{what}: where the next call zeroes");
-            *epoch = next;
-            *scrub = next_scrub;
-            calls += 1;
+        let label = label.as_str();
+        let mut track = common::EpochTrack::new(&before);
+        let mut step = |words: &[u32], n: usize, wrap: u32| {
+            track.step(words, n.div_ceil(TILE), wrap, label);
         };
         let cuda = dev.info().backend == xwarp::BackendKind::Cuda;
         let most = if cuda { 1024 } else { 512 } * TILE;
@@ -327,21 +287,21 @@ fn scans_tag_their_states_with_epochs() {
         ];
         for (i, &n) in sizes.iter().enumerate() {
             let words = epoch_call(dev, label, i, n, scan::EPOCH_WRAP, &mut rng);
-            step(&words, n, scan::EPOCH_WRAP, &mut epoch, &mut scrub);
+            step(&words, n, scan::EPOCH_WRAP);
         }
         let wrap = scan::MIN_EPOCH_WRAP;
         let big = 3 * most + 77;
         let words = epoch_call(dev, label, 0, big, wrap, &mut rng);
-        step(&words, big, wrap, &mut epoch, &mut scrub);
+        step(&words, big, wrap);
         for i in 1..wrap as usize {
             let n = 1 + i * 61 % TILE;
             let words = epoch_call(dev, label, i, n, wrap, &mut rng);
-            step(&words, n, wrap, &mut epoch, &mut scrub);
+            step(&words, n, wrap);
             if i == wrap as usize - 1 {
                 // The big call's tag comes back next: every state it left is zeroed.
                 for t in 1..big.div_ceil(TILE) {
                     assert_eq!(
-                        state(&words, t),
+                        common::epoch_state(&words, t),
                         0,
                         "{label}: state {t} before its tag recurs"
                     );
@@ -349,7 +309,7 @@ fn scans_tag_their_states_with_epochs() {
             }
         }
         let words = epoch_call(dev, label, 1, big, wrap, &mut rng);
-        step(&words, big, wrap, &mut epoch, &mut scrub);
+        step(&words, big, wrap);
         assert_counters_zero(dev, label);
         if let Some(vk) = vk {
             let messages = vk.validation_messages();

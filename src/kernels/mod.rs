@@ -185,6 +185,12 @@ param_blocks! {
         /// Nonzero (`LENGTHS`, self-clearing): the pass's last tile closes the runs (the two
         /// words a tile lie in the counters buffer), no last launch.
         pub close: u32,
+        /// Epochs (the stable step's `EPOCHS` variant): the number of epochs; the launch after
+        /// epoch `epoch_wrap - 1` takes 0.
+        pub epoch_wrap: u32,
+        /// Epochs: the tile states the bound states hold, through which the zeroing of
+        /// `EPOCH_SCRUB` states a launch moves in turn.
+        pub epoch_tiles: u32,
     }
 
     /// The warp vote's block (`vote`).

@@ -186,6 +186,8 @@ pub const COMPACT_PARAMS: ParamBlock = ParamBlock {
         "self_clearing",
         "shift",
         "close",
+        "epoch_wrap",
+        "epoch_tiles",
     ],
 };
 /// The warp vote's block.
@@ -391,7 +393,7 @@ const SCAN_DEVICE_CONSTS: [Const; 4] = [
 ];
 
 /// The constants of both compaction kernels on Vulkan.
-const COMPACT_CONSTS: [Const; 5] = [
+const COMPACT_CONSTS: [Const; 6] = [
     // The step: 0 reset, 1 unordered, 2 stable, 3 the run lengths that end at a tile's first
     // head (run-length encoding).
     Const {
@@ -422,6 +424,14 @@ const COMPACT_CONSTS: [Const; 5] = [
     // 1 (not with LENGTHS): the tile's passing elements staged before its base is known.
     Const {
         name: "EARLY",
+        on: On::Both,
+        values: OFF_ON,
+    },
+    // 1 (the stable step of one chunk and window, not with LENGTHS; CUDA and compact_c64):
+    // the tile states in the device's epochs buffer, tagged with the call's epoch (no RESET,
+    // nothing zeroed); a variant of its own, so that the others keep the code before it.
+    Const {
+        name: "EPOCHS",
         on: On::Both,
         values: OFF_ON,
     },
@@ -478,6 +488,7 @@ pub const KERNELS: &[KernelDef] = &[
             COMPACT_CONSTS[2],
             COMPACT_CONSTS[3],
             COMPACT_CONSTS[4],
+            COMPACT_CONSTS[5],
             Const {
                 name: "BLOCK",
                 on: On::Cuda,

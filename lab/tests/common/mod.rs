@@ -407,3 +407,93 @@ pub fn runs_cases_for(family: &str, keep: impl Fn(&xwarp_lab::validate::runs::Ru
     // Validation messages fail the test too.
     for_each_device(|_| {});
 }
+
+/// A device of its own for each tested device (the shared ones' epochs move with every other
+/// test's calls), with the Vulkan one kept for its validation messages.
+pub fn own_devices() -> Vec<(String, Arc<dyn Device>, Option<Arc<VulkanDevice>>)> {
+    devices()
+        .iter()
+        .map(|d| {
+            let vk = d.vulkan.as_ref().map(|_| open_vulkan());
+            let own: Arc<dyn Device> = match &vk {
+                Some(v) => v.clone(),
+                None => Arc::new(xwarp::cuda::CudaDevice::new(0).unwrap()),
+            };
+            (d.label.clone(), own, vk)
+        })
+        .collect()
+}
+
+/// The device's epochs buffer as words: its counters, then its states' words.
+pub fn epoch_words(dev: &dyn Device) -> Option<Vec<u32>> {
+    let epochs = dev.epochs()?;
+    let words = (epochs.bytes() / 4) as usize;
+    let view = xwarp::DeviceVec::<u32>::from_raw(epochs.clone(), words).unwrap();
+    Some(view.to_vec(dev).unwrap())
+}
+
+/// The high word of state `t` in [`epoch_words`].
+pub fn epoch_state(words: &[u32], t: usize) -> u32 {
+    words[(xwarp::device::EPOCH_HEADER_BYTES / 4) as usize + 2 * t + 1]
+}
+
+/// The low word (the value) of state `t` in [`epoch_words`].
+pub fn epoch_value(words: &[u32], t: usize) -> u32 {
+    words[(xwarp::device::EPOCH_HEADER_BYTES / 4) as usize + 2 * t]
+}
+
+/// What the epochs buffer must hold after each call that tags its states: the counters of
+/// the device's epochs as the calls so far leave them.
+pub struct EpochTrack {
+    pub epoch: u32,
+    pub scrub: u32,
+    pub calls: usize,
+}
+
+impl EpochTrack {
+    /// From the buffer's words before the first call.
+    pub fn new(words: &[u32]) -> Self {
+        EpochTrack {
+            epoch: words[1],
+            scrub: words[2],
+            calls: 0,
+        }
+    }
+
+    /// Checks `words`, the buffer after a call of `tiles` tiles with wrap `wrap`: the tile
+    /// counter back at 0, the epoch advanced by one modulo the wrap, each tile's state tagged
+    /// with the call's epoch as an inclusive prefix, the `EPOCH_SCRUB` states past the call's
+    /// tiles from the last zeroing place zeroed and that place moved on. Returns the call's
+    /// epoch.
+    pub fn step(&mut self, words: &[u32], tiles: usize, wrap: u32, what: &str) -> u32 {
+        let what = format!("{what} (call {} of {tiles} tiles, wrap {wrap})", self.calls);
+        assert_eq!(words[0], 0, "{what}: the tile counter");
+        let epoch = self.epoch;
+        let next = if epoch + 1 >= wrap { 0 } else { epoch + 1 };
+        assert_eq!(words[1], next, "{what}: the epoch");
+        // Within a call no state goes back to an aggregate, even where the fallback publishes
+        // one late.
+        for t in 0..tiles {
+            let hi = epoch_state(words, t);
+            assert_eq!(hi, (epoch << 2) | 2, "{what}: tile {t}'s state {hi:#x}");
+        }
+        let end = self.scrub as usize + xwarp::scan::EPOCH_SCRUB as usize;
+        for t in (self.scrub as usize..end).filter(|&t| t >= tiles) {
+            assert_eq!(
+                epoch_state(words, t),
+                0,
+                "{what}: state {t}, which it zeroes"
+            );
+        }
+        let next_scrub = if end as u64 >= xwarp::device::EPOCH_TILES {
+            0
+        } else {
+            end as u32
+        };
+        assert_eq!(words[2], next_scrub, "{what}: where the next call zeroes");
+        self.epoch = next;
+        self.scrub = next_scrub;
+        self.calls += 1;
+        epoch
+    }
+}
