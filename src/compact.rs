@@ -147,7 +147,11 @@ fn stable_items(
         (m / (2 * BLOCK as usize)).min(u32::MAX as usize) as u32
     });
     let most = max_stable_items(info).min(binding);
-    match tuning.stable_items {
+    // TEMPORARY (an A/B of the default tile): XWARP_COMPACT_ITEMS sets it.
+    let forced = std::env::var("XWARP_COMPACT_ITEMS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
+    match tuning.stable_items.or(forced) {
         None => Ok(
             Some(crate::tuning::compact_stable_items(info, elem, heads, n))
                 .filter(|&i| i <= most)
@@ -429,11 +433,10 @@ fn run(
     let epochs = (order == Order::Stable
         && job.lengths.is_none()
         && one_chunk
-        && tiles as u64 <= EPOCH_TILES
-        && (info.backend == BackendKind::Cuda || info.int64_atomics)
-        && std::env::var_os("XWARP_COMPACT_STATES").is_none_or(|v| v != "old"))
-    .then(|| dev.epochs())
-    .flatten();
+        && tiles <= crate::tuning::compact_epoch_max_tiles(info, job.heads)
+        && (info.backend == BackendKind::Cuda || info.int64_atomics))
+        .then(|| dev.epochs())
+        .flatten();
     let shared = (epochs.is_none()
         && one_chunk
         && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES))

@@ -239,6 +239,24 @@ pub(crate) fn runs_self_clearing_max_tiles(
     }
 }
 
+/// Compaction, stable step (`heads`: unique's predicate): the most tiles whose states the
+/// call tags with epochs in the device's epochs buffer ([`crate::device::Device::epochs`]);
+/// past them, fresh states and a clearing launch. Everywhere [`crate::device::EPOCH_TILES`]
+/// but unique's on CUDA, 2048.
+///
+/// H200 (NOTES.md, version 53), µs with the earlier paths (the counters buffer to 1024 tiles,
+/// fresh states and a clearing launch past them) and with epochs: the stable compaction
+/// 0.81–0.99× the time on both backends from 2^16 to 2^28; unique on Vulkan 0.79–0.99×, on
+/// CUDA 0.84–0.98× to 2^24 `i32` keys (2048 tiles of 8192), 2^25 1.00, 2^26 173.8 → 181.3,
+/// 2^28 658 → 700 (`f32` alike), at 64 registers as without epochs as well as at 75.
+pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
+    if info.backend == BackendKind::Cuda && heads {
+        2048
+    } else {
+        crate::device::EPOCH_TILES as usize
+    }
+}
+
 /// Compaction: the kernel. The unordered step keeps a chunk's count and its tiles done in one
 /// 64-bit word, one atomic per tile, where the device has 64-bit buffer atomics
 /// (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are a
