@@ -40,6 +40,17 @@
 //! each chunk is launched once per window of the output its result may start in; the launches
 //! for the other windows leave at once.
 //!
+//! A call of one chunk and one window needs no reset launch: an unordered one keeps its counter
+//! words in the device's counters buffer ([`Device::counters`]); a stable one (unique's too,
+//! on CUDA up to 2048 tiles) keeps its tile states in the device's epochs buffer
+//! ([`Device::epochs`], up to [`EPOCH_TILES`] tiles: 2^28 4-byte elements), each tagged with
+//! the call's epoch as the scans' are ([`crate::scan`]), so that the states earlier calls left
+//! read as unpublished and none is zeroed; the epochs wrap at [`Tuning::epoch_wrap`]. Where the
+//! device keeps no such buffer (or a Vulkan device has no 64-bit buffer atomics), a stable call
+//! of up to [`SELF_CLEARING_MAX_TILES`] tiles keeps its states in the counters buffer and its
+//! last tile zeroes them. Run-length encoding's pass ([`crate::run_length`]) takes those two
+//! paths only.
+//!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
 //! use xwarp::compact::{compact_host, Order};
@@ -147,11 +158,7 @@ fn stable_items(
         (m / (2 * BLOCK as usize)).min(u32::MAX as usize) as u32
     });
     let most = max_stable_items(info).min(binding);
-    // TEMPORARY (an A/B of the default tile): XWARP_COMPACT_ITEMS sets it.
-    let forced = std::env::var("XWARP_COMPACT_ITEMS")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok());
-    match tuning.stable_items.or(forced) {
+    match tuning.stable_items {
         None => Ok(
             Some(crate::tuning::compact_stable_items(info, elem, heads, n))
                 .filter(|&i| i <= most)

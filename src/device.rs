@@ -596,7 +596,8 @@ pub const COUNTER_BYTES: u64 = 64 << 10;
 pub const COUNTER_SLOT_BYTES: u64 = COUNTER_BYTES / 8;
 
 /// Tile states the buffer [`Device::epochs`] holds: one 64-bit word each, enough for a scan of
-/// 2^28 `f32` ([`crate::scan`]).
+/// 2^28 `f32` ([`crate::scan`]) or a stable compaction of 2^28 4-byte elements
+/// ([`crate::compact`]).
 pub const EPOCH_TILES: u64 = 1 << 16;
 
 /// Bytes ahead of the tile states in the buffer [`Device::epochs`]: its counters (word 0 numbers

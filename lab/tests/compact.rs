@@ -682,7 +682,12 @@ fn stable_compactions_tag_their_states_with_epochs() {
     // a call of many tiles, as many calls of one tile as bring its tag back (its states then
     // all zeroed) and a call of many tiles again. Devices of their own.
     let mut rng = Rng::new(seed());
-    for (label, own, vk) in common::own_devices() {
+    for common::OwnDevice {
+        label,
+        dev: own,
+        vulkan: vk,
+    } in common::own_devices()
+    {
         let dev = &*own;
         // The kernels that keep a state in one 64-bit word: CUDA's, and Vulkan's with 64-bit
         // buffer atomics.

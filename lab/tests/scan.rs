@@ -264,7 +264,12 @@ fn scans_tag_their_states_with_epochs() {
     // again, which finds every state but the one-tile calls' zeroed. Devices of their own: the
     // other tests' scans would advance the shared devices' epochs meanwhile.
     let mut rng = Rng::new(seed());
-    for (label, own, vk) in common::own_devices() {
+    for common::OwnDevice {
+        label,
+        dev: own,
+        vulkan: vk,
+    } in common::own_devices()
+    {
         let dev = &*own;
         let Some(before) = common::epoch_words(dev) else {
             continue;

@@ -408,18 +408,30 @@ pub fn runs_cases_for(family: &str, keep: impl Fn(&xwarp_lab::validate::runs::Ru
     for_each_device(|_| {});
 }
 
+/// A device opened for one test alone: its label, the device, and the Vulkan one kept for
+/// its validation messages.
+pub struct OwnDevice {
+    pub label: String,
+    pub dev: Arc<dyn Device>,
+    pub vulkan: Option<Arc<VulkanDevice>>,
+}
+
 /// A device of its own for each tested device (the shared ones' epochs move with every other
-/// test's calls), with the Vulkan one kept for its validation messages.
-pub fn own_devices() -> Vec<(String, Arc<dyn Device>, Option<Arc<VulkanDevice>>)> {
+/// test's calls).
+pub fn own_devices() -> Vec<OwnDevice> {
     devices()
         .iter()
         .map(|d| {
-            let vk = d.vulkan.as_ref().map(|_| open_vulkan());
-            let own: Arc<dyn Device> = match &vk {
+            let vulkan = d.vulkan.as_ref().map(|_| open_vulkan());
+            let dev: Arc<dyn Device> = match &vulkan {
                 Some(v) => v.clone(),
                 None => Arc::new(xwarp::cuda::CudaDevice::new(0).unwrap()),
             };
-            (d.label.clone(), own, vk)
+            OwnDevice {
+                label: d.label.clone(),
+                dev,
+                vulkan,
+            }
         })
         .collect()
 }
