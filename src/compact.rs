@@ -71,7 +71,7 @@ use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::CompactParams;
 use crate::plan;
-use crate::scan::{EPOCH_WRAP, MIN_EPOCH_WRAP};
+use crate::scan::EPOCH_WRAP;
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 use std::fmt;
@@ -113,7 +113,7 @@ pub struct Tuning {
     /// ignore it (the unordered order depends on the tile).
     pub stable_items: Option<u32>,
     /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
-    /// again from 0, [`MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as [`crate::scan::Tuning::epoch_wrap`]:
+    /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as [`crate::scan::Tuning::epoch_wrap`]:
     /// scans and compactions share the device's epochs); `None`: [`EPOCH_WRAP`].
     pub epoch_wrap: Option<u32>,
 }
@@ -596,14 +596,7 @@ fn validate<T: PredicateElement>(
 }
 
 fn validate_tuning(tuning: Tuning) -> Result<()> {
-    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
-    if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
-        return Err(Error::invalid(
-            "epoch_wrap",
-            wrap,
-            format!("{MIN_EPOCH_WRAP}..={EPOCH_WRAP}"),
-        ));
-    }
+    crate::scan::epoch_wrap(tuning.epoch_wrap)?;
     match tuning.max_binding_elems {
         Some(m) if m < MIN_BINDING_ELEMS => Err(Error::invalid(
             "max_binding_elems",

@@ -661,14 +661,7 @@ fn scan_states<'a, T: Reduce>(
     tiles: usize,
     bytes: u64,
 ) -> Result<States<'a>> {
-    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
-    if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
-        return Err(Error::invalid(
-            "epoch_wrap",
-            wrap,
-            format!("{MIN_EPOCH_WRAP}..={EPOCH_WRAP}"),
-        ));
-    }
+    epoch_wrap(tuning.epoch_wrap)?;
     if launches != 1 {
         return Ok(States::Fresh);
     }
@@ -688,6 +681,20 @@ fn scan_states<'a, T: Reduce>(
         }
     }
     Ok(States::Fresh)
+}
+
+/// The wrap of the device's epochs a call takes: `wrap` ([`Tuning::epoch_wrap`], also
+/// [`crate::compact::Tuning::epoch_wrap`]) checked, or [`EPOCH_WRAP`].
+pub(crate) fn epoch_wrap(wrap: Option<u32>) -> Result<u32> {
+    let wrap = wrap.unwrap_or(EPOCH_WRAP);
+    if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {
+        return Err(Error::invalid(
+            "epoch_wrap",
+            wrap,
+            format!("{MIN_EPOCH_WRAP}..={EPOCH_WRAP}"),
+        ));
+    }
+    Ok(wrap)
 }
 
 /// [`device_scan`] in place: the result replaces `data` (through a temporary buffer).

@@ -682,22 +682,7 @@ fn stable_compactions_tag_their_states_with_epochs() {
     // a call of many tiles, as many calls of one tile as bring its tag back (its states then
     // all zeroed) and a call of many tiles again. Devices of their own.
     let mut rng = Rng::new(seed());
-    for common::OwnDevice {
-        label,
-        dev: own,
-        vulkan: vk,
-    } in common::own_devices()
-    {
-        let dev = &*own;
-        // The kernels that keep a state in one 64-bit word: CUDA's, and Vulkan's with 64-bit
-        // buffer atomics.
-        let info = dev.info();
-        let one_word = info.backend == xwarp::BackendKind::Cuda || info.int64_atomics;
-        let Some(before) = common::epoch_words(dev).filter(|_| one_word) else {
-            continue;
-        };
-        let label = label.as_str();
-        let mut track = common::EpochTrack::new(&before);
+    common::on_epoch_devices(|label, dev, track| {
         let tile = (xwarp::compact::BLOCK * 16) as usize;
         let big = 1100 * tile + 3;
         let wrap = xwarp::scan::EPOCH_WRAP;
@@ -730,35 +715,12 @@ fn stable_compactions_tag_their_states_with_epochs() {
                 track.step(&common::epoch_words(dev).unwrap(), 1, wrap, label);
             }
         }
-        let wrap = xwarp::scan::MIN_EPOCH_WRAP;
-        let (words, big_tiles) = epoch_compaction::<i32>(dev, label, 0, big, wrap, &mut rng);
-        track.step(&words, big_tiles, wrap, label);
-        for i in 1..wrap as usize {
-            let n = 1 + i * 61 % tile;
-            let (words, tiles) = epoch_compaction::<f32>(dev, label, i, n, wrap, &mut rng);
-            track.step(&words, tiles, wrap, label);
-            if i == wrap as usize - 1 {
-                // The big call's tag comes back next: every state it left is zeroed.
-                for t in 1..big_tiles {
-                    assert_eq!(
-                        common::epoch_state(&words, t),
-                        0,
-                        "{label}: state {t} before its tag recurs"
-                    );
-                }
+        track.wrap_round(label, big, tile, |i, n, wrap| {
+            if n > tile {
+                epoch_compaction::<i32>(dev, label, i, n, wrap, &mut rng)
+            } else {
+                epoch_compaction::<f32>(dev, label, i, n, wrap, &mut rng)
             }
-        }
-        let (words, tiles) = epoch_compaction::<i32>(dev, label, 1, big, wrap, &mut rng);
-        track.step(&words, tiles, wrap, label);
-        eprintln!("{label}: {} calls' epochs checked", track.calls);
-        assert_counters_zero(dev, label);
-        if let Some(vk) = vk {
-            let messages = vk.validation_messages();
-            assert!(
-                messages.is_empty(),
-                "{label}: validation messages:\n{}",
-                messages.join("\n")
-            );
-        }
-    }
+        });
+    });
 }

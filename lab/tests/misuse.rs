@@ -334,30 +334,27 @@ fn invalid_offsets_name_the_offset_and_its_range() {
             max_binding_elems: Some(MIN_BINDING_ELEMS - 1),
             ..CompactTuning::default()
         };
-        let r = compact::compact_tuned(
-            dev,
-            Order::Stable,
-            Predicate::Odd,
-            &src,
-            &mut dst,
-            &mut count,
-            tiny,
-        );
-        let v = (MIN_BINDING_ELEMS - 1).to_string();
-        expect_invalid(
-            label,
-            "compact tuning",
-            r,
-            "max_binding_elems",
-            &v,
-            "or more",
-        );
+        let wrap = |w| CompactTuning {
+            epoch_wrap: Some(w),
+            ..CompactTuning::default()
+        };
         let wraps = format!("{}..={}", scan::MIN_EPOCH_WRAP, scan::EPOCH_WRAP);
-        for bad in [0, scan::MIN_EPOCH_WRAP - 1, scan::EPOCH_WRAP + 1] {
-            let wrap = CompactTuning {
-                epoch_wrap: Some(bad),
-                ..CompactTuning::default()
-            };
+        for (t, name, value, allowed) in [
+            (tiny, "max_binding_elems", MIN_BINDING_ELEMS - 1, "or more"),
+            (wrap(0), "epoch_wrap", 0, &wraps),
+            (
+                wrap(scan::MIN_EPOCH_WRAP - 1),
+                "epoch_wrap",
+                scan::MIN_EPOCH_WRAP as usize - 1,
+                &wraps,
+            ),
+            (
+                wrap(scan::EPOCH_WRAP + 1),
+                "epoch_wrap",
+                scan::EPOCH_WRAP as usize + 1,
+                &wraps,
+            ),
+        ] {
             let r = compact::compact_tuned(
                 dev,
                 Order::Stable,
@@ -365,16 +362,10 @@ fn invalid_offsets_name_the_offset_and_its_range() {
                 &src,
                 &mut dst,
                 &mut count,
-                wrap,
+                t,
             );
-            expect_invalid(
-                label,
-                "compact tuning",
-                r,
-                "epoch_wrap",
-                &bad.to_string(),
-                &wraps,
-            );
+            let v = value.to_string();
+            expect_invalid(label, "compact tuning", r, name, &v, allowed);
         }
         let window = |k| ScanTuning {
             lookback_tiles: Some(k),

@@ -264,21 +264,7 @@ fn scans_tag_their_states_with_epochs() {
     // again, which finds every state but the one-tile calls' zeroed. Devices of their own: the
     // other tests' scans would advance the shared devices' epochs meanwhile.
     let mut rng = Rng::new(seed());
-    for common::OwnDevice {
-        label,
-        dev: own,
-        vulkan: vk,
-    } in common::own_devices()
-    {
-        let dev = &*own;
-        let Some(before) = common::epoch_words(dev) else {
-            continue;
-        };
-        let label = label.as_str();
-        let mut track = common::EpochTrack::new(&before);
-        let mut step = |words: &[u32], n: usize, wrap: u32| {
-            track.step(words, n.div_ceil(TILE), wrap, label);
-        };
+    common::on_epoch_devices(|label, dev, track| {
         let cuda = dev.info().backend == xwarp::BackendKind::Cuda;
         let most = if cuda { 1024 } else { 512 } * TILE;
         let sizes = [
@@ -292,39 +278,13 @@ fn scans_tag_their_states_with_epochs() {
         ];
         for (i, &n) in sizes.iter().enumerate() {
             let words = epoch_call(dev, label, i, n, scan::EPOCH_WRAP, &mut rng);
-            step(&words, n, scan::EPOCH_WRAP);
+            track.step(&words, n.div_ceil(TILE), scan::EPOCH_WRAP, label);
         }
-        let wrap = scan::MIN_EPOCH_WRAP;
-        let big = 3 * most + 77;
-        let words = epoch_call(dev, label, 0, big, wrap, &mut rng);
-        step(&words, big, wrap);
-        for i in 1..wrap as usize {
-            let n = 1 + i * 61 % TILE;
+        track.wrap_round(label, 3 * most + 77, TILE, |i, n, wrap| {
             let words = epoch_call(dev, label, i, n, wrap, &mut rng);
-            step(&words, n, wrap);
-            if i == wrap as usize - 1 {
-                // The big call's tag comes back next: every state it left is zeroed.
-                for t in 1..big.div_ceil(TILE) {
-                    assert_eq!(
-                        common::epoch_state(&words, t),
-                        0,
-                        "{label}: state {t} before its tag recurs"
-                    );
-                }
-            }
-        }
-        let words = epoch_call(dev, label, 1, big, wrap, &mut rng);
-        step(&words, big, wrap);
-        assert_counters_zero(dev, label);
-        if let Some(vk) = vk {
-            let messages = vk.validation_messages();
-            assert!(
-                messages.is_empty(),
-                "{label}: validation messages:\n{}",
-                messages.join("\n")
-            );
-        }
-    }
+            (words, n.div_ceil(TILE))
+        });
+    });
 }
 
 #[test]

@@ -436,6 +436,34 @@ pub fn own_devices() -> Vec<OwnDevice> {
         .collect()
 }
 
+/// Runs `body` on a device of its own for each tested device whose kernels keep a tile state
+/// in one 64-bit word (CUDA's, and Vulkan's with 64-bit buffer atomics) in the device's epochs
+/// buffer, with the tracker of its epochs; afterwards the device's counters buffer must be
+/// zero and the Vulkan device must have reported no validation message.
+pub fn on_epoch_devices(mut body: impl FnMut(&str, &dyn Device, &mut EpochTrack)) {
+    for own in own_devices() {
+        let dev = &*own.dev;
+        let info = dev.info();
+        let one_word = info.backend == xwarp::BackendKind::Cuda || info.int64_atomics;
+        let Some(before) = epoch_words(dev).filter(|_| one_word) else {
+            continue;
+        };
+        let label = own.label.as_str();
+        let mut track = EpochTrack::new(&before);
+        body(label, dev, &mut track);
+        eprintln!("{label}: {} calls' epochs checked", track.calls);
+        assert_counters_zero(dev, label);
+        if let Some(vk) = &own.vulkan {
+            let messages = vk.validation_messages();
+            assert!(
+                messages.is_empty(),
+                "{label}: validation messages:\n{}",
+                messages.join("\n")
+            );
+        }
+    }
+}
+
 /// The device's epochs buffer as words: its counters, then its states' words.
 pub fn epoch_words(dev: &dyn Device) -> Option<Vec<u32>> {
     let epochs = dev.epochs()?;
@@ -507,5 +535,37 @@ impl EpochTrack {
         self.scrub = next_scrub;
         self.calls += 1;
         epoch
+    }
+
+    /// With the least wrap: `call(i, n, wrap)` (one checked call of `n` elements, returning the
+    /// epochs buffer's words after it and the call's tiles) of `big` elements, then as many
+    /// calls of one tile (of `tile` elements) as bring its tag back, the big call's states found
+    /// zeroed before it recurs, then `big` elements again; each call checked by [`Self::step`].
+    pub fn wrap_round(
+        &mut self,
+        label: &str,
+        big: usize,
+        tile: usize,
+        mut call: impl FnMut(usize, usize, u32) -> (Vec<u32>, usize),
+    ) {
+        let wrap = xwarp::scan::MIN_EPOCH_WRAP;
+        let (words, big_tiles) = call(0, big, wrap);
+        self.step(&words, big_tiles, wrap, label);
+        for i in 1..wrap as usize {
+            let (words, tiles) = call(i, 1 + i * 61 % tile, wrap);
+            self.step(&words, tiles, wrap, label);
+            if i == wrap as usize - 1 {
+                // The big call's tag comes back next: every state it left is zeroed.
+                for t in 1..big_tiles {
+                    assert_eq!(
+                        epoch_state(&words, t),
+                        0,
+                        "{label}: state {t} before its tag recurs"
+                    );
+                }
+            }
+        }
+        let (words, tiles) = call(1, big, wrap);
+        self.step(&words, tiles, wrap, label);
     }
 }
