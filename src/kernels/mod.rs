@@ -730,7 +730,7 @@ layout(push_constant) uniform Params {
 template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
-#if OP == 0 || EXTRA || HEADS || LENGTHS || EARLY
+#if OP == 0 || EXTRA || HEADS || LENGTHS || EARLY || EPOCHS
 #error \"compiled with -DOTHER\"
 #endif
 }
@@ -748,7 +748,8 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
                 "EXTRA",
                 "HEADS",
                 "LENGTHS",
-                "EARLY"
+                "EARLY",
+                "EPOCHS"
             ]
         );
         let errors = source::check_cuda(k, &iface);
