@@ -394,9 +394,10 @@ __device__ void xw_close_runs(unsigned int* lengths, unsigned int* side,
 #define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK, 6)
 #elif OP == 2 && HEADS && EPOCHS && XW_ELEM_BYTES == 4 && ITEMS == 32
 // Unique's kernel of 32 elements a thread with its states tagged by epochs: 75 registers by
-// default (three blocks an SM, 1.5-4% slower than without epochs from 2^25 keys on an H200),
-// 64 without spills within these bounds (four blocks), as without epochs. At 16 elements a
-// thread the same (6 blocks, 40 registers) spills 32 bytes: 48 registers there.
+// default (three blocks an SM), 64 without spills within these bounds (four blocks), as
+// without epochs. At 16 elements a thread the same (6 blocks, 40 registers) spills 32 bytes:
+// 48 registers there. (From 2^25 keys both took 1.5-6% more time than without epochs on an
+// H200, so unique takes epochs only up to 2048 tiles on CUDA: src/tuning.rs.)
 #define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK, 4)
 #else
 #define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK)

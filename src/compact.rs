@@ -113,8 +113,9 @@ pub struct Tuning {
     /// ignore it (the unordered order depends on the tile).
     pub stable_items: Option<u32>,
     /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
-    /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as [`crate::scan::Tuning::epoch_wrap`]:
-    /// scans and compactions share the device's epochs); `None`: [`EPOCH_WRAP`].
+    /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as
+    /// [`crate::scan::Tuning::epoch_wrap`]: scans and compactions share the device's epochs);
+    /// `None`: [`EPOCH_WRAP`].
     pub epoch_wrap: Option<u32>,
 }
 
