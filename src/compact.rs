@@ -71,7 +71,6 @@ use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::CompactParams;
 use crate::plan;
-use crate::scan::EPOCH_WRAP;
 pub use crate::spec::compact::{items_per_thread, tile_elems, BLOCK};
 use crate::vote::{Predicate, PredicateElement};
 use std::fmt;
@@ -113,9 +112,9 @@ pub struct Tuning {
     /// ignore it (the unordered order depends on the tile).
     pub stable_items: Option<u32>,
     /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
-    /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`] (as
+    /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`crate::scan::EPOCH_WRAP`] (as
     /// [`crate::scan::Tuning::epoch_wrap`]: scans and compactions share the device's epochs);
-    /// `None`: [`EPOCH_WRAP`].
+    /// `None`: [`crate::scan::EPOCH_WRAP`].
     pub epoch_wrap: Option<u32>,
 }
 
@@ -442,9 +441,9 @@ fn run(
         && job.lengths.is_none()
         && one_chunk
         && tiles <= crate::tuning::compact_epoch_max_tiles(info, job.heads)
-        && (info.backend == BackendKind::Cuda || info.int64_atomics))
-        .then(|| dev.epochs())
-        .flatten();
+        && crate::tuning::one_word_states(info))
+    .then(|| dev.epochs())
+    .flatten();
     let shared = (epochs.is_none()
         && one_chunk
         && (order == Order::Unordered || tiles <= SELF_CLEARING_MAX_TILES))
@@ -527,7 +526,7 @@ fn run(
         states,
         self_clearing: shared.is_some(),
         epochs: epochs.is_some(),
-        epoch_wrap: tuning.epoch_wrap.unwrap_or(EPOCH_WRAP),
+        epoch_wrap: crate::scan::epoch_wrap(tuning.epoch_wrap)?,
         heads: job.heads,
         lengths: side.map(|side| (job.elems_u32(job.lengths.unwrap(), n), side)),
         close,

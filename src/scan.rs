@@ -503,7 +503,8 @@ pub(crate) fn scan_segments<T: Reduce>(
             size * tiles as u64,
         ],
     );
-    let states = scan_states::<T>(dev, &tuning, launches, tiles, bytes)?;
+    let wrap = epoch_wrap(tuning.epoch_wrap)?;
+    let states = scan_states::<T>(dev, launches, tiles, bytes);
     let fresh;
     let state = match states {
         States::Shared(c) => c,
@@ -593,7 +594,6 @@ pub(crate) fn scan_segments<T: Reduce>(
             params: bytemuck::bytes_of(&clear),
         })?;
     }
-    let wrap = tuning.epoch_wrap.unwrap_or(EPOCH_WRAP);
     let mut launch = 0;
     let mut segment_tile0 = 0;
     for (input, output) in segments {
@@ -656,31 +656,26 @@ enum States<'a> {
 /// launch of at most [`crate::tuning::scan_self_clearing_max_tiles`] tiles; else fresh memory.
 fn scan_states<'a, T: Reduce>(
     dev: &'a dyn Device,
-    tuning: &Tuning,
     launches: usize,
     tiles: usize,
     bytes: u64,
-) -> Result<States<'a>> {
-    epoch_wrap(tuning.epoch_wrap)?;
+) -> States<'a> {
     if launches != 1 {
-        return Ok(States::Fresh);
+        return States::Fresh;
     }
-    // The kernels of one-word states (crate::tuning::scan_kernel): CUDA's, and Vulkan's where
-    // the device has 64-bit buffer atomics.
-    let one_word = T::KIND.size() == 4
-        && (dev.info().backend == BackendKind::Cuda || dev.info().int64_atomics);
+    let one_word = T::KIND.size() == 4 && crate::tuning::one_word_states(dev.info());
     if let Some(e) = dev
         .epochs()
         .filter(|_| one_word && tiles as u64 <= EPOCH_TILES)
     {
-        return Ok(States::Epochs(e));
+        return States::Epochs(e);
     }
     if tiles <= crate::tuning::scan_self_clearing_max_tiles(dev.info()) {
         if let Some(c) = dev.counter_slot(bytes) {
-            return Ok(States::Shared(c));
+            return States::Shared(c);
         }
     }
-    Ok(States::Fresh)
+    States::Fresh
 }
 
 /// The wrap of the device's epochs a call takes: `wrap` ([`Tuning::epoch_wrap`], also

@@ -239,6 +239,14 @@ pub(crate) fn runs_self_clearing_max_tiles(
     }
 }
 
+/// Scans and stable compactions: whether the device's kernels keep a tile's state (its flag
+/// and a 4-byte value or count) in one 64-bit word, which the states tagged with epochs
+/// ([`crate::device::Device::epochs`]) need: CUDA's always, Vulkan's where the device has 64-bit
+/// buffer atomics (`scan_device_s64`, `scan_device_vec`, `compact_c64`).
+pub(crate) fn one_word_states(info: &DeviceInfo) -> bool {
+    info.backend == BackendKind::Cuda || info.int64_atomics
+}
+
 /// Compaction, stable step (`heads`: unique's predicate): the most tiles whose states the
 /// call tags with epochs in the device's epochs buffer ([`crate::device::Device::epochs`]);
 /// past them, fresh states and a clearing launch. Everywhere [`crate::device::EPOCH_TILES`]
