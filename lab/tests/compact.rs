@@ -14,7 +14,7 @@ use xwarp_lab::validate::compact::{
 };
 use xwarp_lab::validate::first_mismatch;
 use xwarp_lab::validate::poison_value;
-use xwarp_lab::validate::vote::{case_input, PredSpec};
+use xwarp_lab::validate::vote::{case_input, hard_case_input, PredSpec};
 use xwarp_lab::with_elem;
 
 #[test]
@@ -616,7 +616,7 @@ fn stable_tiles_of_other_sizes_agree_with_the_cpu() {
 }
 
 /// One stable compaction of `n` elements of `T` for [`stable_compactions_tag_their_states_with_epochs`]
-/// (the predicate by `i`, the fallback for even `i`), its output poisoned first and checked
+/// (the predicate by `i`, the fallback for even `i`) of hard values, its output poisoned first and checked
 /// against the CPU; returns the epochs buffer's words after and the call's tiles, whose states
 /// must hold the passing elements up to each tile's end.
 fn epoch_compaction<T: PredicateElement>(
@@ -635,7 +635,21 @@ fn epoch_compaction<T: PredicateElement>(
         PredSpec::AllPass,
     ];
     let spec = SPECS[i % SPECS.len()];
-    let (input, pred) = case_input::<T>(spec, n, rng);
+    // Hard values (every magnitude, zeros of both signs, halves, values around 2^24 and 2^53,
+    // NaN payloads and ±∞), every fourth float call subnormals alone where the device keeps
+    // them.
+    let values = if xwarp_lab::validate::flushes_subnormals(dev.info(), T::KIND) {
+        xwarp::element::HardValues::ALL.without_subnormals()
+    } else {
+        xwarp::element::HardValues::ALL
+    };
+    let float = matches!(T::KIND, ElemKind::F32 | ElemKind::F64);
+    let kind = if float && i % 4 == 1 && values.subnormals {
+        xwarp_lab::validate::HardInput::Tiny
+    } else {
+        xwarp_lab::validate::HardInput::Mixed
+    };
+    let (input, pred) = hard_case_input::<T>(spec, kind, values, n, rng);
     let poison = poison_value(&input);
     let four = T::KIND.size() == 4;
     let tuning = Tuning {
@@ -648,7 +662,10 @@ fn epoch_compaction<T: PredicateElement>(
         epoch_wrap: Some(wrap),
         ..Tuning::default()
     };
-    let what = format!("{label}: call {i}, {} {spec:?} of {n}, {tuning:?}", T::KIND);
+    let what = format!(
+        "{label}: call {i}, {} {spec:?} of {n} {kind:?}, {tuning:?}",
+        T::KIND
+    );
     let (count, out) = run_compact(dev, Order::Stable, pred, &input, poison, tuning)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let words = common::epoch_words(dev).unwrap();
