@@ -1274,3 +1274,182 @@ fn large_sorts() {
         eprintln!("{n} u32 pairs: {:.1} s", start.elapsed().as_secs_f64());
     }
 }
+
+/// A device that forwards everything but the counters buffer, as a backend without one would.
+struct NoCounters(Arc<dyn Device>);
+
+impl Device for NoCounters {
+    fn info(&self) -> &xwarp::DeviceInfo {
+        self.0.info()
+    }
+    fn id(&self) -> xwarp::device::DeviceId {
+        self.0.id()
+    }
+    fn alloc(&self, bytes: u64) -> xwarp::Result<xwarp::device::RawBuffer> {
+        self.0.alloc(bytes)
+    }
+    fn window(
+        &self,
+        raw: &xwarp::device::RawBuffer,
+        offset: u64,
+        bytes: u64,
+    ) -> xwarp::Result<xwarp::device::RawBuffer> {
+        self.0.window(raw, offset, bytes)
+    }
+    fn write(&self, dst: &xwarp::device::RawBuffer, offset: u64, src: &[u8]) -> xwarp::Result<()> {
+        self.0.write(dst, offset, src)
+    }
+    fn copy(
+        &self,
+        src: &xwarp::device::RawBuffer,
+        src_offset: u64,
+        dst: &xwarp::device::RawBuffer,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> xwarp::Result<()> {
+        self.0.copy(src, src_offset, dst, dst_offset, bytes)
+    }
+    fn read(
+        &self,
+        src: &xwarp::device::RawBuffer,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> xwarp::Result<()> {
+        self.0.read(src, offset, dst)
+    }
+    fn launch(&self, launch: &xwarp::device::Launch<'_>) -> xwarp::Result<()> {
+        self.0.launch(launch)
+    }
+    fn synchronize(&self) -> xwarp::Result<()> {
+        self.0.synchronize()
+    }
+    fn time(
+        &self,
+        work: &mut dyn FnMut() -> xwarp::Result<()>,
+    ) -> xwarp::Result<std::time::Duration> {
+        self.0.time(work)
+    }
+}
+
+/// The histogram launch counts in the device's counters buffer, which must be zero again after
+/// every sort (the next one counts there with no clearing launch before it), and zeroes the
+/// tile counters and the first pass's tile states itself: one sorter's calls of every kind
+/// (keys, pairs, argsort), sizes, orders, patterns and bit ranges (one to eight digit passes,
+/// so tallies of one to eight rows), histograms of one to a hundred workgroups, on storage
+/// whose memory held other bits just before; and the same on a device without a counters
+/// buffer, where a clearing launch zeroes the work buffer's tally first. Outputs poisoned.
+#[test]
+fn sorts_count_without_a_clearing_launch_and_leave_the_counters_zero() {
+    let mut rng = Rng::new(seed());
+    for own in common::own_devices() {
+        let bare: Arc<dyn Device> = Arc::new(NoCounters(own.dev.clone()));
+        for (dev, what) in [(&*own.dev, "counters"), (&*bare, "no counters buffer")] {
+            let label = format!("{} ({what})", own.label);
+            let on = (dev, &*own.dev, label.as_str());
+            counted_sorts::<u32>(on, &mut rng, &[0..32, 3..19, 31..32]);
+            counted_sorts::<f32>(on, &mut rng, &[0..32, 8..16]);
+            counted_sorts::<u64>(on, &mut rng, &[0..64, 9..61]);
+            counted_sorts::<i64>(on, &mut rng, &[5..6, 0..64]);
+        }
+        if let Some(vk) = &own.vulkan {
+            let messages = vk.validation_messages();
+            assert!(messages.is_empty(), "{}: {}", own.label, messages.join("\n"));
+        }
+    }
+}
+
+/// [`sorts_count_without_a_clearing_launch_and_leave_the_counters_zero`] for keys of `K`: two
+/// sorters (the default histogram and one of three workgroups at most), each reused for every
+/// call, first allocating storage over memory filled with other bits. `on`: the device sorted
+/// on, the device whose counters buffer must be zero after each call, and the label.
+fn counted_sorts<K: Element>(
+    on: (&dyn Device, &dyn Device, &str),
+    rng: &mut Rng,
+    ranges: &[Range<u32>],
+) {
+    let (dev, counted, label) = on;
+    let cap = xwarp::sort::HISTOGRAM_MAX_CHUNK;
+    let junk = |dev: &dyn Device| {
+        let mut junk = DeviceVec::<u32>::alloc(dev, 1 << 21).unwrap();
+        junk.fill(dev, 0xdead_beef).unwrap();
+        dev.synchronize().unwrap();
+    };
+    junk(dev);
+    let mut sorters = [
+        Sorter::<K>::with_tuning(Tuning::default()),
+        Sorter::<K>::with_tuning(Tuning {
+            histogram_groups: 3,
+            ..Tuning::default()
+        }),
+    ];
+    for (i, n) in [0usize, 1, 33, 6145, 40_961, 3 * cap + 17]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, bits) in ranges.iter().enumerate() {
+            let k = i + j;
+            let (pattern, order) = (PATTERNS[k % PATTERNS.len()], ORDERS[k % 2]);
+            let keys: Vec<K> = make_keys(pattern, n, rng);
+            let case = format!("{label}: {} n={n} {pattern} {order:?} bits {bits:?}", K::KIND);
+            let sorter = &mut sorters[k % 2];
+            let keys_in = DeviceVec::from_slice(dev, &keys).unwrap();
+            match k % 3 {
+                0 => {
+                    let want = cpu::sort_keys(&keys, order, bits.clone());
+                    let mut out = DeviceVec::<K>::alloc(dev, n).unwrap();
+                    out.fill(dev, poison_value(&want)).unwrap();
+                    sorter
+                        .sort_keys(dev, &keys_in, &mut out, order, bits.clone())
+                        .unwrap();
+                    let got = vec![output("keys", &out.to_vec(dev).unwrap())];
+                    if let Some(diff) = first_difference(&vec![output("keys", &want)], &got) {
+                        panic!("{case}: keys: {diff}");
+                    }
+                }
+                1 => {
+                    let values: Vec<u32> = (0..n as u32).map(|v| v ^ 0x5a5a_5a5a).collect();
+                    let (wk, wv) = cpu::sort_pairs(&keys, &values, order, bits.clone());
+                    let values_in = DeviceVec::from_slice(dev, &values).unwrap();
+                    let mut keys_out = DeviceVec::<K>::alloc(dev, n).unwrap();
+                    let mut values_out = DeviceVec::<u32>::alloc(dev, n).unwrap();
+                    keys_out.fill(dev, poison_value(&wk)).unwrap();
+                    values_out.fill(dev, poison_value(&wv)).unwrap();
+                    sorter
+                        .sort_pairs(
+                            dev,
+                            &keys_in,
+                            &mut keys_out,
+                            &values_in,
+                            &mut values_out,
+                            order,
+                            bits.clone(),
+                        )
+                        .unwrap();
+                    let want = vec![output("keys", &wk), output("values", &wv)];
+                    let got = vec![
+                        output("keys", &keys_out.to_vec(dev).unwrap()),
+                        output("values", &values_out.to_vec(dev).unwrap()),
+                    ];
+                    if let Some(diff) = first_difference(&want, &got) {
+                        panic!("{case}: pairs: {diff}");
+                    }
+                }
+                _ => {
+                    let want: Vec<u32> = cpu::argsort(&keys, order, bits.clone())
+                        .into_iter()
+                        .map(|x| x as u32)
+                        .collect();
+                    let mut out = DeviceVec::<u32>::alloc(dev, n).unwrap();
+                    out.fill(dev, poison_value(&want)).unwrap();
+                    sorter
+                        .argsort(dev, &keys_in, &mut out, order, bits.clone())
+                        .unwrap();
+                    assert_eq!(out.to_vec(dev).unwrap(), want, "{case}: argsort");
+                }
+            }
+            common::assert_counters_zero(counted, &case);
+        }
+        // The next sizes' storage grows over memory that held other bits.
+        junk(dev);
+    }
+}
