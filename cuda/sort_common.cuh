@@ -5,7 +5,7 @@
 
 #define RADIX 256u
 #define XW_SORT_HIST 0u         // histogram rows: word XW_SORT_HIST + pass * RADIX + digit
-#define XW_SORT_COUNTERS 4352u  // tile counters, one word per pass (the tally's room before them)
+#define XW_SORT_COUNTERS 2048u  // tile counters, one word per pass
 
 // Key kinds, as src/sort.rs passes them.
 #define KIND_UNSIGNED 0u

@@ -1,6 +1,5 @@
 // The radix sort's first step; the twin of shaders/sort_histogram.comp (see there for the two
-// modes, the copies of the counters and the tally), modelled by src/cpu/sort.rs. Variant
-// constant: PARTS.
+// modes and the copies of the counters), modelled by src/cpu/sort.rs. Variant constant: PARTS.
 
 #include "sort_common.cuh"
 
@@ -15,7 +14,6 @@ struct SortHistogramParams {
     unsigned int begin;       // the bit range begin_bit .. end_bit
     unsigned int end;
     unsigned int clear;       // nonzero: clearing mode
-    unsigned int zero_words;  // words of the work buffer zeroed from the tile counters on
 };
 
 #define PASSES_MAX (4u * KEY_WORDS)
@@ -23,7 +21,7 @@ struct SortHistogramParams {
 #define HIST_ITEMS 8u
 
 extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned* work,
-                                          unsigned* tally, SortHistogramParams p) {
+                                          SortHistogramParams p) {
     // PARTS copies of every counter: thread t counts into copy t % PARTS, so the lanes of a
     // warp that share a digit (sorted, all-equal and low-entropy keys) mostly add to
     // different words.
@@ -37,12 +35,6 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
         }
         return;
     }
-    __shared__ bool last;
-    const unsigned groups = max((p.n + p.chunk - 1u) / p.chunk, 1u);
-    if ((unsigned)xw_group() >= groups) return;
-    // The tile counters and the first pass's tile states, grid-strided over the blocks.
-    for (unsigned i = (unsigned)xw_group() * blockDim.x + local; i < p.zero_words; i += groups * blockDim.x)
-        work[XW_SORT_COUNTERS + i] = 0;
     for (unsigned i = local; i < p.passes * RADIX * PARTS; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
     const unsigned part = local % PARTS;
@@ -82,16 +74,6 @@ extern "C" __global__ void sort_histogram(const KEY* __restrict__ keys, unsigned
         unsigned c = 0;
 #pragma unroll
         for (unsigned q = 0; q < PARTS; ++q) c += s_hist[i * PARTS + q];
-        if (c != 0) atomicAdd(&tally[i], c);
+        if (c != 0) atomicAdd(&work[XW_SORT_HIST + i], c);
     }
-    // Count the block; the last one moves the tally to the rows and leaves it zero.
-    __threadfence();
-    __syncthreads();
-    if (local == 0) last = atomicAdd(&tally[p.passes * RADIX], 1u) == groups - 1u;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (unsigned i = local; i < p.passes * RADIX; i += blockDim.x)
-        work[XW_SORT_HIST + i] = atomicExch(&tally[i], 0u);
-    if (local == 0) tally[p.passes * RADIX] = 0;
 }

@@ -12,13 +12,12 @@
 // 64-bit integer arithmetic in the shader; the CUDA twin uses unsigned long long.
 //
 // The work buffer (32-bit words) holds the digit histograms, one row of RADIX words per digit
-// pass, room for the histogram's tally where the device has no counters buffer, the tile
-// counters of the passes, and the tile states of two passes: see src/sort.rs for the layout.
+// pass, the tile counters of the passes, and the tile states of two passes: see
+// src/sort.rs for the layout.
 
 const uint RADIX = 256u;
 const uint XW_SORT_HIST = 0u;          // histogram rows: word XW_SORT_HIST + pass * RADIX + digit
-const uint XW_SORT_COUNTERS = 4352u;   // tile counters, one word per pass (the tally's room
-                                       // before them)
+const uint XW_SORT_COUNTERS = 2048u;   // tile counters, one word per pass
 
 // Key kinds, as src/sort.rs passes them.
 const uint KIND_UNSIGNED = 0u;

@@ -1,19 +1,11 @@
 #version 450
 // The radix sort's first step; the twin of cuda/sort_histogram.cu, modelled by
 // src/cpu/sort.rs. Two modes:
-//   clear      zero words 0 .. n of the work binding (the tally's room in the work buffer
-//              where the device has no counters buffer; the tile counters and the first
-//              pass's tile states where a sort takes digits counted before), grid-strided,
-//              CLEAR_ITEMS words per invocation;
+//   clear      zero words 0 .. n of the work buffer (the histograms, the tile counters and
+//              the first pass's tile states), grid-strided, CLEAR_ITEMS words per invocation;
 //   histogram  count every digit of the bit range at once: workgroup g reads keys
 //              g * chunk .. (g + 1) * chunk in coalesced steps, counts each digit pass into a
-//              histogram in shared memory and adds its nonzero counts to the tally (binding
-//              2: passes * RADIX words and a count of workgroups done, zero when the launch
-//              begins); the workgroup that counts itself done last moves the tally to the
-//              rows of the work buffer and leaves it zero. The tally is a part of the device's
-//              counters buffer (zero whenever no launch runs), so no launch clears anything
-//              before it: the workgroups also zero `zero_words` words of the work buffer from
-//              the tile counters on (the counters and the first pass's tile states).
+//              histogram in shared memory and adds its nonzero counts to the global rows.
 // Every counter is kept PARTS times: invocation t counts into copy t % PARTS, so the invocations
 // of a subgroup that share a digit (sorted, all-equal and low-entropy keys: one digit value for
 // many keys) mostly add to different words; the copies are summed at the end.
@@ -29,7 +21,6 @@ const bool DESCENDING = (KEY_ORDER & 1u) != 0u;
 
 layout(std430, binding = 0) readonly buffer Keys { KEY keys[]; };
 layout(std430, binding = 1) buffer Work { uint work[]; };
-layout(std430, binding = 2) coherent buffer Tally { uint tally[]; };
 layout(push_constant) uniform Params {
     uint n;           // keys; clearing: words to zero
     uint chunk;       // keys per workgroup (a multiple of the workgroup size)
@@ -37,7 +28,6 @@ layout(push_constant) uniform Params {
     uint begin;       // the bit range begin_bit .. end_bit
     uint end;
     uint clear;       // nonzero: clearing mode
-    uint zero_words;  // words of the work buffer zeroed from the tile counters on
 } p;
 
 const uint PASSES_MAX = 4u * KEY_WORDS;
@@ -45,7 +35,6 @@ const uint CLEAR_ITEMS = 4u;
 const uint HIST_ITEMS = 8u;
 
 shared uint s_hist[PASSES_MAX * RADIX * PARTS];
-shared bool last;
 
 void main() {
     uint local = xw_local();
@@ -56,13 +45,6 @@ void main() {
             if (i < p.n) work[i] = 0u;
         }
         return;
-    }
-    // Workgroups past the keys' (of a two-dimensional grid) leave together.
-    uint groups = max((p.n + p.chunk - 1u) / p.chunk, 1u);
-    if (xw_group() >= groups) return;
-    for (uint i = xw_group() * gl_WorkGroupSize.x + local; i < p.zero_words;
-         i += groups * gl_WorkGroupSize.x) {
-        work[XW_SORT_COUNTERS + i] = 0u;
     }
     for (uint i = local; i < p.passes * RADIX * PARTS; i += gl_WorkGroupSize.x) s_hist[i] = 0u;
     barrier();
@@ -99,17 +81,6 @@ void main() {
     for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) {
         uint c = 0u;
         for (uint q = 0u; q < PARTS; ++q) c += s_hist[i * PARTS + q];
-        if (c != 0u) atomicAdd(tally[i], c);
+        if (c != 0u) atomicAdd(work[XW_SORT_HIST + i], c);
     }
-    // Count the workgroup once its counts are in; the last one moves the tally to the rows.
-    memoryBarrierBuffer();
-    barrier();
-    if (local == 0u) last = atomicAdd(tally[p.passes * RADIX], 1u) == groups - 1u;
-    barrier();
-    if (!last) return;
-    memoryBarrierBuffer();
-    for (uint i = local; i < p.passes * RADIX; i += gl_WorkGroupSize.x) {
-        work[XW_SORT_HIST + i] = atomicExchange(tally[i], 0u);
-    }
-    if (local == 0u) tally[p.passes * RADIX] = 0u;
 }

@@ -40,11 +40,9 @@
 //! digit in turn, the keys staying in it (`sort_onesweep`'s variant `WHOLE`; up to
 //! [`WHOLE_MAX_BLOCK`] invocations, so 6144 keys of 32 bits where a workgroup has 48 KiB of
 //! shared memory: [`TilePlan::whole`], [`TilePlan::whole_max`]). Longer sorts:
-//! one launch counts every 8-bit digit of the range at once (`sort_histogram`; its counts
-//! gather in the device's counters buffer, zero whenever no launch runs, so no launch clears
-//! anything before it, and it zeroes the tile counters and the first pass's tile states), then
-//! one launch per digit, `ceil((end_bit - begin_bit) / 8)` of them (the last digit may be
-//! narrower), sorts the keys by that digit (`sort_onesweep`): each
+//! one launch clears the work buffer, one counts every 8-bit digit of the range at once
+//! (`sort_histogram`), then one launch per digit, `ceil((end_bit - begin_bit) / 8)` of them
+//! (the last digit may be narrower), sorts the keys by that digit (`sort_onesweep`): each
 //! workgroup takes a tile of `block × items` keys, ranks them inside the tile by a multi-split
 //! on subgroup ballots (one ballot per digit bit; every subgroup size from 4 to 128 lanes),
 //! and finds where each digit's keys go by decoupled look-back over the tiles before it; the
@@ -173,15 +171,13 @@ pub const HISTOGRAM_MAX_CHUNK: usize = 1 << 16;
 pub const MAX_SUBGROUPS: u32 = 16;
 
 /// Work buffer layout, in 32-bit words (the kernels' XW_SORT_* constants): a histogram row of
-/// [`RADIX`] words per digit pass (at most 8), room for the histogram's tally where the device
-/// keeps no counters buffer, a tile counter per pass, then the tile states of two passes, each
-/// `tiles` rows of [`RADIX`] words.
+/// [`RADIX`] words per digit pass (at most 8), a tile counter per pass, then the tile states
+/// of two passes, each `tiles` rows of [`RADIX`] words.
 const WORK_HIST: u32 = 0;
-const WORK_TALLY: u32 = WORK_HIST + 8 * RADIX;
-const WORK_COUNTERS: u32 = WORK_TALLY + 9 * RADIX;
+const WORK_COUNTERS: u32 = 2048;
 const WORK_STATES: u32 = WORK_COUNTERS + RADIX;
-// The tally: a word per digit of up to eight passes, then a count of workgroups done.
-const _: () = assert!(WORK_TALLY + 8 * RADIX + 1 <= WORK_COUNTERS);
+// Eight 64-bit digit passes' histogram rows lie below the counters.
+const _: () = assert!(WORK_HIST + 8 * RADIX <= WORK_COUNTERS);
 /// Workgroup size of `sort_histogram`.
 const HISTOGRAM_BLOCK: u32 = 256;
 /// Words each invocation of the clearing launch zeroes.
@@ -937,23 +933,19 @@ impl<K: Element> Sorter<K> {
                 info,
                 words.div_ceil((HISTOGRAM_BLOCK * CLEAR_ITEMS) as usize) as u64,
             )?,
-            // The clearing mode reads no tally.
-            bindings: &[keys, work, work],
+            bindings: &[keys, work],
             params: bytemuck::bytes_of(&clear),
         })
     }
 
-    /// Counts every digit of `bits` of `keys_in` into the histogram rows of `work` (row `d`
-    /// for digit `d`) and zeroes the `zero_words` words of `work` from the tile counters on.
-    /// The counts gather in a tally that is zero when the launch begins: a part of the
-    /// device's counters buffer, or where it has none, the work buffer's room for it, zeroed
-    /// first by a clearing launch.
+    /// Zeroes the first `clear_words` words of the work buffer (`work`) and counts every
+    /// digit of `bits` of `keys_in` into its histogram rows (row `d` for digit `d`).
     fn histogram(
         &self,
         dev: &dyn Device,
         keys_in: &DeviceVec<K>,
-        work: &DeviceVec<u32>,
-        zero_words: usize,
+        work: Binding<'_>,
+        clear_words: usize,
         order: SortOrder,
         bits: &Range<u32>,
     ) -> Result<()> {
@@ -963,17 +955,7 @@ impl<K: Element> Sorter<K> {
         let parts = histogram_parts(info, K::KIND.size(), self.tuning.histogram_parts)?;
         let key_order = 2 * key_kind(K::KIND) + u32::from(order == SortOrder::Descending);
         let keys = whole(keys_in.raw(), (n.max(1) * K::KIND.size()) as u64);
-        let passes = bits.len().div_ceil(RADIX_BITS as usize);
-        let tally_words = passes * RADIX as usize + 1;
-        let tally = match dev.counter_slot(4 * tally_words as u64) {
-            Some(counters) => whole(counters, 4 * tally_words as u64),
-            None => {
-                let room = work.binding(WORK_TALLY as usize, tally_words);
-                self.clear(dev, keys_in, room, tally_words)?;
-                room
-            }
-        };
-        let work_b = work.binding(0, WORK_COUNTERS as usize + zero_words);
+        self.clear(dev, keys_in, work, clear_words)?;
         let cap = self.tuning.histogram_groups.max(1) as usize;
         let chunk = n
             .div_ceil(cap)
@@ -983,11 +965,10 @@ impl<K: Element> Sorter<K> {
         let count = SortHistogramParams {
             n: n as u32,
             chunk: chunk as u32,
-            passes: passes as u32,
+            passes: bits.len().div_ceil(RADIX_BITS as usize) as u32,
             begin: bits.start,
             end: bits.end,
             clear: 0,
-            zero_words: zero_words as u32,
         };
         let consts = [("PARTS", parts), ("KEY_ORDER", key_order)];
         let histogram = Kernel {
@@ -999,7 +980,7 @@ impl<K: Element> Sorter<K> {
             kernel: histogram,
             block: HISTOGRAM_BLOCK,
             groups: plan::grid(info, n.div_ceil(chunk) as u64)?,
-            bindings: &[keys, work_b, tally],
+            bindings: &[keys, work],
             params: bytemuck::bytes_of(&count),
         })
     }
@@ -1039,8 +1020,9 @@ impl<K: Element> Sorter<K> {
             .work
             .as_ref()
             .ok_or_else(|| Error::invalid("sorter", "no work buffer", "storage made by grow"))?;
-        // The histogram rows only: nothing else to zero.
-        self.histogram(dev, keys, work, 0, order, &bits)?;
+        // The histogram rows lie below the counters: nothing else needs clearing.
+        let words = WORK_COUNTERS as usize;
+        self.histogram(dev, keys, work.binding(0, words), words, order, &bits)?;
         self.counted = Some(Counted {
             len: keys.len(),
             bits,
@@ -1194,10 +1176,10 @@ impl<K: Element> Sorter<K> {
                 ),
                 (WORK_STATES - WORK_COUNTERS) as usize + rows,
             )?,
-            // Count, zeroing the tile counters and the first pass's tile states.
+            // Zero the histograms, the tile counters and the first pass's tile states; count.
             None => {
-                let zero_words = (WORK_STATES - WORK_COUNTERS) as usize + rows;
-                self.histogram(dev, keys_in, work, zero_words, order, &bits)?;
+                let clear_words = WORK_STATES as usize + rows;
+                self.histogram(dev, keys_in, work_b, clear_words, order, &bits)?;
             }
         }
 

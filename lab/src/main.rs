@@ -116,8 +116,8 @@ pub(crate) struct BenchArgs {
     /// time in this report, marking changes beyond both runs' spread.
     #[arg(long, value_name = "OLD.json")]
     pub(crate) compare: Option<std::path::PathBuf>,
-    /// Time each command of calls that queue several (the sort's histogram and digit
-    /// passes; scans' clearing and scan ...) besides the whole call (default in full
+    /// Time each command of calls that queue several (the sort's clearing, histogram and
+    /// digit passes; scans' clearing and scan ...) besides the whole call (default in full
     /// runs, not in --quick).
     #[arg(long, conflicts_with = "no_launches")]
     pub(crate) launches: bool,

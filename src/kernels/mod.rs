@@ -280,9 +280,6 @@ param_blocks! {
         pub end: u32,
         /// Nonzero: clear the work buffer instead.
         pub clear: u32,
-        /// Words of the work buffer the histogram zeroes from the tile counters on (the
-        /// counters and the first pass's tile states).
-        pub zero_words: u32,
     }
 
     /// One digit pass of the radix sort (`sort_onesweep`).

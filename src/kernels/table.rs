@@ -219,7 +219,7 @@ pub const CHAIN_PARAMS: ParamBlock = ParamBlock {
 /// The radix sort's histogram (and clearing) block.
 pub const SORT_HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
     name: "SortHistogramParams",
-    fields: &["n", "chunk", "passes", "begin", "end", "clear", "zero_words"],
+    fields: &["n", "chunk", "passes", "begin", "end", "clear"],
 };
 /// The radix sort's digit-pass block.
 pub const SORT_ONESWEEP_PARAMS: ParamBlock = ParamBlock {

@@ -33,7 +33,7 @@
 //!
 //! The sort ([`Algo::SortKeys`], [`Algo::SortPairs`]) is timed as one full call of a
 //! [`Sorter`] made once per case, outside the timed span, whose storage every call reuses: the
-//! histogram launch and every digit pass, ascending over every bit of the key.
+//! clearing and histogram launches and every digit pass, ascending over every bit of the key.
 //! Its keys are the random inputs every algorithm gets (`data::random_input`: integers of
 //! uniform random bits, floats finite of random sign and magnitude); a pair sort's values name
 //! the keys' input places `0, 1, ..., n - 1` (`data::pair_values`), the values CUB's
