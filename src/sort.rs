@@ -100,13 +100,37 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// Pairs take the same: the staging area holds a key or a value per place, never both.
 pub const DEFAULT_ITEMS: (u32, u32) = (MAX_ITEMS, MAX_ITEMS);
 /// Keys per invocation where [`Tuning::items`] is 0 and a sort has fewer than [`LARGE_SORT`]
-/// keys, on CUDA and on Vulkan: smaller tiles, so more workgroups share each pass (H100, u32
-/// keys at 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against 68.6;
-/// at 2^20 CUDA 73.5 against 70.7, Vulkan 87.0 against 92.8; NOTES.md version 17).
+/// keys but at least the last of [`ITEMS_BY_LEN`], on CUDA and on Vulkan (H100, u32 keys at
+/// 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against 68.6; NOTES.md
+/// version 17; H200, 2^19: CUDA 64.5 at 20 against 67.2 at 32, Vulkan 59.1 at 16 against 60.6,
+/// version 54).
 pub const DEFAULT_ITEMS_SMALL: (u32, u32) = (20, 16);
-/// Fewest keys for which the default tile takes [`DEFAULT_ITEMS`] keys per invocation (at 2^21
-/// both backends were faster with them than with [`DEFAULT_ITEMS_SMALL`]).
-pub const LARGE_SORT: usize = 1 << 21;
+/// Fewest keys for which the default tile of 4-byte keys and values takes [`DEFAULT_ITEMS`]
+/// keys per invocation (H200, µs a sort at 2^20, CUDA / Vulkan: `u32` keys 77.6 / 71.8 at 32
+/// against 81.6 / 78.6 at [`DEFAULT_ITEMS_SMALL`], `u32` pairs 88.7 / 80.0 against 94.0 /
+/// 89.9; at 2^19 32 took 1.02–1.05× their time; NOTES.md version 54).
+pub const LARGE_SORT: usize = 1 << 20;
+/// Keys per invocation of the shortest sorts where [`Tuning::items`] (4-byte keys and values)
+/// or [`Tuning::items_wide`] (an 8-byte key or value) is 0: each entry `(below, narrow, wide)`
+/// gives sorts of fewer than `below` keys (and at least the entry before's) `narrow` keys per
+/// invocation with 4-byte keys and values, `wide` with an 8-byte key or value (0: the
+/// default); longer sorts take [`DEFAULT_ITEMS_SMALL`] below [`LARGE_SORT`], else the
+/// defaults. Smaller tiles spread a short sort over more workgroups, each ranking fewer keys
+/// one after another. H200, µs a sort, CUDA / Vulkan, the entry's against the default's
+/// (NOTES.md version 54): `u32` keys 2^14 38.9 / 35.1 against 43.9 / 37.1 (8), 2^18 54.5 /
+/// 50.6 against 56.2 / 50.4 (12); `u32` pairs 2^14 42.4 / 38.2 against 50.3 / 42.1 (8);
+/// `u64` keys 2^16 83.8 / 82.2 against 88.7 / 95.1 (8; Vulkan in one staging round, see
+/// [`WIDE_TWO_ROUNDS_FROM`]); `u64` pairs 2^17 103.1 / 100.9 against 119.6 / 110.9 (8), 2^18
+/// 119.9 / 118.3 against 130.4 / 121.6 (12). At each entry's length the next entry's keys per
+/// invocation were as fast or faster.
+pub const ITEMS_BY_LEN: [(usize, u32, u32); 3] =
+    [(1 << 17, 8, 8), (1 << 18, 12, 8), (1 << 19, 12, 12)];
+/// Fewest keys for which 8-byte keys without values take [`DEFAULT_STAGE_ROUNDS_WIDE`]
+/// (Vulkan: two rounds); shorter sorts of them stage in one round, where the tiles are too few
+/// for a third workgroup a multiprocessor to matter (H200, `u64` keys, µs a sort, Vulkan: one
+/// round 0.92–0.94× two rounds' time at 2^13–2^20, 2^21 257.0 against 258.9, 2^22 439.4
+/// against 422.2; NOTES.md version 54).
+pub const WIDE_TWO_ROUNDS_FROM: usize = 1 << 22;
 /// Default [`Tuning::min_blocks`]: none, the compiler chooses (the u32 digit pass at 32 keys
 /// a thread then takes 64 registers, four blocks of 256 a multiprocessor, as many as its
 /// shared memory allows; earlier bounds made no faster pass, NOTES.md).
@@ -475,11 +499,12 @@ impl TilePlan {
 }
 
 impl TilePlan {
-    /// The tile of the digit passes of a sort of `n` keys: [`TilePlan::new`]'s, with
-    /// [`DEFAULT_ITEMS_SMALL`] in place of the default keys per invocation below
-    /// [`LARGE_SORT`] keys (32-bit keys and values; 64-bit ones keep [`Tuning::items_wide`]),
-    /// and from [`PAIRS_BLOCK_FROM`] keys with 32-bit values the backend's [`PAIRS_BLOCK`] in place
-    /// of the default workgroup where the device takes it.
+    /// The tile of the digit passes of a sort of `n` keys: [`TilePlan::new`]'s, with default
+    /// keys per invocation chosen by length ([`ITEMS_BY_LEN`], then [`DEFAULT_ITEMS_SMALL`]
+    /// below [`LARGE_SORT`] keys for 32-bit keys and values), one staging round for 64-bit
+    /// keys below [`WIDE_TWO_ROUNDS_FROM`], and from [`PAIRS_BLOCK_FROM`] keys with 32-bit
+    /// values the backend's [`PAIRS_BLOCK`] in place of the default workgroup where the
+    /// device takes it.
     pub fn for_len(
         info: &DeviceInfo,
         tuning: &Tuning,
@@ -506,16 +531,39 @@ impl TilePlan {
                 return Ok(plan);
             }
         }
-        if tuning.items == 0 && key_bytes.max(value_bytes) <= 4 && n < LARGE_SORT {
-            let items = if cuda {
-                DEFAULT_ITEMS_SMALL.0
-            } else {
-                DEFAULT_ITEMS_SMALL.1
-            };
-            let small = Tuning { items, ..*tuning };
-            return Self::new(info, &small, key_bytes, value_bytes);
+        let mut t = *tuning;
+        if t.stage_rounds == 0 && key_bytes == 8 && n < WIDE_TWO_ROUNDS_FROM {
+            t.stage_rounds = 1;
         }
-        Self::new(info, tuning, key_bytes, value_bytes)
+        let by_len = ITEMS_BY_LEN.iter().find(|&&(below, _, _)| n < below);
+        if key_bytes.max(value_bytes) <= 4 {
+            if t.items == 0 {
+                t.items = match by_len {
+                    Some(&(_, narrow, _)) => narrow,
+                    None if n < LARGE_SORT => {
+                        if cuda {
+                            DEFAULT_ITEMS_SMALL.0
+                        } else {
+                            DEFAULT_ITEMS_SMALL.1
+                        }
+                    }
+                    None => 0,
+                };
+            }
+        } else if t.items_wide == 0 {
+            t.items_wide = by_len.map_or(0, |&(_, _, wide)| wide);
+        }
+        Self::new(info, &t, key_bytes, value_bytes)
+    }
+
+    /// The lengths below which [`TilePlan::for_len`] may plan a larger tile than for this
+    /// length, so more tiles: storage for `n` keys holds the tile states of each such length
+    /// below `n` less one.
+    fn tile_steps() -> impl Iterator<Item = usize> {
+        ITEMS_BY_LEN
+            .iter()
+            .map(|&(below, _, _)| below)
+            .chain([LARGE_SORT, PAIRS_BLOCK_FROM])
     }
 
     /// The tile of the sort of `n` keys in one launch (one workgroup ranks every key by every
@@ -798,12 +846,12 @@ impl<K: Element> Sorter<K> {
             grow(dev, &mut self.work, WORK_STATES as usize)?;
             return Ok((plan, whole));
         }
-        // Room for the tile states of every shorter sort too (below LARGE_SORT the tiles are
-        // smaller), so that storage reserved for `n` keys serves them all.
-        let shorter = n.min(LARGE_SORT - 1);
-        let tiles = n
-            .div_ceil(plan.tile())
-            .max(shorter.div_ceil(plan_for(shorter)?.tile()));
+        // Room for the tile states of every shorter sort too (shorter sorts may take smaller
+        // tiles), so that storage reserved for `n` keys serves them all.
+        let mut tiles = n.div_ceil(plan.tile());
+        for step in TilePlan::tile_steps().filter(|&s| s <= n) {
+            tiles = tiles.max((step - 1).div_ceil(plan_for(step - 1)?.tile()));
+        }
         let work_words = WORK_STATES as usize + 2 * tiles * RADIX as usize;
         grow(dev, &mut self.work, work_words)?;
         // Keys between passes: passes 1 .. passes - 1 read what the pass before wrote; the

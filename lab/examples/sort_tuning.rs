@@ -2,8 +2,9 @@
 //! the experiments behind the sort's defaults (NOTES.md).
 //!
 //! ```text
-//! cargo run --release -p xwarp-lab --example sort_tuning -- [--n N] [--reps R]
-//!     [--type u32|i32|f32|u64|i64|f64] [--pairs] [--wide-values] [TUNING ...]
+//! cargo run --release -p xwarp-lab --example sort_tuning -- [--n N[,N...]] [--reps R]
+//!     [--alternations A] [--type u32|i32|f32|u64|i64|f64] [--pairs] [--wide-values]
+//!     [TUNING ...]
 //! ```
 //! A tuning is `key=value` pairs separated by commas: `items`, `items_wide`, `block`,
 //! `min_blocks`, `rounds` (staging rounds of keys), `match_any`, `groups` (histogram
@@ -11,6 +12,9 @@
 //! defaults (`default` is the defaults), and no tuning at all times the defaults. Pairs carry `u32` values (`--wide-values`: `u64`; the input
 //! indices). Every tuning's output is compared bit for bit with the CPU's stable sort before
 //! it is timed; the times are GPU medians over the repetitions, each after a cache scrub.
+//! Several lengths (`--n 2^12,2^16`) share one opening of each device (and its compiled
+//! kernels); `--alternations A` times the tunings A times in turn, every other round in
+//! reverse order, so a drift of the GPU's clock shows as a spread between rounds.
 //! Afterwards the compiler's statistics of each digit-pass variant are printed.
 //! `XWARP_BACKEND=cuda` (or `vulkan`) times that backend only.
 
@@ -19,8 +23,9 @@ use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning};
 use xwarp::{Device, DeviceVec, ElemKind, Element, Rng};
 
 struct Args {
-    n: usize,
+    lens: Vec<usize>,
     reps: usize,
+    alternations: usize,
     kind: ElemKind,
     pairs: bool,
     wide_values: bool,
@@ -29,8 +34,9 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
-        n: 1 << 24,
+        lens: vec![1 << 24],
         reps: 11,
+        alternations: 1,
         kind: ElemKind::U32,
         pairs: false,
         wide_values: false,
@@ -41,11 +47,25 @@ fn parse() -> Result<Args, String> {
         let mut value = |name: &str| it.next().ok_or(format!("{name}: missing value"));
         match a.as_str() {
             "--n" => {
-                let v = value("--n")?;
-                args.n = match v.strip_prefix("2^") {
-                    Some(k) => 1usize << k.parse::<u32>().map_err(|e| format!("--n {v}: {e}"))?,
-                    None => v.parse().map_err(|e| format!("--n {v}: {e}"))?,
-                }
+                let list = value("--n")?;
+                args.lens = list
+                    .split(',')
+                    .map(|v| match v.strip_prefix("2^") {
+                        Some(k) => k
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|&k| k < 31)
+                            .map(|k| 1usize << k)
+                            .ok_or(format!("--n {v}: 2^k with k below 31")),
+                        None => v.parse().map_err(|e| format!("--n {v}: {e}")),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--alternations" => {
+                args.alternations = value("--alternations")?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--alternations: {e}"))?
+                    .max(1)
             }
             "--reps" => {
                 args.reps = value("--reps")?
@@ -126,26 +146,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Sorts once per tuning and backend (checked against the CPU), then times; false when any
-/// result was wrong.
+/// Sorts once per length, tuning and backend (checked against the CPU), then times; false
+/// when any result was wrong.
 fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
-    let n = args.n;
-    let input: Vec<K> = Rng::new(2024).vec(n);
-    let indices: Vec<V> = (0..n as u32).map(V::from).collect();
     let order = SortOrder::Ascending;
-    let (want_keys, want_values) =
-        xwarp::cpu::sort::sort_pairs(&input, &indices, order, all_bits::<K>());
     let mut ok = true;
     println!(
-        "sort_tuning: {} {} keys{}, {} repetitions",
-        n,
+        "sort_tuning: {} keys{}, lengths {:?}, {} repetitions, {} alternations",
         K::KIND,
         if args.pairs {
             format!(" with {} values", V::KIND)
         } else {
             String::new()
         },
-        args.reps
+        args.lens,
+        args.reps,
+        args.alternations
     );
     // XWARP_BACKEND=cuda or =vulkan times one backend only (for a profiler).
     let only = std::env::var(xwarp::backend::BACKEND_ENV).unwrap_or_default();
@@ -161,14 +177,22 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
             }
         };
         let dev: &dyn Device = &*dev;
-        let keys_in = DeviceVec::from_slice(dev, &input).expect("upload");
-        let values_in = DeviceVec::from_slice(dev, &indices).expect("upload");
-        let mut keys_out = DeviceVec::<K>::alloc(dev, n).expect("alloc");
-        let mut values_out = DeviceVec::<V>::alloc(dev, n).expect("alloc");
         let scrub_a = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
         let scrub_b = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
-        for (name, tuning) in &args.tunings {
-            let mut sorter = Sorter::<K>::with_tuning(*tuning);
+        for &n in &args.lens {
+            let input: Vec<K> = Rng::new(2024).vec(n);
+            let indices: Vec<V> = (0..n as u32).map(V::from).collect();
+            let (want_keys, want_values) =
+                xwarp::cpu::sort::sort_pairs(&input, &indices, order, all_bits::<K>());
+            let keys_in = DeviceVec::from_slice(dev, &input).expect("upload");
+            let values_in = DeviceVec::from_slice(dev, &indices).expect("upload");
+            let mut keys_out = DeviceVec::<K>::alloc(dev, n).expect("alloc");
+            let mut values_out = DeviceVec::<V>::alloc(dev, n).expect("alloc");
+            let mut sorters: Vec<Option<Sorter<K>>> = args
+                .tunings
+                .iter()
+                .map(|(_, t)| Some(Sorter::<K>::with_tuning(*t)))
+                .collect();
             let pairs = args.pairs;
             let call = |sorter: &mut Sorter<K>,
                         keys_out: &mut DeviceVec<K>,
@@ -187,49 +211,66 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                     sorter.sort_keys(dev, &keys_in, keys_out, order, all_bits::<K>())
                 }
             };
-            keys_out.fill(dev, K::zeroed()).expect("fill");
-            values_out.fill(dev, V::from(u32::MAX)).expect("fill");
-            if let Err(e) = call(&mut sorter, &mut keys_out, &mut values_out) {
-                println!("{kind} {name}: {e}");
-                continue;
-            }
-            let keys = keys_out.to_vec(dev).expect("download");
-            let same =
-                |a: &[K], b: &[K]| a.iter().zip(b).all(|(x, y)| x.to_bits64() == y.to_bits64());
-            let right = same(&keys, &want_keys)
-                && (!args.pairs || values_out.to_vec(dev).expect("download") == want_values);
-            if !right {
-                println!("{kind} {name}: WRONG RESULT");
-                ok = false;
-                continue;
-            }
-            let mut times = Vec::with_capacity(args.reps);
-            let mut launches: Vec<Vec<f64>> = Vec::new();
-            for rep in 0..args.reps {
-                dev.copy(scrub_a.raw(), 0, scrub_b.raw(), 0, scrub_a.len() as u64 * 4)
-                    .expect("scrub");
-                let t = dev
-                    .time_launches(&mut || call(&mut sorter, &mut keys_out, &mut values_out))
-                    .expect("timed sort");
-                times.push(t.total.as_secs_f64());
-                if rep == 0 {
-                    launches = vec![Vec::new(); t.commands.len()];
+            for round in 0..args.alternations {
+                let mut turn: Vec<usize> = (0..args.tunings.len()).collect();
+                if round % 2 == 1 {
+                    turn.reverse();
                 }
-                for (l, c) in launches.iter_mut().zip(&t.commands) {
-                    l.push(c.gpu.as_secs_f64());
+                for i in turn {
+                    let name = &args.tunings[i].0;
+                    let Some(sorter) = sorters[i].as_mut() else {
+                        continue;
+                    };
+                    if round == 0 {
+                        keys_out.fill(dev, K::zeroed()).expect("fill");
+                        values_out.fill(dev, V::from(u32::MAX)).expect("fill");
+                        if let Err(e) = call(sorter, &mut keys_out, &mut values_out) {
+                            println!("{kind} n={n} {name}: {e}");
+                            sorters[i] = None;
+                            continue;
+                        }
+                        let keys = keys_out.to_vec(dev).expect("download");
+                        let same = |a: &[K], b: &[K]| {
+                            a.iter().zip(b).all(|(x, y)| x.to_bits64() == y.to_bits64())
+                        };
+                        let right = same(&keys, &want_keys)
+                            && (!pairs || values_out.to_vec(dev).expect("download") == want_values);
+                        if !right {
+                            println!("{kind} n={n} {name}: WRONG RESULT");
+                            ok = false;
+                            sorters[i] = None;
+                            continue;
+                        }
+                    }
+                    let mut times = Vec::with_capacity(args.reps);
+                    let mut launches: Vec<Vec<f64>> = Vec::new();
+                    for rep in 0..args.reps {
+                        dev.copy(scrub_a.raw(), 0, scrub_b.raw(), 0, scrub_a.len() as u64 * 4)
+                            .expect("scrub");
+                        let t = dev
+                            .time_launches(&mut || call(sorter, &mut keys_out, &mut values_out))
+                            .expect("timed sort");
+                        times.push(t.total.as_secs_f64());
+                        if rep == 0 {
+                            launches = vec![Vec::new(); t.commands.len()];
+                        }
+                        for (l, c) in launches.iter_mut().zip(&t.commands) {
+                            l.push(c.gpu.as_secs_f64());
+                        }
+                    }
+                    let t = median(times);
+                    let parts: Vec<String> = launches
+                        .into_iter()
+                        .map(|l| format!("{:.1}", median(l) * 1e6))
+                        .collect();
+                    println!(
+                        "{kind} n={n} round {round} {name}: {:.1} µs, {:.2} G keys/s; launches µs: {}",
+                        t * 1e6,
+                        n as f64 / t / 1e9,
+                        parts.join(" ")
+                    );
                 }
             }
-            let t = median(times);
-            let parts: Vec<String> = launches
-                .into_iter()
-                .map(|l| format!("{:.1}", median(l) * 1e6))
-                .collect();
-            println!(
-                "{kind} {name}: {:.1} µs, {:.2} G keys/s; launches µs: {}",
-                t * 1e6,
-                n as f64 / t / 1e9,
-                parts.join(" ")
-            );
         }
         for s in dev.kernel_stats() {
             if s.kernel.starts_with("sort_") {

@@ -13,7 +13,7 @@ use xwarp::cpu::sort as cpu;
 use xwarp::device::MemoryUsage;
 use xwarp::sort::{
     all_bits, argsort_host, max_len, sort_keys_host, sort_pairs_host, SortIndex, SortOrder, Sorter,
-    TilePlan, Tuning, LARGE_SORT, PAIRS_BLOCK_FROM,
+    TilePlan, Tuning, ITEMS_BY_LEN, LARGE_SORT, PAIRS_BLOCK_FROM, WIDE_TWO_ROUNDS_FROM,
 };
 use xwarp::{BackendKind, Device, DeviceVec, ElemKind, Element, Error, Rng};
 use xwarp_lab::validate::poison_value;
@@ -536,7 +536,8 @@ fn sizes_at_tile_edges() {
         for d in devices() {
             let t = Tuning::default();
             for &(kb, vb) in widths {
-                // The tile of sorts below LARGE_SORT, which these sizes are.
+                // The tile of the shortest sorts (ITEMS_BY_LEN's first class), which these
+                // sizes are.
                 let plan = TilePlan::for_len(d.dev.info(), &t, kb, vb, 1).unwrap();
                 let tile = plan.tile();
                 let most = plan.whole_max(d.dev.info(), &t);
@@ -584,6 +585,81 @@ fn sizes_at_tile_edges() {
             &mut rng,
         );
     }
+}
+
+/// Sorts of lengths at each step of the default tile by length (`ITEMS_BY_LEN`, `LARGE_SORT`;
+/// with `XWARP_LARGE=1` also the 64-bit keys' staging rounds, `WIDE_TWO_ROUNDS_FROM`): one key
+/// fewer, the step, one more, with keys alone, 4- and 8-byte pairs and argsort; and a sorter
+/// made for the longest serves every shorter length (the shorter tiles' states fit).
+#[test]
+fn sizes_at_each_tile_step() {
+    let mut rng = Rng::new(seed());
+    let mut steps: Vec<usize> = ITEMS_BY_LEN.iter().map(|&(below, _, _)| below).collect();
+    steps.push(LARGE_SORT);
+    for (i, &step) in steps.iter().enumerate() {
+        for (j, n) in [step - 1, step, step + 1].into_iter().enumerate() {
+            let order = ORDERS[(i + j) % 2];
+            let pattern = PATTERNS[(i + 3 * j) % PATTERNS.len()];
+            match (i + j) % 3 {
+                0 => {
+                    run_case::<u32>(&Case::new(Op::Keys, n, pattern, order, 0..32), &mut rng);
+                    run_case::<f64>(
+                        &Case::new(Op::Pairs(ElemKind::U64), n, pattern, order, 0..64),
+                        &mut rng,
+                    );
+                }
+                1 => {
+                    run_case::<i32>(
+                        &Case::new(Op::Pairs(ElemKind::I32), n, pattern, order, 0..32),
+                        &mut rng,
+                    );
+                    run_case::<u64>(&Case::new(Op::Keys, n, pattern, order, 3..61), &mut rng);
+                }
+                _ => {
+                    run_case::<f32>(
+                        &Case::new(Op::Argsort(true), n, pattern, order, 0..32),
+                        &mut rng,
+                    );
+                    run_case::<i64>(
+                        &Case::new(Op::Pairs(ElemKind::F32), n, pattern, order, 0..64),
+                        &mut rng,
+                    );
+                }
+            }
+        }
+    }
+    if large() {
+        for (j, n) in [WIDE_TWO_ROUNDS_FROM - 1, WIDE_TWO_ROUNDS_FROM + 1]
+            .into_iter()
+            .enumerate()
+        {
+            run_case::<u64>(
+                &Case::new(Op::Keys, n, Pattern::Uniform, ORDERS[j], 0..64),
+                &mut rng,
+            );
+        }
+    }
+    // One sorter for the longest step serves each step's shorter sorts without growing.
+    let longest = LARGE_SORT + 1;
+    let keys: Vec<u32> = make_keys(Pattern::Uniform, longest, &mut rng);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let mut sorter = Sorter::<u32>::new(dev, longest).unwrap();
+        let words = |s: &Sorter<u32>| format!("{s:?}");
+        let made = words(&sorter);
+        for &step in &steps {
+            let n = step - 1;
+            let keys_in = DeviceVec::from_slice(dev, &keys[..n]).unwrap();
+            let want = cpu::sort_keys(&keys[..n], SortOrder::Ascending, 0..32);
+            let mut out = DeviceVec::<u32>::alloc(dev, n).unwrap();
+            out.fill(dev, poison_value(&want)).unwrap();
+            sorter
+                .sort_keys(dev, &keys_in, &mut out, SortOrder::Ascending, 0..32)
+                .unwrap();
+            assert_eq!(out.to_vec(dev).unwrap(), want, "{}: n={n}", d.label);
+            assert_eq!(words(&sorter), made, "{}: n={n}: the storage grew", d.label);
+        }
+    });
 }
 
 /// The look-back's fallback (a tile counts unpublished predecessors itself) gives the same bits,
