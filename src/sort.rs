@@ -100,15 +100,16 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// Pairs take the same: the staging area holds a key or a value per place, never both.
 pub const DEFAULT_ITEMS: (u32, u32) = (MAX_ITEMS, MAX_ITEMS);
 /// Keys per invocation where [`Tuning::items`] is 0 and a sort has fewer than [`LARGE_SORT`]
-/// keys but at least the last of [`ITEMS_BY_LEN`], on CUDA and on Vulkan (H100, u32 keys at
-/// 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against 68.6; NOTES.md
-/// version 17; H200, 2^19: CUDA 64.5 at 20 against 67.2 at 32, Vulkan 59.1 at 16 against 60.6,
+/// keys but at least the last entry's length of [`ITEMS_BY_LEN`], on CUDA and on Vulkan
+/// (H100, u32 keys at 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against
+/// 68.6; NOTES.md version 17; H200, 2^19: CUDA 64.5 at 20 against 67.2 at 32, Vulkan 59.1 at 16
+/// against 60.6,
 /// version 54).
 pub const DEFAULT_ITEMS_SMALL: (u32, u32) = (20, 16);
 /// Fewest keys for which the default tile of 4-byte keys and values takes [`DEFAULT_ITEMS`]
 /// keys per invocation (H200, µs a sort at 2^20, CUDA / Vulkan: `u32` keys 77.6 / 71.8 at 32
 /// against 81.6 / 78.6 at [`DEFAULT_ITEMS_SMALL`], `u32` pairs 88.7 / 80.0 against 94.0 /
-/// 89.9; at 2^19 32 took 1.02–1.05× their time; NOTES.md version 54).
+/// 89.9; at 2^19 32 took 1.03–1.05× their time; NOTES.md version 54).
 pub const LARGE_SORT: usize = 1 << 20;
 /// Keys per invocation of the shortest sorts where [`Tuning::items`] (4-byte keys and values)
 /// or [`Tuning::items_wide`] (an 8-byte key or value) is 0: each entry `(below, narrow, wide)`
@@ -160,11 +161,11 @@ pub const PAIRS_BLOCK_FROM: usize = 1 << 22;
 /// gave the two-round `u32` pass 122 registers, two workgroups a multiprocessor either way.)
 pub const DEFAULT_STAGE_ROUNDS: (u32, u32) = (1, 1);
 /// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 8-byte
-/// keys without values: two rounds on Vulkan, where NVIDIA's driver gives a multiprocessor
-/// about 100 KiB of shared memory (two workgroups of 47 KiB, three of 31 KiB at 66
-/// registers: `u64` keys' pass 0.92–0.93× the time at 2^24–2^26 on an H200), one on CUDA
-/// (four blocks of 47 KiB fit already; two rounds took 1.07–1.09× the time). NOTES.md,
-/// version 36.
+/// keys without values from [`WIDE_TWO_ROUNDS_FROM`] keys (one round below): two rounds on
+/// Vulkan, where NVIDIA's driver gives a multiprocessor about 100 KiB of shared memory (two
+/// workgroups of 47 KiB, three of 31 KiB at 66 registers: `u64` keys' pass 0.92–0.93× the
+/// time at 2^24–2^26 on an H200), one on CUDA (four blocks of 47 KiB fit already; two rounds
+/// took 1.07–1.09× the time). NOTES.md, version 36.
 pub const DEFAULT_STAGE_ROUNDS_WIDE: (u32, u32) = (1, 2);
 /// [`Tuning::items_wide`] where it is 0 (the default), on CUDA and on Vulkan (CUDA's pairs:
 /// [`WIDE_PAIRS_ITEMS`]).
@@ -556,9 +557,9 @@ impl TilePlan {
         Self::new(info, &t, key_bytes, value_bytes)
     }
 
-    /// The lengths below which [`TilePlan::for_len`] may plan a larger tile than for this
-    /// length, so more tiles: storage for `n` keys holds the tile states of each such length
-    /// below `n` less one.
+    /// The lengths at which [`TilePlan::for_len`]'s default tile may grow, so that a sort of
+    /// one key fewer takes more tiles than a longer one: storage for `n` keys holds the tile
+    /// states of each such length, less one, up to `n`.
     fn tile_steps() -> impl Iterator<Item = usize> {
         ITEMS_BY_LEN
             .iter()
