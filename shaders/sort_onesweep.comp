@@ -81,8 +81,6 @@ layout(constant_id = 9) const uint KEY_ORDER = 0u;
 // 1: the whole sort of a single tile in this one launch (every pass; see sort_whole), 0: one
 // digit pass.
 layout(constant_id = 10) const uint WHOLE = 0u;
-// Experiment: the scatter's steps in flight where keys are staged in rounds (0: all).
-layout(constant_id = 11) const uint SCATTER_LAG = 0u;
 const uint KEY_KIND = KEY_ORDER / 2u;
 const bool DESCENDING = (KEY_ORDER & 1u) != 0u;
 
@@ -365,20 +363,13 @@ const uint DIGIT_WORDS = (ITEMS + 3u) / 4u;
 void scatter_keys(bool full, bool write_keys, uint valid, uint local, uint mask, uint round,
                   inout uint digits[DIGIT_WORDS]) {
     uint steps = full ? ITEMS : steps_below(valid, local, BLOCK);
-    uint lag[8];
-    [[unroll]] for (uint j = 0u; j < 8u; ++j) lag[j] = 0u;
-    bool lagged = ROUNDS > 1u && SCATTER_LAG != 0u;
     [[unroll]] for (uint r = round * ROUND_STEPS; r < min(ITEMS, (round + 1u) * ROUND_STEPS); ++r) {
         uint at = local + r * BLOCK;
         if (full || r < steps) {
-            uint src = at - round * PLACES;
-            if (lagged) src |= lag[r % max(SCATTER_LAG, 1u) % 8u];
-            KEY m = staged_key(src);
+            KEY m = staged_key(at - round * PLACES);
             uint d = xw_digit(m, p.shift, mask);
             if (VALUE_WORDS != 0u) digits[r / 4u] |= d << (8u * (r % 4u));
-            uint dest = s_acc[d] + at;
-            if (lagged) lag[r % max(SCATTER_LAG, 1u) % 8u] = dest >> 30u;
-            if (write_keys) keys_out[dest] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
+            if (write_keys) keys_out[s_acc[d] + at] = xw_sort_unmap(m, KEY_KIND, DESCENDING);
         }
     }
 }

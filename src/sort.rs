@@ -1378,11 +1378,6 @@ fn onesweep_consts(
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));
-        let lag = std::env::var("XWARP_EXP_LAG")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        consts.push(("SCATTER_LAG", lag));
     }
     consts.push(("KEY_ORDER", key_order));
     consts.push(("WHOLE", u32::from(whole)));

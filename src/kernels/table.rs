@@ -923,12 +923,6 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Both,
                 values: OFF_ON,
             },
-            // Experiment.
-            Const {
-                name: "SCATTER_LAG",
-                on: On::Vulkan,
-                values: &[0, 8],
-            },
         ],
         cuda: true,
         params: Some(&SORT_ONESWEEP_PARAMS),
