@@ -18,6 +18,8 @@
 //! Afterwards the compiler's statistics of each digit-pass variant are printed.
 //! `XWARP_BACKEND=cuda` (or `vulkan`) times that backend only.
 
+mod common;
+
 use std::process::ExitCode;
 use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning};
 use xwarp::{Device, DeviceVec, ElemKind, Element, Rng};
@@ -46,21 +48,7 @@ fn parse() -> Result<Args, String> {
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name}: missing value"));
         match a.as_str() {
-            "--n" => {
-                let list = value("--n")?;
-                args.lens = list
-                    .split(',')
-                    .map(|v| match v.strip_prefix("2^") {
-                        Some(k) => k
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|&k| k < 31)
-                            .map(|k| 1usize << k)
-                            .ok_or(format!("--n {v}: 2^k with k below 31")),
-                        None => v.parse().map_err(|e| format!("--n {v}: {e}")),
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
+            "--n" => args.lens = common::parse_lens(&value("--n")?)?,
             "--alternations" => {
                 args.alternations = value("--alternations")?
                     .parse::<usize>()
@@ -141,11 +129,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Sorts once per length, tuning and backend (checked against the CPU), then times; false
 /// when any result was wrong.
 fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
@@ -177,8 +160,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
             }
         };
         let dev: &dyn Device = &*dev;
-        let scrub_a = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
-        let scrub_b = DeviceVec::<u32>::alloc(dev, 64 << 20).expect("alloc");
+        let scrub = common::Scrub::new(dev).expect("alloc");
         for &n in &args.lens {
             let input: Vec<K> = Rng::new(2024).vec(n);
             let indices: Vec<V> = (0..n as u32).map(V::from).collect();
@@ -212,11 +194,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                 }
             };
             for round in 0..args.alternations {
-                let mut turn: Vec<usize> = (0..args.tunings.len()).collect();
-                if round % 2 == 1 {
-                    turn.reverse();
-                }
-                for i in turn {
+                for i in common::turn(round, args.tunings.len()) {
                     let name = &args.tunings[i].0;
                     let Some(sorter) = sorters[i].as_mut() else {
                         continue;
@@ -242,27 +220,12 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                             continue;
                         }
                     }
-                    let mut times = Vec::with_capacity(args.reps);
-                    let mut launches: Vec<Vec<f64>> = Vec::new();
-                    for rep in 0..args.reps {
-                        dev.copy(scrub_a.raw(), 0, scrub_b.raw(), 0, scrub_a.len() as u64 * 4)
-                            .expect("scrub");
-                        let t = dev
-                            .time_launches(&mut || call(sorter, &mut keys_out, &mut values_out))
-                            .expect("timed sort");
-                        times.push(t.total.as_secs_f64());
-                        if rep == 0 {
-                            launches = vec![Vec::new(); t.commands.len()];
-                        }
-                        for (l, c) in launches.iter_mut().zip(&t.commands) {
-                            l.push(c.gpu.as_secs_f64());
-                        }
-                    }
-                    let t = median(times);
-                    let parts: Vec<String> = launches
-                        .into_iter()
-                        .map(|l| format!("{:.1}", median(l) * 1e6))
-                        .collect();
+                    let (t, launches) = scrub
+                        .time(dev, args.reps, &mut || {
+                            call(sorter, &mut keys_out, &mut values_out)
+                        })
+                        .expect("timed sort");
+                    let parts: Vec<String> = launches.iter().map(|l| format!("{l:.1}")).collect();
                     println!(
                         "{kind} n={n} round {round} {name}: {:.1} µs, {:.2} G keys/s; launches µs: {}",
                         t * 1e6,
@@ -272,28 +235,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                 }
             }
         }
-        for s in dev.kernel_stats() {
-            if s.kernel.starts_with("sort_") {
-                let stats: Vec<String> = s
-                    .stats
-                    .iter()
-                    .filter(|(k, _)| {
-                        let k = k.to_lowercase();
-                        k.contains("register")
-                            || k.contains("occupancy")
-                            || k.contains("spill")
-                            || k.contains("shared")
-                    })
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                println!(
-                    "{kind} stats {} {}: {}",
-                    s.kernel,
-                    s.executable,
-                    stats.join(" ")
-                );
-            }
-        }
+        common::print_stats(dev, &kind.to_string(), "sort_");
     }
     ok
 }
