@@ -10,7 +10,7 @@
 // 0: the clearing launch and the launches after it), EPOCHS (1: launches with clear ==
 // XW_EPOCHS, 4-byte types only, whose code only this variant has; below), VEC (1: the tile in
 // registers, below),
-// NEAR_DEPTH (4-byte types: predecessors each lane of the near look-back polls, 1 or 4).
+// NEAR_DEPTH (4-byte integers: predecessors each lane of the near look-back polls, 1 or 4).
 
 #include "reduce_op.cuh"
 #include "scan_common.cuh"
@@ -361,64 +361,6 @@ __device__ void look_back_near_walk(unsigned k, T total, unsigned* flags, T* agg
     int top = (int)k - 1;
     unsigned below = 0;
     unsigned polls = 0;
-#if NEAR_DEPTH > 1
-    if constexpr (XW_PACKED) {
-        // The first window NEAR_DEPTH deep (lane i: tiles k - 1 - i - 32 r), read in one round
-        // trip, as the integers' (look_back_near); its values are kept as the walk keeps its
-        // windows' (values[d]: tile k - 1 - d), so the fold is the walk's. Without an inclusive
-        // prefix in it the walk goes on below it.
-        const unsigned count = min(k, (unsigned)(XW_WARP * NEAR_DEPTH));
-        unsigned m;
-        bool gap;
-        T v[NEAR_DEPTH];
-        unsigned f[NEAR_DEPTH];
-        for (;;) {
-#pragma unroll
-            for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
-                const unsigned w = lane + r * XW_WARP;
-                v[r] = xw_identity(T(0));
-                f[r] = w < count ? read_flag(flags, k - 1 - w, v[r]) : 0u;
-            }
-            m = count;
-#pragma unroll
-            for (unsigned r = NEAR_DEPTH; r-- > 0;) {
-                const unsigned w = lane + r * XW_WARP;
-                const unsigned incl = __ballot_sync(0xffffffffu, w < count && f[r] == FLAG_INCLUSIVE);
-                if (incl) m = r * XW_WARP + (unsigned)__ffs(incl) - 1;
-            }
-            bool hole = false;
-#pragma unroll
-            for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
-                hole = hole || (lane + r * XW_WARP < m && f[r] == 0u);
-            }
-            gap = __ballot_sync(0xffffffffu, hole) != 0u;
-            if (!gap || polls >= min(spin, (unsigned)XW_NEAR_POLLS - 1)) break;
-            ++polls;
-        }
-        if (gap) {
-            if (lane == 0) lb.near = false;
-            return;
-        }
-#pragma unroll
-        for (unsigned r = 0; r < NEAR_DEPTH; ++r) {
-            const unsigned w = lane + r * XW_WARP;
-            if (w < count && w <= m) lb.values[w] = v[r];
-        }
-        __syncwarp();
-        if (m < count) {
-            if (lane == 0) {
-                const T e = fold_values(lb.values[m], lb.values, (int)m - 1, (int)m, -1);
-                lb.value = e;
-                publish(flags, inclusives, k, FLAG_INCLUSIVE, xw_op(e, total));
-                lb.near = true;
-            }
-            return;
-        }
-        below = count;
-        top -= (int)count;
-        ++polls;
-    }
-#endif
     while (top >= 0) {
         const unsigned count = min((unsigned)top + 1, (unsigned)XW_WARP);
         unsigned m;

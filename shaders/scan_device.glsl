@@ -80,9 +80,6 @@ layout(constant_id = 4) const uint LB_TILES = 1u;  // look-back window: tiles pe
 // 1: launches with p.clear == EPOCH_STATES (XW_STATE64 only), whose code only this variant has
 // (the others' kernels are those from before it).
 layout(constant_id = 6) const uint EPOCHS = 0u;
-// Predecessors each lane of the near look-back's first window polls (XW_PACKED kernels,
-// floats; 1 to 4): the CUDA twin's NEAR_DEPTH (src/tuning.rs, scan_near_depth).
-layout(constant_id = 7) const uint NEAR_DEPTH = 1u;
 // Constant 5 (PARTIALS_IN_SHARED) is the CUDA twin's choice between shared memory and registers
 // for the partial folds; this kernel always keeps them in shared memory (32-bit types): NVIDIA's
 // Vulkan compiler gave the kernel 85-87 registers with the register path present behind a
@@ -449,9 +446,6 @@ T vec_reduce(T x) {
 }
 #endif
 shared uint near_ok;
-#if defined(XW_T_FLOAT)
-const uint MAX_NEAR_DEPTH = 4u;  // NEAR_DEPTH's largest
-#endif
 const bool XW_NEAR_ASSOC =
 #if defined(XW_T_FLOAT)
     false;
@@ -468,66 +462,7 @@ void look_back_near(uint k, T total) {
     bool have = false;
     uint below = 0u;  // floats: tiles read by the windows above this one
     T carry = xw_identity();
-    bool done = false;
-#if defined(XW_T_FLOAT)
-    if (NEAR_DEPTH > 1u) {
-        // The first window NEAR_DEPTH deep (lane i: tiles k - 1 - i - size r), read in one
-        // round trip; its values are kept as the walk below keeps its windows' (lb_values[d]:
-        // tile k - 1 - d), so the fold is the walk's. Without an inclusive prefix in it the
-        // walk goes on below it.
-        uint count = uint(min(int(k), int(min(size * min(NEAR_DEPTH, MAX_NEAR_DEPTH), LB_WINDOW))));
-        uint m;
-        bool gap;
-        T dv[MAX_NEAR_DEPTH];
-        while (true) {
-            if (lane == 0u) {
-                lb_m[0] = count;
-                lb_gap[0] = 0u;
-            }
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            uint fl[MAX_NEAR_DEPTH];
-            [[unroll]] for (uint r = 0u; r < MAX_NEAR_DEPTH; ++r) {
-                uint w = lane + r * size;
-                dv[r] = xw_identity();
-                fl[r] = w < count ? read_state(k - 1u - w, dv[r]) : 0u;
-                if (fl[r] == FLAG_INCLUSIVE) atomicMin(lb_m[0], w);
-            }
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            m = lb_m[0];
-            [[unroll]] for (uint r = 0u; r < MAX_NEAR_DEPTH; ++r) {
-                if (lane + r * size < m && fl[r] == 0u) atomicOr(lb_gap[0], 1u);
-            }
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            gap = lb_gap[0] != 0u;
-            subgroupBarrier();  // every lane has read lb_m and lb_gap
-            if (!gap || polls >= min(p.spin, NEAR_POLLS - 1u)) break;
-            ++polls;
-        }
-        if (gap) {
-            done = true;
-        } else {
-            [[unroll]] for (uint r = 0u; r < MAX_NEAR_DEPTH; ++r) {
-                uint w = lane + r * size;
-                if (w < count && w <= m) lb_values[w] = dv[r];
-            }
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            if (m < count) {
-                if (lane == 0u) carry = fold_window(lb_values[m], int(m) - 1, int(m), -1);
-                ok = true;
-                done = true;
-            } else {
-                below = count;
-                top -= int(count);
-                ++polls;
-            }
-        }
-    }
-#endif
-    while (!done && top >= 0) {
+    while (top >= 0) {
         uint count = uint(min(top + 1, int(size)));
         uint m;
         bool gap;

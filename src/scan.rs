@@ -481,13 +481,13 @@ pub(crate) fn scan_segments<T: Reduce>(
             ))
         }
     };
-    // The deeper near look-back: 4-byte integers and `f32` on CUDA, `f32` on Vulkan (the
-    // kernels' other types would compile the same code under another name).
-    let deep = match dev.info().backend {
-        BackendKind::Cuda => matches!(T::KIND, ElemKind::I32 | ElemKind::U32 | ElemKind::F32),
-        BackendKind::Vulkan => T::KIND == ElemKind::F32,
+    // Only 4-byte integers have the deeper near look-back (the kernel's other types would
+    // compile the same code under another name).
+    let near_depth = if matches!(T::KIND, ElemKind::I32 | ElemKind::U32) {
+        near_depth
+    } else {
+        1
     };
-    let near_depth = if deep { near_depth } else { 1 };
     let launches: usize = segments.iter().map(|(i, _)| i.len().div_ceil(chunk)).sum();
     // The call's temporaries in one buffer: a counter per launch (one launch in the device's
     // counters buffer: two); two words of tile state per tile (32-bit types keep flag and
@@ -559,8 +559,6 @@ pub(crate) fn scan_segments<T: Reduce>(
             u32::from(matches!(states, States::Shared(_))),
         ));
         consts.push(("VEC", u32::from(registers)));
-        consts.push(("NEAR_DEPTH", near_depth));
-    } else if near_depth > 1 {
         consts.push(("NEAR_DEPTH", near_depth));
     }
     let kernel = Kernel {

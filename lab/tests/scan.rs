@@ -465,9 +465,9 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
     // documented thread's 16 elements in four lanes that fold them in sequence) and the
     // staging kernel, against the CPU bit for bit: every operator and kind, hard inputs (every
     // magnitude and NaN payloads for min and max; subnormals where the device keeps or
-    // emulates them), partial last tiles, several launches, the fallback (spin 0), the near
-    // look-back's first window one and four tiles a lane deep. Where the device has no
-    // register tile, `Some(true)` is a typed error naming `registers`, the output untouched.
+    // emulates them), partial last tiles, several launches, the fallback (spin 0). Where the
+    // device has no register tile, `Some(true)` is a typed error naming `registers`, the
+    // output untouched.
     use xwarp::element::HardValues;
     use xwarp_lab::validate::{flushes_subnormals, HardInput};
     let mut rng = Rng::new(seed());
@@ -490,10 +490,7 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
             (100_003, None, 0),
             (1_000_003, None, scan::DEFAULT_SPIN),
         ];
-        for (registers, near_depth) in [true, false]
-            .into_iter()
-            .flat_map(|r| scan::NEAR_DEPTHS.map(|d| (r, d)))
-        {
+        for registers in [true, false] {
             for (i, &(n, launch, spin)) in cases.iter().enumerate() {
                 let op = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max][i % 3];
                 let kind = [ScanKind::Inclusive, ScanKind::Exclusive]
@@ -507,7 +504,6 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
                     spin,
                     max_launch_elems: launch,
                     registers: Some(registers),
-                    near_depth: Some(near_depth),
                     ..Tuning::default()
                 };
                 let label = format!(

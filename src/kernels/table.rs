@@ -361,19 +361,12 @@ const SCAN_EPOCHS: Const = Const {
 };
 
 /// The Vulkan scan kernels with a 32-bit type's state in one word.
-const SCAN_DEVICE_S64_CONSTS: [Const; 6] = [
+const SCAN_DEVICE_S64_CONSTS: [Const; 5] = [
     SCAN_DEVICE_CONSTS[0],
     SCAN_DEVICE_CONSTS[1],
     SCAN_DEVICE_CONSTS[2],
     SCAN_DEVICE_CONSTS[3],
     SCAN_EPOCHS,
-    // Floats: predecessors each lane of the near look-back's first window polls
-    // (src/tuning.rs, scan_near_depth).
-    Const {
-        name: "NEAR_DEPTH",
-        on: On::Vulkan,
-        values: &[1, 4],
-    },
 ];
 
 const SCAN_DEVICE_CONSTS: [Const; 4] = [
@@ -749,7 +742,7 @@ pub const KERNELS: &[KernelDef] = &[
             // scan_near_depth).
             Const {
                 name: "NEAR_DEPTH",
-                on: On::Both,
+                on: On::Cuda,
                 values: &[1, 4],
             },
         ],
