@@ -44,8 +44,6 @@ const uint HALO = 2u;
 shared T tile[gl_WorkGroupSize.x + 2u * HALO];
 // Shuffle version on narrow subgroups: the halo registers, staged likewise.
 shared T halo[gl_WorkGroupSize.x];
-// SUBNORMALS 1: nonzero where some operand of the workgroup's averages is not plain_operand.
-shared uint s_mixed;
 
 T weight(uint k) {
 #if defined(XW_TYPE_F64)
@@ -64,46 +62,21 @@ T load(uint t, int d) {
 
 // The documented order, no contraction: bit-identical on every device.
 T average(T m2, T m1, T c, T p1, T p2) {
+    if (SUBNORMALS == 1u) {
+        // The exact arithmetic in one batch (float_ops.glsl): the driver's products and sums
+        // with their tests beside, and the exact ones below only where a test failed.
+        bool slow = false;
+        T y = xw_sum_fast(xw_mul_fast(weight(0u), m2, slow), xw_mul_fast(weight(1u), m1, slow),
+                          slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(2u), c, slow), slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(3u), p1, slow), slow);
+        y = xw_sum_fast(y, xw_mul_fast(weight(4u), p2, slow), slow);
+        if (!slow) return y;
+    }
     T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
     y = xw_add(y, xw_mul(weight(2u), c));
     y = xw_add(y, xw_mul(weight(3u), p1));
     return xw_add(y, xw_mul(weight(4u), p2));
-}
-
-// Whether x keeps every product and sum it enters natively exact: zero, or a magnitude from
-// 2^-51 to 2^60 (f64: 2^-484 to 2^500), tested on its bits (a flushing comparison would take
-// a subnormal for zero). A product of two such values is zero or of magnitude at least 2^-102
-// (f64 2^-968), so a multiple of 2^-126 (2^-1022), and so is every sum of such products: zero
-// or normal, never subnormal, and finite; the driver's products and sums are then average's.
-bool plain_operand(T x) {
-#if defined(XW_TYPE_F32)
-    uint a = floatBitsToUint(x) & 0x7fffffffu;
-    return a == 0u || (a >= ((127u - 51u) << 23u) && a <= ((127u + 60u) << 23u));
-#else
-    uvec2 b = unpackDouble2x32(x);
-    uint hi = b.y & 0x7fffffffu;
-    return (hi | b.x) == 0u || (hi >= ((1023u - 484u) << 20u) && hi < ((1023u + 500u) << 20u));
-#endif
-}
-
-// average in the driver's arithmetic, in its order, each operation rounded on its own.
-T average_native(T m2, T m1, T c, T p1, T p2) {
-    precise T y = weight(0u) * m2 + weight(1u) * m1;
-    precise T z = y + weight(2u) * c;
-    precise T u = z + weight(3u) * p1;
-    precise T v = u + weight(4u) * p2;
-    return v;
-}
-
-// Exact arithmetic (SUBNORMALS 1), in one batch (float_ops.glsl): average's products and sums
-// by the driver, their tests beside; `slow` set where a test failed, and then main computes
-// the output again by average (xw_add's and xw_mul's tests, so the same bits either way).
-T average_fast(T m2, T m1, T c, T p1, T p2, inout bool slow) {
-    T y = xw_sum_fast(xw_mul_fast(weight(0u), m2, slow), xw_mul_fast(weight(1u), m1, slow),
-                      slow);
-    y = xw_sum_fast(y, xw_mul_fast(weight(2u), c, slow), slow);
-    y = xw_sum_fast(y, xw_mul_fast(weight(3u), p1, slow), slow);
-    return xw_sum_fast(y, xw_mul_fast(weight(4u), p2, slow), slow);
 }
 
 void main() {
@@ -123,7 +96,6 @@ void main() {
     // the shared-memory version the first and last two invocations of the layer do.
     T c[ROWS];
     T h[ROWS];
-    uint slow_rows = 0u;  // SUBNORMALS 1: the layers whose output average_fast could not give
     bool left = SMEM == 1u ? local < HALO : lane < HALO;
     bool right = SMEM == 1u ? local >= block - HALO : lane >= XW_WARP - HALO;
     // A workgroup whose every load (halo included) lies inside the bound input loads without
@@ -144,21 +116,6 @@ void main() {
             c[r] = load(t, 0);
             h[r] = left ? load(t, -int(HALO)) : (right ? load(t, int(HALO)) : T(0));
         }
-    }
-    // SUBNORMALS 1: where every weight and every value the workgroup loaded is a
-    // plain_operand, all its averages are native and exact (no test an operation).
-    bool plain = false;
-    if (SUBNORMALS == 1u) {
-        bool mine = true;
-        [[unroll]] for (uint k = 0u; k < 5u; ++k) mine = mine && plain_operand(weight(k));
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-            mine = mine && plain_operand(c[r]) && plain_operand(h[r]);
-        }
-        if (local == 0u) s_mixed = 0u;
-        barrier();
-        if (!mine) atomicOr(s_mixed, 1u);
-        barrier();
-        plain = s_mixed == 0u;
     }
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint t = first + r * block + local;
@@ -214,31 +171,7 @@ void main() {
             p2 = lane + 2u < XW_WARP ? dn2 : h[r];
         }
         if (t < p.count) {
-            T y = T(0);
-            if (t >= p.lo && t < p.hi) {
-                if (SUBNORMALS == 1u && plain) {
-                    y = average_native(m2, m1, c[r], p1, p2);
-                } else if (SUBNORMALS == 1u) {
-                    bool slow = false;
-                    y = average_fast(m2, m1, c[r], p1, p2, slow);
-                    if (slow) slow_rows |= 1u << r;
-                } else {
-                    y = average(m2, m1, c[r], p1, p2);
-                }
-            }
-            dst[p.out_off + t] = y;
-        }
-    }
-    // The exact arithmetic once, outside the unrolled layers (one copy of its code instead of
-    // ROWS, so the layers keep the native kernel's registers), from the input again: the same
-    // values the layers had (load's zeros past the bound input included). Its store replaces
-    // the layer's.
-    if (SUBNORMALS == 1u && slow_rows != 0u) {
-        [[dont_unroll]] for (uint r = 0u; r < ROWS; ++r) {
-            if ((slow_rows & (1u << r)) == 0u) continue;
-            uint t = first + r * block + local;
-            dst[p.out_off + t] =
-                average(load(t, -2), load(t, -1), load(t, 0), load(t, 1), load(t, 2));
+            dst[p.out_off + t] = t >= p.lo && t < p.hi ? average(m2, m1, c[r], p1, p2) : T(0);
         }
     }
 }
