@@ -25,10 +25,7 @@ use xwarp::scan::{device_scan_tuned, ScanKind, Tuning};
 use xwarp::{Device, DeviceVec, ElemKind, Rng};
 
 struct Args {
-    lens: Vec<usize>,
-    reps: usize,
-    alternations: usize,
-    elem: ElemKind,
+    o: common::Options,
     kind: ScanKind,
     op: ReduceOp,
     tunings: Vec<(String, Tuning)>,
@@ -36,10 +33,12 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
-        lens: vec![1 << 24],
-        reps: 21,
-        alternations: 1,
-        elem: ElemKind::F32,
+        o: common::Options {
+            lens: vec![1 << 24],
+            reps: 21,
+            alternations: 1,
+            kind: ElemKind::F32,
+        },
         kind: ScanKind::Inclusive,
         op: ReduceOp::Sum,
         tunings: Vec::new(),
@@ -47,27 +46,10 @@ fn parse() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name}: missing value"));
+        if args.o.take(&a, &mut value)? {
+            continue;
+        }
         match a.as_str() {
-            "--n" => args.lens = common::parse_lens(&value("--n")?)?,
-            "--alternations" => {
-                args.alternations = value("--alternations")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--alternations: {e}"))?
-                    .max(1)
-            }
-            "--reps" => {
-                args.reps = value("--reps")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--reps: {e}"))?
-                    .max(1)
-            }
-            "--type" => {
-                let v = value("--type")?;
-                args.elem = ElemKind::ALL
-                    .into_iter()
-                    .find(|k| k.name() == v)
-                    .ok_or(format!("--type {v}: one of i32 u32 f32 i64 u64 f64"))?;
-            }
             "--kind" => {
                 args.kind = match value("--kind")?.as_str() {
                     "inclusive" => ScanKind::Inclusive,
@@ -85,9 +67,7 @@ fn parse() -> Result<Args, String> {
             }
             spec => {
                 let mut t = Tuning::default();
-                for kv in spec.split(',').filter(|s| !s.is_empty() && *s != "default") {
-                    let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
-                    let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
+                for (k, v) in common::tuning_pairs(spec)? {
                     match k {
                         "registers" => t.registers = Some(v != 0),
                         "items" => t.items = Some(v),
@@ -109,14 +89,10 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("scan_tuning: {e}");
-            return ExitCode::from(2);
-        }
+    let Some(args) = common::parsed("scan_tuning", parse) else {
+        return ExitCode::from(2);
     };
-    let ok = match args.elem {
+    let ok = match args.o.kind {
         ElemKind::U32 => run::<u32>(&args),
         ElemKind::I32 => run::<i32>(&args),
         ElemKind::F32 => run::<f32>(&args),
@@ -140,31 +116,20 @@ fn run<T: Reduce>(args: &Args) -> bool {
         args.kind,
         args.op,
         T::KIND,
-        args.lens,
-        args.reps,
-        args.alternations
+        args.o.lens,
+        args.o.reps,
+        args.o.alternations
     );
-    let only = std::env::var(xwarp::backend::BACKEND_ENV).unwrap_or_default();
-    for (kind, dev) in xwarp::backend::open_each(false) {
-        if !only.is_empty() && only != "auto" && kind.to_string() != only {
-            continue;
-        }
-        let dev = match dev {
-            Ok(d) => d,
-            Err(e) => {
-                println!("{kind}: skipped: {e}");
-                continue;
-            }
-        };
+    for (kind, dev) in common::devices() {
         let dev: &dyn Device = &*dev;
         let scrub = common::Scrub::new(dev).expect("alloc");
-        for &n in &args.lens {
+        for &n in &args.o.lens {
             let input: Vec<T> = Rng::new(2024).vec(n);
             let want = xwarp::cpu::scan::device_scan(args.op, args.kind, &input);
             let src = DeviceVec::from_slice(dev, &input).expect("upload");
             let mut dst = DeviceVec::<T>::alloc(dev, n).expect("alloc");
             let mut live: Vec<bool> = vec![true; args.tunings.len()];
-            for round in 0..args.alternations {
+            for round in 0..args.o.alternations {
                 for i in common::turn(round, args.tunings.len()) {
                     let (name, tuning) = (&args.tunings[i].0, args.tunings[i].1);
                     if !live[i] {
@@ -202,7 +167,8 @@ fn run<T: Reduce>(args: &Args) -> bool {
                     }
                     let mut call =
                         || device_scan_tuned(dev, args.op, args.kind, &src, &mut dst, tuning);
-                    let (t, launches) = scrub.time(dev, args.reps, &mut call).expect("timed scan");
+                    let (t, launches) =
+                        scrub.time(dev, args.o.reps, &mut call).expect("timed scan");
                     let parts: Vec<String> = launches.iter().map(|l| format!("{l:.1}")).collect();
                     println!(
                         "{kind} n={n} round {round} {name}: {:.2} µs, {:.0} GB/s; launches µs: {}",
@@ -213,7 +179,7 @@ fn run<T: Reduce>(args: &Args) -> bool {
                 }
             }
         }
-        common::print_stats(dev, &kind.to_string(), "scan_");
+        common::print_stats(dev, &kind, "scan_");
     }
     ok
 }

@@ -25,10 +25,7 @@ use xwarp::sort::{all_bits, SortOrder, Sorter, Tuning};
 use xwarp::{Device, DeviceVec, ElemKind, Element, Rng};
 
 struct Args {
-    lens: Vec<usize>,
-    reps: usize,
-    alternations: usize,
-    kind: ElemKind,
+    o: common::Options,
     pairs: bool,
     wide_values: bool,
     tunings: Vec<(String, Tuning)>,
@@ -36,10 +33,12 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut args = Args {
-        lens: vec![1 << 24],
-        reps: 11,
-        alternations: 1,
-        kind: ElemKind::U32,
+        o: common::Options {
+            lens: vec![1 << 24],
+            reps: 11,
+            alternations: 1,
+            kind: ElemKind::U32,
+        },
         pairs: false,
         wide_values: false,
         tunings: Vec::new(),
@@ -47,33 +46,15 @@ fn parse() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name}: missing value"));
+        if args.o.take(&a, &mut value)? {
+            continue;
+        }
         match a.as_str() {
-            "--n" => args.lens = common::parse_lens(&value("--n")?)?,
-            "--alternations" => {
-                args.alternations = value("--alternations")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--alternations: {e}"))?
-                    .max(1)
-            }
-            "--reps" => {
-                args.reps = value("--reps")?
-                    .parse()
-                    .map_err(|e| format!("--reps: {e}"))?
-            }
-            "--type" => {
-                let v = value("--type")?;
-                args.kind = ElemKind::ALL
-                    .into_iter()
-                    .find(|k| k.name() == v)
-                    .ok_or(format!("--type {v}: one of u32 i32 f32 u64 i64 f64"))?;
-            }
             "--pairs" => args.pairs = true,
             "--wide-values" => args.wide_values = true,
             spec => {
                 let mut t = Tuning::default();
-                for kv in spec.split(',').filter(|s| !s.is_empty() && *s != "default") {
-                    let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
-                    let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
+                for (k, v) in common::tuning_pairs(spec)? {
                     match k {
                         "items" => t.items = v,
                         "items_wide" => t.items_wide = v,
@@ -98,12 +79,8 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("sort_tuning: {e}");
-            return ExitCode::from(2);
-        }
+    let Some(args) = common::parsed("sort_tuning", parse) else {
+        return ExitCode::from(2);
     };
     macro_rules! go {
         ($t:ty) => {
@@ -114,7 +91,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let ok = match args.kind {
+    let ok = match args.o.kind {
         ElemKind::U32 => go!(u32),
         ElemKind::I32 => go!(i32),
         ElemKind::F32 => go!(f32),
@@ -142,26 +119,14 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
         } else {
             String::new()
         },
-        args.lens,
-        args.reps,
-        args.alternations
+        args.o.lens,
+        args.o.reps,
+        args.o.alternations
     );
-    // XWARP_BACKEND=cuda or =vulkan times one backend only (for a profiler).
-    let only = std::env::var(xwarp::backend::BACKEND_ENV).unwrap_or_default();
-    for (kind, dev) in xwarp::backend::open_each(false) {
-        if !only.is_empty() && only != "auto" && kind.to_string() != only {
-            continue;
-        }
-        let dev = match dev {
-            Ok(d) => d,
-            Err(e) => {
-                println!("{kind}: skipped: {e}");
-                continue;
-            }
-        };
+    for (kind, dev) in common::devices() {
         let dev: &dyn Device = &*dev;
         let scrub = common::Scrub::new(dev).expect("alloc");
-        for &n in &args.lens {
+        for &n in &args.o.lens {
             let input: Vec<K> = Rng::new(2024).vec(n);
             let indices: Vec<V> = (0..n as u32).map(V::from).collect();
             let (want_keys, want_values) =
@@ -193,7 +158,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                     sorter.sort_keys(dev, &keys_in, keys_out, order, all_bits::<K>())
                 }
             };
-            for round in 0..args.alternations {
+            for round in 0..args.o.alternations {
                 for i in common::turn(round, args.tunings.len()) {
                     let name = &args.tunings[i].0;
                     let Some(sorter) = sorters[i].as_mut() else {
@@ -221,7 +186,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                         }
                     }
                     let (t, launches) = scrub
-                        .time(dev, args.reps, &mut || {
+                        .time(dev, args.o.reps, &mut || {
                             call(sorter, &mut keys_out, &mut values_out)
                         })
                         .expect("timed sort");
@@ -235,7 +200,7 @@ fn run<K: Element, V: Element + From<u32> + PartialEq>(args: &Args) -> bool {
                 }
             }
         }
-        common::print_stats(dev, &kind.to_string(), "sort_");
+        common::print_stats(dev, &kind, "sort_");
     }
     ok
 }

@@ -1,7 +1,80 @@
 //! What the tuning examples (`sort_tuning`, `scan_tuning`) share: their lengths' syntax, the
 //! order of alternated rounds, medians, and the scrubbed GPU timing of one call.
 
-use xwarp::{Device, DeviceVec, Result};
+use std::sync::Arc;
+use xwarp::{Device, DeviceVec, ElemKind, Result};
+
+/// Every backend's device, or only `XWARP_BACKEND`'s (`cuda` or `vulkan`, for a profiler);
+/// a backend that cannot open is reported and left out.
+pub fn devices() -> Vec<(String, Arc<dyn Device>)> {
+    let only = std::env::var(xwarp::backend::BACKEND_ENV).unwrap_or_default();
+    xwarp::backend::open_each(false)
+        .into_iter()
+        .filter(|(kind, _)| only.is_empty() || only == "auto" || kind.to_string() == only)
+        .filter_map(|(kind, dev)| match dev {
+            Ok(d) => Some((kind.to_string(), d)),
+            Err(e) => {
+                println!("{kind}: skipped: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+/// `parse`'s arguments, or the message of its error (exit status 2 for the caller).
+pub fn parsed<A>(name: &str, parse: fn() -> std::result::Result<A, String>) -> Option<A> {
+    parse().map_err(|e| eprintln!("{name}: {e}")).ok()
+}
+
+/// The options every tuning example takes: `--n`, `--reps`, `--alternations`, `--type`.
+pub struct Options {
+    pub lens: Vec<usize>,
+    pub reps: usize,
+    pub alternations: usize,
+    pub kind: ElemKind,
+}
+
+impl Options {
+    /// Takes `a` (reading its value through `value`) if it is one of these options: true, or
+    /// false for the caller's own.
+    pub fn take(
+        &mut self,
+        a: &str,
+        value: &mut dyn FnMut(&str) -> std::result::Result<String, String>,
+    ) -> std::result::Result<bool, String> {
+        let count = |v: String, name: &str| {
+            v.parse::<usize>()
+                .map(|c| c.max(1))
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        match a {
+            "--n" => self.lens = parse_lens(&value("--n")?)?,
+            "--alternations" => self.alternations = count(value("--alternations")?, a)?,
+            "--reps" => self.reps = count(value("--reps")?, a)?,
+            "--type" => {
+                let v = value("--type")?;
+                self.kind = ElemKind::ALL
+                    .into_iter()
+                    .find(|k| k.name() == v)
+                    .ok_or(format!("--type {v}: one of u32 i32 f32 u64 i64 f64"))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A tuning's `key=value` pairs, comma-separated (`default`: none).
+pub fn tuning_pairs(spec: &str) -> std::result::Result<Vec<(&str, u32)>, String> {
+    spec.split(',')
+        .filter(|s| !s.is_empty() && *s != "default")
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
+            let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
+            Ok((k, v))
+        })
+        .collect()
+}
 
 /// Lengths from `2^k` or plain numbers, comma-separated (`2^12,100003`).
 pub fn parse_lens(list: &str) -> std::result::Result<Vec<usize>, String> {
