@@ -103,8 +103,7 @@ pub const DEFAULT_ITEMS: (u32, u32) = (MAX_ITEMS, MAX_ITEMS);
 /// keys but at least the last entry's length of [`ITEMS_BY_LEN`], on CUDA and on Vulkan
 /// (H100, u32 keys at 2^14, µs: CUDA 36.0 at 20 against 43.6 at 32, Vulkan 49.5 at 16 against
 /// 68.6; NOTES.md version 17; H200, 2^19: CUDA 64.5 at 20 against 67.2 at 32, Vulkan 59.1 at 16
-/// against 60.6,
-/// version 54).
+/// against 60.6, version 54).
 pub const DEFAULT_ITEMS_SMALL: (u32, u32) = (20, 16);
 /// Fewest keys for which the default tile of 4-byte keys and values takes [`DEFAULT_ITEMS`]
 /// keys per invocation (H200, µs a sort at 2^20, CUDA / Vulkan: `u32` keys 77.6 / 71.8 at 32

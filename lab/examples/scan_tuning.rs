@@ -65,9 +65,9 @@ fn parse() -> Result<Args, String> {
                     v => return Err(format!("--op {v}: sum, min or max")),
                 }
             }
-            spec => {
-                let mut t = Tuning::default();
-                for (k, v) in common::tuning_pairs(spec)? {
+            spec => args
+                .tunings
+                .push(common::tuning(spec, |t: &mut Tuning, k, v| {
                     match k {
                         "registers" => t.registers = Some(v != 0),
                         "items" => t.items = Some(v),
@@ -75,16 +75,13 @@ fn parse() -> Result<Args, String> {
                         "near" => t.near_depth = Some(v),
                         "launch" => t.max_launch_elems = Some(v as usize),
                         "spin" => t.spin = v,
-                        _ => return Err(format!("{k}: unknown tuning key")),
+                        _ => return false,
                     }
-                }
-                args.tunings.push((spec.to_string(), t));
-            }
+                    true
+                })?),
         }
     }
-    if args.tunings.is_empty() {
-        args.tunings.push(("default".into(), Tuning::default()));
-    }
+    common::or_default(&mut args.tunings);
     Ok(args)
 }
 

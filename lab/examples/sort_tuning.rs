@@ -52,9 +52,9 @@ fn parse() -> Result<Args, String> {
         match a.as_str() {
             "--pairs" => args.pairs = true,
             "--wide-values" => args.wide_values = true,
-            spec => {
-                let mut t = Tuning::default();
-                for (k, v) in common::tuning_pairs(spec)? {
+            spec => args
+                .tunings
+                .push(common::tuning(spec, |t: &mut Tuning, k, v| {
                     match k {
                         "items" => t.items = v,
                         "items_wide" => t.items_wide = v,
@@ -65,16 +65,13 @@ fn parse() -> Result<Args, String> {
                         "groups" => t.histogram_groups = v,
                         "parts" => t.histogram_parts = Some(v),
                         "spin" => t.spin = v,
-                        _ => return Err(format!("{k}: unknown tuning key")),
+                        _ => return false,
                     }
-                }
-                args.tunings.push((spec.to_string(), t));
-            }
+                    true
+                })?),
         }
     }
-    if args.tunings.is_empty() {
-        args.tunings.push(("default".into(), Tuning::default()));
-    }
+    common::or_default(&mut args.tunings);
     Ok(args)
 }
 

@@ -64,16 +64,28 @@ impl Options {
     }
 }
 
-/// A tuning's `key=value` pairs, comma-separated (`default`: none).
-pub fn tuning_pairs(spec: &str) -> std::result::Result<Vec<(&str, u32)>, String> {
-    spec.split(',')
-        .filter(|s| !s.is_empty() && *s != "default")
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
-            let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
-            Ok((k, v))
-        })
-        .collect()
+/// The tuning a spec names: its `key=value` pairs, comma-separated (`default`: none), each
+/// applied to the default by `set`, which returns false for a key it does not know.
+pub fn tuning<T: Default>(
+    spec: &str,
+    set: impl Fn(&mut T, &str, u32) -> bool,
+) -> std::result::Result<(String, T), String> {
+    let mut t = T::default();
+    for kv in spec.split(',').filter(|s| !s.is_empty() && *s != "default") {
+        let (k, v) = kv.split_once('=').ok_or(format!("{kv}: key=value"))?;
+        let v: u32 = v.parse().map_err(|e| format!("{kv}: {e}"))?;
+        if !set(&mut t, k, v) {
+            return Err(format!("{k}: unknown tuning key"));
+        }
+    }
+    Ok((spec.to_string(), t))
+}
+
+/// The default tuning where the command line named none.
+pub fn or_default<T: Default>(tunings: &mut Vec<(String, T)>) {
+    if tunings.is_empty() {
+        tunings.push(("default".into(), T::default()));
+    }
 }
 
 /// Lengths from `2^k` or plain numbers, comma-separated (`2^12,100003`).
