@@ -29,6 +29,8 @@ struct ScanDeviceParams {
     unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING, XW_EPOCHS or 0 (see the Vulkan twin)
     unsigned int epoch_wrap;   // XW_EPOCHS: the number of epochs (after the last comes 0)
     unsigned int epoch_tiles;  // XW_EPOCHS: the states `flags` holds (a multiple of XW_SCRUB)
+    unsigned int gate_x;  // the Vulkan twin's gated f32 sums only (0 here)
+    unsigned int gate_y;
 };
 
 #define XW_CLEAR_LAUNCH 1u   // only zero flags[0 .. tiles) and counters[0 .. chunk)

@@ -111,6 +111,9 @@ layout(push_constant) uniform Params {
     uint clear;   // CLEAR_LAUNCH, SELF_CLEARING, EPOCH_STATES or 0 (see below)
     uint epoch_wrap;   // EPOCH_STATES: the number of epochs (after the last comes 0)
     uint epoch_tiles;  // EPOCH_STATES: the states `flags` holds (a multiple of SCRUB)
+    // A gated call (XW_GATE below): the exact launch's workgroups, x and y; 0 in other calls.
+    uint gate_x;
+    uint gate_y;
 } p;
 
 // p.clear: only zero flags[0 .. tiles) and counters[0 .. chunk) (the clearing launch ahead of a
@@ -129,6 +132,17 @@ const uint SELF_CLEARING = 2u;
 const uint EPOCH_STATES = 3u;
 // This launch's epoch times 4, the tag of its states' flags (EPOCH_STATES).
 uint g_eb = 0u;
+// Gated f32 sums (src/scan.rs, on devices whose driver flushes subnormals): the call runs the
+// driver's arithmetic in the gate kernel (scan_device_gate.comp, XW_GATE), which also tests
+// every input, and after it the exact variant of this kernel as an indirect launch whose
+// workgroup counts are words GATE_ARGS .. GATE_ARGS + 2 of the epochs buffer's header. They are
+// zero (no workgroup) unless a subgroup of the gate found an input the driver's sums may get
+// wrong (xw_sum_key below XW_SUM_KEY_SAFE), which sets them to p.gate_x, p.gate_y and 1; then
+// the exact launch computes the whole scan again under the next epoch, and its tile that takes
+// the last number sets word GATE_ARGS back to zero. Where every input is zero, infinite, NaN or
+// of magnitude 2^-103 or more, every sum is a multiple of 2^-126 (XW_INPUT_TESTS below): the
+// gate's bits are the exact variant's.
+const uint GATE_ARGS = 4u;
 
 shared T stage[gl_WorkGroupSize.x];
 shared T warp_totals[gl_WorkGroupSize.x / XW_WARP];
@@ -178,6 +192,13 @@ const uint VECS = ITEMS / 4u;
 #include "reduce_op.glsl"
 #include "scan_common.glsl"
 
+#if (defined(XW_TRANSPOSE) || defined(XW_VEC)) && defined(XW_TYPE_F32) && \
+    (defined(XW_SUBNORMALS_EXACT) || defined(XW_GATE))
+// Below XW_SUM_KEY_SAFE: the nonzero magnitudes below 2^-103 (biased exponent 24); a zero's
+// key wraps to the largest.
+uint xw_sum_key(T v) { return (floatBitsToUint(v) & 0x7fffffffu) - 1u; }
+const uint XW_SUM_KEY_SAFE = (24u << 23) - 1u;
+#endif
 #if (defined(XW_TRANSPOSE) || defined(XW_VEC)) && defined(XW_TYPE_F32) && defined(XW_SUBNORMALS_EXACT)
 // Exact f32 sums (OP 0) of an invocation's elements tested by their operands rather than by
 // each sum: an invocation whose ITEMS inputs are all zero, infinite, NaN or of magnitude
@@ -191,10 +212,6 @@ const uint VECS = ITEMS / 4u;
 // fold_window's branch-free tests, the exact scans at 2^28 from 1.25-1.30x the native
 // kernel's time to 1.06x.
 #define XW_INPUT_TESTS 1
-// Below XW_SUM_KEY_SAFE: the nonzero magnitudes below 2^-103 (biased exponent 24); a zero's
-// key wraps to the largest.
-uint xw_sum_key(T v) { return (floatBitsToUint(v) & 0x7fffffffu) - 1u; }
-const uint XW_SUM_KEY_SAFE = (24u << 23) - 1u;
 // Whether v is infinite, NaN, or a multiple of 2^-126 (zero included).
 bool xw_sum_safe(T v) {
     uint a = floatBitsToUint(v) & 0x7fffffffu;
@@ -879,9 +896,29 @@ T vec_gather_total(uint r, T last, T acc) {
     return lane / per == r ? total : acc;
 }
 
+#if defined(XW_GATE)
+// The gate's test of the tile's inputs (see GATE_ARGS): one invocation of a subgroup that holds
+// an input below XW_SUM_KEY_SAFE sets the exact launch's workgroups (the same words from every
+// such subgroup).
+void gate_test() {
+    uint least = 0xffffffffu;
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) least = min(least, xw_sum_key(vec_x[r][c]));
+    }
+    if (subgroupAny(least < XW_SUM_KEY_SAFE) && subgroupElect()) {
+        atomicExchange(counters[GATE_ARGS], p.gate_x);
+        atomicExchange(counters[GATE_ARGS + 1u], p.gate_y);
+        atomicExchange(counters[GATE_ARGS + 2u], 1u);
+    }
+}
+#endif
+
 // Loads the tile; vec_cin for every round; this invocation's documented thread's total.
 T vec_load_and_fold(uint tile_base) {
     vec_load(tile_base);
+#if defined(XW_GATE)
+    if (OP == 0u) gate_test();
+#endif
 #if defined(XW_INPUT_TESTS)
     if (OP == 0u) {
         uint least = 0xffffffffu;
@@ -991,6 +1028,11 @@ void main() {
                 uint at = counters[p.chunk + 2u];
                 counters[p.chunk + 2u] = at + SCRUB >= p.epoch_tiles ? 0u : at + SCRUB;
                 s_scrub = at + 1u;
+#if !defined(XW_GATE)
+                // A gated call's exact launch: no workgroups for the next call's unless its
+                // gate sets them again (see GATE_ARGS).
+                if (p.gate_x != 0u) counters[GATE_ARGS] = 0u;
+#endif
             }
         } else
 #endif

@@ -602,7 +602,8 @@ pub const EPOCH_TILES: u64 = 1 << 16;
 
 /// Bytes ahead of the tile states in the buffer [`Device::epochs`]: its counters (word 0 numbers
 /// a launch's tiles, word 1 is the epoch, the two one 64-bit word; word 2 is the first state
-/// the next launch zeroes), padded to 256 bytes.
+/// the next launch zeroes; words 4 to 6 the workgroup counts of a gated scan's exact launch,
+/// [`crate::scan::Tuning::gated`]), padded to 256 bytes.
 pub const EPOCH_HEADER_BYTES: u64 = 256;
 
 /// Bytes of the buffer [`Device::epochs`] returns.
@@ -743,6 +744,24 @@ pub trait Device: Send + Sync {
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()>;
     /// Queues a kernel launch.
     fn launch(&self, launch: &Launch<'_>) -> Result<()>;
+    /// Whether [`Self::launch_indirect`] queues launches on this device.
+    fn indirect_launches(&self) -> bool {
+        false
+    }
+    /// Queues a launch of `launch`'s kernel whose workgroup counts the GPU reads when the
+    /// launch runs: three `u32` (x, y and 1, or any of them 0 for no workgroup) at `args` (12
+    /// bytes at a multiple of 4), written by earlier commands. `launch.groups` is the most the
+    /// words may ask for, checked as a launch's; words asking for more are the caller's error.
+    ///
+    /// The default, for a device without such launches ([`Self::indirect_launches`]):
+    /// [`Error::MissingFeature`].
+    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
+        let _ = (launch, args);
+        Err(Error::MissingFeature {
+            device: self.info().name.clone(),
+            missing: "launches whose workgroup counts the GPU reads".into(),
+        })
+    }
     /// Waits until all queued work has finished. [`Error::Recording`] inside a recording.
     fn synchronize(&self) -> Result<()>;
     /// Hands all queued work to the GPU and returns at once, with the ticket of that work:

@@ -111,6 +111,16 @@ pub const EPOCH_SCRUB: u32 = 1024;
 /// a state never carries the tag of a later call.
 pub const MIN_EPOCH_WRAP: u32 = (EPOCH_TILES / EPOCH_SCRUB as u64) as u32 + 1;
 
+/// Bytes of the epochs buffer's header a scan binds as its counters: the tile counter and the
+/// epoch, the next zeroing's place, and from [`GATE_ARGS_OFFSET`] a gated call's workgroup
+/// counts.
+const EPOCH_COUNTER_BYTES: u64 = 32;
+/// Where in the epochs buffer's header a gated call's exact launch finds its workgroup counts
+/// (x, y, z; `shaders/scan_device.glsl`, `GATE_ARGS`).
+const GATE_ARGS_OFFSET: u64 = 16;
+/// The gate of a gated call ([`Tuning::gated`]).
+const GATE_KERNEL: &str = "scan_device_gate";
+
 /// Default polls of a look-back window with unpublished predecessors before a tile reduces
 /// them itself.
 pub const DEFAULT_SPIN: u32 = 1 << 14;
@@ -153,7 +163,22 @@ pub struct Tuning {
     /// [`MIN_EPOCH_WRAP`] to [`EPOCH_WRAP`]; `None`: [`EPOCH_WRAP`]. Small values bring back
     /// each tag sooner, which the zeroing of [`EPOCH_SCRUB`] states a call keeps safe.
     pub epoch_wrap: Option<u32>,
+    /// Where the device's driver flushes `f32` subnormals and xwarp keeps them in software
+    /// ([`crate::device::Subnormals::Emulated`]): whether an `f32` sum scan runs gated
+    /// (`Some(true)`): the driver's arithmetic first, in a kernel that also tests every input,
+    /// and the exact kernel after it only where an input may take the driver's sums away from
+    /// the exact ones (a nonzero magnitude below 2^-103), as a launch whose workgroup counts
+    /// the first kernel sets; or the exact kernel alone (`Some(false)`); `None`: the device
+    /// and the length choose ([`GATED_FROM`]). Taken only by a scan of one launch whose tile
+    /// states lie in the device's epochs buffer, with the tile in registers, on a device with
+    /// such launches (Vulkan); elsewhere ignored. Both give the same bits.
+    pub gated: Option<bool>,
 }
+
+/// The fewest elements at which an `f32` sum scan on a device that keeps subnormals in
+/// software runs gated by default ([`Tuning::gated`]): below it the gate's extra launch and
+/// barrier cost about what the exact kernel's arithmetic does (H200, NOTES.md version 56).
+pub const GATED_FROM: usize = 1 << 24;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -165,6 +190,7 @@ impl Default for Tuning {
             registers: None,
             near_depth: None,
             epoch_wrap: None,
+            gated: None,
         }
     }
 }
@@ -525,7 +551,7 @@ pub(crate) fn scan_segments<T: Reduce>(
     // every state, all bound (the zeroing reaches any); the kernel reads no aggregate or
     // inclusive buffer for 4-byte types, which see the states there too.
     let counters = if epochs {
-        part(0, 16)
+        part(0, EPOCH_COUNTER_BYTES)
     } else {
         part(at_counters, 4 * counter_words)
     };
@@ -566,6 +592,17 @@ pub(crate) fn scan_segments<T: Reduce>(
         elem: T::KIND,
         consts: &consts,
     };
+    // A gated f32 sum (Tuning::gated): the gate kernel (the driver's arithmetic, its inputs
+    // tested), then the exact kernel as an indirect launch whose workgroup counts the gate
+    // sets in the epochs buffer's header (shaders/scan_device.glsl, GATE_ARGS) where a test
+    // fired; the exact launch takes the next epoch.
+    let gated = epochs
+        && registers
+        && T::KIND == ElemKind::F32
+        && matches!(op, ReduceOp::Sum)
+        && dev.info().emulates_subnormals(ElemKind::F32)
+        && dev.indirect_launches()
+        && tuning.gated.unwrap_or(total >= GATED_FROM);
     // Zero the tile flags and counters (the same kernel in its clearing mode).
     let first = chunk.min(first_input.len());
     let clear = ScanDeviceParams {
@@ -614,24 +651,60 @@ pub(crate) fn scan_segments<T: Reduce>(
                 },
                 epoch_wrap: wrap,
                 epoch_tiles: EPOCH_TILES as u32,
+                gate_x: 0,
+                gate_y: 0,
             };
             // Tile state of all tiles so far stays bound: look-back reads earlier launches'
             // tiles (their states only: they have finished).
             let [flags, aggregates, inclusives] = tile_states(tile0 + launch_tiles);
-            dev.launch(&Launch {
-                kernel,
-                block: BLOCK,
-                groups: plan::grid(dev.info(), launch_tiles as u64)?,
-                bindings: &[
-                    input.binding(start, n),
-                    output.binding(start, n),
-                    counters,
-                    flags,
-                    aggregates,
-                    inclusives,
-                ],
-                params: bytemuck::bytes_of(&params),
-            })?;
+            let groups = plan::grid(dev.info(), launch_tiles as u64)?;
+            let bindings = [
+                input.binding(start, n),
+                output.binding(start, n),
+                counters,
+                flags,
+                aggregates,
+                inclusives,
+            ];
+            if gated {
+                let params = ScanDeviceParams {
+                    gate_x: groups[0],
+                    gate_y: groups[1],
+                    ..params
+                };
+                dev.launch(&Launch {
+                    kernel: Kernel {
+                        name: GATE_KERNEL,
+                        ..kernel
+                    },
+                    block: BLOCK,
+                    groups,
+                    bindings: &bindings,
+                    params: bytemuck::bytes_of(&params),
+                })?;
+                dev.launch_indirect(
+                    &Launch {
+                        kernel,
+                        block: BLOCK,
+                        groups,
+                        bindings: &bindings,
+                        params: bytemuck::bytes_of(&params),
+                    },
+                    Binding {
+                        buffer: state,
+                        offset: GATE_ARGS_OFFSET,
+                        bytes: 12,
+                    },
+                )?;
+            } else {
+                dev.launch(&Launch {
+                    kernel,
+                    block: BLOCK,
+                    groups,
+                    bindings: &bindings,
+                    params: bytemuck::bytes_of(&params),
+                })?;
+            }
             launch += 1;
         }
         segment_tile0 += input.len().div_ceil(tile);

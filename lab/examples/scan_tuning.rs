@@ -4,17 +4,19 @@
 //! ```text
 //! cargo run --release -p xwarp-lab --example scan_tuning -- [--n N[,N...]] [--reps R]
 //!     [--alternations A] [--type i32|u32|f32|i64|u64|f64] [--kind inclusive|exclusive]
-//!     [--op sum|min|max] [TUNING ...]
+//!     [--op sum|min|max] [--tiny] [TUNING ...]
 //! ```
 //! A tuning is `key=value` pairs separated by commas: `registers` (0: the staging kernel, 1:
 //! the register tile), `items` (elements a thread, integers), `lookback` (tiles each thread of
 //! the look-back reads at once), `near` (the CUDA near look-back's depth), `launch` (the most
-//! elements a launch spans), `spin`; missing keys keep the defaults (`default` is the
+//! elements a launch spans), `spin`, `gated` (`f32` sums where subnormals are kept in software:
+//! 1 the gated call, 0 the exact kernel alone); missing keys keep the defaults (`default` is the
 //! defaults), and no tuning at all times the defaults. Every tuning's output is compared bit
 //! for bit with the CPU reference before it is timed (a tuning the device refuses is reported
 //! and skipped); the times are GPU medians over the repetitions, each after a cache scrub.
 //! `--alternations A` times the tunings A times in turn, every other round in reverse order.
 //! Afterwards the compiler's statistics of each scan kernel are printed.
+//! `--tiny` puts the element of bits 1 (for floats the smallest subnormal) in the input's middle.
 //! `XWARP_BACKEND=cuda` (or `vulkan`) times that backend only.
 
 mod common;
@@ -28,6 +30,8 @@ struct Args {
     o: common::Options,
     kind: ScanKind,
     op: ReduceOp,
+    /// The input's middle element replaced by the smallest subnormal (`--tiny`).
+    tiny: bool,
     tunings: Vec<(String, Tuning)>,
 }
 
@@ -41,6 +45,7 @@ fn parse() -> Result<Args, String> {
         },
         kind: ScanKind::Inclusive,
         op: ReduceOp::Sum,
+        tiny: false,
         tunings: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -50,6 +55,7 @@ fn parse() -> Result<Args, String> {
             continue;
         }
         match a.as_str() {
+            "--tiny" => args.tiny = true,
             "--kind" => {
                 args.kind = match value("--kind")?.as_str() {
                     "inclusive" => ScanKind::Inclusive,
@@ -75,6 +81,7 @@ fn parse() -> Result<Args, String> {
                         "near" => t.near_depth = Some(v),
                         "launch" => t.max_launch_elems = Some(v as usize),
                         "spin" => t.spin = v,
+                        "gated" => t.gated = Some(v != 0),
                         _ => return false,
                     }
                     true
@@ -121,7 +128,12 @@ fn run<T: Reduce>(args: &Args) -> bool {
         let dev: &dyn Device = &*dev;
         let scrub = common::Scrub::new(dev).expect("alloc");
         for &n in &args.o.lens {
-            let input: Vec<T> = Rng::new(2024).vec(n);
+            let mut input: Vec<T> = Rng::new(2024).vec(n);
+            if args.tiny {
+                // Bits 1, little-endian: the least nonzero bit pattern of any element type.
+                bytemuck::bytes_of_mut(&mut input[n / 2]).fill(0);
+                bytemuck::bytes_of_mut(&mut input[n / 2])[0] = 1;
+            }
             let want = xwarp::cpu::scan::device_scan(args.op, args.kind, &input);
             let src = DeviceVec::from_slice(dev, &input).expect("upload");
             let mut dst = DeviceVec::<T>::alloc(dev, n).expect("alloc");

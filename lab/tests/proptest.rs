@@ -862,9 +862,11 @@ fn scan_prop<T: Arb>() {
             Some(scan::MIN_EPOCH_WRAP),
             Some(scan::MIN_EPOCH_WRAP + 1),
         ]),
+        // f32 sums gated or not where subnormals are kept in software.
+        select(vec![None, Some(true), Some(false)]),
     )
         .prop_map(
-            |(spin, max_launch_elems, lookback_tiles, registers, near_depth, epoch_wrap)| {
+            |(spin, max_launch_elems, lookback_tiles, registers, near_depth, epoch_wrap, gated)| {
                 ScanTuning {
                     spin,
                     max_launch_elems,
@@ -873,6 +875,7 @@ fn scan_prop<T: Arb>() {
                     registers,
                     near_depth,
                     epoch_wrap,
+                    gated,
                 }
             },
         );

@@ -146,6 +146,11 @@ param_blocks! {
         /// Epochs: the tile states the bound flags hold, through which the zeroing of
         /// `EPOCH_SCRUB` states a launch moves in turn.
         pub epoch_tiles: u32,
+        /// A gated `f32` sum's gate and exact launch (Vulkan, src/scan.rs): the exact launch's
+        /// workgroups in x; 0 in every other launch.
+        pub gate_x: u32,
+        /// The exact launch's workgroups in y.
+        pub gate_y: u32,
     }
 
     /// The stream compaction's block (`compact`, `compact_c64`).

@@ -164,6 +164,8 @@ pub const SCAN_DEVICE_PARAMS: ParamBlock = ParamBlock {
         "clear",
         "epoch_wrap",
         "epoch_tiles",
+        "gate_x",
+        "gate_y",
     ],
 };
 /// The stream compaction's block.
@@ -792,6 +794,15 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "scan_device_vec",
         variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
+        consts: &SCAN_DEVICE_S64_CONSTS,
+        cuda: false,
+        params: Some(&SCAN_DEVICE_PARAMS),
+    },
+    // scan_device_vec's f32 sums in the driver's arithmetic with a test of every input: the
+    // gate of a gated call on a device that flushes subnormals (src/scan.rs); Vulkan only.
+    KernelDef {
+        name: "scan_device_gate",
+        variants: &["f32"],
         consts: &SCAN_DEVICE_S64_CONSTS,
         cuda: false,
         params: Some(&SCAN_DEVICE_PARAMS),

@@ -586,7 +586,8 @@ impl VulkanDevice {
                 base: 0,
                 usage: vk::BufferUsageFlags::STORAGE_BUFFER
                     | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
+                    | vk::BufferUsageFlags::TRANSFER_DST
+                    | vk::BufferUsageFlags::INDIRECT_BUFFER,
             }),
             Err(e) => raw
                 .downcast::<AppBuffer>(self.id, &self.info.name)

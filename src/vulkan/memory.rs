@@ -135,7 +135,8 @@ impl VkBuffer {
         let _guard = lifecycle();
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
-            | vk::BufferUsageFlags::TRANSFER_DST;
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::INDIRECT_BUFFER;
         let info = vk::BufferCreateInfo::default()
             .size(bytes)
             .usage(usage)

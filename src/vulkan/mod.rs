@@ -110,8 +110,8 @@
 #[cfg(doc)]
 use crate::device::DeviceVec;
 use crate::device::{
-    Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage, RawBuffer,
-    Recording, Subnormals, Ticket, COUNTER_BYTES, COUNTER_SLOT_BYTES, EPOCH_BYTES,
+    Binding, Device, DeviceId, DeviceInfo, KernelStats, Launch, LaunchTimes, MemoryUsage,
+    RawBuffer, Recording, Subnormals, Ticket, COUNTER_BYTES, COUNTER_SLOT_BYTES, EPOCH_BYTES,
 };
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
@@ -541,6 +541,14 @@ impl Device for VulkanDevice {
 
     fn launch(&self, launch: &Launch<'_>) -> Result<()> {
         self.record_launch(launch)
+    }
+
+    fn indirect_launches(&self) -> bool {
+        true
+    }
+
+    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
+        self.record_launch_indirect(launch, args)
     }
 
     fn synchronize(&self) -> Result<()> {

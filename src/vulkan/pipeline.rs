@@ -8,7 +8,9 @@ use super::stream::{Access, Stream};
 use super::VulkanDevice;
 #[cfg(doc)]
 use super::VulkanFeatures;
-use crate::device::{check_launch, kernel_label, KernelStats, Launch, LaunchLimits, MAX_PARAMS};
+use crate::device::{
+    check_launch, kernel_label, Binding, KernelStats, Launch, LaunchLimits, MAX_PARAMS,
+};
 #[cfg(doc)]
 use crate::device::{Device, DeviceInfo};
 use crate::element::ElemKind;
@@ -293,7 +295,42 @@ impl VulkanDevice {
 
     /// [`Device::launch`]: binds the buffers and parameters and records the dispatch.
     pub(super) fn record_launch(&self, launch: &Launch<'_>) -> Result<()> {
+        self.record_dispatch(launch, None)
+    }
+
+    /// [`Device::launch_indirect`]: as [`Self::record_launch`], the workgroup counts read by
+    /// the GPU from `args`.
+    pub(super) fn record_launch_indirect(
+        &self,
+        launch: &Launch<'_>,
+        args: Binding<'_>,
+    ) -> Result<()> {
+        args.buffer.check_range(args.offset, 12)?;
+        if !args.offset.is_multiple_of(4) {
+            return Err(Error::invalid(
+                "args.offset",
+                args.offset,
+                "a multiple of 4 bytes",
+            ));
+        }
+        self.record_dispatch(launch, Some(args))
+    }
+
+    /// Records `launch`, directly or with its workgroup counts at `indirect`.
+    fn record_dispatch(&self, launch: &Launch<'_>, indirect: Option<Binding<'_>>) -> Result<()> {
         check_launch(&self.info, &self.launch_limits(), launch)?;
+        let args = indirect
+            .map(|a| {
+                let target = self.target(a.buffer)?;
+                if !target.usage.contains(vk::BufferUsageFlags::INDIRECT_BUFFER) {
+                    return Err(Error::MissingUsage {
+                        usage: "INDIRECT_BUFFER",
+                        operation: "read a launch's workgroup counts from it",
+                    });
+                }
+                Ok((target, a.offset))
+            })
+            .transpose()?;
         let buffers = launch
             .bindings
             .iter()
@@ -326,7 +363,7 @@ impl VulkanDevice {
             .collect();
         let mut params = [0u8; MAX_PARAMS];
         params[..launch.params.len()].copy_from_slice(launch.params);
-        let accesses: Vec<Access> = launch
+        let mut accesses: Vec<Access> = launch
             .bindings
             .iter()
             .zip(&buffers)
@@ -334,7 +371,13 @@ impl VulkanDevice {
             .filter(|(i, _)| uses.uses(*i))
             .map(|(i, (b, vb))| Access::new(vb.buffer, vb.base + b.offset, b.bytes, uses.writes(i)))
             .collect();
-        self.begin(&mut s, &accesses)?;
+        match &args {
+            Some((vb, offset)) => {
+                accesses.push(Access::new(vb.buffer, vb.base + offset, 12, false));
+                self.begin_indirect(&mut s, &accesses)?;
+            }
+            None => self.begin(&mut s, &accesses)?,
+        }
         // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
         // buffers are alive until the submit finishes; ranges and limits were checked above.
         unsafe {
@@ -350,7 +393,10 @@ impl VulkanDevice {
                 &[],
             );
             d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
-            d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1);
+            match &args {
+                Some((vb, offset)) => d.cmd_dispatch_indirect(s.cmd, vb.buffer, vb.base + offset),
+                None => d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1),
+            }
         }
         for b in launch.bindings {
             s.keep.push(b.buffer.keep_alive());

@@ -496,6 +496,43 @@ impl VulkanDevice {
         Ok(())
     }
 
+    /// [`Self::begin`] for an indirect dispatch, whose workgroup counts an earlier command (of
+    /// this recording or an earlier submission) may have written: always a barrier before it,
+    /// from everything earlier to the reading of those counts as well as to compute shaders
+    /// and transfers.
+    pub(super) fn begin_indirect(&self, s: &mut Stream, accesses: &[Access]) -> Result<()> {
+        self.start(s)?;
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::INDIRECT_COMMAND_READ
+                    | vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE,
+            );
+        // SAFETY: `s.cmd` is a recording command buffer of this device (`start` began it; the
+        // caller holds the stream).
+        unsafe {
+            self.core.device.cmd_pipeline_barrier(
+                s.cmd,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::DRAW_INDIRECT
+                    | vk::PipelineStageFlags::COMPUTE_SHADER
+                    | vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
+        s.since_barrier.clear();
+        s.barriers += 1;
+        s.since_barrier.extend_from_slice(accesses);
+        s.commands += 1;
+        Ok(())
+    }
+
     /// Starts recording if needed (with the dependency on earlier submissions a new recording
     /// takes), without separating what comes next from the commands already recorded: for
     /// timestamps and query resets, which touch no buffer (a bottom-of-pipe timestamp is

@@ -111,8 +111,8 @@
 use super::instance::lock;
 use super::{ExternalBuffer, ExternalVulkan, VulkanDevice, VulkanFeatures};
 use crate::device::{
-    Device, DeviceId, DeviceInfo, DeviceVec, KernelStats, Launch, LaunchTimes, MemoryUsage,
-    RawBuffer, Recording, Ticket,
+    Binding, Device, DeviceId, DeviceInfo, DeviceVec, KernelStats, Launch, LaunchTimes,
+    MemoryUsage, RawBuffer, Recording, Ticket,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -1017,6 +1017,16 @@ impl Device for WgpuXwarp {
 
     fn launch(&self, launch: &Launch<'_>) -> Result<()> {
         self.xw.launch(launch).map_err(Self::wgpu_names)
+    }
+
+    fn indirect_launches(&self) -> bool {
+        self.xw.indirect_launches()
+    }
+
+    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
+        self.xw
+            .launch_indirect(launch, args)
+            .map_err(Self::wgpu_names)
     }
 
     fn synchronize(&self) -> Result<()> {
