@@ -744,19 +744,26 @@ pub trait Device: Send + Sync {
     fn read(&self, src: &RawBuffer, offset: u64, dst: &mut [u8]) -> Result<()>;
     /// Queues a kernel launch.
     fn launch(&self, launch: &Launch<'_>) -> Result<()>;
-    /// Whether [`Self::launch_indirect`] queues launches on this device.
+    /// Whether [`Self::launch_then_indirect`] queues launches on this device.
     fn indirect_launches(&self) -> bool {
         false
     }
-    /// Queues a launch of `launch`'s kernel whose workgroup counts the GPU reads when the
-    /// launch runs: three `u32` (x, y and 1, or any of them 0 for no workgroup) at `args` (12
-    /// bytes at a multiple of 4), written by earlier commands. `launch.groups` is the most the
-    /// words may ask for, checked as a launch's; words asking for more are the caller's error.
+    /// Queues `first`, then a launch of `then`'s kernel whose workgroup counts the GPU reads
+    /// when it runs: three `u32` (x, y and 1; any of them 0 for no workgroup) at `args` (12
+    /// bytes at a multiple of 4), as `first` and earlier work left them. No other work of the
+    /// device comes between the two, whichever threads queue work meanwhile. `then.groups` is
+    /// the most the words may ask for, checked as a launch's; words asking for more are the
+    /// caller's error.
     ///
     /// The default, for a device without such launches ([`Self::indirect_launches`]):
-    /// [`Error::MissingFeature`].
-    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
-        let _ = (launch, args);
+    /// [`Error::MissingFeature`], nothing queued.
+    fn launch_then_indirect(
+        &self,
+        first: &Launch<'_>,
+        then: &Launch<'_>,
+        args: Binding<'_>,
+    ) -> Result<()> {
+        let _ = (first, then, args);
         Err(Error::MissingFeature {
             device: self.info().name.clone(),
             missing: "launches whose workgroup counts the GPU reads".into(),

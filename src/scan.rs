@@ -178,7 +178,7 @@ pub struct Tuning {
 /// The fewest elements at which an `f32` sum scan on a device that keeps subnormals in
 /// software runs gated by default ([`Tuning::gated`]): below it the gate's extra launch and
 /// barrier cost about what the exact kernel's arithmetic does (H200, NOTES.md version 56).
-pub const GATED_FROM: usize = 1 << 24;
+pub const GATED_FROM: usize = 1 << 25;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -672,17 +672,17 @@ pub(crate) fn scan_segments<T: Reduce>(
                     gate_y: groups[1],
                     ..params
                 };
-                dev.launch(&Launch {
-                    kernel: Kernel {
-                        name: GATE_KERNEL,
-                        ..kernel
+                dev.launch_then_indirect(
+                    &Launch {
+                        kernel: Kernel {
+                            name: GATE_KERNEL,
+                            ..kernel
+                        },
+                        block: BLOCK,
+                        groups,
+                        bindings: &bindings,
+                        params: bytemuck::bytes_of(&params),
                     },
-                    block: BLOCK,
-                    groups,
-                    bindings: &bindings,
-                    params: bytemuck::bytes_of(&params),
-                })?;
-                dev.launch_indirect(
                     &Launch {
                         kernel,
                         block: BLOCK,

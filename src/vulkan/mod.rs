@@ -547,8 +547,13 @@ impl Device for VulkanDevice {
         true
     }
 
-    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
-        self.record_launch_indirect(launch, args)
+    fn launch_then_indirect(
+        &self,
+        first: &Launch<'_>,
+        then: &Launch<'_>,
+        args: Binding<'_>,
+    ) -> Result<()> {
+        self.record_launch_then_indirect(first, then, args)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -2,6 +2,7 @@
 //! offers added to their SPIR-V), compute pipelines, descriptor sets, recording launches, and
 //! the compiler's statistics of each pipeline.
 
+use super::external::Target;
 use super::instance::lock;
 use super::spirv;
 use super::stream::{Access, Stream};
@@ -16,7 +17,9 @@ use crate::device::{Device, DeviceInfo};
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use ash::vk;
+use std::any::Any;
 use std::ffi::CStr;
+use std::sync::Arc;
 
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
@@ -298,11 +301,13 @@ impl VulkanDevice {
         self.record_dispatch(launch, None)
     }
 
-    /// [`Device::launch_indirect`]: as [`Self::record_launch`], the workgroup counts read by
-    /// the GPU from `args`.
-    pub(super) fn record_launch_indirect(
+    /// [`Device::launch_then_indirect`]: `first`, then `then` with its workgroup counts read by
+    /// the GPU from `args`, recorded under one hold of the stream so that no other thread's
+    /// work comes between them.
+    pub(super) fn record_launch_then_indirect(
         &self,
-        launch: &Launch<'_>,
+        first: &Launch<'_>,
+        then: &Launch<'_>,
         args: Binding<'_>,
     ) -> Result<()> {
         args.buffer.check_range(args.offset, 12)?;
@@ -313,11 +318,23 @@ impl VulkanDevice {
                 "a multiple of 4 bytes",
             ));
         }
-        self.record_dispatch(launch, Some(args))
+        let a = self.prepare(first, None)?;
+        let b = self.prepare(then, Some(args))?;
+        let mut s = self.stream_lock();
+        self.record_prepared(&mut s, first, a)?;
+        self.record_prepared(&mut s, then, b)
     }
 
     /// Records `launch`, directly or with its workgroup counts at `indirect`.
     fn record_dispatch(&self, launch: &Launch<'_>, indirect: Option<Binding<'_>>) -> Result<()> {
+        let prepared = self.prepare(launch, indirect)?;
+        let mut s = self.stream_lock();
+        self.record_prepared(&mut s, launch, prepared)
+    }
+
+    /// What recording `launch` needs before it takes the stream: the launch checked, its
+    /// buffers' targets, its pipeline, and the target of `indirect`'s workgroup counts.
+    fn prepare(&self, launch: &Launch<'_>, indirect: Option<Binding<'_>>) -> Result<Prepared> {
         check_launch(&self.info, &self.launch_limits(), launch)?;
         let args = indirect
             .map(|a| {
@@ -328,7 +345,7 @@ impl VulkanDevice {
                         operation: "read a launch's workgroup counts from it",
                     });
                 }
-                Ok((target, a.offset))
+                Ok((target, a.offset, a.buffer.keep_alive()))
             })
             .transpose()?;
         let buffers = launch
@@ -337,8 +354,27 @@ impl VulkanDevice {
             .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
         let (pipeline, layout, set_layout, uses) = self.pipeline(launch)?;
-        let mut s = self.stream_lock();
-        let set = self.descriptor_set(&mut s, set_layout)?;
+        Ok(Prepared {
+            args,
+            buffers,
+            pipeline,
+            layout,
+            set_layout,
+            uses,
+        })
+    }
+
+    /// Records a prepared launch into the held stream `s`.
+    fn record_prepared(&self, s: &mut Stream, launch: &Launch<'_>, p: Prepared) -> Result<()> {
+        let Prepared {
+            args,
+            buffers,
+            pipeline,
+            layout,
+            set_layout,
+            uses,
+        } = p;
+        let set = self.descriptor_set(s, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
             .bindings
             .iter()
@@ -372,11 +408,11 @@ impl VulkanDevice {
             .map(|(i, (b, vb))| Access::new(vb.buffer, vb.base + b.offset, b.bytes, uses.writes(i)))
             .collect();
         match &args {
-            Some((vb, offset)) => {
+            Some((vb, offset, _)) => {
                 accesses.push(Access::new(vb.buffer, vb.base + offset, 12, false));
-                self.begin_indirect(&mut s, &accesses)?;
+                self.begin_indirect(s, &accesses)?;
             }
-            None => self.begin(&mut s, &accesses)?,
+            None => self.begin(s, &accesses)?,
         }
         // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
         // buffers are alive until the submit finishes; ranges and limits were checked above.
@@ -394,14 +430,19 @@ impl VulkanDevice {
             );
             d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
             match &args {
-                Some((vb, offset)) => d.cmd_dispatch_indirect(s.cmd, vb.buffer, vb.base + offset),
+                Some((vb, offset, _)) => {
+                    d.cmd_dispatch_indirect(s.cmd, vb.buffer, vb.base + offset)
+                }
                 None => d.cmd_dispatch(s.cmd, launch.groups[0], launch.groups[1], 1),
             }
         }
         for b in launch.bindings {
             s.keep.push(b.buffer.keep_alive());
         }
-        self.stamp(&mut s, launch.kernel.name);
+        if let Some((_, _, keep)) = args {
+            s.keep.push(keep);
+        }
+        self.stamp(s, launch.kernel.name);
         Ok(())
     }
 
@@ -638,4 +679,15 @@ mod tests {
         assert_eq!(c_text(cases[2].0.name_as_c_str()), "Delta");
         assert_eq!(c_text(CStr::from_bytes_until_nul(b"unterminated")), "");
     }
+}
+
+/// A launch ready to record ([`VulkanDevice::prepare`]).
+struct Prepared {
+    /// The indirect launch's workgroup counts: their buffer, offset, and what keeps it alive.
+    args: Option<(Target, u64, Arc<dyn Any + Send + Sync>)>,
+    buffers: Vec<Target>,
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    uses: spirv::BindingUse,
 }

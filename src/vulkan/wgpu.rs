@@ -1023,9 +1023,14 @@ impl Device for WgpuXwarp {
         self.xw.indirect_launches()
     }
 
-    fn launch_indirect(&self, launch: &Launch<'_>, args: Binding<'_>) -> Result<()> {
+    fn launch_then_indirect(
+        &self,
+        first: &Launch<'_>,
+        then: &Launch<'_>,
+        args: Binding<'_>,
+    ) -> Result<()> {
         self.xw
-            .launch_indirect(launch, args)
+            .launch_then_indirect(first, then, args)
             .map_err(Self::wgpu_names)
     }
 
