@@ -35,6 +35,18 @@
 //! for 4-byte scans of 2^12 to 2^24 elements on both backends (CUDA `i32` at 2^20 1.02×),
 //! 0.98–1.02× from 2^26.
 //!
+//! # Gated `f32` sums
+//! Where the driver flushes `f32` subnormals and the kernels keep them
+//! ([`crate::device::Subnormals::Emulated`]), an `f32` sum scan of one launch with its states
+//! in the epochs buffer and its tile in registers runs gated from [`GATED_FROM`] elements
+//! ([`Tuning::gated`]): a kernel in the driver's arithmetic that also tests every input, then
+//! the exact kernel as a launch whose workgroup counts the first one sets
+//! ([`Device::launch_then_indirect`]), to none unless an input is a nonzero magnitude below
+//! 2^-103 (every sum of the others is the driver's exact one). Where one is, the exact launch
+//! scans the whole input again under the next epoch: the call takes about both kernels' time.
+//! The same bits either way. H200 (NOTES.md version 56): 0.87–0.95× the exact kernel's time at
+//! 2^25–2^28, 1.03× at 2^24 (the empty launch and its barrier cost 4.0 µs).
+//!
 //! # Deterministic floats
 //! The association order depends only on `n`, never on the subgroup size or on what the
 //! look-back happened to find, so float scans are bit-identical on CUDA, on Vulkan at every

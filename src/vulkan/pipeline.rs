@@ -353,14 +353,10 @@ impl VulkanDevice {
             .iter()
             .map(|b| self.target(b.buffer))
             .collect::<Result<Vec<_>>>()?;
-        let (pipeline, layout, set_layout, uses) = self.pipeline(launch)?;
         Ok(Prepared {
             args,
             buffers,
-            pipeline,
-            layout,
-            set_layout,
-            uses,
+            pipeline: self.pipeline(launch)?,
         })
     }
 
@@ -369,10 +365,7 @@ impl VulkanDevice {
         let Prepared {
             args,
             buffers,
-            pipeline,
-            layout,
-            set_layout,
-            uses,
+            pipeline: (pipeline, layout, set_layout, uses),
         } = p;
         let set = self.descriptor_set(s, set_layout)?;
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
@@ -554,6 +547,20 @@ fn statistic_value(s: &vk::PipelineExecutableStatisticKHR<'_>) -> String {
     }
 }
 
+/// A launch ready to record ([`VulkanDevice::prepare`]).
+struct Prepared {
+    /// The indirect launch's workgroup counts: their buffer, offset, and what keeps it alive.
+    args: Option<(Target, u64, Arc<dyn Any + Send + Sync>)>,
+    buffers: Vec<Target>,
+    /// The pipeline, its layout, its set's layout and the bindings it uses ([`VulkanDevice::pipeline`]).
+    pipeline: (
+        vk::Pipeline,
+        vk::PipelineLayout,
+        vk::DescriptorSetLayout,
+        spirv::BindingUse,
+    ),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,15 +686,4 @@ mod tests {
         assert_eq!(c_text(cases[2].0.name_as_c_str()), "Delta");
         assert_eq!(c_text(CStr::from_bytes_until_nul(b"unterminated")), "");
     }
-}
-
-/// A launch ready to record ([`VulkanDevice::prepare`]).
-struct Prepared {
-    /// The indirect launch's workgroup counts: their buffer, offset, and what keeps it alive.
-    args: Option<(Target, u64, Arc<dyn Any + Send + Sync>)>,
-    buffers: Vec<Target>,
-    pipeline: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set_layout: vk::DescriptorSetLayout,
-    uses: spirv::BindingUse,
 }
