@@ -590,6 +590,53 @@ fn gated_scans_f32() {
             }
         }
     }
+    // One gated call recorded once and replayed on new inputs, without and with a value below
+    // 2^-103 in turn: each replay's gate decides afresh.
+    if let Some(own) = &own {
+        use xwarp::DeviceVec;
+        let n = 65_537;
+        let src = DeviceVec::<f32>::alloc(own, n).expect("alloc");
+        let mut dst = DeviceVec::<f32>::alloc(own, n).expect("alloc");
+        let rec = own
+            .record(&mut || {
+                xwarp::scan::device_scan_tuned(
+                    own,
+                    ReduceOp::Sum,
+                    ScanKind::Inclusive,
+                    &src,
+                    &mut dst,
+                    tuning,
+                )
+            })
+            .expect("a gated scan records");
+        for (round, fired) in [false, true, true, false, true, false]
+            .into_iter()
+            .enumerate()
+        {
+            let mut input = plain(n, &mut rng);
+            if fired {
+                input[rng.below(n as u64) as usize] = tiny(&mut rng);
+            }
+            let want = xwarp::cpu::scan::device_scan(ReduceOp::Sum, ScanKind::Inclusive, &input);
+            own.write(src.raw(), 0, bytemuck::cast_slice(&input))
+                .expect("write");
+            dst.fill(own, poison_value(&want)).expect("fill");
+            let before = epoch(own).expect("epochs");
+            let ticket = own.replay(&rec).expect("replay");
+            own.wait(ticket).expect("wait");
+            let got = dst.to_vec(own).expect("read");
+            if let Some(m) = comparison(ReduceOp::Sum)(&want, &got) {
+                panic!("replay {round} of a gated scan (fired: {fired}): {m}");
+            }
+            let step = epoch(own).expect("epochs").wrapping_sub(before);
+            assert_eq!(
+                step,
+                1 + u32::from(fired),
+                "replay {round} of a gated scan: the epoch moved by {step} (fired: {fired})"
+            );
+            gated_calls += 1;
+        }
+    }
     eprintln!("{gated_calls} gated calls checked by their epochs");
     assert!(own.is_none() || gated_calls > 0);
 }
