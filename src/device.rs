@@ -603,9 +603,7 @@ pub const EPOCH_TILES: u64 = 1 << 16;
 /// Bytes ahead of the tile states in the buffer [`Device::epochs`]: its counters (word 0 numbers
 /// a launch's tiles, word 1 is the epoch, the two one 64-bit word; word 2 is the first state
 /// the next launch zeroes; words 4 to 6 the workgroup counts of a gated scan's exact launch,
-/// [`crate::scan::Tuning::gated`], words 8 to 10 those of gated averages,
-/// [`crate::stencil::Tuning::gated`], and word 11 the count of those averages' exact launches
-/// that ran), padded to 256 bytes.
+/// [`crate::scan::Tuning::gated`]), padded to 256 bytes.
 pub const EPOCH_HEADER_BYTES: u64 = 256;
 
 /// Bytes of the buffer [`Device::epochs`] returns.

@@ -40,7 +40,7 @@
 //! ```
 
 pub use crate::cpu::stencil::{StencilElement, HALO, POINTS};
-use crate::device::{Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::error::{Error, Result};
 use crate::kernels::StencilParams;
 use crate::plan;
@@ -73,37 +73,6 @@ pub fn rows(info: &DeviceInfo, variant: StencilVariant, n: usize) -> u32 {
 pub struct Tuning {
     /// Layers per workgroup: [`FEW_ROWS`], [`ROWS`] or [`MANY_ROWS`]; `None`: [`rows`].
     pub rows: Option<u32>,
-    /// Where the device's driver flushes `f32` subnormals and xwarp keeps them in software
-    /// ([`crate::device::Subnormals::Emulated`]): whether `f32` averages run gated
-    /// (`Some(true)`): the driver's arithmetic first, in a kernel that also tests every input,
-    /// and the exact kernel after it only where an input lies outside zero and the magnitudes
-    /// 2^-51 to 2^61 (where products and sums could leave the range the driver computes
-    /// exactly), as a launch whose workgroup counts the first kernel sets; or the exact kernel
-    /// alone (`Some(false)`); `None`: the length chooses ([`GATED_FROM`]). Taken only where every
-    /// weight lies in that range, on a device with such launches (Vulkan); elsewhere ignored.
-    /// Both give the same bits.
-    pub gated: Option<bool>,
-}
-
-/// The fewest elements at which `f32` averages on a device that keeps subnormals in software
-/// run gated by default ([`Tuning::gated`]) (H200, NOTES.md version 56).
-pub const GATED_FROM: usize = 1 << 26;
-
-/// Bytes of the device's epochs buffer's header a gated launch binds: its words 8 to 10 are
-/// the exact launch's workgroup counts (`shaders/stencil.glsl`, `GATE_ARGS`), word 11 counts
-/// the exact launches that ran ([`GATED_RUNS_OFFSET`]).
-const GATE_BINDING_BYTES: u64 = 64;
-/// Where in the epochs buffer's header the exact launch finds its workgroup counts.
-const GATE_ARGS_OFFSET: u64 = 32;
-/// Where in the device's epochs buffer ([`Device::epochs`]) a `u32` counts the exact launches
-/// of gated averages that ran (wrapping): tests read it to see that a gate fired.
-pub const GATED_RUNS_OFFSET: u64 = 44;
-
-/// Whether `f32` value bits `bits` are plain for a gated average: zero, or a magnitude from
-/// 2^-51 to below 2^61 (`shaders/stencil.glsl`, `plain`).
-fn plain_f32(bits: u32) -> bool {
-    let a = bits & 0x7fff_ffff;
-    a == 0 || a.wrapping_sub(76 << 23) < 112 << 23
 }
 
 /// The two forms of the stencil.
@@ -211,16 +180,6 @@ pub fn moving_average_tuned<T: StencilElement>(
         words[2 * k] = bits as u32;
         words[2 * k + 1] = (bits >> 32) as u32;
     }
-    // Gated f32 averages (Tuning::gated): the gate (the driver's arithmetic, its inputs
-    // tested), then the exact kernel as an indirect launch whose workgroup counts the gate
-    // sets in the epochs buffer's header where a test fired (shaders/stencil.glsl).
-    let gate = dev.epochs().filter(|_| {
-        T::KIND == crate::element::ElemKind::F32
-            && info.emulates_subnormals(T::KIND)
-            && dev.indirect_launches()
-            && words.iter().step_by(2).all(|&w| plain_f32(w))
-            && tuning.gated.unwrap_or(input.len() >= GATED_FROM)
-    });
     for c in plan_chunks(input.len(), chunk_len(info, size, align), align) {
         let groups = plan::grid(info, (c.count as u64).div_ceil(u64::from(BLOCK * rows)))?;
         let params = StencilParams {
@@ -232,42 +191,16 @@ pub fn moving_average_tuned<T: StencilElement>(
             out_off: c.out_off as u32,
             w: words,
         };
-        let data = [
-            input.binding(c.in_base, c.in_len),
-            output.binding(c.out_base, c.out_off + c.count),
-        ];
-        let Some(epochs) = gate else {
-            dev.launch(&Launch {
-                kernel,
-                block: BLOCK,
-                groups,
-                bindings: &data,
-                params: bytemuck::bytes_of(&params),
-            })?;
-            continue;
-        };
-        let header = Binding {
-            buffer: epochs,
-            offset: 0,
-            bytes: GATE_BINDING_BYTES,
-        };
-        let bindings = [data[0], data[1], header];
-        let launch = |name| Launch {
-            kernel: Kernel { name, ..kernel },
+        dev.launch(&Launch {
+            kernel,
             block: BLOCK,
             groups,
-            bindings: &bindings,
+            bindings: &[
+                input.binding(c.in_base, c.in_len),
+                output.binding(c.out_base, c.out_off + c.count),
+            ],
             params: bytemuck::bytes_of(&params),
-        };
-        dev.launch_then_indirect(
-            &launch("stencil_gate"),
-            &launch("stencil_gated"),
-            Binding {
-                buffer: epochs,
-                offset: GATE_ARGS_OFFSET,
-                bytes: 12,
-            },
-        )?;
+        })?;
     }
     Ok(())
 }

@@ -460,136 +460,6 @@ fn epoch(dev: &dyn Device) -> Option<u32> {
     Some(u32::from_le_bytes([word[4], word[5], word[6], word[7]]))
 }
 
-/// A Vulkan device of the caller's own that keeps subnormals in its kernels
-/// (`SubnormalMode::Emulate`), where Vulkan is tested: the words a gated call leaves in its
-/// epochs buffer move with that caller's calls alone.
-fn emulating_device() -> Option<VulkanDevice> {
-    devices().iter().any(|d| d.vulkan.is_some()).then(|| {
-        let device = std::env::var("XWARP_TEST_VULKAN_DEVICE")
-            .ok()
-            .map(|s| s.parse().expect("XWARP_TEST_VULKAN_DEVICE"));
-        let dev = VulkanDevice::new(&VulkanOptions {
-            device,
-            validation: true,
-            subnormals: Some(SubnormalMode::Emulate),
-        })
-        .expect("the Vulkan device opens with SubnormalMode::Emulate");
-        assert_eq!(dev.info().subnormals_f32, Subnormals::Emulated);
-        assert!(dev.indirect_launches());
-        dev
-    })
-}
-
-/// Gated `f32` averages (`stencil::Tuning::gated`): the driver's arithmetic with every loaded
-/// value tested, and the exact launch only where one is neither zero nor of magnitude 2^-51 to
-/// 2^61. Both variants on every test device and on a Vulkan device of its own that keeps
-/// subnormals in its kernels, bit for bit against the CPU reference (NaN as a class), with
-/// plain weights and inputs, and with one value that is not plain (a subnormal, a normal below
-/// 2^-51, a magnitude of 2^61 or more, an infinity, a NaN: first, last or anywhere), or many;
-/// and with a weight that is not plain, which the host refuses to gate. On the device of its
-/// own, the count of exact launches that ran (`stencil::GATED_RUNS_OFFSET`) moves by one for
-/// each call with a value that is not plain, and by none otherwise.
-#[test]
-fn gated_stencils_f32() {
-    use xwarp::stencil::{moving_average_tuned, Tuning as StencilTuning, GATED_RUNS_OFFSET};
-    let own = emulating_device();
-    let runs = |dev: &dyn Device| -> u32 {
-        let mut w = [0u8; 4];
-        dev.read(dev.epochs().expect("epochs"), GATED_RUNS_OFFSET, &mut w)
-            .expect("read");
-        u32::from_le_bytes(w)
-    };
-    let mut rng = Rng::new(seed() ^ 0x57e9);
-    let plain_value = |rng: &mut Rng| -> f32 {
-        if rng.below(16) == 0 {
-            return if rng.below(2) == 0 { 0.0 } else { -0.0 };
-        }
-        let e = rng.below(111) as i32 - 51;
-        let x = ((1 << 23) | rng.below(1 << 23)) as f32 * 2f32.powi(e - 23);
-        if rng.below(2) == 0 {
-            x
-        } else {
-            -x
-        }
-    };
-    let odd_value = |rng: &mut Rng| -> f32 {
-        let v = match rng.below(5) {
-            0 => f32::from_bits((rng.next_u64() as u32 & 0x007f_ffff).max(1)),
-            1 => f32::from_bits((1 + rng.below(75) as u32) << 23 | rng.below(1 << 23) as u32),
-            2 => f32::from_bits((188 + rng.below(66) as u32) << 23 | rng.below(1 << 23) as u32),
-            3 => f32::INFINITY,
-            _ => f32::from_bits(0x7fa0_0000 | rng.below(1 << 20) as u32),
-        };
-        if rng.below(2) == 0 {
-            v
-        } else {
-            -v
-        }
-    };
-    let tuning = StencilTuning {
-        gated: Some(true),
-        ..StencilTuning::default()
-    };
-    let mut checked = 0;
-    for n in [1, 5, 33, 4097, LONG] {
-        // 0: plain; 1: one odd value, first; 2: last; 3: anywhere; 4: many; 5: plain values,
-        // one weight odd (not gated).
-        for case in [0, 1, 0, 2, 3, 4, 5] {
-            let mut weights: [f32; POINTS] = std::array::from_fn(|_| plain_value(&mut rng));
-            let mut input: Vec<f32> = (0..n).map(|_| plain_value(&mut rng)).collect();
-            match case {
-                1 => input[0] = odd_value(&mut rng),
-                2 => input[n - 1] = odd_value(&mut rng),
-                3 => input[rng.below(n as u64) as usize] = odd_value(&mut rng),
-                4 => input
-                    .iter_mut()
-                    .step_by(7)
-                    .for_each(|x| *x = odd_value(&mut rng)),
-                5 => weights[rng.below(POINTS as u64) as usize] = odd_value(&mut rng),
-                _ => {}
-            }
-            let fired = (1..=4).contains(&case);
-            let want = stencil_reference(weights, &input);
-            let poison = poison_value(&want);
-            for variant in StencilVariant::ALL {
-                let what = format!("gated stencil {variant} n={n}, case {case}");
-                let check = |label: &str, dev: &dyn Device| {
-                    let src = xwarp::DeviceVec::from_slice(dev, &input).expect("upload");
-                    let mut dst = xwarp::DeviceVec::alloc(dev, n).expect("alloc");
-                    dst.fill(dev, poison).expect("fill");
-                    moving_average_tuned(dev, variant, weights, &src, &mut dst, tuning)
-                        .unwrap_or_else(|e| panic!("{label}: {what}: {e}"));
-                    let got = dst.to_vec(dev).expect("read");
-                    if let Some(m) = first_mismatch_nan_as_class(&want, &got) {
-                        panic!("{label}: {what}: {m}");
-                    }
-                };
-                for_each_device(|d| {
-                    if !flushes(d, ElemKind::F32) {
-                        check(&d.label, &*d.dev);
-                    }
-                });
-                if let Some(own) = &own {
-                    let before = runs(own);
-                    check("the emulating Vulkan device", own);
-                    let ran = runs(own).wrapping_sub(before);
-                    // Inputs of one launch here (1000003 fits one binding).
-                    assert_eq!(
-                        ran,
-                        u32::from(fired),
-                        "{what}: {ran} exact launches ran (a value not plain: {fired})"
-                    );
-                    let messages = own.validation_messages();
-                    assert!(messages.is_empty(), "validation: {}", messages.join("\n"));
-                    checked += 1;
-                }
-            }
-        }
-    }
-    eprintln!("{checked} gated averages checked by their exact launches");
-    assert!(own.is_none() || checked > 0);
-}
-
 /// Gated `f32` sum scans (`Tuning::gated`): the driver's arithmetic with every input tested,
 /// and the exact launch only where a test fired. On every test device, and on a Vulkan device
 /// of its own that keeps subnormals in its kernels (`SubnormalMode::Emulate`), the result is
@@ -604,7 +474,21 @@ fn gated_stencils_f32() {
 #[test]
 fn gated_scans_f32() {
     use xwarp_lab::validate::scan::expected;
-    let own = emulating_device();
+    let own = devices().iter().any(|d| d.vulkan.is_some()).then(|| {
+        let device = std::env::var("XWARP_TEST_VULKAN_DEVICE")
+            .ok()
+            .map(|s| s.parse().expect("XWARP_TEST_VULKAN_DEVICE"));
+        VulkanDevice::new(&VulkanOptions {
+            device,
+            validation: true,
+            subnormals: Some(SubnormalMode::Emulate),
+        })
+        .expect("the Vulkan device opens with SubnormalMode::Emulate")
+    });
+    if let Some(own) = &own {
+        assert_eq!(own.info().subnormals_f32, Subnormals::Emulated);
+        assert!(own.indirect_launches());
+    }
     let mut rng = Rng::new(seed() ^ 0x6a7e);
     let tuning = Tuning {
         gated: Some(true),

@@ -957,47 +957,6 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: true,
         params: Some(&STENCIL_PARAMS),
     },
-    // stencil.glsl's gated f32 averages on a device that flushes subnormals (src/stencil.rs):
-    // the gate in the driver's arithmetic, its inputs tested; Vulkan only.
-    KernelDef {
-        name: "stencil_gate",
-        variants: &["f32"],
-        consts: &[
-            // 0 shuffles, 1 shared memory.
-            Const {
-                name: "SMEM",
-                on: On::Both,
-                values: OFF_ON,
-            },
-            Const {
-                name: "ROWS",
-                on: On::Both,
-                values: &[8, 4, 16],
-            },
-        ],
-        cuda: false,
-        params: Some(&STENCIL_PARAMS),
-    },
-    // The exact launch after the gate, its workgroup counts the gate's; Vulkan only.
-    KernelDef {
-        name: "stencil_gated",
-        variants: &["f32_exact"],
-        consts: &[
-            // 0 shuffles, 1 shared memory.
-            Const {
-                name: "SMEM",
-                on: On::Both,
-                values: OFF_ON,
-            },
-            Const {
-                name: "ROWS",
-                on: On::Both,
-                values: &[8, 4, 16],
-            },
-        ],
-        cuda: false,
-        params: Some(&STENCIL_PARAMS),
-    },
     KernelDef {
         name: "top_k",
         variants: &["b32", "b64"],
