@@ -1,6 +1,6 @@
 // Even-bin histogram (CUB's HistogramEven) with CUDA's own intrinsics; the twin of
 // shaders/histogram.comp, whose header describes the bins, the steps (OP: 0 CLEAR, 1 SHARED,
-// 2 GLOBAL, 3 WIDEN) of the plan in src/histogram.rs and the counting (each thread's bins by
+// 2 GLOBAL, 3 WIDEN, 4 SELF) of the plan in src/histogram.rs and the counting (each thread's bins by
 // runs, its last run warp-aggregated: __all_sync finds a warp whose lanes all end on lane 0's
 // bin and count, and lane 0 adds them with one atomic). Modelled by src/cpu/histogram.rs.
 // FAST_BINS (the Vulkan twin's exact float variant) has no twin: CUDA keeps subnormals.
@@ -11,7 +11,7 @@ struct HistogramParams {
     unsigned int n;         // samples
     unsigned int bins;
     unsigned int chunk;     // samples per block (a multiple of the block size times BATCH)
-    unsigned int pad0;
+    unsigned int wide;      // SELF: nonzero where the output's counts are u64
     unsigned int lower_lo;  // lower, upper, the float scale, the integer range and bin width:
     unsigned int lower_hi;  // two words each, low first
     unsigned int upper_lo;
@@ -92,7 +92,7 @@ __device__ __forceinline__ unsigned int xw_bin_of(XW_T x, const HistogramParams&
 
 __device__ __forceinline__ void xw_add(unsigned int* sh, unsigned int* counts, unsigned int b,
                                        unsigned int c) {
-#if OP == 1
+#if OP == 1 || OP == 4
     atomicAdd(&sh[b], c);
 #else
     atomicAdd(&counts[b], c);
@@ -127,7 +127,7 @@ extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __rest
         wide[2 * i0 + 1] = 0;
     }
 #else
-#if OP == 1
+#if OP == 1 || OP == 4
     for (unsigned int i = local; i < p.bins; i += BLOCK) sh[i] = 0;
     __syncthreads();
 #endif
@@ -164,11 +164,37 @@ extern "C" __global__ __launch_bounds__(BLOCK) void histogram(const XW_T* __rest
         }
         xw_count_run(sh, counts, run, c);
     }
-#if OP == 1
+#if OP == 1 || OP == 4
     __syncthreads();
     for (unsigned int i = local; i < p.bins; i += BLOCK) {
         const unsigned int c = sh[i];
         if (c != 0) atomicAdd(&counts[i], c);
+    }
+#endif
+#if OP == 4
+    // SELF (see the GLSL twin): thread 0 counts the block done after a fence (the block's adds
+    // before its count); the last block takes each total, zeroing its word, writes the output
+    // and zeroes the count.
+    __shared__ unsigned int s_last;
+    __syncthreads();
+    if (local == 0) {
+        __threadfence();
+        const unsigned int groups = (p.n - 1) / p.chunk + 1;  // the launch's blocks (p.n > 0)
+        s_last = atomicAdd(&counts[p.bins], 1u) + 1 == groups ? 1u : 0u;
+    }
+    __syncthreads();
+    if (s_last != 0) {
+        __threadfence();
+        for (unsigned int i = local; i < p.bins; i += BLOCK) {
+            const unsigned int c = atomicExch(&counts[i], 0u);
+            if (p.wide != 0) {
+                wide[2 * i] = c;
+                wide[2 * i + 1] = 0;
+            } else {
+                wide[i] = c;
+            }
+        }
+        if (local == 0) counts[p.bins] = 0;
     }
 #endif
 #endif

@@ -12,7 +12,12 @@
 //   SHARED  workgroup g counts samples g * chunk .. (g + 1) * chunk into bins in shared memory,
 //           then adds its nonzero bins to counts with one atomic each (bins <= SHARED_WORDS);
 //   GLOBAL  the same straight into counts (more bins than shared memory holds);
-//   WIDEN   wide[b] = counts[b] as u64 (two words, low first).
+//   WIDEN   wide[b] = counts[b] as u64 (two words, low first);
+//   SELF    SHARED's count without a clearing launch: `counts` is bins + 1 words of the
+//           device's counters buffer (zero whenever no launch runs), the bins' totals and a
+//           count of the workgroups done; the last workgroup done takes each total, zeroing its
+//           word, writes it to the output `wide` (u32, or u64 where p.wide is set) and zeroes
+//           the count, so the words are zero again when the launch ends (src/histogram.rs).
 // Samples are read in coalesced steps of BATCH loads per invocation, all issued before the
 // step's first sample is binned (where the step lies wholly inside the chunk). Each invocation
 // counts its BATCH bins by runs: consecutive equal bins add one atomic for the run. Its last run
@@ -24,6 +29,7 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_memory_scope_semantics : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -50,6 +56,7 @@ const uint OP_CLEAR = 0u;
 const uint OP_SHARED = 1u;
 const uint OP_GLOBAL = 2u;
 const uint OP_WIDEN = 3u;
+const uint OP_SELF = 4u;
 
 layout(std430, binding = 0) readonly buffer Samples { T samples[]; };
 layout(std430, binding = 1) buffer Counts { uint counts[]; };
@@ -58,7 +65,7 @@ layout(push_constant) uniform Params {
     uint n;         // samples
     uint bins;
     uint chunk;     // samples per workgroup (a multiple of the workgroup size times BATCH)
-    uint pad0;
+    uint wide;      // SELF: nonzero where the output's counts are u64
     uint lower_lo;  // lower, upper, the float scale, the integer range and bin width: two words
     uint lower_hi;  // each, low first
     uint upper_lo;
@@ -77,6 +84,7 @@ const uint BATCH = 8u;
 const uint NONE = 0xffffffffu;
 
 shared uint sh[SHARED_WORDS];
+shared uint s_last;  // SELF: this workgroup was the last to count itself done
 
 #if !defined(XW_T_FLOAT) && defined(XW_T_64)
 // The 96-bit product of a and b: (the low 64 bits, the high 32).
@@ -169,7 +177,7 @@ uint bin_of(T x) {
 }
 
 void add(uint b, uint c) {
-    if (OP == OP_SHARED) {
+    if (OP == OP_SHARED || OP == OP_SELF) {
         atomicAdd(sh[min(b, SHARED_WORDS - 1u)], c);
     } else {
         atomicAdd(counts[b], c);
@@ -205,6 +213,34 @@ void count_step(uint b[BATCH]) {
     count_run(run, c);
 }
 
+// SELF, by every invocation once its adds to the totals are issued: invocation 0 counts the
+// workgroup done (release: the workgroup's adds come before its count); the last workgroup
+// (acquire: every other workgroup's adds before its reads) takes each bin's total, zeroing its
+// word, writes it to the output, and zeroes the count. Uniform control flow.
+void finish_if_last(uint local, uint block) {
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease);
+    if (local == 0u) {
+        uint groups = (p.n - 1u) / p.chunk + 1u;  // the launch's workgroups (p.n > 0)
+        uint before = atomicAdd(counts[p.bins], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsRelease);
+        s_last = before + 1u == groups ? 1u : 0u;
+    }
+    barrier();
+    if (s_last == 0u) return;
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    for (uint i = local; i < p.bins; i += block) {
+        uint c = atomicExchange(counts[i], 0u);
+        if (p.wide != 0u) {
+            wide[2u * i] = c;
+            wide[2u * i + 1u] = 0u;
+        } else {
+            wide[i] = c;
+        }
+    }
+    if (local == 0u) counts[p.bins] = 0u;
+}
+
 void main() {
     uint local = gl_LocalInvocationIndex;
     uint block = gl_WorkGroupSize.x;
@@ -220,7 +256,7 @@ void main() {
         }
         return;
     }
-    if (OP == OP_SHARED) {
+    if (OP == OP_SHARED || OP == OP_SELF) {
         for (uint i = local; i < p.bins; i += block) sh[i] = 0u;
         barrier();
     }
@@ -244,11 +280,12 @@ void main() {
             count_run(i < stop ? bin_of(samples[i]) : NONE, 1u);
         }
     }
-    if (OP == OP_SHARED) {
+    if (OP == OP_SHARED || OP == OP_SELF) {
         barrier();
         for (uint i = local; i < p.bins; i += block) {
             uint c = sh[i];
             if (c != 0u) atomicAdd(counts[i], c);
         }
     }
+    if (OP == OP_SELF) finish_if_last(local, block);
 }

@@ -11,10 +11,17 @@
 //!
 //! Each workgroup counts a contiguous chunk of samples into bins in shared memory (up to
 //! [`SHARED_BINS`] bins; more go straight to device memory) and then adds its nonzero bins to
-//! the output, one atomic each. An invocation counts its eight samples of a step by runs of
-//! equal bins, one atomic a run, and its last run warp-aggregated: where every invocation of
-//! the subgroup ends on the same bin with the same count, one atomic adds them all; so samples
-//! that all fall in one bin do not serialize on one counter.
+//! the totals, one atomic each. Where the totals (and a count of the workgroups done) fit the
+//! device's counters buffer ([`Device::counter_slot`]), they are kept there and the last
+//! workgroup done writes them to the output and zeroes them again: one launch a call, with no
+//! clearing launch and no temporary. Otherwise (more than [`SHARED_BINS`] bins, or a device
+//! without counters) the totals are the output itself (`u32` counts) or a temporary of `u32`
+//! counts widened to the output (`u64`), zeroed by a clearing launch first.
+//!
+//! An invocation counts its eight samples of a step by runs of equal bins, one atomic a run,
+//! and its last run warp-aggregated: where every invocation of the subgroup ends on the same
+//! bin with the same count, one atomic adds them all; so samples that all fall in one bin do
+//! not serialize on one counter.
 //!
 //! On a device that flushes subnormals (`Subnormals::Emulated`) float samples bin with the
 //! driver's own arithmetic where the bounds guarantee that flushing cannot move a sample (both
@@ -38,7 +45,7 @@
 //! `shaderInt64`). Every check happens before anything is launched, so a refused call leaves
 //! its counts untouched.
 
-use crate::device::{BackendKind, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
 use crate::element::{ElemKind, Element};
 use crate::error::Result;
 use crate::kernels::HistogramParams;
@@ -59,6 +66,7 @@ enum Step {
     Shared = 1,
     Global = 2,
     Widen = 3,
+    SelfClearing = 4,
 }
 
 mod sealed {
@@ -102,16 +110,12 @@ pub fn histogram_even<T: Sample, C: Count>(
         plan::require(info, ElemKind::U64, ops)?;
     }
     let wide = C::KIND.size() == 8;
-    let scratch = if wide {
-        Some(DeviceVec::<u32>::alloc(dev, bins)?)
-    } else {
-        None
-    };
-    // 32-bit counts: the output itself, or the scratch a u64 output is widened from.
-    let narrow = match &scratch {
-        Some(s) => s.binding(0, bins),
-        None => counts.binding(0, bins),
-    };
+    // Bins counted in shared memory whose totals (and a count of the workgroups done) fit the
+    // device's counters buffer take one launch: no clearing launch, no widening launch and no
+    // scratch (Step::SelfClearing).
+    let slot = (n > 0 && bins <= SHARED_BINS)
+        .then(|| dev.counter_slot(4 * (bins as u64 + 1)))
+        .flatten();
     let bytes = |v: T| v.to_bits64();
     let word = |w: u64| (w as u32, (w >> 32) as u32);
     let (lower_lo, lower_hi) = word(bytes(lower));
@@ -132,6 +136,7 @@ pub fn histogram_even<T: Sample, C: Count>(
         n: n as u32,
         bins: bins as u32,
         chunk: chunk as u32,
+        wide: u32::from(wide),
         lower_lo,
         lower_hi,
         upper_lo,
@@ -144,11 +149,13 @@ pub fn histogram_even<T: Sample, C: Count>(
         width_hi,
         ..HistogramParams::default()
     };
-    let run = |step: Step, groups: usize| -> Result<()> {
+    let run = |step: Step, groups: usize, bindings: &[Binding<'_>]| -> Result<()> {
         // Shared memory for the bins only where they are counted there, and no more than they
         // need (fewer bytes keep more workgroups on an SM).
         let shared_words = match step {
-            Step::Shared => bins.next_power_of_two().clamp(64, SHARED_BINS) as u32,
+            Step::Shared | Step::SelfClearing => {
+                bins.next_power_of_two().clamp(64, SHARED_BINS) as u32
+            }
             _ => 64,
         };
         let mut consts = vec![("OP", step as u32), ("SHARED_WORDS", shared_words)];
@@ -156,7 +163,7 @@ pub fn histogram_even<T: Sample, C: Count>(
         // the Vulkan twin's exact float variant FAST_BINS (CUDA keeps subnormals).
         if info.backend == BackendKind::Cuda {
             consts.push(("BLOCK", BLOCK));
-        } else if exact && matches!(step, Step::Shared | Step::Global) {
+        } else if exact && matches!(step, Step::Shared | Step::Global | Step::SelfClearing) {
             consts.push(("FAST_BINS", fast));
         }
         dev.launch(&Launch {
@@ -167,22 +174,43 @@ pub fn histogram_even<T: Sample, C: Count>(
             },
             block: BLOCK,
             groups: plan::grid(info, groups as u64)?,
-            bindings: &[samples.binding(0, n), narrow, counts.binding(0, bins)],
+            bindings,
             params: bytemuck::bytes_of(&params),
         })
     };
+    let groups = n.div_ceil(chunk);
+    if let Some(slot) = slot {
+        let totals = Binding {
+            buffer: slot,
+            offset: 0,
+            bytes: 4 * (bins as u64 + 1),
+        };
+        let bindings = [samples.binding(0, n), totals, counts.binding(0, bins)];
+        return run(Step::SelfClearing, groups, &bindings);
+    }
+    let scratch = if wide {
+        Some(DeviceVec::<u32>::alloc(dev, bins)?)
+    } else {
+        None
+    };
+    // 32-bit counts: the output itself, or the scratch a u64 output is widened from.
+    let narrow = match &scratch {
+        Some(s) => s.binding(0, bins),
+        None => counts.binding(0, bins),
+    };
+    let bindings = [samples.binding(0, n), narrow, counts.binding(0, bins)];
     let per_bin = bins.div_ceil(BLOCK as usize);
-    run(Step::Clear, per_bin)?;
+    run(Step::Clear, per_bin, &bindings)?;
     if n > 0 {
         let step = if bins <= SHARED_BINS {
             Step::Shared
         } else {
             Step::Global
         };
-        run(step, n.div_ceil(chunk))?;
+        run(step, groups, &bindings)?;
     }
     if wide {
-        run(Step::Widen, per_bin)?;
+        run(Step::Widen, per_bin, &bindings)?;
     }
     Ok(())
 }

@@ -130,3 +130,73 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
 fn every_backend_is_tested() {
     assert!(!devices().is_empty());
 }
+
+/// Calls whose totals fit the device's counters buffer count in one launch whose last workgroup
+/// writes the counts and zeroes the words it used: each result must equal the CPU's (the counts
+/// poisoned first) and the buffer be zero again after each call; bin counts from one to
+/// `SHARED_BINS` (the most kept there) and one more (the clearing launch), `u32` and `u64`
+/// counts, from one sample (one workgroup) to 256 workgroups, samples spread and all in one bin;
+/// then one call recorded and replayed on new samples where the device records.
+#[test]
+fn calls_of_one_launch_leave_the_device_counters_zero() {
+    use xwarp::histogram::SHARED_BINS;
+    use xwarp_lab::validate::histogram::run_histogram;
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let bin_counts = [1, 7, 256, 2047, 2048, SHARED_BINS, SHARED_BINS + 1];
+        let lengths = [1, 33, 4097, 1 << 17, (1 << 19) + 3];
+        for (i, &bins) in bin_counts.iter().enumerate() {
+            for (j, &n) in lengths.iter().enumerate() {
+                let wide = (i + j) % 2 == 1;
+                let one_bin = j % 3 == 2;
+                let span = bins as i64 * 3;
+                let samples: Vec<i32> = (0..n)
+                    .map(|_| {
+                        if one_bin {
+                            span as i32 / 2
+                        } else {
+                            (rng.below(span as u64 + 20) as i64 - 10) as i32
+                        }
+                    })
+                    .collect();
+                let label = format!(
+                    "{}: {bins} bins, n={n}, {} counts{}",
+                    d.label,
+                    if wide { "u64" } else { "u32" },
+                    if one_bin { ", one bin" } else { "" }
+                );
+                let want = cpu::histogram::histogram_even(&samples, bins, 0, span as i32);
+                let got = run_histogram(dev, &samples, bins, 0, span as i32, wide).unwrap();
+                assert!(got == want, "{label}: wrong counts");
+                common::assert_counters_zero(dev, &label);
+            }
+        }
+        // One call recorded once, replayed on new samples.
+        let (n, bins) = (100_003, 300);
+        let src = DeviceVec::<f32>::alloc(dev, n).unwrap();
+        let mut counts = DeviceVec::<u64>::alloc(dev, bins).unwrap();
+        let rec = match dev.record(&mut || histogram_even(dev, &src, &mut counts, -1.0, 2.0)) {
+            Ok(rec) => rec,
+            Err(Error::Recording { .. }) => return,
+            Err(e) => panic!("{}: recording a histogram: {e}", d.label),
+        };
+        for round in 0..3 {
+            let samples: Vec<f32> = (0..n)
+                .map(|_| rng.below(1 << 20) as f32 / (1 << 18) as f32 - 1.5)
+                .collect();
+            dev.write(src.raw(), 0, bytemuck::cast_slice(&samples))
+                .unwrap();
+            counts.fill(dev, 0xcdcd_cdcd_cdcd_cdcd).unwrap();
+            let ticket = dev.replay(&rec).unwrap();
+            dev.wait(ticket).unwrap();
+            let want = cpu::histogram::histogram_even(&samples, bins, -1.0, 2.0);
+            assert!(
+                counts.to_vec(dev).unwrap() == want,
+                "{}: replay {round}: wrong counts",
+                d.label
+            );
+            common::assert_counters_zero(dev, &format!("{}: replay {round}", d.label));
+        }
+    });
+}

@@ -350,8 +350,8 @@ param_blocks! {
         pub bins: u32,
         /// Samples per workgroup.
         pub chunk: u32,
-        /// Padding.
-        pub pad0: u32,
+        /// The self-clearing count (`OP` 4): nonzero where the output's counts are `u64`.
+        pub wide: u32,
         /// `lower`'s bits, low word.
         pub lower_lo: u32,
         /// `lower`'s bits, high word.

@@ -267,7 +267,7 @@ pub const RUNS_PARAMS: ParamBlock = ParamBlock {
 pub const HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
     name: "HistogramParams",
     fields: &[
-        "n", "bins", "chunk", "pad0", "lower_lo", "lower_hi", "upper_lo", "upper_hi", "scale_lo",
+        "n", "bins", "chunk", "wide", "lower_lo", "lower_hi", "upper_lo", "upper_hi", "scale_lo",
         "scale_hi", "range_lo", "range_hi", "width_lo", "width_hi", "pad1", "pad2",
     ],
 };
@@ -522,11 +522,12 @@ pub const KERNELS: &[KernelDef] = &[
         variants: ALL_TYPES,
         consts: &[
             // The step: 0 clear, 1 count in shared memory, 2 count in global memory, 3 widen
-            // the counts to u64.
+            // the counts to u64, 4 count in shared memory into the device's counters, the last
+            // workgroup writing the counts and zeroing those words.
             Const {
                 name: "OP",
                 on: On::Both,
-                values: &[0, 1, 2, 3],
+                values: &[0, 1, 2, 3, 4],
             },
             // Words of the shared bins: the bins rounded up to a power of two, 64 ..
             // SHARED_BINS (src/histogram.rs).
