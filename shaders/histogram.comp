@@ -262,23 +262,23 @@ void main() {
     }
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
-    // Where the chunk's whole steps end (start < stop: the launch has no empty workgroup).
-    uint whole = stop - (stop - start) % (BATCH * block);
-    for (uint base = start; base < whole; base += BATCH * block) {
-        // A whole step: every load issued before any sample is binned (a bin's branches would
-        // otherwise keep each load behind the one before).
+    // Every load of a step issued before any of its samples is binned (a bin's branches would
+    // otherwise keep each load behind the one before). In the chunk's partial last step (the
+    // input's end; start < stop: the launch has no empty workgroup) an invocation's places past
+    // the end read the input's last sample and count nowhere: one copy of the binning's code
+    // for both kinds of step, and a partial step's loads in flight at once (one sample at a
+    // time, they took a small input 1.3x the time of one four times as large).
+    for (uint base = start; base < stop; base += BATCH * block) {
         T x[BATCH];
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
-        uint b[BATCH];
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
-        count_step(b);
-    }
-    // The chunk's partial last step (the input's end): one sample an invocation at a time, in
-    // a loop of its own (one copy of the binning's code rather than BATCH more).
-    if (whole < stop) {
-        [[dont_unroll]] for (uint i = whole + local; i < whole + BATCH * block; i += block) {
-            count_run(i < stop ? bin_of(samples[i]) : NONE, 1u);
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+            x[j] = samples[min(base + j * block + local, p.n - 1u)];
         }
+        uint b[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
+            uint bin = bin_of(x[j]);
+            b[j] = base + j * block + local < stop ? bin : NONE;
+        }
+        count_step(b);
     }
     if (OP == OP_SHARED || OP == OP_SELF) {
         barrier();
