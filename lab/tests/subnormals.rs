@@ -464,7 +464,8 @@ fn epoch(dev: &dyn Device) -> Option<u32> {
 /// and the exact launch only where a test fired. On every test device, and on a Vulkan device
 /// of its own that keeps subnormals in its kernels (`SubnormalMode::Emulate`), the result is
 /// the CPU reference's, bit for bit, inclusive and exclusive, on inputs whose magnitudes are
-/// all zero, infinite, NaN or at least 2^-103 (where the driver's sums are the exact ones) and
+/// all zero, infinite, NaN or from 2^-103 to near 2^128 (where the driver's sums are the exact
+/// ones; partial sums overflow to infinity and meet the other one) and
 /// on the same inputs with one value below 2^-103 (a subnormal, a normal below 2^-103, or its
 /// negation: first, last or anywhere), with many ([`cancelling_slots`]), in calls that
 /// alternate. On the device of its own, whose epochs no other test's scans move, each call
@@ -503,6 +504,17 @@ fn gated_scans_f32() {
                 3 => f32::from_bits(0x7fc0_1234),
                 4 => 2f32.powi(-103),
                 5 => -(1.5 * 2f32.powi(-103)),
+                // Near the top of the range: partial sums that overflow to infinity, and meet
+                // the other infinity.
+                6 | 7 => {
+                    let x = ((1 << 23) | rng.below(1 << 23)) as f32 * 2f32.powi(126 - 23);
+                    if rng.below(2) == 0 {
+                        x
+                    } else {
+                        -x
+                    }
+                }
+                8 => f32::NEG_INFINITY,
                 _ => {
                     let e = rng.below(150) as i32 - 103;
                     let x = ((1 << 23) | rng.below(1 << 23)) as f32 * 2f32.powi(e - 23);
