@@ -502,30 +502,17 @@ impl VulkanDevice {
     /// and transfers.
     pub(super) fn begin_indirect(&self, s: &mut Stream, accesses: &[Access]) -> Result<()> {
         self.start(s)?;
-        let barrier = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-            .dst_access_mask(
-                vk::AccessFlags::INDIRECT_COMMAND_READ
-                    | vk::AccessFlags::SHADER_READ
-                    | vk::AccessFlags::SHADER_WRITE
-                    | vk::AccessFlags::TRANSFER_READ
-                    | vk::AccessFlags::TRANSFER_WRITE,
-            );
-        // SAFETY: `s.cmd` is a recording command buffer of this device (`start` began it; the
-        // caller holds the stream).
-        unsafe {
-            self.core.device.cmd_pipeline_barrier(
-                s.cmd,
+        self.barrier_to(
+            s.cmd,
+            (
                 vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::PipelineStageFlags::DRAW_INDIRECT
-                    | vk::PipelineStageFlags::COMPUTE_SHADER
-                    | vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[barrier],
-                &[],
-                &[],
-            )
-        };
+                vk::AccessFlags::MEMORY_WRITE,
+            ),
+            (
+                vk::PipelineStageFlags::DRAW_INDIRECT,
+                vk::AccessFlags::INDIRECT_COMMAND_READ,
+            ),
+        );
         s.since_barrier.clear();
         s.barriers += 1;
         s.since_barrier.extend_from_slice(accesses);
@@ -579,13 +566,29 @@ impl VulkanDevice {
         src_stages: vk::PipelineStageFlags,
         src_access: vk::AccessFlags,
     ) {
+        self.barrier_to(
+            cmd,
+            (src_stages, src_access),
+            (vk::PipelineStageFlags::empty(), vk::AccessFlags::empty()),
+        );
+    }
+
+    /// [`Self::barrier_before_use`] to the stages and accesses of `also` as well (an indirect
+    /// dispatch's reading of its workgroup counts).
+    fn barrier_to(
+        &self,
+        cmd: vk::CommandBuffer,
+        (src_stages, src_access): (vk::PipelineStageFlags, vk::AccessFlags),
+        also: (vk::PipelineStageFlags, vk::AccessFlags),
+    ) {
         let barrier = vk::MemoryBarrier::default()
             .src_access_mask(src_access)
             .dst_access_mask(
                 vk::AccessFlags::SHADER_READ
                     | vk::AccessFlags::SHADER_WRITE
                     | vk::AccessFlags::TRANSFER_READ
-                    | vk::AccessFlags::TRANSFER_WRITE,
+                    | vk::AccessFlags::TRANSFER_WRITE
+                    | also.1,
             );
         // SAFETY: `cmd` is a recording command buffer of this device (the callers hold the
         // stream and have begun it).
@@ -593,7 +596,7 @@ impl VulkanDevice {
             self.core.device.cmd_pipeline_barrier(
                 cmd,
                 src_stages,
-                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER | also.0,
                 vk::DependencyFlags::empty(),
                 &[barrier],
                 &[],
