@@ -262,23 +262,34 @@ void main() {
     }
     uint start = xw_group() * p.chunk;
     uint stop = min(start + p.chunk, p.n);
-    // Every load of a step issued before any of its samples is binned (a bin's branches would
-    // otherwise keep each load behind the one before). In the chunk's partial last step (the
-    // input's end; start < stop: the launch has no empty workgroup) an invocation's places past
-    // the end read the input's last sample and count nowhere: one copy of the binning's code
-    // for both kinds of step, and a partial step's loads in flight at once (one sample at a
-    // time, they took a small input 1.3x the time of one four times as large).
-    for (uint base = start; base < stop; base += BATCH * block) {
+    // Where the chunk's whole steps end (start < stop: the launch has no empty workgroup).
+    uint whole = stop - (stop - start) % (BATCH * block);
+    for (uint base = start; base < whole; base += BATCH * block) {
+        // A whole step: every load issued before any sample is binned (a bin's branches would
+        // otherwise keep each load behind the one before).
+        T x[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) x[j] = samples[base + j * block + local];
+        uint b[BATCH];
+        [[unroll]] for (uint j = 0u; j < BATCH; ++j) b[j] = bin_of(x[j]);
+        count_step(b);
+    }
+    // The chunk's partial last step (the input's end, in the last workgroup only): every load
+    // in flight at once (places past the end read the input's last sample and count nowhere),
+    // then the samples binned one at a time, taken from the loaded ones by selects (one copy
+    // of the binning's code rather than BATCH more, and no array indexed at run time). (One
+    // load at a time, the step took an input of 2^10 samples 1.3x the time of one of 2^12;
+    // through the whole steps' loop, whose loads then needed a bound each, it cost inputs of
+    // 2^24-2^26 3-8%, NOTES.md version 57.)
+    if (whole < stop) {
         T x[BATCH];
         [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-            x[j] = samples[min(base + j * block + local, p.n - 1u)];
+            x[j] = samples[min(whole + j * block + local, p.n - 1u)];
         }
-        uint b[BATCH];
-        [[unroll]] for (uint j = 0u; j < BATCH; ++j) {
-            uint bin = bin_of(x[j]);
-            b[j] = base + j * block + local < stop ? bin : NONE;
+        [[dont_unroll]] for (uint j = 0u; j < BATCH; ++j) {
+            T v = x[0];
+            [[unroll]] for (uint q = 1u; q < BATCH; ++q) v = j == q ? x[q] : v;
+            count_run(whole + j * block + local < stop ? bin_of(v) : NONE, 1u);
         }
-        count_step(b);
     }
     if (OP == OP_SHARED || OP == OP_SELF) {
         barrier();
