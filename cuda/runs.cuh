@@ -432,68 +432,81 @@ __device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned i
     return xw_read_seen(a, tile, flag);
 }
 
-// The exclusive prefix E of tile k > 0 (every thread gets it), whose aggregate is `agg`;
-// publishes the tile's inclusive prefix. Every thread calls it.
-__device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, Carry agg,
-                              unsigned int l) {
-    // The near look-back, by warp 0 alone: lane i polls the flag of tile k - 1 - i until every
-    // tile of the window up to the nearest inclusive prefix (lane m) has published; then lane
-    // i <= m reads its tile's value, the heads are summed by a butterfly and the value is folded
-    // from the nearest value with a head (or from lane m's) down to lane 0 by shuffles: the
-    // window's left fold, bit for bit the first-window path's below, with no block barrier per
-    // poll (four a poll below). The other warps stage their keys meanwhile (see xw_runs). A
-    // window without an inclusive prefix, or a budget run out, leaves the look-back to the
-    // window path below (with the polls left): walking down 32 tiles at a time (integers) took
-    // 1.07-1.14x the time of leaving at once (H200, 2^20-2^24).
-    if (l < XW_WARP) {
-        const unsigned int lane = l;
-        const int tile = (int)k - 1 - (int)lane;
-        unsigned int polls = 0;
-        unsigned int incl, empty, limit;
-        for (;; ++polls) {
-            // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has published
-            // (and never read).
-            const unsigned int f = tile >= 0 ? xw_poll_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
-            incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
-            limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
-            empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
-            if (empty == 0 || polls >= a.p.spin) break;
-        }
-        const bool ok = empty == 0 && incl != 0;
-        if (ok) {
-            // Each lane's poll was an acquire of its tile's flag: its value can be read.
-            Carry c;
-            c.heads = 0;
-            c.v = xw_vt(0);
-            // A lane before tile 0 (the nearest "inclusive" where tile 0 has published only its
-            // aggregate, which a fallback elsewhere may have done) adds nothing: tile 0's
-            // aggregate is its inclusive prefix, and it has a head.
-            if (lane <= limit && tile >= 0)
-                c = xw_read_seen(a, (unsigned int)tile, lane == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
-            Carry w;
-            w.heads = c.heads;
+// A tile's flag by a relaxed load (the near look-back's polls): one acquire fence follows once
+// the polls have seen every flag they need, where an acquiring load (xw_poll_flag) invalidated
+// the L1 cache after every poll (`CCTL.IVALL`, Nsight Compute on an H200).
+__device__ __forceinline__ unsigned int xw_peek_flag(const RunsArgs& a, unsigned int tile) {
+    unsigned int f;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(&a.work[W_FLAGS + tile]) : "memory");
+    return f;
+}
+
+// The near look-back of tile k > 0, by warp 0 alone (every lane calls it): sets s.lb_ok and
+// s.lb_polls and, where it finds the prefix, s.near_prefix, and publishes the tile's inclusive
+// prefix. Lane i polls the flag of tile k - 1 - i until every tile of the window up to the
+// nearest inclusive prefix (lane m) has published; then lane i <= m reads its tile's value, the
+// heads are summed by a butterfly and the value is folded from the nearest value with a head
+// (or from lane m's) down to lane 0 by shuffles: the window's left fold, bit for bit the
+// first-window path's of xw_far_look_back, with no block barrier per poll (four a poll there).
+// The other warps stage their keys, or reduce-by-key's values, meanwhile (see xw_runs_tile). A
+// window without an inclusive prefix, or a budget run out, leaves the look-back to the window
+// path (with the polls left): walking down 32 tiles at a time (integers) took 1.07-1.14x the
+// time of leaving at once (H200, 2^20-2^24).
+__device__ __forceinline__ void xw_near_look_back(const RunsArgs& a, RunsShared& s, unsigned int k,
+                                                  Carry agg, unsigned int lane) {
+    const int tile = (int)k - 1 - (int)lane;
+    unsigned int polls = 0;
+    unsigned int incl, empty, limit;
+    for (;; ++polls) {
+        // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has published
+        // (and never read).
+        const unsigned int f = tile >= 0 ? xw_peek_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
+        incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
+        limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
+        empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
+        if (empty == 0 || polls >= a.p.spin) break;
+    }
+    const bool ok = empty == 0 && incl != 0;
+    if (ok) {
+        // Each lane's last poll saw its tile's flag; with the fence after it, an acquire:
+        // the value published before the flag can be read.
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        Carry c;
+        c.heads = 0;
+        c.v = xw_vt(0);
+        // A lane before tile 0 (the nearest "inclusive" where tile 0 has published only its
+        // aggregate, which a fallback elsewhere may have done) adds nothing: tile 0's
+        // aggregate is its inclusive prefix, and it has a head.
+        if (lane <= limit && tile >= 0)
+            c = xw_read_seen(a, (unsigned int)tile, lane == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
+        Carry w;
+        w.heads = c.heads;
 #pragma unroll
-            for (unsigned int d = 1; d < XW_WARP; d <<= 1)
-                w.heads += __shfl_xor_sync(XW_FULL_MASK, w.heads, d);
-            const unsigned int with_head =
-                __ballot_sync(XW_FULL_MASK, lane < limit && c.heads > 0);
-            const unsigned int from =
-                with_head != 0 ? (unsigned int)(__ffs(with_head) - 1) : limit;
-            w.v = __shfl_sync(XW_FULL_MASK, c.v, from);
-            for (unsigned int i = from; i-- > 0;)
-                w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
-            if (lane == 0) {
-                s.near_prefix = w;
-                xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
-            }
-        }
+        for (unsigned int d = 1; d < XW_WARP; d <<= 1)
+            w.heads += __shfl_xor_sync(XW_FULL_MASK, w.heads, d);
+        const unsigned int with_head =
+            __ballot_sync(XW_FULL_MASK, lane < limit && c.heads > 0);
+        const unsigned int from =
+            with_head != 0 ? (unsigned int)(__ffs(with_head) - 1) : limit;
+        w.v = __shfl_sync(XW_FULL_MASK, c.v, from);
+        for (unsigned int i = from; i-- > 0;)
+            w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
         if (lane == 0) {
-            s.lb_ok = ok;
-            s.lb_polls = polls;
+            s.near_prefix = w;
+            xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
         }
     }
-    __syncthreads();
-    if (s.lb_ok) return s.near_prefix;
+    if (lane == 0) {
+        s.lb_ok = ok;
+        s.lb_polls = polls;
+    }
+}
+
+// The exclusive prefix E of tile k > 0 where the near look-back (s.lb_ok, read after a barrier
+// that followed it) did not find it, by the window path (every thread gets it); publishes the
+// tile's inclusive prefix. Every thread calls it.
+__device__ Carry xw_far_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, Carry agg,
+                                  unsigned int l) {
     int hi = (int)k - 1;
     int j = -1;
     unsigned int polls = s.lb_polls;
@@ -612,6 +625,16 @@ __device__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k, 
     return s.carry;
 }
 
+// The exclusive prefix E of tile k > 0 (every thread gets it), whose aggregate is `agg`;
+// publishes the tile's inclusive prefix. Every thread calls it.
+__device__ __forceinline__ Carry xw_look_back(const RunsArgs& a, RunsShared& s, unsigned int k,
+                                              Carry agg, unsigned int l) {
+    if (l < XW_WARP) xw_near_look_back(a, s, k, agg, l);
+    __syncthreads();
+    if (s.lb_ok) return s.near_prefix;
+    return xw_far_look_back(a, s, k, agg, l);
+}
+
 #if SELF_CLEARING
 // XW_SELF_CLEARING, by thread 0 once the tile has published its last state and every thread has
 // read its last one (the barrier that ends xw_look_back; tile 0 reads none): counts the tile
@@ -692,11 +715,33 @@ __device__ __forceinline__ void xw_stage_outputs(RunsShared& s, const Piece& pc,
         const xw_vt partial =
             xw_vt_from(XW_VSTAGE(s)[at], VALUE_WORDS == 2 ? XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * before + 1)] : 0u);
         const xw_vt local = l == 0 ? partial : xw_vop(carry, partial);
+#if defined(XW_RUNS_RBK)
+        // (Reduce-by-key stages its values before the look-back: place 0's write-out applies e.)
+        const xw_vt value = local;
+#else
         const xw_vt value = before == 0 ? xw_vop(e.v, local) : local;
+#endif
         unsigned int w0, w1;
         xw_vt_bits(value, &w0, &w1);
         XW_VSTAGE(s)[at] = w0;
         if (VALUE_WORDS == 2) XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * before + 1)] = w1;
+    }
+}
+
+// The tile's outputs' keys, staged at places [out_lo, out_hi), go out: place `at` is output
+// heads + at - 1 (at >= 1 where heads, the prefix's, is 0). The range holds at most TILE places
+// (an output per element), so each thread has at most ITEMS * KEY_WORDS words to write, at
+// constant offsets from its first. Every thread calls it.
+__device__ __forceinline__ void xw_write_keys(const RunsArgs& a, const RunsShared& s,
+                                              unsigned int heads, unsigned int out_lo,
+                                              unsigned int out_hi, unsigned int l) {
+    const unsigned int w0 = out_lo * KEY_WORDS + l;
+    const unsigned int end = out_hi * KEY_WORDS;
+    unsigned int* dst = a.keys_out + ((unsigned long long)heads * KEY_WORDS + w0 - KEY_WORDS);
+    const unsigned int* src = &s.stage[XW_PAD(w0)];
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS * KEY_WORDS; ++j) {
+        if (w0 + j * BLOCK < end) dst[j * BLOCK] = src[j * XW_PAD_STEP];
     }
 }
 
@@ -734,6 +779,43 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     xw_fold_values(a, s, t, l, pc);
     agg.v = xw_tile_value(a, s, t, l, true, pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0));
     const xw_vt carry = s.inv_carry[l];
+#if defined(XW_RUNS_RBK)
+    // Reduce-by-key: the outputs' values go to their own stage while warp 0 looks back (the
+    // other warps waited at the look-back's barrier: 18% of the kernel's stall samples, Nsight
+    // Compute on an H200). Only place 0, the output of a run entering from an earlier tile,
+    // needs the prefix, which its write-out applies; one barrier then serves the look-back, the
+    // values' stage and both write-outs.
+    if (t == 0) {
+        if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
+    } else {
+        if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
+        if (l < XW_WARP) xw_near_look_back(a, s, t, agg, l);
+    }
+    xw_stage_outputs(s, pc, e, before, carry, l, true, &lo, &hi);
+    __syncthreads();
+    if (t > 0) e = s.lb_ok ? s.near_prefix : xw_far_look_back(a, s, t, agg, l);
+#if SELF_CLEARING
+    if (l == 0) xw_count_tile_done(a, s);
+#endif
+    if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
+    const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
+    xw_write_keys(a, s, e.heads, out_lo, out_hi, l);
+    {
+        const unsigned int i0 = out_lo + l;
+        xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
+        const unsigned int* src = &s.vstage[XW_PAD(VALUE_WORDS * i0)];
+#pragma unroll
+        for (unsigned int j = 0; j < ITEMS; ++j) {
+            const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
+            if (i0 + j * BLOCK < out_hi) {
+                xw_vt v = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
+                // Place 0 (tiles after the first): the entering run, after the prefix.
+                if (j == 0 && i0 == 0) v = xw_vop(e.v, v);
+                dst[j * BLOCK] = v;
+            }
+        }
+    }
+#else
     if (t == 0) {
         if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
     } else {
@@ -746,27 +828,12 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
     __syncthreads();
     const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
-    // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0).
-    // The range holds at most TILE places (an output per element), so each thread has at most
-    // ITEMS * KEY_WORDS words to write, at constant offsets from its first.
-    {
-        const unsigned int w0 = out_lo * KEY_WORDS + l;
-        const unsigned int end = out_hi * KEY_WORDS;
-        unsigned int* dst = a.keys_out + ((unsigned long long)e.heads * KEY_WORDS + w0 - KEY_WORDS);
-        const unsigned int* src = &s.stage[XW_PAD(w0)];
-#pragma unroll
-        for (unsigned int j = 0; j < ITEMS * KEY_WORDS; ++j) {
-            if (w0 + j * BLOCK < end) dst[j * BLOCK] = src[j * XW_PAD_STEP];
-        }
-    }
+    xw_write_keys(a, s, e.heads, out_lo, out_hi, l);
 #if !defined(XW_RUNS_UNIQUE)
-#if !defined(XW_RUNS_RBK)
     __syncthreads();  // the keys are written out: the lengths take their stage
-#endif
-    // (Reduce-by-key's values go to their own stage, read before xw_tile_value's barriers.)
     // `before` and the piece's head and tail bits through opaque moves: otherwise the compiler
-    // keeps the keys' staging addresses, which the values' repeat, live across the look-back
-    // (spilled: 44-52 bytes a thread).
+    // keeps the keys' staging addresses, which the lengths' repeat, live across the look-back
+    // (spilled: 44-52 bytes a thread, reduce-by-key's kernels when they staged values here).
     unsigned int before_v;
     asm volatile("mov.u32 %0, %1;" : "=r"(before_v) : "r"(before));
     asm volatile("mov.u32 %0, %0;" : "+r"(pc.heads));
@@ -784,6 +851,7 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
                 dst[j * BLOCK] = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
         }
     }
+#endif
 #endif
 #if SELF_CLEARING
     xw_zero_work_if_last(a, s, l);
