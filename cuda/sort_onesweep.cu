@@ -35,7 +35,6 @@ struct SortOnesweepParams {
 #define FLAG_WRITE_KEYS 2u    // store the sorted keys (argsort's last pass does not)
 
 #define TILE (BLOCK * ITEMS)
-#define XW_LINE_WORDS 32u  // 32-bit words of a 128-byte cache line
 // Places of the sorted tile the staging area holds at once, and the rounds that stage the
 // tile (1, or 2 for keys where the host halves STAGE_WORDS; see the Vulkan twin's scatter),
 // each taking PLACES / BLOCK of a thread's scatter steps.
@@ -510,16 +509,6 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
         for (unsigned i = 0; i < ITEMS; ++i) {
             const unsigned pos = run + i * XW_WARP + lane;
             keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
-        }
-    }
-    // Pairs: the tile's values, loaded only once its keys have left (see scatter), are asked
-    // into the L2 cache now, a 128-byte line a thread, so that their loads wait for the L2
-    // rather than for device memory.
-    if (VALUE_WORDS != 0 && (p.flags & FLAG_INDEX_VALUES) == 0) {
-        const unsigned words = valid * VALUE_WORDS;
-        const unsigned* base = vals_in + (size_t)tile_base * VALUE_WORDS;
-        for (unsigned w = local * XW_LINE_WORDS; w < words; w += BLOCK * XW_LINE_WORDS) {
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + w));
         }
     }
     // Early counts: each warp counts its keys' digits, so the tile's counts are published
