@@ -778,7 +778,6 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     }
     xw_fold_values(a, s, t, l, pc);
     agg.v = xw_tile_value(a, s, t, l, true, pc.len > 0 ? xw_piece_trail(pc) : xw_vt(0));
-    const xw_vt carry = s.inv_carry[l];
 #if defined(XW_RUNS_RBK)
     // Reduce-by-key: the outputs' values go to their own stage while warp 0 looks back (the
     // other warps waited at the look-back's barrier: 18% of the kernel's stall samples, Nsight
@@ -791,7 +790,9 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
         if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
         if (l < XW_WARP) xw_near_look_back(a, s, t, agg, l);
     }
-    xw_stage_outputs(s, pc, e, before, carry, l, true, &lo, &hi);
+    // C[l] read here, not kept through warp 0's look-back (the self-clearing kernels spilled
+    // 8 bytes more with it).
+    xw_stage_outputs(s, pc, e, before, s.inv_carry[l], l, true, &lo, &hi);
     __syncthreads();
     if (t > 0) e = s.lb_ok ? s.near_prefix : xw_far_look_back(a, s, t, agg, l);
 #if SELF_CLEARING
@@ -816,6 +817,7 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
         }
     }
 #else
+    const xw_vt carry = s.inv_carry[l];
     if (t == 0) {
         if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
     } else {
