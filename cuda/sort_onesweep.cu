@@ -35,8 +35,6 @@ struct SortOnesweepParams {
 #define FLAG_WRITE_KEYS 2u    // store the sorted keys (argsort's last pass does not)
 
 #define TILE (BLOCK * ITEMS)
-// Predecessors' states the look-back reads at once for each digit.
-#define XW_LB_DEPTH 4u
 // Places of the sorted tile the staging area holds at once, and the rounds that stage the
 // tile (1, or 2 for keys where the host halves STAGE_WORDS; see the Vulkan twin's scatter),
 // each taking PLACES / BLOCK of a thread's scatter steps.
@@ -224,31 +222,14 @@ __device__ void look_back(SortShared& s, const KEY* __restrict__ keys_in, unsign
             unsigned next = s.next[b];
             unsigned acc = s.acc[b];
             while (next != 0) {
-                // XW_LB_DEPTH predecessors read at once, then taken in order until one has
-                // published nothing or one is inclusive: one memory round trip for up to
-                // XW_LB_DEPTH of them, where reading one at a time waited for each (the walk
-                // took 16 states a digit on average, 32-bit pairs at 2^24 on an H200; the
-                // Vulkan twin still reads one at a time). Published by other blocks: read past
-                // the L1 cache.
-                unsigned w[XW_LB_DEPTH];
-#pragma unroll
-                for (unsigned q = 0; q < XW_LB_DEPTH; ++q) {
-                    w[q] = next > q ? *(const volatile unsigned*)&work[p.state_cur + (next - 1 - q) * RADIX + b] : 0u;
-                }
-                bool waiting = false;
-#pragma unroll
-                for (unsigned q = 0; q < XW_LB_DEPTH; ++q) {
-                    if (waiting || next == 0) continue;
-                    if (w[q] == 0) {
-                        waiting = true;
-                    } else {
-                        acc += w[q] & VALUE_MASK;
-                        next = (w[q] & FLAG_INCLUSIVE) != 0 ? 0 : next - 1;
-                    }
-                }
-                if (waiting) {
+                // Published by other blocks: read past the L1 cache.
+                const unsigned w = *(const volatile unsigned*)&work[p.state_cur + (next - 1) * RADIX + b];
+                if (w == 0) {
                     if (budget == 0) break;
                     --budget;
+                } else {
+                    acc += w & VALUE_MASK;
+                    next = (w & FLAG_INCLUSIVE) != 0 ? 0 : next - 1;
                 }
             }
             s.acc[b] = acc;
