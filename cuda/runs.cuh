@@ -432,11 +432,6 @@ __device__ __forceinline__ Carry xw_read_published(const RunsArgs& a, unsigned i
     return xw_read_seen(a, tile, flag);
 }
 
-// The near look-back's window: XW_NEAR_SLOTS * 32 predecessors, XW_NEAR_SLOTS a lane. With 32
-// (one a lane), 84% of the tiles of a 2^24 `i32` reduce-by-key found no inclusive prefix among
-// them and took the window path (four block barriers a poll; Nsight Compute on an H200).
-#define XW_NEAR_SLOTS 8u
-
 // A tile's flag by a relaxed load (the near look-back's polls): one acquire fence follows once
 // the polls have seen every flag they need, where an acquiring load (xw_poll_flag) invalidated
 // the L1 cache after every poll (`CCTL.IVALL`, Nsight Compute on an H200).
@@ -448,11 +443,10 @@ __device__ __forceinline__ unsigned int xw_peek_flag(const RunsArgs& a, unsigned
 
 // The near look-back of tile k > 0, by warp 0 alone (every lane calls it): sets s.lb_ok and
 // s.lb_polls and, where it finds the prefix, s.near_prefix, and publishes the tile's inclusive
-// prefix. Lane i polls the flags of tiles k - 1 - i - 32 j (j < XW_NEAR_SLOTS) until every
-// tile of the window up to the nearest inclusive prefix (window index m) has published; then
-// each lane reads its tiles' values up to m, the heads are summed by a butterfly and the value
-// is folded from the nearest value with a head (or from m's) down to window index 0 by
-// shuffles: the window's left fold, bit for bit the
+// prefix. Lane i polls the flag of tile k - 1 - i until every tile of the window up to the
+// nearest inclusive prefix (lane m) has published; then lane i <= m reads its tile's value, the
+// heads are summed by a butterfly and the value is folded from the nearest value with a head
+// (or from lane m's) down to lane 0 by shuffles: the window's left fold, bit for bit the
 // first-window path's of xw_far_look_back, with no block barrier per poll (four a poll there).
 // The other warps stage their keys, or reduce-by-key's values, meanwhile (see xw_runs_tile). A
 // window without an inclusive prefix, or a budget run out, leaves the look-back to the window
@@ -460,83 +454,43 @@ __device__ __forceinline__ unsigned int xw_peek_flag(const RunsArgs& a, unsigned
 // time of leaving at once (H200, 2^20-2^24).
 __device__ __forceinline__ void xw_near_look_back(const RunsArgs& a, RunsShared& s, unsigned int k,
                                                   Carry agg, unsigned int lane) {
-    // Window index w = lane + 32 * j (slot j) is tile k - 1 - w.
-    unsigned int f[XW_NEAR_SLOTS];
-    unsigned int polls = 0, empty, limit;
-    bool found;
+    const int tile = (int)k - 1 - (int)lane;
+    unsigned int polls = 0;
+    unsigned int incl, empty, limit;
     for (;; ++polls) {
         // Tiles before tile 0 read as inclusive: never the nearest once tile 0 has published
         // (and never read).
-#pragma unroll
-        for (unsigned int j = 0; j < XW_NEAR_SLOTS; ++j) {
-            const int tile = (int)k - 1 - (int)(lane + XW_WARP * j);
-            f[j] = tile >= 0 ? xw_peek_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
-        }
-        found = false;
-        limit = XW_NEAR_SLOTS * XW_WARP - 1;
-#pragma unroll
-        for (unsigned int j = 0; j < XW_NEAR_SLOTS; ++j) {
-            const unsigned int incl = __ballot_sync(XW_FULL_MASK, f[j] == FLAG_INCLUSIVE);
-            if (!found && incl != 0) {
-                limit = XW_WARP * j + (unsigned int)(__ffs(incl) - 1);
-                found = true;
-            }
-        }
-        empty = 0;
-#pragma unroll
-        for (unsigned int j = 0; j < XW_NEAR_SLOTS; ++j)
-            empty |= __ballot_sync(XW_FULL_MASK, f[j] == 0 && lane + XW_WARP * j <= limit);
+        const unsigned int f = tile >= 0 ? xw_peek_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
+        incl = __ballot_sync(XW_FULL_MASK, f == FLAG_INCLUSIVE);
+        limit = incl != 0 ? (unsigned int)(__ffs(incl) - 1) : (unsigned int)XW_WARP - 1;
+        empty = __ballot_sync(XW_FULL_MASK, f == 0 && lane <= limit);
         if (empty == 0 || polls >= a.p.spin) break;
     }
-    const bool ok = empty == 0 && found;
+    const bool ok = empty == 0 && incl != 0;
     if (ok) {
-        // Each lane's last poll saw its tiles' flags; with the fence after it, an acquire:
-        // the values published before the flags can be read.
+        // Each lane's last poll saw its tile's flag; with the fence after it, an acquire:
+        // the value published before the flag can be read.
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        // Window index `from`: the nearest tile below the prefix with a head (or the prefix),
-        // where the value's fold starts.
+        Carry c;
+        c.heads = 0;
+        c.v = xw_vt(0);
+        // A lane before tile 0 (the nearest "inclusive" where tile 0 has published only its
+        // aggregate, which a fallback elsewhere may have done) adds nothing: tile 0's
+        // aggregate is its inclusive prefix, and it has a head.
+        if (lane <= limit && tile >= 0)
+            c = xw_read_seen(a, (unsigned int)tile, lane == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
         Carry w;
-        w.heads = 0;
-        unsigned int from = limit;
-        bool have = false;
-        xw_vt v[XW_NEAR_SLOTS];
-#pragma unroll
-        for (unsigned int j = 0; j < XW_NEAR_SLOTS; ++j) {
-            const unsigned int at = lane + XW_WARP * j;
-            const int tile = (int)k - 1 - (int)at;
-            Carry c;
-            c.heads = 0;
-            c.v = xw_vt(0);
-            // A window index before tile 0 (the nearest "inclusive" where tile 0 has published
-            // only its aggregate, which a fallback elsewhere may have done) adds nothing: tile
-            // 0's aggregate is its inclusive prefix, and it has a head.
-            if (XW_WARP * j <= limit && at <= limit && tile >= 0)
-                c = xw_read_seen(a, (unsigned int)tile, at == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
-            w.heads += c.heads;
-            v[j] = c.v;
-            const unsigned int with_head = __ballot_sync(XW_FULL_MASK, at < limit && c.heads > 0);
-            if (!have && with_head != 0) {
-                from = XW_WARP * j + (unsigned int)(__ffs(with_head) - 1);
-                have = true;
-            }
-        }
+        w.heads = c.heads;
 #pragma unroll
         for (unsigned int d = 1; d < XW_WARP; d <<= 1)
             w.heads += __shfl_xor_sync(XW_FULL_MASK, w.heads, d);
-        // The fold from window index `from` down to 0, oldest tile first, by shuffles.
-        const unsigned int js = from / XW_WARP, ls = from % XW_WARP;
-        w.v = xw_vt(0);
-#pragma unroll
-        for (int j = (int)XW_NEAR_SLOTS - 1; j >= 0; --j) {
-            if ((unsigned int)j == js) {
-                w.v = __shfl_sync(XW_FULL_MASK, v[j], ls);
-                for (unsigned int i = ls; i-- > 0;)
-                    w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, v[j], i));
-            } else if ((unsigned int)j < js) {
-                for (unsigned int i = XW_WARP; i-- > 0;)
-                    w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, v[j], i));
-            }
-        }
+        const unsigned int with_head =
+            __ballot_sync(XW_FULL_MASK, lane < limit && c.heads > 0);
+        const unsigned int from =
+            with_head != 0 ? (unsigned int)(__ffs(with_head) - 1) : limit;
+        w.v = __shfl_sync(XW_FULL_MASK, c.v, from);
+        for (unsigned int i = from; i-- > 0;)
+            w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c.v, i));
         if (lane == 0) {
             s.near_prefix = w;
             xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
@@ -827,18 +781,18 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
 #if defined(XW_RUNS_RBK)
     // Reduce-by-key: the outputs' values go to their own stage while warp 0 looks back (the
     // other warps waited at the look-back's barrier: 18% of the kernel's stall samples, Nsight
-    // Compute on an H200); warp 0 stages its own first, so that its piece is dead during its
-    // look-back (eight flags and values a lane: 56-68 bytes of spills otherwise, ptxas). Only
-    // place 0, the output of a run entering from an earlier tile, needs the prefix, which its
-    // write-out applies; one barrier then serves the look-back, the values' stage and both
-    // write-outs. C[l] is read here, not kept from the summary.
+    // Compute on an H200). Only place 0, the output of a run entering from an earlier tile,
+    // needs the prefix, which its write-out applies; one barrier then serves the look-back, the
+    // values' stage and both write-outs.
     if (t == 0) {
         if (l == 0) xw_publish(a, 0, FLAG_INCLUSIVE, agg);
     } else {
         if (l == 0) xw_publish(a, t, FLAG_AGGREGATE, agg);
+        if (l < XW_WARP) xw_near_look_back(a, s, t, agg, l);
     }
+    // C[l] read here, not kept through warp 0's look-back (the self-clearing kernels spilled
+    // 8 bytes more with it).
     xw_stage_outputs(s, pc, e, before, s.inv_carry[l], l, true, &lo, &hi);
-    if (t > 0 && l < XW_WARP) xw_near_look_back(a, s, t, agg, l);
     __syncthreads();
     if (t > 0) e = s.lb_ok ? s.near_prefix : xw_far_look_back(a, s, t, agg, l);
 #if SELF_CLEARING
