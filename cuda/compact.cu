@@ -32,7 +32,8 @@
 // from the element before it", in place of `pred`; the input pointer starts `shift` elements
 // before the chunk, whose first element's predecessor it is), EPOCHS (1: the stable step of
 // one chunk and one window with its tile states in the device's epochs buffer, see below; only
-// this variant has that code).
+// this variant has that code), CARRY (1, with LENGTHS, one chunk and one window: each tile
+// closes the run before its first head itself, see xw_look_back; no last launch).
 
 struct CompactParams {
     unsigned int n;        // elements in this chunk
@@ -58,6 +59,8 @@ struct CompactParams {
 #include "predicate.cuh"
 
 #define XW_MAX_WARPS 32  // warps of the largest block (1024 threads)
+#define NO_HEAD 0xffffffffu  // LENGTHS: no head (a warp's, a tile's)
+#define XW_CARRY (CARRY && LENGTHS && HEADS)  // the table compiles CARRY with every variant
 
 #define STATE_AGGREGATE (1u << 30)
 #define STATE_INCLUSIVE (2u << 30)
@@ -207,35 +210,69 @@ __device__ __forceinline__ bool xw_passes(const XW_T* __restrict__ in, unsigned 
 #endif
 }
 
-// The passing elements of tile t of this chunk (every thread gets the count).
+// The passing elements of tile t of this chunk (every thread gets the count); CARRY: *last
+// gets the last one's place in the chunk (NO_HEAD: none).
 __device__ unsigned int xw_count_tile(const XW_T* __restrict__ in, unsigned int t,
-                                      const CompactParams& p, unsigned int* warp_counts) {
+                                      const CompactParams& p, unsigned int* warp_counts,
+                                      unsigned int* last) {
     const unsigned int lane = threadIdx.x % XW_WARP;
     const unsigned int warp = threadIdx.x / XW_WARP;
     const XW_T a = xw_pred_operand(p.a_lo, p.a_hi);
     const XW_T b = xw_pred_operand(p.b_lo, p.b_hi);
     const unsigned int first = t * blockDim.x * ITEMS + warp * XW_WARP * ITEMS + lane;
     unsigned int count = 0;
+#if XW_CARRY
+    __shared__ unsigned int s_last;  // the last passing element's place plus one (0: none)
+    unsigned int mine = 0;
+#endif
 #pragma unroll
     for (unsigned int j = 0; j < ITEMS; ++j) {
-        count += __popc(__ballot_sync(XW_FULL_MASK, xw_passes(in, first + j * XW_WARP, p, a, b)));
+        const unsigned int ballot =
+            __ballot_sync(XW_FULL_MASK, xw_passes(in, first + j * XW_WARP, p, a, b));
+        count += __popc(ballot);
+#if XW_CARRY
+        if (ballot != 0) mine = first - lane + j * XW_WARP + 32u - __clz(ballot);
+#endif
     }
     __syncthreads();  // warp_counts may still be read by the caller's previous round
+#if XW_CARRY
+    if (threadIdx.x == 0) s_last = 0;
+    __syncthreads();
+    if (lane == 0 && mine != 0) atomicMax(&s_last, mine);
+#endif
     if (lane == 0) warp_counts[warp] = count;
     __syncthreads();
     unsigned int sum = 0;
     for (unsigned int w = 0; w < blockDim.x / XW_WARP; ++w) sum += warp_counts[w];
+#if XW_CARRY
+    *last = s_last - 1u;  // 0 - 1: NO_HEAD
+#else
+    *last = NO_HEAD;
+#endif
     return sum;
 }
 
 // The exclusive prefix of tile k > 0 of this chunk (every thread gets it).
+//
+// CARRY (run-length encoding, one chunk): `last` holds one word a tile, the place of the last
+// head at or before it, written before the tile's state says so: a tile with heads writes its
+// own last head before its aggregate, a tile without any the word it found here before its
+// inclusive prefix. So the nearest tile of the walk whose state counts a head (an aggregate
+// above zero, or the inclusive prefix, which counts tile 0's first element) holds the last
+// head before tile k in its word, read once the state is seen; *before gets it. Tile k's
+// first head then closes the run before it (its length, the distance from that head), and no
+// launch after the pass is needed. A predecessor counted here for the fallback gets its word
+// too.
 __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k,
                                      unsigned int* states, const CompactParams& p,
-                                     unsigned int* warp_counts) {
+                                     unsigned int* warp_counts, unsigned int* last,
+                                     unsigned int* before) {
     __shared__ int s_stalled;
     __shared__ unsigned int s_prefix;
+    __shared__ unsigned int s_before;
     // Warp 0's running state: the values folded so far and the nearest tile not folded.
     unsigned int folded = 0;
+    unsigned int found = NO_HEAD;  // CARRY: the last head before tile k, once a window had it
     int top = (int)k - 1;
     for (;;) {
         if (threadIdx.x < XW_WARP) {
@@ -259,6 +296,19 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
                     break;
                 }
                 unsigned int x = lane <= limit ? (s & STATE_VALUE) : 0u;
+#if XW_CARRY
+                const unsigned int has = __ballot_sync(XW_FULL_MASK, x != 0);
+                if (found == NO_HEAD && has != 0) {
+                    const unsigned int i = (unsigned int)__ffs(has) - 1;
+                    unsigned int w = 0;
+                    if (lane == i) {
+                        // The state was seen: with the fence, the word written before it.
+                        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+                        w = *(const volatile unsigned int*)&last[t];
+                    }
+                    found = __shfl_sync(XW_FULL_MASK, w, i);
+                }
+#endif
 #pragma unroll
                 for (unsigned int d = 1; d < XW_WARP; d <<= 1) x += __shfl_xor_sync(XW_FULL_MASK, x, d);
                 folded += x;
@@ -268,16 +318,24 @@ __device__ unsigned int xw_look_back(const XW_T* __restrict__ in, unsigned int k
             if (lane == 0) {
                 s_stalled = stalled;
                 s_prefix = folded;
+                s_before = found;
             }
         }
         __syncthreads();
         const int stalled = s_stalled;
         const unsigned int prefix = s_prefix;
+        *before = s_before;
         __syncthreads();
         if (stalled < 0) return prefix;
         // A predecessor that has published nothing after `spin` polls: count its tile here.
-        const unsigned int c = xw_count_tile(in, (unsigned int)stalled, p, warp_counts);
+        unsigned int tile_last;
+        const unsigned int c = xw_count_tile(in, (unsigned int)stalled, p, warp_counts, &tile_last);
         if (threadIdx.x == 0) {
+            // CARRY: its last head, before its state (the tile writes the same word itself).
+            if (XW_CARRY && c != 0) {
+                *(volatile unsigned int*)&last[stalled] = tile_last;
+                __threadfence();
+            }
             xw_publish_for(states, (unsigned int)stalled, STATE_AGGREGATE | c);
             __threadfence();
         }
@@ -312,8 +370,6 @@ __device__ __forceinline__ unsigned int xw_kept_bits(unsigned int code, const XW
     *count = c;
     return kept;
 }
-
-#define NO_HEAD 0xffffffffu
 
 // The thread's passing elements at their places in the tile's output run (out_stage), from
 // `at`, the count of the warps below the thread's (EARLY: before the tile's base is known).
@@ -388,7 +444,10 @@ __device__ void xw_close_runs(unsigned int* lengths, unsigned int* side,
 // allocation (60 with SELF_CLEARING, 48 without): at most 48 (five blocks an SM instead of four)
 // and 40 (six instead of five); 5-8% faster from 2^22 keys on an H100, no spills. The same
 // bounds made the other stable variants spill and run slower (NOTES.md, version 26).
-#if OP == 2 && LENGTHS && XW_ELEM_BYTES == 4 && SELF_CLEARING
+#if OP == 2 && XW_CARRY
+// CARRY's pass (the runs closed by each tile, no last launch): NVRTC 13.0's default allocation.
+#define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK)
+#elif OP == 2 && LENGTHS && XW_ELEM_BYTES == 4 && SELF_CLEARING
 #define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK, 5)
 #elif OP == 2 && LENGTHS && XW_ELEM_BYTES == 4
 #define XW_COMPACT_BOUNDS __launch_bounds__(BLOCK, 6)
@@ -537,11 +596,29 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
     tile_base = s_word;
 #else
     tile_base = 0;
+    // CARRY: the last head before this tile (see xw_look_back), and the tile's own last.
+    unsigned int before = NO_HEAD;
+#if XW_CARRY
+    unsigned int tile_last = NO_HEAD;
+    for (unsigned int w = 0; w < blockDim.x / XW_WARP; ++w)
+        if (warp_last[w] != NO_HEAD) tile_last = warp_last[w];
+    if (threadIdx.x == 0 && tile_count != 0) {
+        // Released by the fence to whoever reads the state published after it.
+        *(volatile unsigned int*)&side[t] = tile_last;
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+#endif
     if (t == 0) {
         if (threadIdx.x == 0) xw_publish(states, t, STATE_INCLUSIVE | tile_count, true);
     } else {
         if (threadIdx.x == 0) xw_publish(states, t, STATE_AGGREGATE | tile_count, true);
-        tile_base = xw_look_back(in, t, states, p, warp_counts);
+        tile_base = xw_look_back(in, t, states, p, warp_counts, side, &before);
+#if XW_CARRY
+        if (threadIdx.x == 0 && tile_count == 0) {
+            *(volatile unsigned int*)&side[t] = before;
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        }
+#endif
         if (threadIdx.x == 0)
             xw_publish(states, t, STATE_INCLUSIVE | (tile_base + tile_count), false);
     }
@@ -565,11 +642,15 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
     // twin of the GLSL kernel's scatter: a head writes the length of the run before it at the
     // place before its own, the tile's last head its position at its own place, and tile t's
     // first head its global rank and position in side (NO_HEAD: no head).
-    unsigned int prev_head = NO_HEAD;
+    // CARRY: the head before the tile's first is `before`, and the tile's first head closes
+    // its run; the last tile closes the input's last run (no head here: the one before).
+    unsigned int prev_head = XW_CARRY ? before : NO_HEAD;
     for (unsigned int w = 0; w < warp; ++w)
         if (warp_last[w] != NO_HEAD) prev_head = warp_last[w];
-    if (tile_count == 0 && threadIdx.x == 0) side[2 * (p.state0 + t)] = NO_HEAD;
+    if (!XW_CARRY && tile_count == 0 && threadIdx.x == 0) side[2 * (p.state0 + t)] = NO_HEAD;
     unsigned int* const len_out = lengths + out0 + tile_base;
+    if (XW_CARRY && tile_count == 0 && threadIdx.x == 0 && t + 1 == p.tiles && tile_base > 0)
+        len_out[-1] = p.n - before;
 #endif
 #pragma unroll
     for (unsigned int j = 0; j < (early ? 0 : ITEMS); ++j) {
@@ -583,9 +664,11 @@ extern "C" __global__ XW_COMPACT_BOUNDS void compact(const XW_T* __restrict__ in
             const unsigned int pos = step0 + lane;
             const unsigned int lower = ballot & below_lane;
             const unsigned int before_head = lower != 0 ? step0 + 31 - __clz(lower) : prev_head;
-            if (q > 0) len_out[q - 1] = pos - before_head;
-            if (q + 1 == tile_count) len_out[q] = pos;
-            if (q == 0) {
+            if (XW_CARRY && tile_base + q > 0) len_out[(int)q - 1] = pos - before_head;
+            if (!XW_CARRY && q > 0) len_out[q - 1] = pos - before_head;
+            if (q + 1 == tile_count && (!XW_CARRY || t + 1 == p.tiles))
+                len_out[q] = XW_CARRY ? p.n - pos : pos;
+            if (!XW_CARRY && q == 0) {
                 const unsigned int g = p.state0 + t;
                 side[2 * g] = (unsigned int)base + tile_base;
                 side[2 * g + 1] = pos;

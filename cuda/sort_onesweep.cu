@@ -221,15 +221,33 @@ __device__ void look_back(SortShared& s, const KEY* __restrict__ keys_in, unsign
         for (unsigned b = threadIdx.x; b < RADIX; b += BLOCK) {
             unsigned next = s.next[b];
             unsigned acc = s.acc[b];
+            // Once a state read was an aggregate (the walk goes on), each round trip reads the
+            // next two states: a walk averaged about 16 states a digit (NOTES.md, version 58).
+            // Not with 8-byte values, whose passes took 1.02-1.04x the time so from 2^24 keys
+            // (H200, version 59), for reasons not measured.
+            constexpr bool deeper = VALUE_WORDS < 2;
+            bool deep = false;
             while (next != 0) {
                 // Published by other blocks: read past the L1 cache.
-                const unsigned w = *(const volatile unsigned*)&work[p.state_cur + (next - 1) * RADIX + b];
+                const unsigned* const at = &work[p.state_cur + (next - 1) * RADIX + b];
+                const unsigned w = *(const volatile unsigned*)at;
+                const unsigned w2 = deep && next >= 2 ? *(const volatile unsigned*)(at - RADIX) : 0u;
                 if (w == 0) {
                     if (budget == 0) break;
                     --budget;
-                } else {
-                    acc += w & VALUE_MASK;
-                    next = (w & FLAG_INCLUSIVE) != 0 ? 0 : next - 1;
+                    continue;
+                }
+                acc += w & VALUE_MASK;
+                if ((w & FLAG_INCLUSIVE) != 0) {
+                    next = 0;
+                    break;
+                }
+                --next;
+                deep = deeper;
+                // A state is never unpublished again: one read before its turn is as good.
+                if (w2 != 0) {
+                    acc += w2 & VALUE_MASK;
+                    next = (w2 & FLAG_INCLUSIVE) != 0 ? 0 : next - 1;
                 }
             }
             s.acc[b] = acc;

@@ -48,8 +48,9 @@
 //! read as unpublished and none is zeroed; the epochs wrap at [`Tuning::epoch_wrap`]. Where the
 //! device keeps no such buffer (or a Vulkan device has no 64-bit buffer atomics), a stable call
 //! of up to [`SELF_CLEARING_MAX_TILES`] tiles keeps its states in the counters buffer and its
-//! last tile zeroes them. Run-length encoding's pass ([`crate::run_length`]) takes those two
-//! paths only.
+//! last tile zeroes them. Run-length encoding's pass ([`crate::run_length`]) takes the epochs
+//! only on CUDA, to 2048 tiles, where each tile closes the run before its first head; else the
+//! other two paths.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -212,7 +213,8 @@ pub const SELF_CLEARING_MAX_TILES: usize = 1024;
 /// its last tile, with the two words a tile in the device's counters buffer: one launch and no
 /// allocation. Measured on an H100 (NOTES.md version 25): 2^16 `i32` keys 13.6 → 11.2 µs on
 /// CUDA, 12.1 → 11.5 on Vulkan; 2^20 (256 tiles) 0.96–1.00×; at 1024 tiles 4% (CUDA) and 17%
-/// (Vulkan) slower than the last launch.
+/// (Vulkan) slower than the last launch. (CUDA carries one word a tile through the
+/// look-back instead, to 2048 tiles.)
 #[doc(hidden)]
 pub const CLOSE_IN_PASS_MAX_TILES: usize = 256;
 
@@ -303,8 +305,11 @@ pub(crate) fn key_words(info: &DeviceInfo, key_bytes: usize) -> Option<ElemKind>
 /// stable compaction with the head predicate, whose chunks after the first read the element
 /// before them. With `lengths` (`u32`, at least `n`; only for inputs that [`lengths_fit`]), each
 /// head's run length too, run-length encoding's kernel: in the scatter each head writes the
-/// length of the run before it, the tile's last head its position; the runs that end at a
-/// tile's first head are closed from two words a tile by the pass's last tile (up to
+/// length of the run before it. Where the device's twin carries one word a tile through the
+/// look-back (the CUDA kernel's `CARRY`, to 2048 tiles: `crate::tuning::lengths_carry_tiles`),
+/// each tile's first head closes the run before it and the last tile the input's last run;
+/// elsewhere the tile's last head holds its position and the runs that end at a tile's first
+/// head are closed from two words a tile by the pass's last tile (up to
 /// [`CLOSE_IN_PASS_MAX_TILES`]) or by a last small launch. The caller has checked the lengths.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn heads(
@@ -422,7 +427,15 @@ fn run(
     // version 19).
     // LENGTHS: two words a tile (the rank and position of its first head), there too where
     // the pass closes its runs.
-    let close = job.lengths.is_some() && tiles <= CLOSE_IN_PASS_MAX_TILES;
+    // LENGTHS where the device's twin can (crate::tuning::lengths_carry_tiles): each tile closes
+    // the run before its first head from one word a tile (the kernel's CARRY), with the tile
+    // states tagged by epochs as a stable compaction's: no clearing launch and no last launch.
+    let carry = job.lengths.is_some()
+        && n > 0
+        && n <= plan.chunk
+        && plan.single
+        && crate::tuning::lengths_carry_tiles(info).contains(&tiles);
+    let close = job.lengths.is_some() && !carry && tiles <= CLOSE_IN_PASS_MAX_TILES;
     let side_words = if job.lengths.is_some() { 2 * tiles } else { 0 };
     let in_counters = if close { side_words } else { 0 };
     let ([at_counter, at_states, at_side], bytes) = plan::regions(
@@ -438,7 +451,7 @@ fn run(
     // kernels' EPOCHS variant; CUDA's, and Vulkan's where the device has 64-bit atomics).
     let one_chunk = n > 0 && n <= plan.chunk && plan.single;
     let epochs = (order == Order::Stable
-        && job.lengths.is_none()
+        && (job.lengths.is_none() || carry)
         && one_chunk
         && tiles <= crate::tuning::compact_epoch_max_tiles(info, job.heads)
         && crate::tuning::one_word_states(info))
@@ -502,7 +515,10 @@ fn run(
     // runs and zeroes them: one launch), else in a buffer of their own and a last launch.
     let close = close && shared.is_some();
     let side_fresh = match job.lengths {
-        Some(_) if n > 0 && !close => Some(DeviceVec::<u32>::alloc(dev, side_words)?),
+        Some(_) if n > 0 && !close => Some(DeviceVec::<u32>::alloc(
+            dev,
+            if carry { tiles } else { side_words },
+        )?),
         _ => None,
     };
     let side = match (shared, &side_fresh) {
@@ -530,6 +546,7 @@ fn run(
         heads: job.heads,
         lengths: side.map(|side| (job.elems_u32(job.lengths.unwrap(), n), side)),
         close,
+        carry,
     };
     if shared.is_none() && epochs.is_none() {
         launcher.reset()?;
@@ -563,7 +580,7 @@ fn run(
         slot ^= 1;
         start += len;
     }
-    if launcher.lengths.is_some() && !close {
+    if launcher.lengths.is_some() && !close && !carry {
         launcher.lengths_step(n, tiles)?;
     }
     Ok(())
@@ -715,6 +732,9 @@ struct Launcher<'a> {
     lengths: Option<(Binding<'a>, Binding<'a>)>,
     /// `LENGTHS`: the pass's last tile closes the runs (no last launch).
     close: bool,
+    /// `LENGTHS` (CUDA): each tile closes the run before its first head (`CARRY`; one word a
+    /// tile, no last launch).
+    carry: bool,
 }
 
 impl Launcher<'_> {
@@ -826,6 +846,7 @@ impl Launcher<'_> {
         if self.info.backend == BackendKind::Cuda {
             consts.push(("BLOCK", BLOCK));
             consts.push(("SELF_CLEARING", u32::from(self.self_clearing)));
+            consts.push(("CARRY", u32::from(self.carry && step == Step::Stable)));
         }
         self.dev.launch(&Launch {
             kernel: Kernel {

@@ -5,9 +5,13 @@
 //! The pass is unique's ([`crate::unique`]: the stable compaction with the predicate "differs
 //! from the key before it"), which also stages each head's run length: the distance to the next
 //! head of its tile, found from the same ballots (the lowest passing lane above it, else the
-//! first head of a later step or subgroup). A tile's last head holds its position, and one
-//! small launch afterwards turns it into a length from the position of the next tile's first
-//! head (two words a tile) or from the input's end. Keys are moved as 32- or 64-bit words.
+//! first head of a later step or subgroup). On CUDA, to 2048 tiles (2^23 4-byte keys), each
+//! tile also publishes the place of its last head (or of the last one before it) beside its
+//! count, so the look-back gives a tile the head before its first, which then closes that run,
+//! and the last tile closes the input's: one launch, no clearing one. Elsewhere a tile's last
+//! head holds its position, and the pass's last tile (to 256 tiles) or one small launch
+//! afterwards turns it into a length from the position of the next tile's first head (two
+//! words a tile) or from the input's end. Keys are moved as 32- or 64-bit words.
 //! Inputs longer than one launch of the compaction (more than 2^29 keys, or more than one
 //! kernel binding holds, or than [`Tuning::max_binding_elems`]), and 64-bit keys on a device without `shaderInt64`, take the runs
 //! kernel ([`crate::runs`]) instead, with the same result.

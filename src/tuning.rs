@@ -265,6 +265,25 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
     }
 }
 
+/// Run-length encoding by the stable compaction ([`crate::run_length`]): the tile counts whose
+/// pass closes each run in the tile of the next head (the CUDA kernel's `CARRY`: one word a
+/// tile carried through the look-back, the states tagged by epochs; no clearing launch and no
+/// last launch). Elsewhere the pass closes its runs in its last tile (to
+/// [`crate::compact::CLOSE_IN_PASS_MAX_TILES`] tiles) or in a last launch after a clearing one.
+///
+/// H200 (NOTES.md, version 59), CUDA, µs against those paths: `i32` keys 2^10-2^20 (one to 256
+/// tiles, closed in the last tile) 0.85-0.94x, 2^21-2^23 0.85-0.97x (clearing and last
+/// launches); `u64` 0.82-0.95x to 2^22. Past 2048 tiles, where unique's epochs cost
+/// (version 53), carrying with epochs took 1.03-1.14x the time (2^24-2^26 keys), so the
+/// clearing and last launches stay there.
+pub(crate) fn lengths_carry_tiles(info: &DeviceInfo) -> std::ops::RangeInclusive<usize> {
+    if info.backend == BackendKind::Cuda {
+        1..=compact_epoch_max_tiles(info, true)
+    } else {
+        std::ops::RangeInclusive::new(1, 0)
+    }
+}
+
 /// Compaction: the kernel. The unordered step keeps a chunk's count and its tiles done in one
 /// 64-bit word, one atomic per tile, where the device has 64-bit buffer atomics
 /// (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are a

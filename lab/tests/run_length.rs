@@ -123,7 +123,8 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
 #[test]
 fn encodings_of_one_pass_leave_the_device_counters_zero() {
     // Encodings whose pass keeps its tile states and two words a tile in the device's counters
-    // buffer close their runs in the pass's last tile, which zeroes those words: the result
+    // buffer close their runs in the pass's last tile, which zeroes those words (on CUDA each
+    // tile closes the run before its first head instead, its states tagged by epochs): the result
     // must equal the CPU's and the buffer be zero again after each; sizes from one key to the
     // most tiles closed in the pass and one tile more (a last launch, the states still in the
     // counters buffer), to the most tiles kept there and one more, 4- and 8-byte keys, short
@@ -172,6 +173,84 @@ fn encodings_of_one_pass_leave_the_device_counters_zero() {
                 };
                 assert!(got.unwrap() == want, "{label}: wrong encoding");
                 common::assert_counters_zero(dev, &label);
+            }
+        }
+    });
+}
+
+#[test]
+fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
+    // Runs of up to three tiles between short ones, so that tiles without a head sit between
+    // tiles with heads: on CUDA each tile carries the place of the last head at or before it
+    // through its tile state, and a tile's first head closes the run before it from there
+    // (crate::tuning::lengths_carry_tiles). Also, on CUDA, the most tiles that carry and one
+    // more (the clearing and last launches), all keys equal and long runs, 4- and 8-byte keys,
+    // with and without the fallback.
+    use xwarp::BackendKind;
+    use xwarp_lab::validate::runs::{
+        expected_run_length, run_unique_or_rle, KeyPattern, UniqueWay,
+    };
+    let mut rng = xwarp::Rng::new(common::seed() ^ 0x5eed);
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
+            let tile = xwarp::compact::tile_elems(elem_bytes);
+            let mut sizes = vec![(40 * tile + 3, None), (3 * tile, None)];
+            if dev.info().backend == BackendKind::Cuda {
+                let most = 2048 * tile;
+                sizes.extend([
+                    (most, None),
+                    (most + 1, None),
+                    (most, Some(KeyPattern::AllEqual)),
+                ]);
+            }
+            for (j, &(n, pattern)) in sizes.iter().enumerate() {
+                let tuning = xwarp::runs::Tuning {
+                    spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
+                };
+                // Run lengths: one in four up to three tiles, the others 1 to 4.
+                let lengths = |rng: &mut xwarp::Rng| {
+                    let mut out = Vec::new();
+                    let mut left = n;
+                    while left > 0 {
+                        let len = if rng.below(4) == 0 {
+                            1 + rng.below(3 * tile as u64) as usize
+                        } else {
+                            1 + rng.below(4) as usize
+                        };
+                        out.push(len.min(left));
+                        left -= len.min(left);
+                    }
+                    out
+                };
+                let label = format!(
+                    "{}: {elem_bytes}-byte n={n} {pattern:?} {tuning:?}",
+                    d.label
+                );
+                let (got, want) = if elem_bytes == 4 {
+                    let keys: Vec<u32> = match pattern {
+                        Some(p) => p.keys(n, &mut rng),
+                        None => lengths(&mut rng)
+                            .into_iter()
+                            .enumerate()
+                            .flat_map(|(r, len)| std::iter::repeat_n(r as u32 % 5, len))
+                            .collect(),
+                    };
+                    let got = run_unique_or_rle(dev, true, &keys, 7, tuning, UniqueWay::Planned);
+                    (got, expected_run_length(&keys, 7))
+                } else {
+                    let keys: Vec<u64> = match pattern {
+                        Some(p) => p.keys(n, &mut rng),
+                        None => lengths(&mut rng)
+                            .into_iter()
+                            .enumerate()
+                            .flat_map(|(r, len)| std::iter::repeat_n(r as u64 % 3, len))
+                            .collect(),
+                    };
+                    let got = run_unique_or_rle(dev, true, &keys, 9, tuning, UniqueWay::Planned);
+                    (got, expected_run_length(&keys, 9))
+                };
+                assert!(got.unwrap() == want, "{label}: wrong encoding");
             }
         }
     });

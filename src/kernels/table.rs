@@ -504,6 +504,14 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            // 1 (with LENGTHS, one chunk and window): each tile closes the run before its
+            // first head, from one word a tile carried through the look-back (no last launch);
+            // the CUDA twin's alone.
+            Const {
+                name: "CARRY",
+                on: On::Cuda,
+                values: OFF_ON,
+            },
         ],
         cuda: true,
         params: Some(&COMPACT_PARAMS),
