@@ -745,6 +745,29 @@ __device__ __forceinline__ void xw_write_keys(const RunsArgs& a, const RunsShare
     }
 }
 
+#if !defined(XW_RUNS_UNIQUE)
+// The tile's outputs' values, staged at places [out_lo, out_hi) as xw_write_keys' keys, go out;
+// with `prefixed` (reduce-by-key, whose values were staged before the look-back), place 0 of a
+// tile after the first, the output of the run entering from an earlier tile, after the
+// prefix e.v. Every thread calls it.
+__device__ __forceinline__ void xw_write_values(const RunsArgs& a, const RunsShared& s, Carry e,
+                                                unsigned int out_lo, unsigned int out_hi,
+                                                unsigned int l, bool prefixed) {
+    const unsigned int i0 = out_lo + l;
+    xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
+    const unsigned int* src = &XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * i0)];
+#pragma unroll
+    for (unsigned int j = 0; j < ITEMS; ++j) {
+        const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
+        if (i0 + j * BLOCK < out_hi) {
+            xw_vt v = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
+            if (prefixed && j == 0 && i0 == 0) v = xw_vop(e.v, v);
+            dst[j * BLOCK] = v;
+        }
+    }
+}
+#endif
+
 // Tile t, by the whole block; FULL: it holds TILE elements.
 template <bool FULL>
 __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, unsigned int t,
@@ -801,21 +824,7 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     if (t + 1 == p.tiles && l == 0) *a.runs = (unsigned long long)(e.heads + agg.heads);
     const unsigned int out_lo = s.out_lo, out_hi = s.out_hi;
     xw_write_keys(a, s, e.heads, out_lo, out_hi, l);
-    {
-        const unsigned int i0 = out_lo + l;
-        xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
-        const unsigned int* src = &s.vstage[XW_PAD(VALUE_WORDS * i0)];
-#pragma unroll
-        for (unsigned int j = 0; j < ITEMS; ++j) {
-            const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
-            if (i0 + j * BLOCK < out_hi) {
-                xw_vt v = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
-                // Place 0 (tiles after the first): the entering run, after the prefix.
-                if (j == 0 && i0 == 0) v = xw_vop(e.v, v);
-                dst[j * BLOCK] = v;
-            }
-        }
-    }
+    xw_write_values(a, s, e, out_lo, out_hi, l, true);
 #else
     const xw_vt carry = s.inv_carry[l];
     if (t == 0) {
@@ -842,17 +851,7 @@ __device__ __forceinline__ void xw_runs_tile(const RunsArgs& a, RunsShared& s, u
     asm volatile("mov.u32 %0, %0;" : "+r"(pc.tails));
     xw_stage_outputs(s, pc, e, before_v, carry, l, true, &lo, &hi);
     __syncthreads();
-    {
-        const unsigned int i0 = out_lo + l;
-        xw_vt* dst = a.values_out + ((unsigned long long)e.heads + i0 - 1);
-        const unsigned int* src = &XW_VSTAGE(s)[XW_PAD(VALUE_WORDS * i0)];
-#pragma unroll
-        for (unsigned int j = 0; j < ITEMS; ++j) {
-            const unsigned int at = j * VALUE_WORDS * XW_PAD_STEP;
-            if (i0 + j * BLOCK < out_hi)
-                dst[j * BLOCK] = xw_vt_from(src[at], VALUE_WORDS == 2 ? src[at + 1] : 0u);
-        }
-    }
+    xw_write_values(a, s, e, out_lo, out_hi, l, false);
 #endif
 #endif
 #if SELF_CLEARING

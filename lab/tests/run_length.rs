@@ -187,9 +187,7 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
     // more (the clearing and last launches), all keys equal and long runs, 4- and 8-byte keys,
     // with and without the fallback.
     use xwarp::BackendKind;
-    use xwarp_lab::validate::runs::{
-        expected_run_length, run_unique_or_rle, KeyPattern, UniqueWay,
-    };
+    use xwarp_lab::validate::runs::KeyPattern;
     let mut rng = xwarp::Rng::new(common::seed() ^ 0x5eed);
     for_each_device(|d| {
         let dev = &*d.dev;
@@ -208,52 +206,63 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
                 let tuning = xwarp::runs::Tuning {
                     spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
                 };
-                // Run lengths: one in four up to three tiles, the others 1 to 4.
-                let lengths = |rng: &mut xwarp::Rng| {
-                    let mut out = Vec::new();
-                    let mut left = n;
-                    while left > 0 {
-                        let len = if rng.below(4) == 0 {
-                            1 + rng.below(3 * tile as u64) as usize
-                        } else {
-                            1 + rng.below(4) as usize
-                        };
-                        out.push(len.min(left));
-                        left -= len.min(left);
-                    }
-                    out
-                };
                 let label = format!(
                     "{}: {elem_bytes}-byte n={n} {pattern:?} {tuning:?}",
                     d.label
                 );
-                let (got, want) = if elem_bytes == 4 {
-                    let keys: Vec<u32> = match pattern {
-                        Some(p) => p.keys(n, &mut rng),
-                        None => lengths(&mut rng)
-                            .into_iter()
-                            .enumerate()
-                            .flat_map(|(r, len)| std::iter::repeat_n(r as u32 % 5, len))
-                            .collect(),
-                    };
-                    let got = run_unique_or_rle(dev, true, &keys, 7, tuning, UniqueWay::Planned);
-                    (got, expected_run_length(&keys, 7))
+                if elem_bytes == 4 {
+                    let keys: Vec<u32> = long_runs(n, tile, pattern, &mut rng);
+                    check_encoding(dev, &keys, 7, tuning, &label);
                 } else {
-                    let keys: Vec<u64> = match pattern {
-                        Some(p) => p.keys(n, &mut rng),
-                        None => lengths(&mut rng)
-                            .into_iter()
-                            .enumerate()
-                            .flat_map(|(r, len)| std::iter::repeat_n(r as u64 % 3, len))
-                            .collect(),
-                    };
-                    let got = run_unique_or_rle(dev, true, &keys, 9, tuning, UniqueWay::Planned);
-                    (got, expected_run_length(&keys, 9))
-                };
-                assert!(got.unwrap() == want, "{label}: wrong encoding");
+                    let keys: Vec<u64> = long_runs(n, tile, pattern, &mut rng);
+                    check_encoding(dev, &keys, 9, tuning, &label);
+                }
             }
         }
     });
+}
+
+/// `n` keys of `pattern`, or without one runs of five random keys in turn, one run in four up
+/// to three tiles long, the others 1 to 4.
+fn long_runs<K: xwarp::Element>(
+    n: usize,
+    tile: usize,
+    pattern: Option<xwarp_lab::validate::runs::KeyPattern>,
+    rng: &mut xwarp::Rng,
+) -> Vec<K> {
+    if let Some(p) = pattern {
+        return p.keys(n, rng);
+    }
+    let palette: Vec<K> = (0..5).map(|_| K::random(rng)).collect();
+    let mut keys = Vec::with_capacity(n);
+    let mut run = 0;
+    while keys.len() < n {
+        let len = if rng.below(4) == 0 {
+            1 + rng.below(3 * tile as u64) as usize
+        } else {
+            1 + rng.below(4) as usize
+        };
+        let len = len.min(n - keys.len());
+        keys.extend(std::iter::repeat_n(palette[run % 5], len));
+        run += 1;
+    }
+    keys
+}
+
+/// The planned encoding of `keys` (outputs poisoned with `poison`) equals the CPU's.
+fn check_encoding<K: xwarp::Element>(
+    dev: &dyn xwarp::Device,
+    keys: &[K],
+    poison: K,
+    tuning: xwarp::runs::Tuning,
+    label: &str,
+) {
+    use xwarp_lab::validate::runs::{expected_run_length, run_unique_or_rle, UniqueWay};
+    let got = run_unique_or_rle(dev, true, keys, poison, tuning, UniqueWay::Planned);
+    assert!(
+        got.unwrap() == expected_run_length(keys, poison),
+        "{label}: wrong encoding"
+    );
 }
 
 #[test]
