@@ -735,7 +735,7 @@ layout(push_constant) uniform Params {
 template <bool CG> __device__ int f() { return CG ? ITEMS : SELF_CLEARING; }
 #define TILE (ITEMS * 2)
 extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, CompactParams p) {
-#if OP == 0 || EXTRA || HEADS || LENGTHS || EARLY || EPOCHS
+#if OP == 0 || EXTRA || HEADS || LENGTHS || EARLY || EPOCHS || CARRY
 #error \"compiled with -DOTHER\"
 #endif
 }
@@ -754,7 +754,8 @@ extern \"C\" __global__ __launch_bounds__(BLOCK) void compact(const int* in, Com
                 "HEADS",
                 "LENGTHS",
                 "EARLY",
-                "EPOCHS"
+                "EPOCHS",
+                "CARRY"
             ]
         );
         let errors = source::check_cuda(k, &iface);
