@@ -66,7 +66,7 @@
 
 use crate::device::{
     BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, RawBuffer,
-    SubgroupFeatures, EPOCH_HEADER_BYTES, EPOCH_TILES,
+    SubgroupFeatures, EPOCH_HEADER_BYTES, EPOCH_SIDE_WORDS, EPOCH_TILES,
 };
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
@@ -514,20 +514,30 @@ fn run(
     // LENGTHS: the two words a tile in the counters buffer (the pass's last tile closes the
     // runs and zeroes them: one launch), else in a buffer of their own and a last launch.
     let close = close && shared.is_some();
+    // CARRY with its states tagged by epochs: its word a tile after them in the epochs buffer
+    // (each written before its tile's state, read after it: nothing to zero, no allocation).
+    let carry_side = epochs
+        .filter(|_| carry && tiles as u64 <= EPOCH_SIDE_WORDS)
+        .map(|e| Binding {
+            buffer: e,
+            offset: EPOCH_HEADER_BYTES + 8 * EPOCH_TILES,
+            bytes: 4 * tiles as u64,
+        });
     let side_fresh = match job.lengths {
-        Some(_) if n > 0 && !close => Some(DeviceVec::<u32>::alloc(
+        Some(_) if n > 0 && !close && carry_side.is_none() => Some(DeviceVec::<u32>::alloc(
             dev,
             if carry { tiles } else { side_words },
         )?),
         _ => None,
     };
-    let side = match (shared, &side_fresh) {
-        (Some(c), _) if close => Some(Binding {
+    let side = match (carry_side, shared, &side_fresh) {
+        (Some(c), _, _) => Some(c),
+        (None, Some(c), _) if close => Some(Binding {
             buffer: c,
             offset: at_side,
             bytes: 4 * side_words as u64,
         }),
-        (_, Some(s)) => Some(s.binding(0, s.len())),
+        (None, _, Some(s)) => Some(s.binding(0, s.len())),
         _ => None,
     };
     let launcher = Launcher {

@@ -606,8 +606,13 @@ pub const EPOCH_TILES: u64 = 1 << 16;
 /// [`crate::scan::Tuning::gated`]), padded to 256 bytes.
 pub const EPOCH_HEADER_BYTES: u64 = 256;
 
+/// 32-bit words after the tile states in the buffer [`Device::epochs`], one a tile, for a
+/// launch that writes each tile's word before the tile's state and reads a word only after its
+/// state (so no word needs zeroing): run-length encoding's tiles on CUDA ([`crate::run_length`]).
+pub const EPOCH_SIDE_WORDS: u64 = 2048;
+
 /// Bytes of the buffer [`Device::epochs`] returns.
-pub const EPOCH_BYTES: u64 = EPOCH_HEADER_BYTES + 8 * EPOCH_TILES;
+pub const EPOCH_BYTES: u64 = EPOCH_HEADER_BYTES + 8 * EPOCH_TILES + 4 * EPOCH_SIDE_WORDS;
 
 /// What a backend allows of a launch beyond what its [`DeviceInfo`] says, for
 /// [`check_launch`].
@@ -850,7 +855,8 @@ pub trait Device: Send + Sync {
     /// A buffer of [`EPOCH_BYTES`] bytes, allocated and zeroed when the device opens, for the
     /// tile states of launches that tag each state with the epoch of their call, so that the
     /// states of earlier calls need no zeroing: [`EPOCH_HEADER_BYTES`] of counters, then
-    /// [`EPOCH_TILES`] 64-bit states. The contract: word 0 is zero whenever none of this
+    /// [`EPOCH_TILES`] 64-bit states, then [`EPOCH_SIDE_WORDS`] words a launch may use beside
+    /// its states (written before them, read after them). The contract: word 0 is zero whenever none of this
     /// device's launches runs; word 1 is the epoch, which each launch advances by one (modulo
     /// its wrap, [`crate::scan::Tuning::epoch_wrap`]); each launch zeroes
     /// [`crate::scan::EPOCH_SCRUB`] states from word 2 on that it does not use and moves word 2

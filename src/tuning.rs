@@ -267,8 +267,8 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 
 /// Run-length encoding by the stable compaction ([`crate::run_length`]): the tile counts whose
 /// pass closes each run in the tile of the next head (the CUDA kernel's `CARRY`: one word a
-/// tile carried through the look-back, the states tagged by epochs; no clearing launch and no
-/// last launch). Elsewhere the pass closes its runs in its last tile (to
+/// tile carried through the look-back, in the epochs buffer after the states tagged by epochs;
+/// no clearing launch, no last launch, no allocation). Elsewhere the pass closes its runs in its last tile (to
 /// [`crate::compact::CLOSE_IN_PASS_MAX_TILES`] tiles) or in a last launch after a clearing one.
 ///
 /// H200 (NOTES.md, version 59), CUDA, µs against those paths: `i32` keys 2^10-2^20 (one to 256
@@ -278,7 +278,7 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// clearing and last launches stay there.
 pub(crate) fn lengths_carry_tiles(info: &DeviceInfo) -> std::ops::RangeInclusive<usize> {
     if info.backend == BackendKind::Cuda {
-        1..=compact_epoch_max_tiles(info, true)
+        1..=compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         std::ops::RangeInclusive::new(1, 0)
     }
