@@ -66,7 +66,7 @@
 
 use crate::device::{
     BackendKind, Binding, Device, DeviceInfo, DeviceVec, Kernel, Launch, RawBuffer,
-    SubgroupFeatures, EPOCH_HEADER_BYTES, EPOCH_SIDE_WORDS, EPOCH_TILES,
+    SubgroupFeatures, EPOCH_HEADER_BYTES, EPOCH_TILES,
 };
 use crate::element::ElemKind;
 use crate::error::{Error, Result};
@@ -306,7 +306,7 @@ pub(crate) fn key_words(info: &DeviceInfo, key_bytes: usize) -> Option<ElemKind>
 /// before them. With `lengths` (`u32`, at least `n`; only for inputs that [`lengths_fit`]), each
 /// head's run length too, run-length encoding's kernel: in the scatter each head writes the
 /// length of the run before it. Where the device's twin carries one word a tile through the
-/// look-back (the CUDA kernel's `CARRY`, to 2048 tiles: `crate::tuning::lengths_carry_tiles`),
+/// look-back (the CUDA kernel's `CARRY`, to 2048 tiles: `crate::tuning::lengths_carry_max_tiles`),
 /// each tile's first head closes the run before it and the last tile the input's last run;
 /// elsewhere the tile's last head holds its position and the runs that end at a tile's first
 /// head are closed from two words a tile by the pass's last tile (up to
@@ -427,14 +427,14 @@ fn run(
     // version 19).
     // LENGTHS: two words a tile (the rank and position of its first head), there too where
     // the pass closes its runs.
-    // LENGTHS where the device's twin can (crate::tuning::lengths_carry_tiles): each tile closes
+    // LENGTHS where the device's twin can (crate::tuning::lengths_carry_max_tiles): each tile closes
     // the run before its first head from one word a tile (the kernel's CARRY), with the tile
     // states tagged by epochs as a stable compaction's: no clearing launch and no last launch.
     let carry = job.lengths.is_some()
         && n > 0
         && n <= plan.chunk
         && plan.single
-        && crate::tuning::lengths_carry_tiles(info).contains(&tiles);
+        && tiles <= crate::tuning::lengths_carry_max_tiles(info);
     let close = job.lengths.is_some() && !carry && tiles <= CLOSE_IN_PASS_MAX_TILES;
     let side_words = if job.lengths.is_some() { 2 * tiles } else { 0 };
     let in_counters = if close { side_words } else { 0 };
@@ -515,14 +515,13 @@ fn run(
     // runs and zeroes them: one launch), else in a buffer of their own and a last launch.
     let close = close && shared.is_some();
     // CARRY with its states tagged by epochs: its word a tile after them in the epochs buffer
-    // (each written before its tile's state, read after it: nothing to zero, no allocation).
-    let carry_side = epochs
-        .filter(|_| carry && tiles as u64 <= EPOCH_SIDE_WORDS)
-        .map(|e| Binding {
-            buffer: e,
-            offset: EPOCH_HEADER_BYTES + 8 * EPOCH_TILES,
-            bytes: 4 * tiles as u64,
-        });
+    // (each written before its tile's state, read after it: nothing to zero, no allocation;
+    // lengths_carry_max_tiles keeps the tiles within EPOCH_SIDE_WORDS).
+    let carry_side = epochs.filter(|_| carry).map(|e| Binding {
+        buffer: e,
+        offset: EPOCH_HEADER_BYTES + 8 * EPOCH_TILES,
+        bytes: 4 * tiles as u64,
+    });
     let side_fresh = match job.lengths {
         Some(_) if n > 0 && !close && carry_side.is_none() => Some(DeviceVec::<u32>::alloc(
             dev,

@@ -265,10 +265,11 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
     }
 }
 
-/// Run-length encoding by the stable compaction ([`crate::run_length`]): the tile counts whose
+/// Run-length encoding by the stable compaction ([`crate::run_length`]): the most tiles whose
 /// pass closes each run in the tile of the next head (the CUDA kernel's `CARRY`: one word a
-/// tile carried through the look-back, in the epochs buffer after the states tagged by epochs;
-/// no clearing launch, no last launch, no allocation). Elsewhere the pass closes its runs in its last tile (to
+/// tile carried through the look-back, held after the states in the epochs buffer, at most
+/// [`crate::device::EPOCH_SIDE_WORDS`]; no clearing launch, no last launch, no allocation); 0
+/// where the twin cannot. Past it the pass closes its runs in its last tile (to
 /// [`crate::compact::CLOSE_IN_PASS_MAX_TILES`] tiles) or in a last launch after a clearing one.
 ///
 /// H200 (NOTES.md, version 59), CUDA, µs against those paths: `i32` keys 2^10-2^20 (one to 256
@@ -276,11 +277,11 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// launches); `u64` 0.82-0.95x to 2^22. Past 2048 tiles, where unique's epochs cost
 /// (version 53), carrying with epochs took 1.03-1.14x the time (2^24-2^26 keys), so the
 /// clearing and last launches stay there.
-pub(crate) fn lengths_carry_tiles(info: &DeviceInfo) -> std::ops::RangeInclusive<usize> {
+pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     if info.backend == BackendKind::Cuda {
-        1..=compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
+        compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
-        std::ops::RangeInclusive::new(1, 0)
+        0
     }
 }
 

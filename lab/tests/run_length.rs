@@ -183,7 +183,7 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
     // Runs of up to three tiles between short ones, so that tiles without a head sit between
     // tiles with heads: on CUDA each tile carries the place of the last head at or before it
     // through its tile state, and a tile's first head closes the run before it from there
-    // (crate::tuning::lengths_carry_tiles). Also, on CUDA, the most tiles that carry and one
+    // (crate::tuning::lengths_carry_max_tiles). Also, on CUDA, the most tiles that carry and one
     // more (the clearing and last launches), all keys equal and long runs, 4- and 8-byte keys,
     // with and without the fallback.
     use xwarp::BackendKind;
