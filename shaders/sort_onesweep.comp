@@ -286,34 +286,15 @@ void look_back(uint k, bool last, uint local) {
         for (uint b = local; b < RADIX; b += BLOCK) {
             uint next = s_stage[NEXT + b];
             uint acc = s_acc[b];
-            // Once a state read was an aggregate (the walk goes on), each round trip reads the
-            // next two states, as the CUDA twin does (not with 8-byte values there either).
-            bool deep = false;
             while (next != 0u) {
-                uint at = p.state_cur + (next - 1u) * RADIX + b;
-                uint w = atomicLoad(work[at], gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                                    gl_SemanticsRelaxed);
-                uint w2 = 0u;
-                if (deep && next >= 2u) {
-                    w2 = atomicLoad(work[at - RADIX], gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                                    gl_SemanticsRelaxed);
-                }
+                uint w = atomicLoad(work[p.state_cur + (next - 1u) * RADIX + b], gl_ScopeDevice,
+                                    gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
                 if (w == 0u) {
                     if (budget == 0u) break;
                     --budget;
-                    continue;
-                }
-                acc += w & VALUE_MASK;
-                if ((w & FLAG_INCLUSIVE) != 0u) {
-                    next = 0u;
-                    break;
-                }
-                --next;
-                deep = VALUE_WORDS < 2u;
-                // A state is never unpublished again: one read before its turn is as good.
-                if (w2 != 0u) {
-                    acc += w2 & VALUE_MASK;
-                    next = (w2 & FLAG_INCLUSIVE) != 0u ? 0u : next - 1u;
+                } else {
+                    acc += w & VALUE_MASK;
+                    next = (w & FLAG_INCLUSIVE) != 0u ? 0u : next - 1u;
                 }
             }
             s_acc[b] = acc;
