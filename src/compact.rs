@@ -109,8 +109,9 @@ pub struct Tuning {
     /// [`max_stable_items`] (a tile's passing elements wait in the device's shared memory), and
     /// at most `max_binding_elems / 512` (two tiles in a binding); `None` leaves it to the
     /// device. The result never depends on it. Unique (the head predicate) takes it too; the
-    /// unordered step, run-length encoding and 8-byte elements keep [`items_per_thread`] and
-    /// ignore it (the unordered order depends on the tile).
+    /// unordered step and 8-byte elements keep [`items_per_thread`] and ignore it (the
+    /// unordered order depends on the tile); run-length encoding ignores it and takes the
+    /// device's choice (on CUDA, tiles of 2048 4-byte elements to 2^19 elements).
     pub stable_items: Option<u32>,
     /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
     /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`crate::scan::EPOCH_WRAP`] (as
@@ -411,7 +412,8 @@ fn run(
         Order::Stable if job.lengths.is_none() => {
             stable_items(info, job.elem, job.heads, n, tuning)?
         }
-        _ => items_per_thread(job.elem.size()),
+        Order::Stable => crate::tuning::lengths_items(info, job.elem, n),
+        Order::Unordered => items_per_thread(job.elem.size()),
     };
     let plan = Plan::new(info, job.elem.size(), n, tuning, items);
     // Scratch: the chunk's count, its tile tickets, its tiles done and the chunk bases

@@ -341,6 +341,24 @@ pub(crate) fn compact_stable_items(
     }
 }
 
+/// Run-length encoding ([`crate::run_length`]): elements a thread of its stable step for `n`
+/// elements of `elem`: on CUDA 8 for 4-byte elements to [`LENGTHS_HALF_TILE_MAX`] (tiles of
+/// 2048, twice the blocks of the default tile), else [`crate::compact::items_per_thread`].
+///
+/// H200 (NOTES.md, version 60), CUDA `i32` / `f32`, µs with tiles of 4096 → 2048: 2^10
+/// 7.5 → 6.3, 2^14 9.1 → 7.7, 2^16 9.3 → 8.2, 2^18 10.1 → 9.5, 2^19 11.2 → 10.8; but 2^20 13.2
+/// → 13.7 (512 tiles) and 2^21 - 1 17.0 → 20.0 (1024 tiles).
+pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
+    match info.backend {
+        BackendKind::Cuda if elem.size() == 4 && n <= LENGTHS_HALF_TILE_MAX => 8,
+        _ => crate::compact::items_per_thread(elem.size()),
+    }
+}
+
+/// The most elements of a CUDA run-length encoding of 4-byte elements in tiles of 2048
+/// ([`lengths_items`]).
+pub(crate) const LENGTHS_HALF_TILE_MAX: usize = 1 << 19;
+
 /// Stencil: layers per workgroup for `n` elements. Vulkan: [`FEW_ROWS`] below 2^24 elements,
 /// [`ROWS`] from there. CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there, and the shuffle
 /// variant [`MANY_ROWS`] from 2^24.
