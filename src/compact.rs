@@ -455,7 +455,7 @@ fn run(
     let epochs = (order == Order::Stable
         && (job.lengths.is_none() || carry)
         && one_chunk
-        && (carry || tiles <= crate::tuning::compact_epoch_max_tiles(info, job.heads))
+        && tiles <= crate::tuning::compact_epoch_max_tiles(info, job.heads)
         && crate::tuning::one_word_states(info))
     .then(|| dev.epochs())
     .flatten();

@@ -279,13 +279,6 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// clearing and last launches stay there.
 pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     if info.backend == BackendKind::Cuda {
-        // AB-TEMP
-        if let Ok(m) = std::env::var("XWARP_AB_CARRY_MAX") {
-            return m
-                .parse::<usize>()
-                .unwrap()
-                .min(crate::device::EPOCH_SIDE_WORDS as usize);
-        }
         compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         0
@@ -356,18 +349,6 @@ pub(crate) fn compact_stable_items(
 /// 7.5 → 6.3, 2^14 9.1 → 7.7, 2^16 9.3 → 8.2, 2^18 10.1 → 9.5, 2^19 11.2 → 10.8; but 2^20 13.2
 /// → 13.7 (512 tiles) and 2^21 - 1 17.0 → 20.0 (1024 tiles).
 pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
-    // AB-TEMP: larger tiles from a size, for an A/B run only.
-    if info.backend == BackendKind::Cuda && elem.size() == 4 {
-        if let (Ok(i), Ok(f)) = (
-            std::env::var("XWARP_AB_RLE_ITEMS"),
-            std::env::var("XWARP_AB_RLE_FROM"),
-        ) {
-            let (i, f): (u32, usize) = (i.parse().unwrap(), f.parse().unwrap());
-            if n >= f {
-                return i;
-            }
-        }
-    }
     match info.backend {
         BackendKind::Cuda if elem.size() == 4 && n <= LENGTHS_HALF_TILE_MAX => 8,
         _ => crate::compact::items_per_thread(elem.size()),
