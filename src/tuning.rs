@@ -279,10 +279,6 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// clearing and last launches stay there.
 pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     if info.backend == BackendKind::Cuda {
-        // AB-TEMP: carry past the epochs' tiles with fresh states and a fresh side buffer.
-        if let Ok(m) = std::env::var("XWARP_AB_CARRY_MAX") {
-            return m.parse::<usize>().unwrap();
-        }
         compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         0
