@@ -91,18 +91,11 @@ __device__ __forceinline__ void scrub_states(unsigned* flags, unsigned tiles, un
 // version 40). f32 keeps the documented order (XW_VEC_ORDERED; the twin's vec_cin): the
 // tile's thread 8r + i of warp w's run lies in round r, lanes 4i .. 4i + 3, which fold their
 // vectors in sequence, each handing its fold up one lane; thread 32w + l's total is gathered
-// to lane l for block_prefix, and its prefix goes back after the look-back. f32 at ITEMS 32
-// (XW_SUBS 2): the block scans two documented tiles of 16 elements a thread, each as above
-// (sub-tile h: elements s[16h ..], documented tile SUBS * ticket + h), publishes both tiles'
-// aggregates, looks back for the first and then knows the second's exclusive prefix, the
-// first's inclusive one: the same states, values and order as two blocks would give.
+// to lane l for block_prefix, and its prefix goes back after the look-back.
 constexpr bool XW_INTEGER = T(1) / T(2) == T(0);
 constexpr bool XW_VEC =
-    VEC && sizeof(T) == 4 && ITEMS % 4 == 0 && (XW_INTEGER || ITEMS == 16 || ITEMS == 32);
+    VEC && sizeof(T) == 4 && ITEMS % 4 == 0 && (XW_INTEGER || ITEMS == 16);
 constexpr bool XW_VEC_ORDERED = XW_VEC && !XW_INTEGER;
-// Documented tiles a block scans, and a documented tile's elements a thread.
-constexpr unsigned XW_SUBS = XW_VEC_ORDERED ? ITEMS / 16 : 1;
-constexpr unsigned XW_SITEMS = ITEMS / XW_SUBS;
 
 // An element of the register tile on its way out: integers with their prefix q before them;
 // XW_VEC_ORDERED's elements are final already.
@@ -115,7 +108,6 @@ __device__ __forceinline__ T vec_fold(T c, const T* x) {
 // Other 32-bit types go through shared memory (coalesced loads and stores, transposed there).
 #define XW_TRANSPOSE (sizeof(T) == 4)
 #define XW_TILE (XW_SCAN_BLOCK * ITEMS)
-#define XW_DTILE (XW_SCAN_BLOCK * XW_SITEMS)  // a documented tile (tile states, fallback)
 #define XW_STAGE (XW_TRANSPOSE && !XW_VEC ? XW_TILE + XW_TILE / 32 : 1)
 
 // A 4-byte element from its bits, and back.
@@ -163,14 +155,6 @@ __shared__ unsigned xw_eb;
 #else
 #define XW_EB 0u
 #endif
-
-// AB-TEMP: nanoseconds a thread sleeps after a poll that found a predecessor unpublished
-// (p.gate_y on CUDA, set by thread 0 before the first barrier; 0: none).
-__shared__ unsigned xw_delay_ns;
-__device__ __forceinline__ void poll_delay() {
-    const unsigned d = *(volatile unsigned*)&xw_delay_ns;
-    if (d != 0u) __nanosleep(d);
-}
 
 // Tile `tile`'s flag; packed state also yields the value that goes with it in `v`. EPOCHS:
 // the state's high word is its launch's epoch times 4 (XW_EB) plus the flag, so a state of an
@@ -221,9 +205,9 @@ __device__ __forceinline__ void publish(unsigned* flags, T* values, unsigned til
 }
 
 __device__ T tile_total(const T* __restrict__ src, unsigned t, unsigned n, T* warp_totals) {
-    const unsigned base = (t * blockDim.x + threadIdx.x) * XW_SITEMS;
+    const unsigned base = (t * blockDim.x + threadIdx.x) * ITEMS;
     T acc = xw_identity(T(0));
-    for (unsigned j = 0; j < XW_SITEMS; ++j) {
+    for (unsigned j = 0; j < ITEMS; ++j) {
         if (base + j < n) acc = xw_op(acc, src[base + j]);
     }
     T prefix, total;
@@ -318,7 +302,6 @@ __device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregat
                 near = m < count;
                 break;
             }
-            poll_delay();
         }
         if (near) {
             T e = xw_identity(T(0));
@@ -352,7 +335,6 @@ __device__ void look_back_near(unsigned k, T total, unsigned* flags, T* aggregat
             near = incl != 0u;
             break;
         }
-        poll_delay();
     }
     if constexpr (!XW_PACKED) {
         __threadfence();
@@ -394,7 +376,6 @@ __device__ void look_back_near_walk(unsigned k, T total, unsigned* flags, T* agg
             m = incl ? (unsigned)__ffs(incl) - 1 : count;
             gap = __ballot_sync(0xffffffffu, lane < m && f == 0u) != 0u;
             if (!gap || polls >= min(spin, (unsigned)XW_NEAR_POLLS - 1)) break;
-            poll_delay();
             ++polls;
         }
         const bool incl = m < count;
@@ -478,7 +459,6 @@ __device__ unsigned poll_window(const unsigned* flags, const T* aggregates, cons
         }
         complete = !__syncthreads_or(gap);
         if (complete || poll >= spin) break;
-        poll_delay();
     }
     if constexpr (!XW_PACKED) {
         __threadfence();
@@ -579,36 +559,6 @@ __device__ T look_back(const T* __restrict__ src, unsigned k, T total, unsigned*
     return lb.value;
 }
 
-// block_prefix for N documented tiles at once (XW_SUBS), with one pair of barriers: tile h's
-// thread totals in thread_total[h], its warps' totals in warp_totals[8h ..].
-template <unsigned N>
-__device__ __forceinline__ void block_prefixes(const T* thread_total, T* warp_totals, T* prefix,
-                                               T* total) {
-    constexpr unsigned warps = XW_SCAN_BLOCK / XW_WARP;
-    const unsigned warp = threadIdx.x / XW_WARP;
-    T excl[N];
-#pragma unroll
-    for (unsigned h = 0; h < N; ++h) {
-        const T incl = warp_inclusive(thread_total[h]);
-        excl[h] = warp_shift_up_one(incl);
-        if (threadIdx.x % XW_WARP == XW_WARP - 1) warp_totals[h * warps + warp] = incl;
-    }
-    __syncthreads();
-#pragma unroll
-    for (unsigned h = 0; h < N; ++h) {
-        T wp = xw_identity(T(0));
-        T all = xw_identity(T(0));
-#pragma unroll
-        for (unsigned w = 0; w < warps; ++w) {
-            if (w == warp) wp = all;
-            all = xw_op(all, warp_totals[h * warps + w]);
-        }
-        prefix[h] = xw_op(wp, excl[h]);
-        total[h] = all;
-    }
-    __syncthreads();
-}
-
 // The self-clearing scan of 4-byte elements in at most 48 registers, five blocks an SM (the
 // default allocation: 64 registers and a spill for i32, 32 and a spill for f32); f32 scans of
 // 2^16 to 2^22 elements 2-8% faster on an H100, i32 unchanged (NOTES.md, version 26). Not the
@@ -618,11 +568,8 @@ __device__ __forceinline__ void block_prefixes(const T* thread_total, T* warp_to
 // none under these), 1.1x the time from 2^23 on an H200 (NOTES.md version 43); but its
 // self-clearing variant (at most 1024 tiles) spilled 16 bytes at 48 registers, and at four
 // blocks an SM (63 registers, none) took 2-4% less time at 2^20-2^22 on an H200 (NOTES.md
-// version 47; the variant beyond, at four blocks, 5% more at 2^23). f32 in pairs of documented
-// tiles (ITEMS 32) at four blocks an SM: 64 registers, no spill (ptxas, sm_90).
+// version 47; the variant beyond, at four blocks, 5% more at 2^23).
 #if VEC && XW_ELEM_BYTES == 4 && ITEMS == 16 && SELF_CLEARING
-#define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 4)
-#elif VEC && XW_ELEM_BYTES == 4 && ITEMS == 32 && XW_ELEM_FLOAT
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 4)
 #elif SELF_CLEARING && XW_ELEM_BYTES == 4 && !VEC || VEC && XW_ELEM_BYTES == 4 && ITEMS == 16
 #define XW_SCAN_BOUNDS __launch_bounds__(XW_SCAN_BLOCK, 5)
@@ -632,7 +579,7 @@ __device__ __forceinline__ void block_prefixes(const T* thread_total, T* warp_to
 extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     const T* __restrict__ src, T* __restrict__ dst, unsigned* counters, unsigned* flags,
     T* aggregates, T* inclusives, ScanDeviceParams p) {
-    __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP * XW_SUBS];
+    __shared__ T warp_totals[XW_SCAN_BLOCK / XW_WARP];
     __shared__ T tile_stage[XW_STAGE];
     __shared__ unsigned s_tile;
 #if SELF_CLEARING
@@ -647,13 +594,10 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         if (i < p.chunk) counters[i] = 0;
         return;
     }
-    // p.tiles counts documented tiles; a block scans XW_SUBS of them.
-    const unsigned blocks = (p.tiles + XW_SUBS - 1) / XW_SUBS;
     const unsigned group = (unsigned)xw_group();
-    if (group >= blocks) return;
+    if (group >= p.tiles) return;
     // Tiles are numbered in the order blocks start, so a tile's predecessors have started.
     if (threadIdx.x == 0) {
-        xw_delay_ns = p.gate_y;
 #if EPOCHS
         unsigned long long* word = reinterpret_cast<unsigned long long*>(&counters[p.chunk]);
         const unsigned long long w = atomicAdd(word, 1ull);
@@ -661,7 +605,7 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         s_tile = (unsigned)w;
         xw_eb = epoch << 2;
         s_scrub = 0;
-        if ((unsigned)w + 1u == blocks) {
+        if ((unsigned)w + 1u == p.tiles) {
             const unsigned next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
             atomicExch(word, (unsigned long long)next << 32);
             const unsigned at = counters[p.chunk + 2];
@@ -673,72 +617,61 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
 #endif
     }
     __syncthreads();
-    // The block's first documented tile within the launch (t) and overall (k).
-    const unsigned t = s_tile * XW_SUBS;
+    const unsigned t = s_tile;
 #if EPOCHS
     scrub_states(flags, p.tiles, s_scrub);
 #endif
 
     const unsigned k = p.tile0 + t;
-    const unsigned tile_base = t * XW_DTILE;
+    const unsigned tile_base = t * XW_TILE;
     const unsigned base = tile_base + threadIdx.x * ITEMS;
 
     T s[ITEMS];
-    T acc[XW_SUBS];
-    T prefix[XW_SUBS], total[XW_SUBS];
-#pragma unroll
-    for (unsigned h = 0; h < XW_SUBS; ++h) acc[h] = xw_identity(T(0));
-    // VEC: the run's first vector in a documented tile (16-byte units).
+    T acc = xw_identity(T(0));
+    T prefix, total;
+    // VEC: the run's first vector in the tile (16-byte units) and whether the tile is whole.
     const unsigned warp = threadIdx.x / XW_WARP;
-    const unsigned first = warp * XW_WARP * (XW_SITEMS / 4) + threadIdx.x % XW_WARP;
+    const unsigned first = warp * XW_WARP * (ITEMS / 4) + threadIdx.x % XW_WARP;
+    const bool whole = tile_base + XW_TILE <= p.n;
     if constexpr (XW_VEC) {
+        if (whole) {
+            const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src + tile_base);
 #pragma unroll
-        for (unsigned h = 0; h < XW_SUBS; ++h) {
-            const unsigned hb = tile_base + h * XW_DTILE;
-            T* sh = &s[h * XW_SITEMS];
-            if (hb + XW_DTILE <= p.n) {
-                const uint4* __restrict__ s4 = reinterpret_cast<const uint4*>(src + hb);
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                const uint4 w = s4[first + r * XW_WARP];
+                s[4 * r] = xw_from_bits(w.x);
+                s[4 * r + 1] = xw_from_bits(w.y);
+                s[4 * r + 2] = xw_from_bits(w.z);
+                s[4 * r + 3] = xw_from_bits(w.w);
+            }
+        } else {
 #pragma unroll
-                for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
-                    const uint4 w = s4[first + r * XW_WARP];
-                    sh[4 * r] = xw_from_bits(w.x);
-                    sh[4 * r + 1] = xw_from_bits(w.y);
-                    sh[4 * r + 2] = xw_from_bits(w.z);
-                    sh[4 * r + 3] = xw_from_bits(w.w);
-                }
-            } else {
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
 #pragma unroll
-                for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
-#pragma unroll
-                    for (unsigned c = 0; c < 4; ++c) {
-                        const unsigned at = hb + 4 * (first + r * XW_WARP) + c;
-                        sh[4 * r + c] = at < p.n ? src[at] : xw_identity(T(0));
-                    }
+                for (unsigned c = 0; c < 4; ++c) {
+                    const unsigned at = tile_base + 4 * (first + r * XW_WARP) + c;
+                    s[4 * r + c] = at < p.n ? src[at] : xw_identity(T(0));
                 }
             }
         }
     }
     // XW_VEC_ORDERED: each lane's carry into its vector (its thread's fold before it), and the
-    // total of thread threadIdx.x of documented tile h in acc[h].
+    // total of thread threadIdx.x in acc.
     T cin[XW_VEC_ORDERED ? ITEMS / 4 : 1];
     if constexpr (XW_VEC_ORDERED) {
         const unsigned lane = threadIdx.x % XW_WARP;
         constexpr unsigned per = XW_WARP / 4;  // documented threads a round
 #pragma unroll
-        for (unsigned h = 0; h < XW_SUBS; ++h) {
+        for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+            T c = xw_identity(T(0));
 #pragma unroll
-            for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
-                const unsigned v = h * (XW_SITEMS / 4) + r;
-                T c = xw_identity(T(0));
-#pragma unroll
-                for (unsigned step = 1; step < 4; ++step) {
-                    const T up = __shfl_up_sync(XW_FULL_MASK, vec_fold(c, &s[4 * v]), 1);
-                    if ((lane & 3) == step) c = up;
-                }
-                cin[v] = c;
-                const T t = __shfl_sync(XW_FULL_MASK, vec_fold(c, &s[4 * v]), 4 * (lane % per) + 3);
-                if (lane / per == r) acc[h] = t;
+            for (unsigned step = 1; step < 4; ++step) {
+                const T up = __shfl_up_sync(XW_FULL_MASK, vec_fold(c, &s[4 * r]), 1);
+                if ((lane & 3) == step) c = up;
             }
+            cin[r] = c;
+            const T t = __shfl_sync(XW_FULL_MASK, vec_fold(c, &s[4 * r]), 4 * (lane % per) + 3);
+            if (lane / per == r) acc = t;
         }
     } else if constexpr (XW_VEC) {
         // Per round: the lane's vector scanned, the warp's scan of the lanes' totals, and the
@@ -765,12 +698,12 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         }
         if (threadIdx.x % XW_WARP == 0) warp_totals[warp] = carry;
         __syncthreads();
-        prefix[0] = xw_identity(T(0));
-        total[0] = xw_identity(T(0));
+        prefix = xw_identity(T(0));
+        total = xw_identity(T(0));
 #pragma unroll
         for (unsigned w = 0; w < XW_SCAN_BLOCK / XW_WARP; ++w) {
-            if (w == warp) prefix[0] = total[0];
-            total[0] = xw_op(total[0], warp_totals[w]);
+            if (w == warp) prefix = total;
+            total = xw_op(total, warp_totals[w]);
         }
         __syncthreads();  // warp_totals is the fallback's (tile_total) in the look-back
     } else if (XW_TRANSPOSE) {
@@ -785,47 +718,26 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
         // the same bits): ITEMS fewer live registers while the tile waits.
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) {
-            acc[0] = xw_op(acc[0], tile_stage[xw_pad(threadIdx.x * ITEMS + j)]);
-            if (!PARTIALS_IN_SHARED) s[j] = acc[0];
+            acc = xw_op(acc, tile_stage[xw_pad(threadIdx.x * ITEMS + j)]);
+            if (!PARTIALS_IN_SHARED) s[j] = acc;
         }
     } else {
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) s[j] = base + j < p.n ? src[base + j] : xw_identity(T(0));
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) {
-            acc[0] = xw_op(acc[0], s[j]);
-            s[j] = acc[0];
+            acc = xw_op(acc, s[j]);
+            s[j] = acc;
         }
     }
-    if constexpr (XW_SUBS > 1) {
-        block_prefixes<XW_SUBS>(acc, warp_totals, prefix, total);
-    } else if (!XW_VEC || XW_VEC_ORDERED) {
-        block_prefix(acc[0], warp_totals, prefix[0], total[0]);
-    }
+    if (!XW_VEC || XW_VEC_ORDERED) block_prefix(acc, warp_totals, prefix, total);
 
-    // e[h]: documented tile k + h's exclusive prefix. Each tile's state is published as two
-    // blocks would: every aggregate at once (tile 0 its inclusive prefix), then after the
-    // look-back each inclusive prefix, the next tile's exclusive one.
-    T e[XW_SUBS];
-    e[0] = xw_identity(T(0));
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (unsigned h = 1; h < XW_SUBS; ++h) {
-            if (t + h < p.tiles) publish(flags, aggregates, k + h, FLAG_AGGREGATE, total[h], true);
-        }
-    }
+    T e = xw_identity(T(0));
     if (k > 0) {
-        if (threadIdx.x == 0) publish(flags, aggregates, k, FLAG_AGGREGATE, total[0], true);
-        e[0] = look_back(src, k, total[0], flags, aggregates, inclusives, p, warp_totals);
+        if (threadIdx.x == 0) publish(flags, aggregates, k, FLAG_AGGREGATE, total, true);
+        e = look_back(src, k, total, flags, aggregates, inclusives, p, warp_totals);
     } else if (threadIdx.x == 0) {
-        publish(flags, inclusives, k, FLAG_INCLUSIVE, total[0], true);
-    }
-#pragma unroll
-    for (unsigned h = 1; h < XW_SUBS; ++h) {
-        e[h] = k + h == 1 ? total[h - 1] : xw_op(e[h - 1], total[h - 1]);
-        if (threadIdx.x == 0 && t + h < p.tiles) {
-            publish(flags, inclusives, k + h, FLAG_INCLUSIVE, xw_op(e[h], total[h]));
-        }
+        publish(flags, inclusives, k, FLAG_INCLUSIVE, total, true);
     }
 #if SELF_CLEARING
     // XW_SELF_CLEARING: the tile has published its last state and (the barrier that ends
@@ -833,66 +745,59 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
     // done, and the count's round trip overlaps the output below.
     if (threadIdx.x == 0) {
         __threadfence();
-        s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == blocks;
+        s_last = atomicAdd(&counters[p.chunk + 1], 1u) + 1 == p.tiles;
     }
 #endif
 
+    const T pre = xw_op(e, prefix);
     if constexpr (XW_VEC) {
-        const unsigned lane = threadIdx.x % XW_WARP;
+        if constexpr (XW_VEC_ORDERED) {
+            // Each lane's elements from its thread's prefix, the carry and its vector.
+            const unsigned lane = threadIdx.x % XW_WARP;
+            constexpr unsigned per = XW_WARP / 4;
 #pragma unroll
-        for (unsigned h = 0; h < XW_SUBS; ++h) {
-            const T pre = xw_op(e[h], prefix[h]);
-            T* sh = &s[h * XW_SITEMS];
-            if constexpr (XW_VEC_ORDERED) {
-                // Each lane's elements from its thread's prefix, the carry and its vector.
-                constexpr unsigned per = XW_WARP / 4;
-#pragma unroll
-                for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
-                    const T tp = __shfl_sync(XW_FULL_MASK, pre, r * per + (lane >> 2));
-                    const T ci = cin[h * (XW_SITEMS / 4) + r];
-                    T* y = &sh[4 * r];
-                    const T s0 = xw_op(ci, y[0]);
-                    const T s1 = xw_op(s0, y[1]);
-                    const T s2 = xw_op(s1, y[2]);
-                    if (EXCLUSIVE) {
-                        y[0] = (lane & 3) == 0 ? tp : xw_op(tp, ci);
-                        y[1] = xw_op(tp, s0);
-                        y[2] = xw_op(tp, s1);
-                        y[3] = xw_op(tp, s2);
-                    } else {
-                        const T s3 = xw_op(s2, y[3]);
-                        y[0] = xw_op(tp, s0);
-                        y[1] = xw_op(tp, s1);
-                        y[2] = xw_op(tp, s2);
-                        y[3] = xw_op(tp, s3);
-                    }
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                const T tp = __shfl_sync(XW_FULL_MASK, pre, r * per + (lane >> 2));
+                T* y = &s[4 * r];
+                const T s0 = xw_op(cin[r], y[0]);
+                const T s1 = xw_op(s0, y[1]);
+                const T s2 = xw_op(s1, y[2]);
+                if (EXCLUSIVE) {
+                    y[0] = (lane & 3) == 0 ? tp : xw_op(tp, cin[r]);
+                    y[1] = xw_op(tp, s0);
+                    y[2] = xw_op(tp, s1);
+                    y[3] = xw_op(tp, s2);
+                } else {
+                    const T s3 = xw_op(s2, y[3]);
+                    y[0] = xw_op(tp, s0);
+                    y[1] = xw_op(tp, s1);
+                    y[2] = xw_op(tp, s2);
+                    y[3] = xw_op(tp, s3);
                 }
             }
-            // Integers: each element with the tile's and the run's prefix before it.
-            const T q = XW_VEC_ORDERED ? xw_identity(T(0)) : pre;
-            const unsigned hb = tile_base + h * XW_DTILE;
-            if (hb + XW_DTILE <= p.n) {
-                uint4* __restrict__ d4 = reinterpret_cast<uint4*>(dst + hb);
+        }
+        // Integers: each element with the tile's and the run's prefix before it.
+        const T q = XW_VEC_ORDERED ? xw_identity(T(0)) : pre;
+        if (whole) {
+            uint4* __restrict__ d4 = reinterpret_cast<uint4*>(dst + tile_base);
 #pragma unroll
-                for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
-                    d4[first + r * XW_WARP] = make_uint4(
-                        xw_to_bits(xw_vec_out(q, sh[4 * r])), xw_to_bits(xw_vec_out(q, sh[4 * r + 1])),
-                        xw_to_bits(xw_vec_out(q, sh[4 * r + 2])), xw_to_bits(xw_vec_out(q, sh[4 * r + 3])));
-                }
-            } else {
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
+                d4[first + r * XW_WARP] = make_uint4(
+                    xw_to_bits(xw_vec_out(q, s[4 * r])), xw_to_bits(xw_vec_out(q, s[4 * r + 1])),
+                    xw_to_bits(xw_vec_out(q, s[4 * r + 2])), xw_to_bits(xw_vec_out(q, s[4 * r + 3])));
+            }
+        } else {
 #pragma unroll
-                for (unsigned r = 0; 4 * r < XW_SITEMS; ++r) {
+            for (unsigned r = 0; 4 * r < ITEMS; ++r) {
 #pragma unroll
-                    for (unsigned c = 0; c < 4; ++c) {
-                        const unsigned at = hb + 4 * (first + r * XW_WARP) + c;
-                        if (at < p.n) dst[at] = xw_vec_out(q, sh[4 * r + c]);
-                    }
+                for (unsigned c = 0; c < 4; ++c) {
+                    const unsigned at = tile_base + 4 * (first + r * XW_WARP) + c;
+                    if (at < p.n) dst[at] = xw_vec_out(q, s[4 * r + c]);
                 }
             }
         }
     } else if (XW_TRANSPOSE) {
         // Each thread rewrites only its own elements, in place.
-        const T pre = xw_op(e[0], prefix[0]);
         T part = xw_identity(T(0));
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) {
@@ -908,7 +813,6 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
             if (tile_base + idx < p.n) dst[tile_base + idx] = tile_stage[xw_pad(idx)];
         }
     } else {
-        const T pre = xw_op(e[0], prefix[0]);
 #pragma unroll
         for (unsigned j = 0; j < ITEMS; ++j) {
             const T y = EXCLUSIVE ? (j == 0 ? pre : xw_op(pre, s[j - 1])) : xw_op(pre, s[j]);

@@ -185,22 +185,12 @@ pub struct Tuning {
     /// states lie in the device's epochs buffer, with the tile in registers, on a device with
     /// such launches (Vulkan); elsewhere ignored. Both give the same bits.
     pub gated: Option<bool>,
-    /// Documented tiles ([`TILE`] elements each) one workgroup scans, 1 or 2; `None`: the
-    /// device and the length choose ([`FLOAT_PAIRS`]). 2 is taken only by an `f32` scan of one
-    /// launch whose tile states lie in the device's epochs buffer, with the tile in registers
-    /// and not gated, on CUDA; elsewhere it is ignored. The workgroup then publishes both
-    /// tiles' states as two workgroups would: the same order and bits either way.
-    pub group_tiles: Option<u32>,
 }
 
 /// The fewest elements at which an `f32` sum scan on a device that keeps subnormals in
 /// software runs gated by default ([`Tuning::gated`]): below it the gate's extra launch and
 /// barrier cost about what the exact kernel's arithmetic does (H200, NOTES.md version 56).
 pub const GATED_FROM: usize = 1 << 25;
-
-/// The lengths at which an `f32` scan whose workgroups may scan two documented tiles
-/// ([`Tuning::group_tiles`]) does so by default, on CUDA.
-pub const FLOAT_PAIRS: std::ops::Range<usize> = 0..0;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -213,7 +203,6 @@ impl Default for Tuning {
             near_depth: None,
             epoch_wrap: None,
             gated: None,
-            group_tiles: None,
         }
     }
 }
@@ -591,36 +580,10 @@ pub(crate) fn scan_segments<T: Reduce>(
             ]
         }
     };
-    // A gated f32 sum (Tuning::gated): the gate kernel (the driver's arithmetic, its inputs
-    // tested), then the exact kernel as an indirect launch whose workgroup counts the gate
-    // sets in the epochs buffer's header (shaders/scan_device.glsl, GATE_ARGS) where a test
-    // fired; the exact launch takes the next epoch.
-    let gated = epochs
-        && registers
-        && T::KIND == ElemKind::F32
-        && matches!(op, ReduceOp::Sum)
-        && dev.info().emulates_subnormals(ElemKind::F32)
-        && dev.indirect_launches()
-        && tuning.gated.unwrap_or(total >= GATED_FROM);
-    // Documented tiles a workgroup scans (Tuning::group_tiles); the kernel's ITEMS counts a
-    // thread's elements of all of them.
-    let pairs = epochs
-        && registers
-        && !gated
-        && T::KIND == ElemKind::F32
-        && crate::tuning::scan_pairs_possible(dev.info());
-    let group_tiles = match tuning.group_tiles {
-        Some(g) if !(1..=2).contains(&g) => {
-            return Err(Error::invalid("group_tiles", g, "1 or 2"));
-        }
-        Some(g) if pairs => g,
-        None if pairs => crate::tuning::scan_group_tiles(dev.info(), total),
-        _ => 1,
-    };
     let mut consts = vec![
         ("OP", op.code()),
         ("EXCLUSIVE", exclusive(kind)),
-        ("ITEMS", items * group_tiles),
+        ("ITEMS", items),
         ("LB_TILES", window),
     ];
     consts.push(("EPOCHS", u32::from(epochs)));
@@ -641,6 +604,17 @@ pub(crate) fn scan_segments<T: Reduce>(
         elem: T::KIND,
         consts: &consts,
     };
+    // A gated f32 sum (Tuning::gated): the gate kernel (the driver's arithmetic, its inputs
+    // tested), then the exact kernel as an indirect launch whose workgroup counts the gate
+    // sets in the epochs buffer's header (shaders/scan_device.glsl, GATE_ARGS) where a test
+    // fired; the exact launch takes the next epoch.
+    let gated = epochs
+        && registers
+        && T::KIND == ElemKind::F32
+        && matches!(op, ReduceOp::Sum)
+        && dev.info().emulates_subnormals(ElemKind::F32)
+        && dev.indirect_launches()
+        && tuning.gated.unwrap_or(total >= GATED_FROM);
     // Zero the tile flags and counters (the same kernel in its clearing mode).
     let first = chunk.min(first_input.len());
     let clear = ScanDeviceParams {
@@ -690,23 +664,12 @@ pub(crate) fn scan_segments<T: Reduce>(
                 epoch_wrap: wrap,
                 epoch_tiles: EPOCH_TILES as u32,
                 gate_x: 0,
-                // AB-TEMP: XWARP_AB_DELAY, nanoseconds between the CUDA twin's polls.
-                gate_y: if dev.info().backend == BackendKind::Cuda {
-                    std::env::var("XWARP_AB_DELAY")
-                        .ok()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0)
-                } else {
-                    0
-                },
+                gate_y: 0,
             };
             // Tile state of all tiles so far stays bound: look-back reads earlier launches'
             // tiles (their states only: they have finished).
             let [flags, aggregates, inclusives] = tile_states(tile0 + launch_tiles);
-            let groups = plan::grid(
-                dev.info(),
-                launch_tiles.div_ceil(group_tiles as usize) as u64,
-            )?;
+            let groups = plan::grid(dev.info(), launch_tiles as u64)?;
             let bindings = [
                 input.binding(start, n),
                 output.binding(start, n),

@@ -94,37 +94,12 @@ pub(crate) fn scan_tile_in_registers(
     n: usize,
 ) -> bool {
     let lengths = match (info.backend, elem) {
-        // AB-TEMP: XWARP_AB_PAIRS=1 keeps the tile in registers at every length.
-        (BackendKind::Cuda, ElemKind::F32)
-            if std::env::var("XWARP_AB_PAIRS").is_ok_and(|v| v == "1") =>
-        {
-            0..usize::MAX
-        }
         (BackendKind::Cuda, ElemKind::F32) => crate::scan::FLOAT_REGISTER_TILE.0,
         (BackendKind::Vulkan, ElemKind::F32) => crate::scan::FLOAT_REGISTER_TILE.1,
         (BackendKind::Cuda, _) => crate::scan::REGISTER_TILE_FROM.0..usize::MAX,
         (BackendKind::Vulkan, _) => crate::scan::REGISTER_TILE_FROM.1..usize::MAX,
     };
     scan_registers_possible(info, elem, items) && lengths.contains(&n)
-}
-
-/// Scan: whether `info`'s device has the `f32` scan whose workgroups scan two documented tiles
-/// ([`crate::scan::Tuning::group_tiles`]): CUDA.
-pub(crate) fn scan_pairs_possible(info: &DeviceInfo) -> bool {
-    info.backend == BackendKind::Cuda
-}
-
-/// Scan: documented tiles a workgroup of an `f32` scan of `n` elements scans where it may
-/// take two ([`scan_pairs_possible`]): 2 at the lengths of [`crate::scan::FLOAT_PAIRS`].
-pub(crate) fn scan_group_tiles(_info: &DeviceInfo, n: usize) -> u32 {
-    // AB-TEMP: XWARP_AB_PAIRS=1 takes two at every length.
-    if std::env::var("XWARP_AB_PAIRS").is_ok_and(|v| v == "1")
-        || crate::scan::FLOAT_PAIRS.contains(&n)
-    {
-        2
-    } else {
-        1
-    }
 }
 
 /// Scan: look-back tiles per thread for a scan of `tiles` tiles: 2 on Vulkan up to

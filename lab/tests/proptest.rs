@@ -864,20 +864,9 @@ fn scan_prop<T: Arb>() {
         ]),
         // f32 sums gated or not where subnormals are kept in software.
         select(vec![None, Some(true), Some(false)]),
-        // f32 workgroups of one or two documented tiles where the device has both.
-        select(vec![None, Some(1), Some(2)]),
     )
         .prop_map(
-            |(
-                spin,
-                max_launch_elems,
-                lookback_tiles,
-                registers,
-                near_depth,
-                epoch_wrap,
-                gated,
-                group_tiles,
-            )| {
+            |(spin, max_launch_elems, lookback_tiles, registers, near_depth, epoch_wrap, gated)| {
                 ScanTuning {
                     spin,
                     max_launch_elems,
@@ -887,7 +876,6 @@ fn scan_prop<T: Arb>() {
                     near_depth,
                     epoch_wrap,
                     gated,
-                    group_tiles,
                 }
             },
         );

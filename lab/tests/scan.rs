@@ -541,75 +541,6 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
     });
 }
 
-#[test]
-fn float_scans_in_pairs_of_tiles_agree_with_the_cpu() {
-    // f32 scans whose workgroups scan two documented tiles (`Tuning::group_tiles` 2, taken on
-    // CUDA by a scan of one launch with its tile in registers; elsewhere ignored) and one,
-    // against the CPU bit for bit: every operator and kind, hard inputs, tile counts odd and
-    // even, a partial last tile in either half of a pair, the fallback (spin 0: each tile
-    // reduces its unpublished predecessors itself, documented tiles of the pairs), and calls
-    // back to back (the states' epochs).
-    use xwarp::element::HardValues;
-    use xwarp_lab::validate::{flushes_subnormals, HardInput};
-    let mut rng = Rng::new(seed());
-    for_each_device(|d| {
-        let dev = &*d.dev;
-        let values = if flushes_subnormals(dev.info(), ElemKind::F32) {
-            HardValues::ALL.without_subnormals()
-        } else {
-            HardValues::ALL
-        };
-        let cases: [(usize, u32); 11] = [
-            (1, scan::DEFAULT_SPIN),
-            (33, 0),
-            (TILE - 1, scan::DEFAULT_SPIN),
-            (TILE + 1, scan::DEFAULT_SPIN),
-            (2 * TILE, 0),
-            (2 * TILE + 1, scan::DEFAULT_SPIN),
-            (3 * TILE + 5, scan::DEFAULT_SPIN),
-            (5 * TILE, 0),
-            (40 * TILE + 4097, 0),
-            (1_000_003, scan::DEFAULT_SPIN),
-            ((1 << 21) + 1, scan::DEFAULT_SPIN),
-        ];
-        for group_tiles in [2, 1] {
-            for (i, &(n, spin)) in cases.iter().enumerate() {
-                let op = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max][i % 3];
-                let kind = [ScanKind::Inclusive, ScanKind::Exclusive][(i / 3 + group_tiles) % 2];
-                let input = if i % 2 == 0 && values.subnormals {
-                    HardInput::Tiny
-                } else {
-                    HardInput::Mixed
-                };
-                let tuning = Tuning {
-                    spin,
-                    group_tiles: Some(group_tiles as u32),
-                    ..Tuning::default()
-                };
-                for call in 0..2 {
-                    let label = format!(
-                        "{}: {op:?} {kind:?} f32 n={n} {input:?} call {call} {tuning:?}",
-                        d.label
-                    );
-                    let a = f32::hard_input(op, input, values, n, &mut rng);
-                    let want = xwarp::cpu::scan::device_scan(op, kind, &a);
-                    let poison = poison_value(&want);
-                    let src = DeviceVec::from_slice(dev, &a).unwrap();
-                    let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
-                    dst.fill(dev, poison).unwrap();
-                    scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning)
-                        .unwrap_or_else(|e| panic!("{label}: {e}"));
-                    let got = dst.to_vec(dev).unwrap();
-                    if let Some(m) = first_mismatch(&want, &got) {
-                        panic!("{label}: {m}");
-                    }
-                    assert_counters_zero(dev, &label);
-                }
-            }
-        }
-    });
-}
-
 /// A scan of `n` fresh elements of `T` (`op`, `kind`, `tuning`) into an output poisoned with
 /// `poison`: at a tile the device holds, the CPU's bits; at one it does not, an error naming
 /// `items` and the output still all `poison`.
@@ -687,30 +618,6 @@ fn bad_input_is_a_typed_error() {
             })
         ));
         assert_eq!(dst.to_vec(dev).unwrap(), vec![-5; 99]);
-        for group_tiles in [0, 3] {
-            let bad = Tuning {
-                group_tiles: Some(group_tiles),
-                ..Tuning::default()
-            };
-            let src = DeviceVec::from_slice(dev, &[1.5f32; 5000]).unwrap();
-            let mut out = DeviceVec::<f32>::alloc(dev, 5000).unwrap();
-            out.fill(dev, -5.0).unwrap();
-            assert!(matches!(
-                scan::device_scan_tuned(
-                    dev,
-                    ReduceOp::Sum,
-                    ScanKind::Inclusive,
-                    &src,
-                    &mut out,
-                    bad
-                ),
-                Err(Error::InvalidParameter {
-                    name: "group_tiles",
-                    ..
-                })
-            ));
-            assert_eq!(out.to_vec(dev).unwrap(), vec![-5.0; 5000]);
-        }
         let sum = device_scan_host(dev, ReduceOp::Sum, ScanKind::Inclusive, &[1i64; 100]).unwrap();
         assert_eq!(sum[99], 100);
     });

@@ -96,11 +96,6 @@ fn compile(k: &Kernel<'_>, arch: u32) -> Result<nvrtc::Ptx> {
         format!("-DXW_T={ELEM_TYPEDEF}"),
         // The element's size, for the preprocessor (launch bounds by type).
         format!("-DXW_ELEM_BYTES={}", k.elem.size()),
-        // Whether it is a float (launch bounds by type).
-        format!(
-            "-DXW_ELEM_FLOAT={}",
-            u32::from(matches!(k.elem, ElemKind::F32 | ElemKind::F64))
-        ),
     ];
     for &(name, value) in k.consts {
         if !is_identifier(name) {
