@@ -321,44 +321,75 @@ pub fn run_reduce<T: Reduce>(
     dst.to_vec(dev)
 }
 
-fn case_on<T: ReduceInput>(
+/// A case of a family over [`ReduceInput`]s (reductions, scans): what [`op_case_on`] and
+/// [`hard_op_case_on`] need to check it on every device.
+pub trait OpCase: fmt::Display {
+    /// The operator.
+    fn op(&self) -> ReduceOp;
+    /// The input's length.
+    fn input_len(&self) -> usize;
+    /// The CPU reference's output for `input`.
+    fn expected<T: Reduce>(&self, input: &[T]) -> Vec<T>;
+    /// `dev`'s output for `input`, the output poisoned with `poison` first.
+    fn run<T: Reduce>(&self, dev: &dyn Device, input: &[T], poison: T) -> Result<Vec<T>>;
+}
+
+impl OpCase for ReduceCase {
+    fn op(&self) -> ReduceOp {
+        self.op
+    }
+    fn input_len(&self) -> usize {
+        self.n
+    }
+    fn expected<T: Reduce>(&self, input: &[T]) -> Vec<T> {
+        expected(self, input)
+    }
+    fn run<T: Reduce>(&self, dev: &dyn Device, input: &[T], poison: T) -> Result<Vec<T>> {
+        run_reduce(dev, self, input, poison)
+    }
+}
+
+/// `case` on every device, on fresh random input.
+pub(crate) fn op_case_on<T: ReduceInput>(
     devices: &[(String, &dyn Device)],
-    case: &ReduceCase,
+    case: &impl OpCase,
     rng: &mut Rng,
 ) -> CaseReport {
-    let input = T::input(case.op, case.n, rng);
-    let want = expected(case, &input);
+    let input = T::input(case.op(), case.input_len(), rng);
+    let want = case.expected(&input);
     let poison = poison_value(&want);
     check_case_by(
         devices,
         case.to_string(),
         &want,
-        comparison(case.op),
-        |dev| run_reduce(dev, case, &input, poison),
+        comparison(case.op()),
+        |dev| case.run(dev, &input, poison),
     )
 }
 
-/// A hard-value case on every device; `None` where a device flushes subnormals and the case
-/// is made of them ([`HardInput::Tiny`]).
-fn hard_case_on<T: ReduceInput>(
+/// `case` on every device with hard values of kind `hard` ([`HardInput`]); `None` where a
+/// device flushes subnormals and the case is made of them ([`HardInput::Tiny`]).
+pub(crate) fn hard_op_case_on<T: ReduceInput>(
     devices: &[(String, &dyn Device)],
-    hard: &HardReduceCase,
+    case: &impl OpCase,
+    elem: ElemKind,
+    hard: HardInput,
     rng: &mut Rng,
 ) -> Option<CaseReport> {
-    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, true));
-    if hard.input == HardInput::Tiny && !values.subnormals {
+    let values = hard_values(devices, elem, true);
+    if hard == HardInput::Tiny && !values.subnormals {
         return None;
     }
-    let input = T::hard_input(case.op, hard.input, values, case.n, rng);
-    let want = expected(case, &input);
+    let input = T::hard_input(case.op(), hard, values, case.input_len(), rng);
+    let want = case.expected(&input);
     let poison = poison_value(&want);
-    let name = format!("{case}, {}", hard.input.describe(values));
+    let name = format!("{case}, {}", hard.describe(values));
     Some(check_case_by(
         devices,
         name,
         &want,
-        comparison(case.op),
-        |dev| run_reduce(dev, case, &input, poison),
+        comparison(case.op()),
+        |dev| case.run(dev, &input, poison),
     ))
 }
 
@@ -372,11 +403,12 @@ pub fn run(
     report: &mut dyn FnMut(&CaseReport),
 ) {
     for case in reduce_cases(quick, large) {
-        let r = with_elem!(case.elem, case_on(devices, &case, rng));
+        let r = with_elem!(case.elem, op_case_on(devices, &case, rng));
         tally.add(&r, report);
     }
-    for case in hard_reduce_cases(quick) {
-        if let Some(r) = with_elem!(case.case.elem, hard_case_on(devices, &case, rng)) {
+    for hard in hard_reduce_cases(quick) {
+        let (case, elem) = (&hard.case, hard.case.elem);
+        if let Some(r) = with_elem!(elem, hard_op_case_on(devices, case, elem, hard.input, rng)) {
             tally.add(&r, report);
         }
     }

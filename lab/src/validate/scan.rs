@@ -2,8 +2,8 @@
 //! every type; device scans also through the look-back fallback and over many launches; for
 //! floats also on hard inputs ([`HardInput`]).
 
-use super::reduce::{comparison, ReduceInput, HARD_SIZES};
-use super::{check_case_by, hard_values, poison_value, CaseReport, HardInput, Tally};
+use super::reduce::{hard_op_case_on, op_case_on, OpCase, HARD_SIZES};
+use super::{CaseReport, HardInput, Tally};
 use crate::with_elem;
 use std::fmt;
 use xwarp::cpu::reduce::Reduce;
@@ -227,45 +227,19 @@ pub fn run_scan<T: Reduce>(
     dst.to_vec(dev)
 }
 
-fn case_on<T: ReduceInput>(
-    devices: &[(String, &dyn Device)],
-    case: &ScanCase,
-    rng: &mut Rng,
-) -> CaseReport {
-    let input = T::input(case.op, case.n, rng);
-    let want = expected(case, &input);
-    let poison = poison_value(&want);
-    check_case_by(
-        devices,
-        case.to_string(),
-        &want,
-        comparison(case.op),
-        |dev| run_scan(dev, case, &input, poison),
-    )
-}
-
-/// A hard-value case on every device; `None` where a device flushes subnormals and the case
-/// is made of them ([`HardInput::Tiny`]).
-fn hard_case_on<T: ReduceInput>(
-    devices: &[(String, &dyn Device)],
-    hard: &HardScanCase,
-    rng: &mut Rng,
-) -> Option<CaseReport> {
-    let (case, values) = (&hard.case, hard_values(devices, hard.case.elem, true));
-    if hard.input == HardInput::Tiny && !values.subnormals {
-        return None;
+impl OpCase for ScanCase {
+    fn op(&self) -> ReduceOp {
+        self.op
     }
-    let input = T::hard_input(case.op, hard.input, values, case.n, rng);
-    let want = expected(case, &input);
-    let poison = poison_value(&want);
-    let name = format!("{case}, {}", hard.input.describe(values));
-    Some(check_case_by(
-        devices,
-        name,
-        &want,
-        comparison(case.op),
-        |dev| run_scan(dev, case, &input, poison),
-    ))
+    fn input_len(&self) -> usize {
+        self.n
+    }
+    fn expected<T: Reduce>(&self, input: &[T]) -> Vec<T> {
+        expected(self, input)
+    }
+    fn run<T: Reduce>(&self, dev: &dyn Device, input: &[T], poison: T) -> Result<Vec<T>> {
+        run_scan(dev, self, input, poison)
+    }
 }
 
 /// Runs every scan case.
@@ -278,11 +252,12 @@ pub fn run(
     report: &mut dyn FnMut(&CaseReport),
 ) {
     for case in scan_cases(quick, large) {
-        let r = with_elem!(case.elem, case_on(devices, &case, rng));
+        let r = with_elem!(case.elem, op_case_on(devices, &case, rng));
         tally.add(&r, report);
     }
-    for case in hard_scan_cases(quick) {
-        if let Some(r) = with_elem!(case.case.elem, hard_case_on(devices, &case, rng)) {
+    for hard in hard_scan_cases(quick) {
+        let (case, elem) = (&hard.case, hard.case.elem);
+        if let Some(r) = with_elem!(elem, hard_op_case_on(devices, case, elem, hard.input, rng)) {
             tally.add(&r, report);
         }
     }
