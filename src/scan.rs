@@ -215,9 +215,10 @@ pub const MAX_ITEMS: u32 = 32;
 /// Vulkan: where the tile has a multiple of 4 elements per thread, and on Vulkan where the
 /// device has 64-bit buffer atomics and the subgroup arithmetic operations (there any such
 /// tile up to [`MAX_ITEMS`] is taken, whatever the device's shared memory holds). CUDA takes it
-/// at every length; below 2^22 the Vulkan staging kernel was faster (H200, NOTES.md version
-/// 40).
-pub const REGISTER_TILE_FROM: (usize, usize) = (0, 1 << 22);
+/// at every length; Vulkan from 2^20 (H200, NOTES.md version 61: at 16 elements a thread it
+/// took 0.91–0.98× the time of the staging kernel at 2^20–2^21 and of the register tile at 32
+/// at 2^22; version 40 had found the staging kernel faster below 2^22, at 32 a thread).
+pub const REGISTER_TILE_FROM: (usize, usize) = (0, 1 << 20);
 
 /// The lengths at which a device scan of `f32` keeps its tile in registers (16-byte loads and
 /// stores, each documented thread's [`ITEMS`] elements in four lanes that fold them in

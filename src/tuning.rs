@@ -156,7 +156,14 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// Scan: elements per thread of a device-scan tile of integers of `elem` for `n` elements
 /// (floats always take [`crate::scan::ITEMS`], part of their order; 8-byte integers too):
 /// [`crate::scan::MAX_ITEMS`] (32, tiles of 8192) for 4-byte integers from 2^20 elements on
-/// both backends, but for 2^23 up to 2^25 elements on Vulkan; else [`crate::scan::ITEMS`] (16).
+/// CUDA and from 2^25 on Vulkan; else [`crate::scan::ITEMS`] (16).
+///
+/// H200 (NOTES.md, version 61; `i32`/`u32` scans, both kinds, two alternations, both backends
+/// in one process, µs, Vulkan's register tile at 16 from 2^20 against the staging kernel at 32
+/// at 2^20–2^21 and the register tile at 32 at 2^22): 2^20 9.3–9.7 → 9.1–9.2 (0.95–0.98×),
+/// 2^21 11.6–12.3 → 11.2–11.4 (0.91–0.94×), 2^22 16.6–17.7 → 16.2–16.5 (0.97–0.98×); 2^23–2^25
+/// unchanged (the same tiles). A Vulkan-only process (its clock lower, version 42) gave 16
+/// against 32 in registers 0.89–0.96× at 2^20–2^24.
 ///
 /// H200 (NOTES.md, version 49; `i32` scans, both kinds, two alternations, µs at 16 / 20 / 24 /
 /// 28 / 32 elements a thread): Vulkan 2^21 15.2–15.5 / 14.0–14.1 / 15.9–16.2 / 15.0–15.4 /
@@ -174,7 +181,7 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// 32: 2^22 21.2 → 18.9, 2^23 33.3 → 31.5, 2^24 47.6 → 49.1, 2^26 157 → 149, 2^28 590 →
 /// 545), where the staging kernel had taken 108 registers at 32 from 2^24 (70.0 → 75.0 µs).
 pub(crate) fn scan_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
-    let vulkan_middle = info.backend == BackendKind::Vulkan && (1 << 23..1 << 25).contains(&n);
+    let vulkan_middle = info.backend == BackendKind::Vulkan && (1 << 20..1 << 25).contains(&n);
     if n >= 1 << 20 && matches!(elem, ElemKind::I32 | ElemKind::U32) && !vulkan_middle {
         crate::scan::MAX_ITEMS
     } else {
