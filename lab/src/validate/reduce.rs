@@ -350,7 +350,7 @@ impl OpCase for ReduceCase {
 }
 
 /// `case` on every device, on fresh random input.
-pub(crate) fn op_case_on<T: ReduceInput>(
+pub fn op_case_on<T: ReduceInput>(
     devices: &[(String, &dyn Device)],
     case: &impl OpCase,
     rng: &mut Rng,
@@ -369,7 +369,7 @@ pub(crate) fn op_case_on<T: ReduceInput>(
 
 /// `case` on every device with hard values of kind `hard` ([`HardInput`]); `None` where a
 /// device flushes subnormals and the case is made of them ([`HardInput::Tiny`]).
-pub(crate) fn hard_op_case_on<T: ReduceInput>(
+pub fn hard_op_case_on<T: ReduceInput>(
     devices: &[(String, &dyn Device)],
     case: &impl OpCase,
     elem: ElemKind,
