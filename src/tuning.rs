@@ -156,7 +156,8 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// Scan: elements per thread of a device-scan tile of integers of `elem` for `n` elements
 /// (floats always take [`crate::scan::ITEMS`], part of their order; 8-byte integers too):
 /// [`crate::scan::MAX_ITEMS`] (32, tiles of 8192) for 4-byte integers from 2^20 elements on
-/// CUDA and from 2^25 on Vulkan; else [`crate::scan::ITEMS`] (16).
+/// CUDA and on Vulkan devices without the register tile ([`scan_registers_possible`]) but for
+/// 2^23 up to 2^25, from 2^25 on Vulkan devices with it; else [`crate::scan::ITEMS`] (16).
 ///
 /// H200 (NOTES.md, version 61; `i32`/`u32` scans, both kinds, two alternations, both backends
 /// in one process, µs, Vulkan's register tile at 16 from 2^20 against the staging kernel at 32
@@ -181,7 +182,14 @@ pub(crate) fn scan_self_clearing_max_tiles(info: &DeviceInfo) -> usize {
 /// 32: 2^22 21.2 → 18.9, 2^23 33.3 → 31.5, 2^24 47.6 → 49.1, 2^26 157 → 149, 2^28 590 →
 /// 545), where the staging kernel had taken 108 registers at 32 from 2^24 (70.0 → 75.0 µs).
 pub(crate) fn scan_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
-    let vulkan_middle = info.backend == BackendKind::Vulkan && (1 << 20..1 << 25).contains(&n);
+    // Where the Vulkan device has the register tile, 16 from 2^20; without it (the staging
+    // kernel alone) 16 only from 2^23 (version 49's figures below).
+    let from = if scan_registers_possible(info, elem, crate::scan::ITEMS) {
+        1 << 20
+    } else {
+        1 << 23
+    };
+    let vulkan_middle = info.backend == BackendKind::Vulkan && (from..1 << 25).contains(&n);
     if n >= 1 << 20 && matches!(elem, ElemKind::I32 | ElemKind::U32) && !vulkan_middle {
         crate::scan::MAX_ITEMS
     } else {
