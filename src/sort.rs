@@ -1403,14 +1403,14 @@ fn onesweep_consts(
             .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(0);
         if mode > 0 && value_words == 1 && !whole && !plan.counts_in_stage {
-            let counts = plan.subgroups * RADIX;
+            let counts = plan.subgroups * RADIX as u32;
             let tile = plan.block * plan.items;
             let first = if mode == 1 {
                 counts.max(tile)
             } else {
                 counts + tile
             };
-            let words = first + plan.stage_words + 6 * RADIX + plan.subgroups + 3;
+            let words = first + plan.stage_words + 6 * RADIX as u32 + plan.subgroups + 3;
             consts.push(("ASYNC_VALUES", mode));
             consts.push((
                 crate::device::DYNAMIC_SHARED_CONST,
