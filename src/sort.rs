@@ -455,18 +455,9 @@ impl TilePlan {
             }
         };
         let mut smallest = 0;
-        // AB-TEMP: a cap on the pairs' keys a thread.
-        let cap = if cuda && value_bytes == 4 && key_bytes == 4 {
-            std::env::var("XWARP_AB_ITEMS")
-                .ok()
-                .and_then(|v| v.parse::<u32>().ok())
-                .unwrap_or(MAX_ITEMS)
-        } else {
-            MAX_ITEMS
-        };
         for &block in &blocks {
             let subgroups = (block / sg_min).max(1);
-            for items in (1..=requested.min(cap)).rev() {
+            for items in (1..=requested).rev() {
                 let plan = TilePlan {
                     block,
                     items,
@@ -1027,21 +1018,7 @@ impl<K: Element> Sorter<K> {
             end: bits.end,
             clear: 0,
         };
-        // AB-TEMP: the copies of the counters; 32: 16-bit lane counters (CUDA, 4-byte keys).
-        let ab = std::env::var("XWARP_AB_PARTS")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok());
-        let parts = match ab {
-            Some(32) if info.backend == crate::device::BackendKind::Cuda && K::KIND.size() == 4 => {
-                32
-            }
-            Some(p @ (1 | 2 | 4 | 8)) => p,
-            _ => parts,
-        };
-        let mut consts = vec![("PARTS", parts), ("KEY_ORDER", key_order)];
-        if parts == 32 {
-            consts.push((crate::device::DYNAMIC_SHARED_CONST, 65536));
-        }
+        let consts = [("PARTS", parts), ("KEY_ORDER", key_order)];
         let histogram = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
@@ -1397,26 +1374,6 @@ fn onesweep_consts(
         };
         consts.push(("MIN_BLOCKS", min_blocks));
         consts.push(("COUNTS_IN_STAGE", u32::from(plan.counts_in_stage)));
-        // AB-TEMP: the values copied into shared memory by cp.async.
-        let mode = std::env::var("XWARP_AB_ASYNC")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0);
-        if mode > 0 && value_words == 1 && !whole && !plan.counts_in_stage {
-            let counts = plan.subgroups * RADIX as u32;
-            let tile = plan.block * plan.items;
-            let first = if mode == 1 {
-                counts.max(tile)
-            } else {
-                counts + tile
-            };
-            let words = first + plan.stage_words + 6 * RADIX as u32 + plan.subgroups + 3;
-            consts.push(("ASYNC_VALUES", mode));
-            consts.push((
-                crate::device::DYNAMIC_SHARED_CONST,
-                (4 * words).div_ceil(16) * 16,
-            ));
-        }
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));
