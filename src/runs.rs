@@ -74,23 +74,7 @@ const SELF_CLEARING_LAUNCH: u32 = 2;
 /// launch zeroes first, with the run count.
 pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
     let info = dev.info();
-    // AB-TEMP: reduce-by-key's keys a thread where the values are 4-byte integers.
-    let ab = if info.backend == crate::device::BackendKind::Cuda {
-        "XWARP_AB_RITEMS_CUDA"
-    } else {
-        "XWARP_AB_RITEMS_VK"
-    };
-    let items = match std::env::var(ab).ok().and_then(|v| v.parse::<u32>().ok()) {
-        Some(i @ 1..=32)
-            if call.kernel == "reduce_by_key"
-                && matches!(call.elem, ElemKind::I32 | ElemKind::U32)
-                && call.key_bytes == 4 =>
-        {
-            i
-        }
-        _ => items(call.key_bytes, call.value_bytes),
-    };
-    let tiles = call.n.div_ceil(BLOCK as usize * items as usize);
+    let tiles = call.n.div_ceil(tile(call.key_bytes, call.value_bytes));
     // The ticket counter, the tiles done (self-clearing) and a flag per tile (from word 4), then
     // four words of aggregate and four of inclusive prefix per tile (`w_aggregates` in the
     // kernels).
@@ -114,7 +98,7 @@ pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
     };
     let mut consts = vec![
         ("KEY_WORDS", (call.key_bytes / 4) as u32),
-        ("ITEMS", items),
+        ("ITEMS", items(call.key_bytes, call.value_bytes)),
         ("SELF_CLEARING", u32::from(shared.is_some())),
     ];
     if let Some(op) = call.op {
