@@ -452,116 +452,6 @@ __device__ __forceinline__ unsigned int xw_peek_flag(const RunsArgs& a, unsigned
 // window without an inclusive prefix, or a budget run out, leaves the look-back to the window
 // path (with the polls left): walking down 32 tiles at a time (integers) took 1.07-1.14x the
 // time of leaving at once (H200, 2^20-2^24).
-#ifndef NEAR_DEPTH
-#define NEAR_DEPTH 1
-#endif
-#if NEAR_DEPTH > 1
-// xw_near_look_back over NEAR_DEPTH tiles a lane: window index i = lane + 32 r is tile
-// k - 1 - i, so one round trip polls 32 * NEAR_DEPTH predecessors. The fold is the same left
-// fold: for floats one value at a time from the nearest value with a head (or the nearest
-// inclusive prefix) down to index 0; integers combine in any order, by a butterfly.
-__device__ __forceinline__ void xw_near_look_back(const RunsArgs& a, RunsShared& s, unsigned int k,
-                                                  Carry agg, unsigned int lane) {
-    unsigned int polls = 0;
-    unsigned int f[NEAR_DEPTH];
-    unsigned int limit, empty;
-    bool found;
-    for (;; ++polls) {
-#pragma unroll
-        for (unsigned int r = 0; r < NEAR_DEPTH; ++r) {
-            const int tile = (int)k - 1 - (int)(lane + XW_WARP * r);
-            f[r] = tile >= 0 ? xw_peek_flag(a, (unsigned int)tile) : FLAG_INCLUSIVE;
-        }
-        found = false;
-        limit = XW_WARP * NEAR_DEPTH - 1;
-#pragma unroll
-        for (unsigned int r = NEAR_DEPTH; r-- > 0;) {
-            const unsigned int b = __ballot_sync(XW_FULL_MASK, f[r] == FLAG_INCLUSIVE);
-            if (b != 0) {
-                limit = XW_WARP * r + (unsigned int)(__ffs(b) - 1);
-                found = true;
-            }
-        }
-        empty = 0;
-#pragma unroll
-        for (unsigned int r = 0; r < NEAR_DEPTH; ++r)
-            empty |= __ballot_sync(XW_FULL_MASK, f[r] == 0 && lane + XW_WARP * r <= limit);
-        if (empty == 0 || polls >= a.p.spin) break;
-    }
-    const bool ok = empty == 0 && found;
-    if (ok) {
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        Carry c[NEAR_DEPTH];
-        unsigned int heads = 0;
-#pragma unroll
-        for (unsigned int r = 0; r < NEAR_DEPTH; ++r) {
-            const unsigned int i = lane + XW_WARP * r;
-            const int tile = (int)k - 1 - (int)i;
-            c[r].heads = 0;
-            c[r].v = xw_vt(0);
-            if (i <= limit && tile >= 0)
-                c[r] = xw_read_seen(a, (unsigned int)tile, i == limit ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
-            heads += c[r].heads;
-        }
-#pragma unroll
-        for (unsigned int d = 1; d < XW_WARP; d <<= 1) heads += __shfl_xor_sync(XW_FULL_MASK, heads, d);
-        // The nearest value with a head below the limit, else the limit's.
-        unsigned int from = limit;
-#pragma unroll
-        for (unsigned int r = NEAR_DEPTH; r-- > 0;) {
-            const unsigned int b =
-                __ballot_sync(XW_FULL_MASK, lane + XW_WARP * r < limit && c[r].heads > 0);
-            if (b != 0) from = XW_WARP * r + (unsigned int)(__ffs(b) - 1);
-        }
-        Carry w;
-        w.heads = heads;
-        constexpr bool floats = (xw_vt)0.5 != (xw_vt)0;
-        if (floats) {
-            w.v = xw_vt(0);
-#pragma unroll
-            for (unsigned int r = 0; r < NEAR_DEPTH; ++r) {
-                const xw_vt x = __shfl_sync(XW_FULL_MASK, c[r].v, from % XW_WARP);
-                if (r == from / XW_WARP) w.v = x;
-            }
-#pragma unroll
-            for (unsigned int r = NEAR_DEPTH; r-- > 0;) {
-                if (XW_WARP * r >= from) continue;
-                for (unsigned int i = min(from - XW_WARP * r, (unsigned int)XW_WARP); i-- > 0;)
-                    w.v = xw_vop(w.v, __shfl_sync(XW_FULL_MASK, c[r].v, i));
-            }
-        } else {
-            // Integers: this lane's values up to `from`, then a butterfly over the lanes that
-            // hold any.
-            bool have = false;
-            xw_vt t = xw_vt(0);
-#pragma unroll
-            for (unsigned int r = 0; r < NEAR_DEPTH; ++r) {
-                if (lane + XW_WARP * r <= from) {
-                    t = have ? xw_vop(t, c[r].v) : c[r].v;
-                    have = true;
-                }
-            }
-#pragma unroll
-            for (unsigned int d = 1; d < XW_WARP; d <<= 1) {
-                const xw_vt o = __shfl_xor_sync(XW_FULL_MASK, t, d);
-                const bool other = __shfl_xor_sync(XW_FULL_MASK, (unsigned int)have, d) != 0;
-                if (have && other) t = xw_vop(t, o);
-                else if (other) t = o;
-                have = have || other;
-            }
-            w.v = t;
-        }
-        if (lane == 0) {
-            s.near_prefix = w;
-            xw_publish(a, k, FLAG_INCLUSIVE, xw_carry_op(w, agg));
-        }
-    }
-    if (lane == 0) {
-        s.lb_ok = ok;
-        s.lb_polls = polls;
-    }
-}
-#else
 __device__ __forceinline__ void xw_near_look_back(const RunsArgs& a, RunsShared& s, unsigned int k,
                                                   Carry agg, unsigned int lane) {
     const int tile = (int)k - 1 - (int)lane;
@@ -611,7 +501,6 @@ __device__ __forceinline__ void xw_near_look_back(const RunsArgs& a, RunsShared&
         s.lb_polls = polls;
     }
 }
-#endif
 
 // The exclusive prefix E of tile k > 0 where the near look-back (s.lb_ok, read after a barrier
 // that followed it) did not find it, by the window path (every thread gets it); publishes the

@@ -107,10 +107,6 @@ pub(crate) fn launch(dev: &dyn Device, call: &RunsCall<'_>) -> Result<()> {
     // Only the CUDA twin reads BLOCK, for its launch bounds (src/kernels/table.rs).
     if info.backend == crate::device::BackendKind::Cuda {
         consts.push(("BLOCK", BLOCK));
-        // AB-TEMP: the near look-back's tiles a lane.
-        if let Some(d) = std::env::var("XWARP_AB_RNEAR").ok().and_then(|v| v.parse::<u32>().ok()) {
-            consts.push(("NEAR_DEPTH", d));
-        }
     }
     let kernel = Kernel {
         name: call.kernel,
