@@ -150,10 +150,7 @@ pub fn moving_average_tuned<T: StencilElement>(
 ) -> Result<()> {
     validate(input.len(), output.len())?;
     let info = dev.info();
-    // AB-TEMP: the exact variants' layers.
-    let ab = std::env::var("XWARP_AB_SROWS").ok().and_then(|v| v.parse::<u32>().ok());
     let rows = match tuning.rows {
-        None if ab.is_some() && info.emulates_subnormals(T::KIND) => ab.unwrap_or(ROWS),
         None => rows(info, variant, input.len()),
         Some(r) if [FEW_ROWS, ROWS, MANY_ROWS].contains(&r) => r,
         Some(r) => {
