@@ -60,22 +60,28 @@ T load(uint t, int d) {
     return q >= 0 && q < int(p.in_len) ? src[q] : T(0);
 }
 
-// The documented order, no contraction: bit-identical on every device. With exact subnormals
-// (SUBNORMALS 1) each product and sum is xw_mul's and xw_add's, tests and all.
-T average(T m2, T m1, T c, T p1, T p2) {
-    T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
-    y = xw_add(y, xw_mul(weight(2u), c));
-    y = xw_add(y, xw_mul(weight(3u), p1));
-    return xw_add(y, xw_mul(weight(4u), p2));
-}
-
-// The same in the driver's arithmetic, with xw_add's and xw_mul's tests beside the chain
-// (float_ops.glsl): `slow` set where a test failed, where `average` may give other bits.
+// The average in the driver's arithmetic, with xw_add's and xw_mul's tests beside the chain
+// (float_ops.glsl): `slow` set where a test failed, where the exact average may differ.
 T average_fast(T m2, T m1, T c, T p1, T p2, inout bool slow) {
     T y = xw_sum_fast(xw_mul_fast(weight(0u), m2, slow), xw_mul_fast(weight(1u), m1, slow), slow);
     y = xw_sum_fast(y, xw_mul_fast(weight(2u), c, slow), slow);
     y = xw_sum_fast(y, xw_mul_fast(weight(3u), p1, slow), slow);
     return xw_sum_fast(y, xw_mul_fast(weight(4u), p2, slow), slow);
+}
+
+// The documented order, no contraction: bit-identical on every device.
+T average(T m2, T m1, T c, T p1, T p2) {
+    if (SUBNORMALS == 1u) {
+        // The exact arithmetic in one batch (float_ops.glsl): the driver's products and sums
+        // with their tests beside, and the exact ones below only where a test failed.
+        bool slow = false;
+        T y = average_fast(m2, m1, c, p1, p2, slow);
+        if (!slow) return y;
+    }
+    T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
+    y = xw_add(y, xw_mul(weight(2u), c));
+    y = xw_add(y, xw_mul(weight(3u), p1));
+    return xw_add(y, xw_mul(weight(4u), p2));
 }
 
 void main() {
@@ -95,7 +101,7 @@ void main() {
     // the shared-memory version the first and last two invocations of the layer do.
     T c[ROWS];
     T h[ROWS];
-    bool slow = false;  // SUBNORMALS 1: a test of this invocation's averages failed
+    bool slow = false;  // SUBNORMALS 1, SMEM 1: a test of this invocation's averages failed
     bool left = SMEM == 1u ? local < HALO : lane < HALO;
     bool right = SMEM == 1u ? local >= block - HALO : lane >= XW_WARP - HALO;
     // A workgroup whose every load (halo included) lies inside the bound input loads without
@@ -171,9 +177,12 @@ void main() {
             p2 = lane + 2u < XW_WARP ? dn2 : h[r];
         }
         bool inside = t >= p.lo && t < p.hi;
-        if (SUBNORMALS == 1u) {
+        if (SUBNORMALS == 1u && SMEM == 1u) {
             // The driver's arithmetic for every layer, tested; the exact one below only for
-            // an invocation where a test of its averages failed.
+            // an invocation where a test of its averages failed. (The shuffle version keeps
+            // the test and the exact path by each average: there this form took 1.04-1.06x
+            // the time from 2^24 on an H200, and the shared-memory version 0.95-0.98x;
+            // NOTES.md, version 62.)
             bool s = false;
             T y = average_fast(m2, m1, c[r], p1, p2, s);
             // (`a || b` without a branch only where b is a plain variable: float_ops.glsl.)
@@ -184,7 +193,7 @@ void main() {
             dst[p.out_off + t] = inside ? average(m2, m1, c[r], p1, p2) : T(0);
         }
     }
-    if (SUBNORMALS == 1u && slow) {
+    if (SUBNORMALS == 1u && SMEM == 1u && slow) {
         // This invocation's averages again, exactly, from the input (they replace the ones it
         // stored above; no other invocation writes them).
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {

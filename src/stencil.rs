@@ -41,6 +41,7 @@
 
 pub use crate::cpu::stencil::{StencilElement, HALO, POINTS};
 use crate::device::{Device, DeviceInfo, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::element::ElemKind;
 use crate::error::{Error, Result};
 use crate::kernels::StencilParams;
 use crate::plan;
@@ -57,15 +58,17 @@ pub const ROWS: u32 = 8;
 /// Layers per workgroup on short inputs (chosen by the device and the length): more, smaller workgroups on a small
 /// input.
 pub const FEW_ROWS: u32 = 4;
-/// Layers per workgroup of the CUDA shuffle stencil on the longest inputs (chosen by the device and the length).
+/// Layers per workgroup on the longest inputs of the CUDA shuffle stencil and of the Vulkan
+/// shared-memory stencil with exact subnormals (chosen by the device and the length).
 pub const MANY_ROWS: u32 = 16;
 
-/// Layers per workgroup the stencil takes for `n` elements of `variant` on `info`'s device,
-/// unless [`Tuning::rows`] says otherwise: [`FEW_ROWS`], [`ROWS`] or [`MANY_ROWS`], chosen by
-/// backend and length as measured (the choice and its measurements are in the crate's tuning
-/// module). Results do not depend on it.
-pub fn rows(info: &DeviceInfo, variant: StencilVariant, n: usize) -> u32 {
-    crate::tuning::stencil_rows(info, variant, n)
+/// Layers per workgroup the stencil takes for `n` elements of type `elem` in `variant` on
+/// `info`'s device, unless [`Tuning::rows`] says otherwise: [`FEW_ROWS`], [`ROWS`] or
+/// [`MANY_ROWS`], chosen by backend, length and (where the device keeps `elem`'s subnormals by
+/// the exact kernels) variant as measured (the choice and its measurements are in the crate's
+/// tuning module). Results do not depend on it.
+pub fn rows(info: &DeviceInfo, variant: StencilVariant, elem: ElemKind, n: usize) -> u32 {
+    crate::tuning::stencil_rows(info, variant, info.emulates_subnormals(elem), n)
 }
 
 /// Stencil knobs that change speed, never results.
@@ -151,7 +154,7 @@ pub fn moving_average_tuned<T: StencilElement>(
     validate(input.len(), output.len())?;
     let info = dev.info();
     let rows = match tuning.rows {
-        None => rows(info, variant, input.len()),
+        None => rows(info, variant, T::KIND, input.len()),
         Some(r) if [FEW_ROWS, ROWS, MANY_ROWS].contains(&r) => r,
         Some(r) => {
             return Err(Error::invalid(

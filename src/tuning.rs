@@ -374,9 +374,10 @@ pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 
 /// ([`lengths_items`]).
 pub(crate) const LENGTHS_HALF_TILE_MAX: usize = 1 << 19;
 
-/// Stencil: layers per workgroup for `n` elements. Vulkan: [`FEW_ROWS`] below 2^24 elements,
-/// [`ROWS`] from there. CUDA: [`FEW_ROWS`] below 2^22, [`ROWS`] from there, and the shuffle
-/// variant [`MANY_ROWS`] from 2^24.
+/// Stencil: layers per workgroup for `n` elements (`exact`: of a type whose subnormals the
+/// device keeps by the exact kernels). Vulkan: [`FEW_ROWS`] below 2^24 elements, [`ROWS`] from
+/// there, and the exact shared-memory variant [`MANY_ROWS`] from 2^26. CUDA: [`FEW_ROWS`] below
+/// 2^22, [`ROWS`] from there, and the shuffle variant [`MANY_ROWS`] from 2^24.
 ///
 /// H100 and H200 (NOTES.md, versions 8 and 9), `f32`: 4 layers instead of 8 were 1–9% faster
 /// from 2^20 to 2^23 elements on the H100 on both backends; on the H200 1–6% faster on Vulkan
@@ -385,8 +386,21 @@ pub(crate) const LENGTHS_HALF_TILE_MAX: usize = 1 << 19;
 /// 3–5% (H200) faster from 2^24 to 2^28, and 3–4% slower at 2^22 (H100). The CUDA
 /// shared-memory stencil was up to 5% slower with 16 at 2^22–2^25 on the H100, and the Vulkan
 /// stencils were 1–9% slower at 2^24–2^26 on both GPUs.
-pub(crate) fn stencil_rows(info: &DeviceInfo, variant: StencilVariant, n: usize) -> u32 {
+///
+/// H200 (NOTES.md, version 62), the Vulkan `f32` shared-memory stencil with exact subnormals
+/// (its layers' averages tested together, the exact ones computed again only where a test
+/// failed), µs at 4 / 8 / 16 layers: 2^24 41.1 / 40.3 / 41.0, 2^26 153.5 / 147.9 / 143.0,
+/// 2^28 595 / 568 / 552 (the driver's arithmetic alone at 8 layers: 38.4, 141.6, 547).
+pub(crate) fn stencil_rows(
+    info: &DeviceInfo,
+    variant: StencilVariant,
+    exact: bool,
+    n: usize,
+) -> u32 {
     match info.backend {
+        BackendKind::Vulkan if exact && variant == StencilVariant::SharedMemory && n >= 1 << 26 => {
+            MANY_ROWS
+        }
         BackendKind::Vulkan if n < 1 << 24 => FEW_ROWS,
         BackendKind::Vulkan => ROWS,
         BackendKind::Cuda if n < 1 << 22 => FEW_ROWS,

@@ -25,7 +25,7 @@ fn every_variant_at<T: StencilElement>(sizes: &[usize]) {
         let mut outputs = Vec::new();
         for_each_device(|d| {
             for variant in StencilVariant::ALL {
-                let rows = xwarp::stencil::rows(d.dev.info(), variant, n);
+                let rows = xwarp::stencil::rows(d.dev.info(), variant, T::KIND, n);
                 let case = format!("{}: {variant} {} n={n} ({rows} layers)", d.label, T::KIND);
                 let got = run_stencil(&*d.dev, variant, weights, &input, poison)
                     .unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -45,8 +45,15 @@ fn every_variant_at<T: StencilElement>(sizes: &[usize]) {
 }
 
 /// Each side of the lengths where the layers per workgroup change (`stencil::rows`: 2^22 and
-/// 2^24), so that every layer count each backend takes is checked.
-const LAYER_EDGES: [usize; 4] = [(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1];
+/// 2^24; with `XWARP_LARGE=1` also 2^26, where the Vulkan shared-memory stencil with exact
+/// subnormals takes more), so that every layer count each backend takes is checked.
+fn layer_edges() -> Vec<usize> {
+    let mut edges = vec![(1 << 22) - 1, (1 << 22) + 1, (1 << 24) - 1, (1 << 24) + 1];
+    if std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1") {
+        edges.extend([(1 << 26) - 1, (1 << 26) + 1]);
+    }
+    edges
+}
 
 #[test]
 fn every_variant_and_size_f32() {
@@ -60,12 +67,12 @@ fn every_variant_and_size_f64() {
 
 #[test]
 fn every_layer_count_f32() {
-    every_variant_at::<f32>(&LAYER_EDGES);
+    every_variant_at::<f32>(&layer_edges());
 }
 
 #[test]
 fn every_layer_count_f64() {
-    every_variant_at::<f64>(&LAYER_EDGES);
+    every_variant_at::<f64>(&layer_edges());
 }
 
 /// Weights that are powers of two summing to 1 (1/8, 1/4, 1/4, 1/4, 1/8) average integers

@@ -656,9 +656,10 @@ fn gated_scans_f32() {
 /// Both stencil variants on subnormal inputs with weights near ±1, on normal inputs and weights
 /// like 1e-20 (`f64`: 1e-160) whose every product is subnormal, and on subnormals among small,
 /// large and near-±1 normals for both, at [`SIZES`] (where large products overflow and meet,
-/// NaN matches any NaN).
+/// NaN matches any NaN), at every layer count per workgroup.
 fn stencils<T: StencilElement>() {
-    use xwarp_lab::validate::stencil::run_stencil;
+    use xwarp::stencil::{Tuning, FEW_ROWS, MANY_ROWS, ROWS};
+    use xwarp_lab::validate::stencil::run_stencil_tuned;
     let mut rng = Rng::new(seed());
     let mut flushes = Flushes::default();
     let mut subnormal_results = 0;
@@ -701,16 +702,23 @@ fn stencils<T: StencilElement>() {
         ];
         for (what, weights, input) in &sets {
             let want = stencil_reference(*weights, input);
+            // Every layer count: the exact kernels differ by it (the shared-memory kernel
+            // tests a workgroup's layers together).
             for variant in StencilVariant::ALL {
-                subnormal_results += flushes.check_floats(
-                    (
-                        &format!("stencil {variant} {} n={n}", T::KIND),
-                        &format!("{what}, weights {weights:?}"),
-                    ),
-                    &want,
-                    first_mismatch_nan_as_class,
-                    |dev, poison| run_stencil(dev, variant, *weights, input, poison),
-                );
+                for rows in [FEW_ROWS, ROWS, MANY_ROWS] {
+                    let tuning = Tuning { rows: Some(rows) };
+                    subnormal_results += flushes.check_floats(
+                        (
+                            &format!("stencil {variant} {} n={n} ({rows} layers)", T::KIND),
+                            &format!("{what}, weights {weights:?}"),
+                        ),
+                        &want,
+                        first_mismatch_nan_as_class,
+                        |dev, poison| {
+                            run_stencil_tuned(dev, variant, *weights, input, poison, tuning)
+                        },
+                    );
+                }
             }
         }
     }

@@ -144,10 +144,29 @@ pub fn run_stencil<T: StencilElement>(
     input: &[T],
     poison: T,
 ) -> Result<Vec<T>> {
+    run_stencil_tuned(
+        dev,
+        variant,
+        weights,
+        input,
+        poison,
+        stencil::Tuning::default(),
+    )
+}
+
+/// [`run_stencil`] with explicit [`stencil::Tuning`] (the layers per workgroup).
+pub fn run_stencil_tuned<T: StencilElement>(
+    dev: &dyn Device,
+    variant: StencilVariant,
+    weights: [T; POINTS],
+    input: &[T],
+    poison: T,
+    tuning: stencil::Tuning,
+) -> Result<Vec<T>> {
     let src = DeviceVec::from_slice(dev, input)?;
     let mut dst = DeviceVec::alloc(dev, input.len())?;
     dst.fill(dev, poison)?;
-    stencil::moving_average(dev, variant, weights, &src, &mut dst)?;
+    stencil::moving_average_tuned(dev, variant, weights, &src, &mut dst, tuning)?;
     dst.to_vec(dev)
 }
 
