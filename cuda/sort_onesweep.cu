@@ -8,17 +8,7 @@
 // BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none),
 // WHOLE (1: the whole sort of a single tile, every pass, in one launch; 0: one digit pass),
 // COUNTS_IN_STAGE (1: the digit pass's warp digit counts share their words with the staging
-// area, whose keys then wait until every key is ranked; 0: the two side by side),
-// ASYNC_VALUES (pairs of 32-bit values on compute capability 8.0 and up; 0: the values are
-// loaded once the keys have left the staging area; 1: copied into shared memory by `cp.async`
-// once the tile is ranked, into the words of the warps' digit counts and more; 2: copied so as
-// soon as the keys are loaded, into words of their own; 3: as 2, a full tile's in 16-byte
-// pieces that bypass the L1 cache), XW_DYNAMIC_SHARED (ASYNC_VALUES:
-// the bytes of dynamic shared memory the launch gives the block, which then holds SortShared).
-
-#ifndef ASYNC_VALUES
-#define ASYNC_VALUES 0
-#endif
+// area, whose keys then wait until every key is ranked; 0: the two side by side).
 
 #include "sort_common.cuh"
 
@@ -68,19 +58,7 @@ __device__ __forceinline__ unsigned packed_rank(const unsigned (&ranks)[RANK_WOR
 }
 
 struct __align__(16) SortShared {
-#if ASYNC_VALUES == 1
-    // The counts live until the last key is ranked, the tile's values in input order from then
-    // on, until they are staged.
-    union {
-        unsigned offsets[HIST_SG * RADIX];
-        unsigned raw[TILE];
-    };
-    unsigned stage[STAGE_WORDS];
-#elif ASYNC_VALUES >= 2
-    unsigned offsets[HIST_SG * RADIX];
-    unsigned stage[STAGE_WORDS];
-    unsigned raw[TILE];  // the tile's values in input order, from the keys' loads on
-#elif COUNTS_IN_STAGE && !WHOLE
+#if COUNTS_IN_STAGE && !WHOLE
     // The counts live until the last key is ranked, the staged keys from then on (the digit
     // pass; the sort in one launch, which ranks and stages each pass's keys together, keeps
     // the two apart).
@@ -102,48 +80,6 @@ struct __align__(16) SortShared {
     unsigned stuck;
     unsigned shift;  // the pass's shift read back for the ranking (see the Vulkan twin)
 };
-
-#if ASYNC_VALUES
-static_assert(VALUE_WORDS == 1 && !WHOLE && !COUNTS_IN_STAGE, "ASYNC_VALUES: 32-bit values, digit passes");
-static_assert(sizeof(SortShared) <= XW_DYNAMIC_SHARED, "ASYNC_VALUES: the launch's dynamic shared memory");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "ASYNC_VALUES needs cp.async (compute capability 8.0)"
-#endif
-#endif
-
-// This thread's values at places first, first + 32, ... of the tile (the first `valid`) are
-// copied into s.raw at the same places without passing through registers; stage_values
-// waits for them.
-__device__ __forceinline__ void copy_values_async(SortShared& s, const unsigned* __restrict__ vals_in,
-                                                  unsigned tile_base, unsigned first, unsigned valid) {
-#if ASYNC_VALUES
-    if (ASYNC_VALUES == 3 && valid == TILE && TILE % 4 == 0) {
-        // The block's threads copy the tile's 16-byte pieces in turn; stage_values reads them
-        // after the block's barrier.
-        for (unsigned c = threadIdx.x; c < TILE / 4; c += BLOCK) {
-            const unsigned at = (unsigned)__cvta_generic_to_shared(&s.raw[4 * c]);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(vals_in + tile_base + 4 * c)
-                         : "memory");
-        }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-        return;
-    }
-#pragma unroll
-    for (unsigned i = 0; i < ITEMS; ++i) {
-        const unsigned pos = first + i * XW_WARP;
-        if (pos < valid) {
-            const unsigned at = (unsigned)__cvta_generic_to_shared(&s.raw[pos]);
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(at), "l"(vals_in + tile_base + pos)
-                         : "memory");
-        }
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-#if defined(XW_DYNAMIC_SHARED)
-static_assert(sizeof(SortShared) <= XW_DYNAMIC_SHARED, "the launch's dynamic shared memory");
-#endif
 
 // Publishes a tile state word with a relaxed store past the L1 cache (see the Vulkan twin for
 // why no atomicMax is needed).
@@ -352,16 +288,6 @@ __device__ __forceinline__ void stage_values(SortShared& s, const unsigned* __re
                                              const unsigned (&ranks)[RANK_WORDS], unsigned tile_base,
                                              unsigned first, unsigned valid, bool index_values) {
     const unsigned steps = FULL ? ITEMS : steps_below(valid, first, XW_WARP);
-#if ASYNC_VALUES
-    if (!index_values) {
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-#pragma unroll
-        for (unsigned i = 0; i < ITEMS; ++i) {
-            s.stage[packed_rank(ranks, i)] = !FULL && i >= steps ? 0u : s.raw[first + i * XW_WARP];
-        }
-        return;
-    }
-#endif
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned pos = first + i * XW_WARP;
@@ -457,10 +383,6 @@ __device__ __forceinline__ void scatter(SortShared& s, const KEY* __restrict__ k
     }
     if (VALUE_WORDS != 0) {
         // The values take the keys' places in the staging area once every key has left it.
-#if ASYNC_VALUES
-        // Every thread's copies done before the barrier: any thread's staging may read them.
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
         __syncthreads();
         // The tile's base read back here: the values' loads cannot then move up to the keys'
         // (where they would hold a register each through the ranking).
@@ -567,12 +489,7 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     const KEY* __restrict__ keys_in, KEY* __restrict__ keys_out,
     const unsigned* __restrict__ vals_in, unsigned* __restrict__ vals_out, unsigned* work,
     SortOnesweepParams p) {
-#if ASYNC_VALUES || defined(XW_DYNAMIC_SHARED)
-    extern __shared__ __align__(16) unsigned char xw_dynamic_shared[];
-    SortShared& s = *reinterpret_cast<SortShared*>(xw_dynamic_shared);
-#else
     __shared__ SortShared s;
-#endif
     const unsigned local = threadIdx.x;
     if ((unsigned)xw_group() >= p.tiles) return;
     if (WHOLE) {
@@ -612,7 +529,6 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
             keys[i] = pos < valid ? xw_sort_map(keys_in[tile_base + pos], XW_KEY_KIND, XW_DESCENDING) : KEY_MAX;
         }
     }
-    if (ASYNC_VALUES >= 2 && (p.flags & FLAG_INDEX_VALUES) == 0) copy_values_async(s, vals_in, tile_base, run + lane, valid);
     // Early counts: each warp counts its keys' digits, so the tile's counts are published
     // before the ranking, long before any successor's look-back needs them.
 #pragma unroll
@@ -663,11 +579,6 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
             const unsigned at = packed_rank(ranks, i);
             if (ROUNDS == 1 || at < PLACES) stage_key(s, at, keys[i]);
         }
-    }
-    if (ASYNC_VALUES == 1 && (p.flags & FLAG_INDEX_VALUES) == 0) {
-        // Every warp's counts read: their words take the values.
-        __syncthreads();
-        copy_values_async(s, vals_in, tile_base, run + lane, valid);
     }
     if (k > 0) look_back(s, keys_in, work, p, k, last);
     for (unsigned b = local; b < RADIX; b += BLOCK) s.acc[b] -= s.scan[0][b];

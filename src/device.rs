@@ -587,21 +587,6 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
 
-/// The variant constant by which a CUDA kernel asks for dynamic shared memory: the launch
-/// gives each block that many bytes (the kernel's `extern __shared__` array), past the 48 KiB
-/// static shared memory allows, up to the device's opt-in limit. Vulkan kernels never take it.
-pub const DYNAMIC_SHARED_CONST: &str = "XW_DYNAMIC_SHARED";
-
-impl Kernel<'_> {
-    /// Bytes of dynamic shared memory the variant asks for ([`DYNAMIC_SHARED_CONST`]; 0: none).
-    pub fn dynamic_shared_bytes(&self) -> u32 {
-        self.consts
-            .iter()
-            .find(|(name, _)| *name == DYNAMIC_SHARED_CONST)
-            .map_or(0, |&(_, v)| v)
-    }
-}
-
 /// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (scans and
 /// compactions of one launch keep their tile states there, [`crate::scan`], [`crate::compact`]).
 pub const COUNTER_BYTES: u64 = 64 << 10;

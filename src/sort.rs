@@ -455,18 +455,9 @@ impl TilePlan {
             }
         };
         let mut smallest = 0;
-        // AB-TEMP: a cap on the pairs' keys a thread.
-        let cap = if cuda && value_bytes == 4 && key_bytes == 4 {
-            std::env::var("XWARP_AB_ITEMS")
-                .ok()
-                .and_then(|v| v.parse::<u32>().ok())
-                .unwrap_or(MAX_ITEMS)
-        } else {
-            MAX_ITEMS
-        };
         for &block in &blocks {
             let subgroups = (block / sg_min).max(1);
-            for items in (1..=requested.min(cap)).rev() {
+            for items in (1..=requested).rev() {
                 let plan = TilePlan {
                     block,
                     items,
@@ -479,13 +470,7 @@ impl TilePlan {
                 // The tile is the one a whole staging area fits (so a sort in one launch
                 // holds it too); two rounds then stage half of it each: keys only, an even
                 // number a thread, at most 2 * RADIX words of keys a workgroup.
-                // AB-TEMP: past the static limit with dynamic shared memory.
-                let limit = if cap < MAX_ITEMS && std::env::var("XWARP_AB_DYN").is_ok() {
-                    200 * 1024
-                } else {
-                    info.shared_memory_bytes as u64
-                };
-                if plan.shared_bytes() <= limit {
+                if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
                     let halves = TilePlan {
                         stage_words: plan.stage_words / 2,
                         stage_rounds: 2,
@@ -1033,21 +1018,7 @@ impl<K: Element> Sorter<K> {
             end: bits.end,
             clear: 0,
         };
-        // AB-TEMP: the copies of the counters; 32: 16-bit lane counters (CUDA, 4-byte keys).
-        let ab = std::env::var("XWARP_AB_PARTS")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok());
-        let parts = match ab {
-            Some(32) if info.backend == crate::device::BackendKind::Cuda && K::KIND.size() == 4 => {
-                32
-            }
-            Some(p @ (1 | 2 | 4 | 8)) => p,
-            _ => parts,
-        };
-        let mut consts = vec![("PARTS", parts), ("KEY_ORDER", key_order)];
-        if parts == 32 {
-            consts.push((crate::device::DYNAMIC_SHARED_CONST, 65536));
-        }
+        let consts = [("PARTS", parts), ("KEY_ORDER", key_order)];
         let histogram = Kernel {
             name: "sort_histogram",
             elem: K::KIND,
@@ -1401,39 +1372,8 @@ fn onesweep_consts(
             0 if key_bytes == 8 && value_words == 2 => WIDE_PAIRS_MIN_BLOCKS,
             m => m,
         };
-        // AB-TEMP: the pairs' blocks an SM.
-        let min_blocks = match std::env::var("XWARP_AB_MINB").ok().and_then(|v| v.parse::<u32>().ok()) {
-            Some(m) if value_words == 1 && key_bytes == 4 && !whole => m,
-            _ => min_blocks,
-        };
         consts.push(("MIN_BLOCKS", min_blocks));
         consts.push(("COUNTS_IN_STAGE", u32::from(plan.counts_in_stage)));
-        if std::env::var("XWARP_AB_DYN").is_ok() && value_words == 1 && !whole {
-            consts.push((
-                crate::device::DYNAMIC_SHARED_CONST,
-                (plan.shared_bytes() as u32 + 64).div_ceil(16) * 16,
-            ));
-        }
-        // AB-TEMP: the values copied into shared memory by cp.async.
-        let mode = std::env::var("XWARP_AB_ASYNC")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0);
-        if mode > 0 && value_words == 1 && !whole && !plan.counts_in_stage {
-            let counts = plan.subgroups * RADIX;
-            let tile = plan.block * plan.items;
-            let first = if mode == 1 {
-                counts.max(tile)
-            } else {
-                counts + tile
-            };
-            let words = first + plan.stage_words + 6 * RADIX + plan.subgroups + 3;
-            consts.push(("ASYNC_VALUES", mode));
-            consts.push((
-                crate::device::DYNAMIC_SHARED_CONST,
-                (4 * words).div_ceil(16) * 16,
-            ));
-        }
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));

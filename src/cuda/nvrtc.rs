@@ -198,7 +198,6 @@ impl CudaDevice {
         &self,
         func: &CudaFunction,
         block: Option<u32>,
-        dynamic_shared: u32,
         sm_threads: Option<u32>,
     ) -> Vec<(String, String)> {
         use sys::CUfunction_attribute as F;
@@ -231,13 +230,10 @@ impl CudaDevice {
             return stats;
         };
         // The occupancy query does not make the context current itself.
-        let blocks = self.ctx.bind_to_thread().and_then(|()| {
-            func.occupancy_max_active_blocks_per_multiprocessor(
-                block,
-                dynamic_shared as usize,
-                None,
-            )
-        });
+        let blocks = self
+            .ctx
+            .bind_to_thread()
+            .and_then(|()| func.occupancy_max_active_blocks_per_multiprocessor(block, 0, None));
         match blocks {
             Ok(n) => {
                 stats.push(("max active blocks per SM".to_string(), n.to_string()));
@@ -280,19 +276,6 @@ impl CudaDevice {
         let func = module
             .load_function(k.name)
             .map_err(cuda_err("cuModuleGetFunction"))?;
-        let dynamic = k.dynamic_shared_bytes();
-        if dynamic > 0 {
-            // Past 48 KiB a block's shared memory is opted into per kernel.
-            self.ctx
-                .bind_to_thread()
-                .and_then(|()| {
-                    func.set_attribute(
-                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        i32::try_from(dynamic).unwrap_or(i32::MAX),
-                    )
-                })
-                .map_err(cuda_err("cuFuncSetAttribute"))?;
-        }
         let params = declared.and_then(|count| self.param_sizes(&func, count));
         Ok(Loaded { func, params })
     }
@@ -346,18 +329,10 @@ impl CudaDevice {
         });
         entries
             .into_iter()
-            .map(|(key, block, func)| {
-                let dynamic = Kernel {
-                    name: key.name,
-                    elem: key.elem,
-                    consts: &key.consts,
-                }
-                .dynamic_shared_bytes();
-                KernelStats {
-                    stats: self.function_stats(&func, block, dynamic, sm_threads),
-                    kernel: kernel_label(key.name, key.elem.name(), block, key.consts),
-                    executable: String::new(),
-                }
+            .map(|(key, block, func)| KernelStats {
+                kernel: kernel_label(key.name, key.elem.name(), block, key.consts),
+                executable: String::new(),
+                stats: self.function_stats(&func, block, sm_threads),
             })
             .collect()
     }
