@@ -8,7 +8,10 @@
 // BLOCK (threads per block), MIN_BLOCKS (blocks per multiprocessor for __launch_bounds__; 0: none),
 // WHOLE (1: the whole sort of a single tile, every pass, in one launch; 0: one digit pass),
 // COUNTS_IN_STAGE (1: the digit pass's warp digit counts share their words with the staging
-// area, whose keys then wait until every key is ranked; 0: the two side by side).
+// area, whose keys then wait until every key is ranked; 0: the two side by side),
+// DYNAMIC_SHARED (0: SortShared is a static array, within 48 KiB; else the bytes of dynamic
+// shared memory the launch gives each block, which then holds SortShared: the larger tiles of
+// 32-bit pairs, src/sort.rs PAIRS_ITEMS).
 
 #include "sort_common.cuh"
 
@@ -80,6 +83,10 @@ struct __align__(16) SortShared {
     unsigned stuck;
     unsigned shift;  // the pass's shift read back for the ranking (see the Vulkan twin)
 };
+
+#if DYNAMIC_SHARED > 0
+static_assert(sizeof(SortShared) <= DYNAMIC_SHARED, "DYNAMIC_SHARED: the launch's shared memory holds SortShared");
+#endif
 
 // Publishes a tile state word with a relaxed store past the L1 cache (see the Vulkan twin for
 // why no atomicMax is needed).
@@ -489,7 +496,12 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
     const KEY* __restrict__ keys_in, KEY* __restrict__ keys_out,
     const unsigned* __restrict__ vals_in, unsigned* __restrict__ vals_out, unsigned* work,
     SortOnesweepParams p) {
+#if DYNAMIC_SHARED > 0
+    extern __shared__ __align__(16) unsigned char xw_dynamic_shared[];
+    SortShared& s = *reinterpret_cast<SortShared*>(xw_dynamic_shared);
+#else
     __shared__ SortShared s;
+#endif
     const unsigned local = threadIdx.x;
     if ((unsigned)xw_group() >= p.tiles) return;
     if (WHOLE) {

@@ -182,8 +182,18 @@ pub struct DeviceInfo {
     pub binding_alignment: u64,
     /// Largest workgroup count per grid dimension.
     pub max_groups: [u32; 3],
-    /// Shared (workgroup) memory per workgroup, bytes.
+    /// Shared (workgroup) memory per workgroup, bytes: what a kernel may declare statically
+    /// (Vulkan's `maxComputeSharedMemorySize`; CUDA's 48 KiB).
     pub shared_memory_bytes: u32,
+    /// The most shared memory one workgroup may take, bytes: on CUDA the limit a kernel opts
+    /// into for dynamic shared memory (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`;
+    /// 227 KiB on compute capability 9.0), where the sort's pairs take larger tiles
+    /// ([`crate::sort::PAIRS_ITEMS`]); on Vulkan the same as `shared_memory_bytes`.
+    pub max_shared_memory_bytes: u32,
+    /// Shared memory of one multiprocessor (compute unit), bytes, which the resident
+    /// workgroups share, where known (CUDA's `MAX_SHARED_MEMORY_PER_MULTIPROCESSOR`); 0 where
+    /// the driver reports none (Vulkan).
+    pub unit_shared_memory_bytes: u32,
     /// Multiprocessors (compute units) the device runs workgroups on, where known: CUDA's
     /// multiprocessor count; on Vulkan NVIDIA's SM count (`VK_NV_shader_sm_builtins`) or AMD's
     /// compute units (`VK_AMD_shader_core_properties`); 0 where the driver reports none.
@@ -586,6 +596,23 @@ pub const MAX_IN_FLIGHT: usize = 16;
 
 /// Largest parameter block a launch may carry (Vulkan's guaranteed push-constant size).
 pub const MAX_PARAMS: usize = 128;
+
+/// The variant constant by which a CUDA kernel takes its shared memory as dynamic shared
+/// memory, this many bytes a block (0: none, its arrays are static): the launch gives each
+/// block that much and opts the kernel in past the 48 KiB static arrays may take, up to
+/// [`DeviceInfo::max_shared_memory_bytes`]. Vulkan kernels never take it.
+pub const DYNAMIC_SHARED_CONST: &str = "DYNAMIC_SHARED";
+
+impl Kernel<'_> {
+    /// Bytes of dynamic shared memory a block of this variant takes ([`DYNAMIC_SHARED_CONST`];
+    /// 0: none).
+    pub fn dynamic_shared_bytes(&self) -> u32 {
+        self.consts
+            .iter()
+            .find(|(name, _)| *name == DYNAMIC_SHARED_CONST)
+            .map_or(0, |&(_, v)| v)
+    }
+}
 
 /// Bytes of the buffer [`Device::counters`] returns: 16384 words of 32 bits (scans and
 /// compactions of one launch keep their tile states there, [`crate::scan`], [`crate::compact`]).
@@ -1160,6 +1187,8 @@ mod tests {
             binding_alignment,
             max_groups: [65535; 3],
             shared_memory_bytes: 49152,
+            max_shared_memory_bytes: 49152,
+            unit_shared_memory_bytes: 0,
             compute_units: 0,
             max_block: 1024,
             int64: true,

@@ -194,6 +194,8 @@ mod tests {
             binding_alignment: 16,
             max_groups: [65535; 3],
             shared_memory_bytes: 49152,
+            max_shared_memory_bytes: 49152,
+            unit_shared_memory_bytes: 0,
             compute_units: 0,
             max_block: 1024,
             int64: true,

@@ -148,12 +148,28 @@ pub const WIDE_PAIRS_MIN_BLOCKS: u32 = 3;
 /// compiles to 56 registers, three blocks a multiprocessor, where 256 × 32 takes 103 and two
 /// (H200, `u32` keys with `u32` values, µs a sort: 2^24 564–566 against 593–596, 2^26 2021
 /// against 2131, 2^28 7761 against 8230; NOTES.md version 39); 256 on Vulkan, where the same
-/// tile was 1.09–1.12× slower.
+/// tile was 1.09–1.12× slower. CUDA's tile is now [`PAIRS_ITEMS`] keys a thread, in dynamic
+/// shared memory, where the device holds it.
 pub const PAIRS_BLOCK: (u32, u32) = (384, DEFAULT_BLOCK);
 /// Fewest keys for which pairs take [`PAIRS_BLOCK`]: at 2^22 both workgroups sorted `u32`
 /// pairs in the same time on CUDA (199.0 against 198.0 µs), at 2^21 the wider one took 1.08×
 /// the time (127.6 against 118.5 µs; H200, NOTES.md version 39).
 pub const PAIRS_BLOCK_FROM: usize = 1 << 22;
+/// CUDA: keys per thread of the digit passes where [`PAIRS_BLOCK`] applies (32-bit pairs from
+/// [`PAIRS_BLOCK_FROM`] keys, [`Tuning::items`] 0): 384 × 24 keys a tile in 55 KB of dynamic
+/// shared memory ([`DeviceInfo::max_shared_memory_bytes`]), at [`PAIRS_MIN_BLOCKS`] blocks a
+/// multiprocessor (56 registers, no spills); fewer where a device's shared memory would not
+/// hold that many blocks of it. H200, `u32` pairs, the sort's time against 384 × 19 in 48 KiB
+/// (NOTES.md version 62): 0.950 / 0.952 / 0.956 at 2^24 / 2^26 / 2^28 (2^28: 7505 against
+/// 7848 µs); 23 keys a thread 0.96–0.98, 26 0.94–0.97, 28 0.96–0.98; 23 without the blocks'
+/// bound (two blocks) 1.02–1.03.
+pub const PAIRS_ITEMS: u32 = 24;
+/// CUDA: [`Tuning::min_blocks`] where it is 0 and the tile is [`PAIRS_ITEMS`]'s in dynamic
+/// shared memory: three blocks a multiprocessor.
+pub const PAIRS_MIN_BLOCKS: u32 = 3;
+/// Shared memory the CUDA driver keeps for itself per resident block (compute capability 8.0
+/// and up), bytes: [`PAIRS_ITEMS`]'s tile leaves it room.
+const RESERVED_SHARED: u64 = 1024;
 /// [`Tuning::stage_rounds`] where it is 0 (the default), on CUDA and on Vulkan, for 4-byte
 /// keys without values: one round on both. (H200, 2^26 keys, µs a digit pass, NOTES.md
 /// version 36: two rounds took 5–12% longer on every form tried; on Vulkan NVIDIA's driver
@@ -278,7 +294,7 @@ pub struct Tuning {
     /// subgroup size, at most 1024; `None`: [`DEFAULT_BLOCK`], or less where the smallest
     /// subgroup size would give more than [`MAX_SUBGROUPS`] subgroups; for pairs of 32-bit keys
     /// and values from [`PAIRS_BLOCK_FROM`] keys the backend's [`PAIRS_BLOCK`] where the device
-    /// takes it.
+    /// takes it (on CUDA with [`PAIRS_ITEMS`] where [`Tuning::items`] is 0).
     pub block: Option<u32>,
     /// Keys per invocation in a tile when keys and values are 32-bit, 1 ..= [`MAX_ITEMS`], or
     /// 0 for the backend's default ([`DEFAULT_ITEMS`]); lowered where the tile would not fit
@@ -351,6 +367,10 @@ pub struct TilePlan {
     /// every key is ranked, and a larger tile fits the same shared memory
     /// ([`WIDE_PAIRS_ITEMS`]). Sorts in one launch keep the two apart.
     pub counts_in_stage: bool,
+    /// The workgroup's shared memory is dynamic (CUDA): the tile needs more than
+    /// [`DeviceInfo::shared_memory_bytes`], up to [`DeviceInfo::max_shared_memory_bytes`]
+    /// ([`PAIRS_ITEMS`]).
+    pub dynamic_shared: bool,
 }
 
 impl TilePlan {
@@ -386,12 +406,31 @@ impl TilePlan {
     }
 
     /// Plans the tile for keys of `key_bytes` and values of `value_bytes` (0 for none) on
-    /// `info`'s device.
+    /// `info`'s device, within its static shared memory
+    /// ([`DeviceInfo::shared_memory_bytes`]).
     pub fn new(
         info: &DeviceInfo,
         tuning: &Tuning,
         key_bytes: usize,
         value_bytes: usize,
+    ) -> Result<Self> {
+        Self::within(
+            info,
+            tuning,
+            key_bytes,
+            value_bytes,
+            info.shared_memory_bytes as u64,
+        )
+    }
+
+    /// [`TilePlan::new`] within `shared` bytes of shared memory a workgroup: past the device's
+    /// static shared memory the plan is [`TilePlan::dynamic_shared`].
+    fn within(
+        info: &DeviceInfo,
+        tuning: &Tuning,
+        key_bytes: usize,
+        value_bytes: usize,
+        shared: u64,
     ) -> Result<Self> {
         let sg = info.subgroup_size.max(1);
         // Unpinned, the device may run any size of its range: plan for the smallest.
@@ -466,11 +505,16 @@ impl TilePlan {
                     stage_rounds: 1,
                     lanes: info.max_subgroup_size.max(sg),
                     counts_in_stage,
+                    dynamic_shared: false,
                 };
                 // The tile is the one a whole staging area fits (so a sort in one launch
                 // holds it too); two rounds then stage half of it each: keys only, an even
                 // number a thread, at most 2 * RADIX words of keys a workgroup.
-                if plan.shared_bytes() <= info.shared_memory_bytes as u64 {
+                if plan.shared_bytes() <= shared {
+                    let plan = TilePlan {
+                        dynamic_shared: plan.shared_bytes() > info.shared_memory_bytes as u64,
+                        ..plan
+                    };
                     let halves = TilePlan {
                         stage_words: plan.stage_words / 2,
                         stage_rounds: 2,
@@ -479,6 +523,7 @@ impl TilePlan {
                     // The Vulkan kernel's spare place per invocation for the ranking's
                     // keys of the second half lies in two of the per-digit arrays.
                     let two = rounds == 2
+                        && !plan.dynamic_shared
                         && value_bytes == 0
                         && items.is_multiple_of(2)
                         && key_words * block <= 2 * RADIX;
@@ -491,8 +536,7 @@ impl TilePlan {
             device: info.name.clone(),
             missing: format!(
                 "{smallest} bytes of shared memory per workgroup for the sort's smallest tile \
-                 (it has {})",
-                info.shared_memory_bytes
+                 (it has {shared})"
             ),
         })
     }
@@ -504,7 +548,8 @@ impl TilePlan {
     /// below [`LARGE_SORT`] keys for 32-bit keys and values), one staging round for 64-bit
     /// keys below [`WIDE_TWO_ROUNDS_FROM`], and from [`PAIRS_BLOCK_FROM`] keys with 32-bit
     /// values the backend's [`PAIRS_BLOCK`] in place of the default workgroup where the
-    /// device takes it.
+    /// device takes it (CUDA: with [`PAIRS_ITEMS`] keys a thread in dynamic shared memory,
+    /// fewer where [`PAIRS_MIN_BLOCKS`] blocks of it would not fit a multiprocessor's).
     pub fn for_len(
         info: &DeviceInfo,
         tuning: &Tuning,
@@ -524,10 +569,16 @@ impl TilePlan {
         {
             let wide = Tuning {
                 block: Some(pairs_block),
+                items: if cuda { PAIRS_ITEMS } else { 0 },
                 ..*tuning
             };
+            let shared = if cuda {
+                pairs_shared(info)
+            } else {
+                info.shared_memory_bytes as u64
+            };
             // Where the device cannot take that workgroup, the default plan.
-            if let Ok(plan) = Self::new(info, &wide, key_bytes, value_bytes) {
+            if let Ok(plan) = Self::within(info, &wide, key_bytes, value_bytes, shared) {
                 return Ok(plan);
             }
         }
@@ -621,6 +672,7 @@ impl TilePlan {
                         stage_rounds: 1,
                         lanes: self.lanes,
                         counts_in_stage: false,
+                        dynamic_shared: false,
                     })
             })
             .filter(move |c| c.shared_bytes() <= shared)
@@ -1347,6 +1399,21 @@ fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> 
     }
 }
 
+/// Shared memory a workgroup of CUDA's 32-bit pairs may take for [`PAIRS_ITEMS`]' tile,
+/// bytes: the device's opt-in limit, or less where [`PAIRS_MIN_BLOCKS`] blocks of it (with the
+/// driver's own [`RESERVED_SHARED`] each) would not fit a multiprocessor's shared memory; never
+/// below the static limit.
+fn pairs_shared(info: &DeviceInfo) -> u64 {
+    let opt_in = info.max_shared_memory_bytes as u64;
+    let unit = info.unit_shared_memory_bytes as u64;
+    let by_unit = if unit > 0 {
+        (unit / PAIRS_MIN_BLOCKS as u64).saturating_sub(RESERVED_SHARED)
+    } else {
+        opt_in
+    };
+    opt_in.min(by_unit).max(info.shared_memory_bytes as u64)
+}
+
 /// The variant constants of `sort_onesweep`: Vulkan specialization constants by name, CUDA
 /// `-D` options. `MATCH_ANY`, `BLOCK` and `MIN_BLOCKS` only the CUDA twin reads
 /// (src/kernels/table.rs); the
@@ -1368,12 +1435,25 @@ fn onesweep_consts(
     if backend == crate::device::BackendKind::Cuda {
         consts.push(("MATCH_ANY", u32::from(tuning.match_any)));
         consts.push(("BLOCK", plan.block));
+        let dynamic = plan.dynamic_shared && !whole;
         let min_blocks = match tuning.min_blocks {
             0 if key_bytes == 8 && value_words == 2 => WIDE_PAIRS_MIN_BLOCKS,
+            0 if dynamic => PAIRS_MIN_BLOCKS,
             m => m,
         };
         consts.push(("MIN_BLOCKS", min_blocks));
         consts.push(("COUNTS_IN_STAGE", u32::from(plan.counts_in_stage)));
+        // The bytes of the tile's shared memory, in 16-byte steps (the kernel's struct is
+        // aligned so); 0: static shared memory.
+        let bytes = if dynamic {
+            plan.shared_bytes().div_ceil(16) * 16
+        } else {
+            0
+        };
+        consts.push((
+            crate::device::DYNAMIC_SHARED_CONST,
+            u32::try_from(bytes).unwrap_or(u32::MAX),
+        ));
     } else {
         // One ballot word holds every lane of subgroups of up to 32.
         consts.push(("BALLOT_WORDS", plan.ballot_words()));
@@ -1480,6 +1560,8 @@ mod tests {
             binding_alignment: 16,
             max_groups: [65535; 3],
             shared_memory_bytes: shared,
+            max_shared_memory_bytes: shared,
+            unit_shared_memory_bytes: 0,
             compute_units: 0,
             max_block: 1024,
             int64: false,
@@ -1619,6 +1701,98 @@ mod tests {
         let w = p.whole(&i, &t, 4096).unwrap();
         assert_eq!((w.block, w.items), (512, 8));
         assert_eq!(p.whole_max(&i, &t), p.tile().max(6144));
+    }
+
+    /// CUDA's 32-bit pairs from PAIRS_BLOCK_FROM keys take PAIRS_ITEMS keys a thread in
+    /// dynamic shared memory where the device's opt-in limit and its multiprocessor hold
+    /// PAIRS_MIN_BLOCKS blocks of it; the rest of the plans stay within static shared memory.
+    #[test]
+    fn cuda_pairs_take_the_opt_in_tile_where_it_fits() {
+        let t = Tuning::default();
+        let cuda = |opt_in: u32, unit: u32| {
+            let mut i = info(32, 32, 32, true, 49152);
+            i.backend = BackendKind::Cuda;
+            i.max_shared_memory_bytes = opt_in;
+            i.unit_shared_memory_bytes = unit;
+            i
+        };
+        // Compute capability 9.0: 227 KiB a block, 228 KiB a multiprocessor.
+        let h100 = cuda(232_448, 233_472);
+        let p = TilePlan::for_len(&h100, &t, 4, 4, PAIRS_BLOCK_FROM).unwrap();
+        assert_eq!((p.block, p.items), (PAIRS_BLOCK.0, PAIRS_ITEMS), "{p:?}");
+        assert!(p.dynamic_shared && p.shared_bytes() > 49152, "{p:?}");
+        assert!(PAIRS_MIN_BLOCKS as u64 * (p.shared_bytes() + RESERVED_SHARED) <= 233_472);
+        let consts = onesweep_consts(&p, (4, 1), 0, &t, BackendKind::Cuda, false);
+        let bytes = consts
+            .iter()
+            .find(|c| c.0 == crate::device::DYNAMIC_SHARED_CONST)
+            .unwrap()
+            .1;
+        assert!(bytes as u64 >= p.shared_bytes() && bytes % 16 == 0 && bytes <= 232_448);
+        assert!(consts.contains(&("MIN_BLOCKS", PAIRS_MIN_BLOCKS)));
+        // The same length's argsort (4-byte indices) and signed or float keys take it too;
+        // shorter sorts, keys alone, 8-byte keys or values and a chosen tile do not.
+        for (kb, vb, n, tuning) in [
+            (4, 4, PAIRS_BLOCK_FROM - 1, t),
+            (4, 0, PAIRS_BLOCK_FROM, t),
+            (8, 4, PAIRS_BLOCK_FROM, t),
+            (4, 8, PAIRS_BLOCK_FROM, t),
+            (8, 8, PAIRS_BLOCK_FROM, t),
+            (4, 4, PAIRS_BLOCK_FROM, Tuning { items: 19, ..t }),
+            (
+                4,
+                4,
+                PAIRS_BLOCK_FROM,
+                Tuning {
+                    block: Some(384),
+                    ..t
+                },
+            ),
+        ] {
+            let q = TilePlan::for_len(&h100, &tuning, kb, vb, n).unwrap();
+            assert!(
+                !q.dynamic_shared && q.shared_bytes() <= 49152,
+                "{kb} {vb} {n}: {q:?}"
+            );
+            let consts = onesweep_consts(
+                &q,
+                (kb, vb as u32 / 4),
+                0,
+                &tuning,
+                BackendKind::Cuda,
+                false,
+            );
+            assert!(
+                consts.contains(&(crate::device::DYNAMIC_SHARED_CONST, 0)),
+                "{consts:?}"
+            );
+        }
+        // A multiprocessor of 164 KiB (compute capability 8.0) holds three blocks of 23 keys
+        // a thread, not of 24; one of 100 KiB (8.6) three of 32 KiB: the static tile.
+        let a100 = TilePlan::for_len(&cuda(166_912, 167_936), &t, 4, 4, 1 << 24).unwrap();
+        assert_eq!((a100.block, a100.items), (384, 23), "{a100:?}");
+        assert!(a100.dynamic_shared);
+        let small = TilePlan::for_len(&cuda(101_376, 102_400), &t, 4, 4, 1 << 24).unwrap();
+        assert_eq!((small.block, small.items), (384, 19), "{small:?}");
+        assert!(!small.dynamic_shared);
+        // No opt-in beyond the static limit: the static tile, as before.
+        let none = TilePlan::for_len(&cuda(49152, 0), &t, 4, 4, 1 << 24).unwrap();
+        assert_eq!(
+            (none.block, none.items, none.dynamic_shared),
+            (384, 19, false)
+        );
+        // Vulkan never plans past its limit.
+        let mut vk = h100.clone();
+        vk.backend = BackendKind::Vulkan;
+        let v = TilePlan::for_len(&vk, &t, 4, 4, 1 << 24).unwrap();
+        assert!(!v.dynamic_shared && v.shared_bytes() <= 49152, "{v:?}");
+        let consts = onesweep_consts(&v, (4, 1), 0, &t, BackendKind::Vulkan, false);
+        assert!(consts
+            .iter()
+            .all(|c| c.0 != crate::device::DYNAMIC_SHARED_CONST));
+        // The sort in one launch keeps static shared memory.
+        let w = p.whole(&h100, &t, 4096).unwrap();
+        assert!(!w.dynamic_shared && w.shared_bytes() <= 49152, "{w:?}");
     }
 
     #[test]

@@ -375,6 +375,8 @@ mod tests {
             binding_alignment: 256,
             max_groups: [65535; 3],
             shared_memory_bytes: 32768,
+            max_shared_memory_bytes: 32768,
+            unit_shared_memory_bytes: 0,
             compute_units: 0,
             max_block: 1024,
             int64: true,

@@ -309,7 +309,14 @@ fn device_facts(d: &xwarp::DeviceInfo, opened: xwarp::Result<OpenFacts>) -> [Str
         // `|` without spaces gives the table no place to wrap.
         d.subgroup_features.to_string().replace('|', " | "),
         format!("{} bytes", d.max_binding_bytes),
-        format!("{} bytes", d.shared_memory_bytes),
+        if d.max_shared_memory_bytes > d.shared_memory_bytes {
+            format!(
+                "{} bytes ({} with dynamic shared memory)",
+                d.shared_memory_bytes, d.max_shared_memory_bytes
+            )
+        } else {
+            format!("{} bytes", d.shared_memory_bytes)
+        },
         if d.compute_units == 0 {
             "unknown".to_string()
         } else {

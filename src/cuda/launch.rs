@@ -68,7 +68,7 @@ impl CudaDevice {
         let cfg = LaunchConfig {
             grid_dim: (l.groups[0], l.groups[1], 1),
             block_dim: (l.block, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: l.kernel.dynamic_shared_bytes(),
         };
         let bound: Vec<&crate::device::RawBuffer> = l.bindings.iter().map(|b| b.buffer).collect();
         let _turn = self.keep_for_capture(&bound);

@@ -198,6 +198,7 @@ impl CudaDevice {
         &self,
         func: &CudaFunction,
         block: Option<u32>,
+        dynamic_shared: u32,
         sm_threads: Option<u32>,
     ) -> Vec<(String, String)> {
         use sys::CUfunction_attribute as F;
@@ -226,14 +227,23 @@ impl CudaDevice {
         .into_iter()
         .map(|(name, attr)| (name.to_string(), text(func.get_attribute(attr))))
         .collect();
+        if dynamic_shared > 0 {
+            stats.push((
+                "dynamic shared memory per block".to_string(),
+                dynamic_shared.to_string(),
+            ));
+        }
         let Some(block) = block else {
             return stats;
         };
         // The occupancy query does not make the context current itself.
-        let blocks = self
-            .ctx
-            .bind_to_thread()
-            .and_then(|()| func.occupancy_max_active_blocks_per_multiprocessor(block, 0, None));
+        let blocks = self.ctx.bind_to_thread().and_then(|()| {
+            func.occupancy_max_active_blocks_per_multiprocessor(
+                block,
+                dynamic_shared as usize,
+                None,
+            )
+        });
         match blocks {
             Ok(n) => {
                 stats.push(("max active blocks per SM".to_string(), n.to_string()));
@@ -276,6 +286,26 @@ impl CudaDevice {
         let func = module
             .load_function(k.name)
             .map_err(cuda_err("cuModuleGetFunction"))?;
+        let dynamic = k.dynamic_shared_bytes();
+        if dynamic > 0 {
+            // Past 48 KiB a kernel's dynamic shared memory is opted into, kernel by kernel.
+            let bytes = i32::try_from(dynamic).map_err(|_| {
+                Error::invalid(
+                    "kernel.consts",
+                    format!("{}={dynamic}", crate::device::DYNAMIC_SHARED_CONST),
+                    "at most the device's max_shared_memory_bytes",
+                )
+            })?;
+            self.ctx
+                .bind_to_thread()
+                .and_then(|()| {
+                    func.set_attribute(
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        bytes,
+                    )
+                })
+                .map_err(cuda_err("cuFuncSetAttribute"))?;
+        }
         let params = declared.and_then(|count| self.param_sizes(&func, count));
         Ok(Loaded { func, params })
     }
@@ -329,10 +359,18 @@ impl CudaDevice {
         });
         entries
             .into_iter()
-            .map(|(key, block, func)| KernelStats {
-                kernel: kernel_label(key.name, key.elem.name(), block, key.consts),
-                executable: String::new(),
-                stats: self.function_stats(&func, block, sm_threads),
+            .map(|(key, block, func)| {
+                let dynamic = Kernel {
+                    name: key.name,
+                    elem: key.elem,
+                    consts: &key.consts,
+                }
+                .dynamic_shared_bytes();
+                KernelStats {
+                    stats: self.function_stats(&func, block, dynamic, sm_threads),
+                    kernel: kernel_label(key.name, key.elem.name(), block, key.consts),
+                    executable: String::new(),
+                }
             })
             .collect()
     }

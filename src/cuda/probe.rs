@@ -107,7 +107,17 @@ pub(super) fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
     let minor = attribute(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
     let integrated = attribute(dev, A::CU_DEVICE_ATTRIBUTE_INTEGRATED)?;
     let shared = attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+    // What a kernel may opt into with dynamic shared memory (never below the static limit).
+    let opt_in = attribute(
+        dev,
+        A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    )?
+    .max(shared);
     let units = attribute(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let unit_shared = attribute(
+        dev,
+        A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+    )?;
     let version = driver_version()?;
     let capability = u32::try_from(major.saturating_mul(10).saturating_add(minor)).unwrap_or(0);
     let info = DeviceInfo {
@@ -141,6 +151,8 @@ pub(super) fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
         binding_alignment: BINDING_ALIGNMENT,
         max_groups: [i32::MAX as u32, 65535, 65535],
         shared_memory_bytes: u32::try_from(shared).unwrap_or(0),
+        max_shared_memory_bytes: u32::try_from(opt_in).unwrap_or(0),
+        unit_shared_memory_bytes: u32::try_from(unit_shared).unwrap_or(0),
         compute_units: u32::try_from(units).unwrap_or(0),
         max_block: super::launch::MAX_BLOCK,
         int64: true,

@@ -594,6 +594,8 @@ mod tests {
             "MIN_BLOCKS",
             crate::sort::WIDE_PAIRS_MIN_BLOCKS,
         );
+        holds("sort_onesweep", "MIN_BLOCKS", crate::sort::PAIRS_MIN_BLOCKS);
+        holds("sort_onesweep", "DYNAMIC_SHARED", 0);
         holds("compact", "BLOCK", crate::compact::BLOCK);
         for elem in ElemKind::ALL {
             holds(

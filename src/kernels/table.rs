@@ -925,6 +925,13 @@ pub const KERNELS: &[KernelDef] = &[
                 on: On::Cuda,
                 values: OFF_ON,
             },
+            // Bytes of dynamic shared memory a block takes (0: static shared memory): the
+            // larger tiles of 32-bit pairs (the algorithm layer passes its tile's bytes).
+            Const {
+                name: "DYNAMIC_SHARED",
+                on: On::Cuda,
+                values: &[0, 65536],
+            },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {
                 name: "BALLOT_WORDS",

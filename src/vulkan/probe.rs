@@ -289,6 +289,8 @@ pub(super) fn probe(i: &ash::Instance, pd: vk::PhysicalDevice, index: usize) -> 
                 binding_alignment: limits.min_storage_buffer_offset_alignment.max(4),
                 max_groups: limits.max_compute_work_group_count,
                 shared_memory_bytes: limits.max_compute_shared_memory_size,
+                max_shared_memory_bytes: limits.max_compute_shared_memory_size,
+                unit_shared_memory_bytes: 0,
                 compute_units,
                 max_block: limits.max_compute_work_group_size[0]
                     .min(limits.max_compute_work_group_invocations),

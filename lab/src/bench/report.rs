@@ -888,6 +888,8 @@ mod tests {
             binding_alignment: 4,
             max_groups: [1; 3],
             shared_memory_bytes: 0,
+            max_shared_memory_bytes: 0,
+            unit_shared_memory_bytes: 0,
             compute_units: 0,
             max_block: 1024,
             int64: false,
