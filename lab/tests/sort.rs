@@ -811,6 +811,72 @@ fn workgroups_of_any_width_give_the_same_bits() {
     run_cases::<f32>(&floats);
 }
 
+/// The tile of 32-bit pairs in dynamic shared memory (CUDA from `PAIRS_BLOCK_FROM` keys,
+/// `PAIRS_ITEMS` keys a thread where the device's opt-in shared memory holds them), where a
+/// test device plans it: at the step's edge (one key fewer takes the static tile), around
+/// whole multiples of the tile, partial last tiles, every 32-bit key type with each value
+/// type and argsort, both orders, skewed and edge keys, a bit range and the look-back's
+/// fallback; beside every other device's default plan, bit for bit.
+#[test]
+fn pairs_in_dynamic_shared_memory_give_the_same_bits() {
+    let tiles: Vec<usize> = devices()
+        .iter()
+        .filter_map(|d| {
+            TilePlan::for_len(d.dev.info(), &Tuning::default(), 4, 4, PAIRS_BLOCK_FROM)
+                .ok()
+                .filter(|p| p.dynamic_shared)
+                .map(|p| p.tile())
+        })
+        .collect();
+    let Some(&tile) = tiles.first() else {
+        eprintln!("no test device plans pairs in dynamic shared memory; skipped");
+        return;
+    };
+    // The first whole multiple of the tile past the step.
+    let whole = PAIRS_BLOCK_FROM.div_ceil(tile) * tile;
+    let fallback = Tuning {
+        spin: 0,
+        ..Tuning::default()
+    };
+    let mut cases = Vec::new();
+    for (i, (n, pattern, bits, tuning)) in [
+        (
+            PAIRS_BLOCK_FROM - 1,
+            Pattern::Uniform,
+            0..32,
+            Tuning::default(),
+        ),
+        (
+            PAIRS_BLOCK_FROM,
+            Pattern::FewDistinct,
+            0..32,
+            Tuning::default(),
+        ),
+        (whole - 1, Pattern::Edges, 0..32, Tuning::default()),
+        (whole, Pattern::Bits, 0..32, fallback),
+        (whole + 1, Pattern::TopByte, 0..32, Tuning::default()),
+        (3 * whole + 4097, Pattern::Uniform, 7..29, Tuning::default()),
+        (PAIRS_BLOCK_FROM + 33, Pattern::AllEqual, 0..32, fallback),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let order = ORDERS[i % 2];
+        let op = match i % 3 {
+            0 => Op::Pairs(ElemKind::U32),
+            1 => Op::Pairs(ElemKind::F32),
+            _ => Op::Argsort(false),
+        };
+        cases.push(Case {
+            tuning,
+            ..Case::new(op, n, pattern, order, bits)
+        });
+    }
+    run_cases::<u32>(&cases);
+    run_cases::<i32>(&cases[..4]);
+    run_cases::<f32>(&cases[2..]);
+}
+
 /// Key sorts of every 32-bit `(n, pattern)` with `tuning`, the orders alternating from the
 /// `i`-th.
 fn key_cases(tuning: Tuning, i: usize, sizes: &[(usize, Pattern)]) -> Vec<Case> {
