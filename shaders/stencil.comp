@@ -69,19 +69,25 @@ T average_fast(T m2, T m1, T c, T p1, T p2, inout bool slow) {
     return xw_sum_fast(y, xw_mul_fast(weight(4u), p2, slow), slow);
 }
 
-// The documented order, no contraction: bit-identical on every device.
-T average(T m2, T m1, T c, T p1, T p2) {
-    if (SUBNORMALS == 1u) {
-        // The exact arithmetic in one batch (float_ops.glsl): the driver's products and sums
-        // with their tests beside, and the exact ones below only where a test failed.
-        bool slow = false;
-        T y = average_fast(m2, m1, c, p1, p2, slow);
-        if (!slow) return y;
-    }
+// The documented order, no contraction, by xw_add and xw_mul alone (float_ops.glsl: exact
+// where SUBNORMALS is 1).
+T average_exact(T m2, T m1, T c, T p1, T p2) {
     T y = xw_add(xw_mul(weight(0u), m2), xw_mul(weight(1u), m1));
     y = xw_add(y, xw_mul(weight(2u), c));
     y = xw_add(y, xw_mul(weight(3u), p1));
     return xw_add(y, xw_mul(weight(4u), p2));
+}
+
+// The documented order, no contraction: bit-identical on every device.
+T average(T m2, T m1, T c, T p1, T p2) {
+    if (SUBNORMALS == 1u) {
+        // The exact arithmetic in one batch (float_ops.glsl): the driver's products and sums
+        // with their tests beside, and the exact ones only where a test failed.
+        bool slow = false;
+        T y = average_fast(m2, m1, c, p1, p2, slow);
+        if (!slow) return y;
+    }
+    return average_exact(m2, m1, c, p1, p2);
 }
 
 void main() {
@@ -195,12 +201,13 @@ void main() {
     }
     if (SUBNORMALS == 1u && SMEM == 1u && slow) {
         // This invocation's averages again, exactly, from the input (they replace the ones it
-        // stored above; no other invocation writes them).
+        // stored above; no other invocation writes them). The driver's arithmetic and its
+        // tests are not repeated: where they passed, the exact chain gives the same bits.
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
             uint t = first + r * block + local;
             if (t < p.count && t >= p.lo && t < p.hi) {
                 dst[p.out_off + t] =
-                    average(load(t, -2), load(t, -1), load(t, 0), load(t, 1), load(t, 2));
+                    average_exact(load(t, -2), load(t, -1), load(t, 0), load(t, 1), load(t, 2));
             }
         }
     }
