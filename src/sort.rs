@@ -1420,7 +1420,7 @@ fn pairs_shared(info: &DeviceInfo) -> u64 {
 /// `-D` options. `MATCH_ANY`, `BLOCK` and `MIN_BLOCKS` only the CUDA twin reads
 /// (src/kernels/table.rs); the
 /// GLSL kernel ranks by ballots and takes its workgroup size from constant 0.
-fn onesweep_consts(
+pub(crate) fn onesweep_consts(
     plan: &TilePlan,
     (key_bytes, value_words): (usize, u32),
     key_order: u32,
@@ -1541,7 +1541,7 @@ pub fn argsort_host<K: Element>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::device::{BackendKind, DeviceType, Subnormals};
 

@@ -448,6 +448,45 @@ mod tests {
         size.parse().ok()
     }
 
+    /// The sort's digit passes in dynamic shared memory (CUDA's 32-bit pairs from
+    /// `PAIRS_BLOCK_FROM` keys), whose byte counts the table does not list: every 32-bit key
+    /// type in both orders, as the sort plans them on devices of compute capability 9.0 (384 ×
+    /// 24) and 8.0 (384 × 23), compiles, its shared memory within the bytes the launch gives
+    /// (the kernel's static assertion).
+    #[test]
+    fn the_sorts_variants_in_dynamic_shared_memory_compile_with_nvrtc() {
+        use crate::sort::{onesweep_consts, TilePlan, Tuning, PAIRS_BLOCK_FROM};
+        let Some(arch) = nvrtc_arch_for_tests() else {
+            return;
+        };
+        let tuning = Tuning::default();
+        let mut failures = Vec::new();
+        for (opt_in, unit) in [(232_448, 233_472), (166_912, 167_936)] {
+            let mut info = crate::sort::tests::info(32, 32, 32, true, 49152);
+            info.backend = crate::device::BackendKind::Cuda;
+            info.max_shared_memory_bytes = opt_in;
+            info.unit_shared_memory_bytes = unit;
+            let plan = TilePlan::for_len(&info, &tuning, 4, 4, PAIRS_BLOCK_FROM).unwrap();
+            assert!(plan.dynamic_shared, "{plan:?}");
+            for elem in [ElemKind::U32, ElemKind::I32, ElemKind::F32] {
+                for descending in [0, 1] {
+                    let order = 2 * crate::sort::key_kind(elem) + descending;
+                    let consts =
+                        onesweep_consts(&plan, (4, 1), order, &tuning, info.backend, false);
+                    let variant = Kernel {
+                        name: "sort_onesweep",
+                        elem,
+                        consts: &consts,
+                    };
+                    if let Err(e) = compile(&variant, arch) {
+                        failures.push(format!("{variant}: {e}"));
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
     /// Every combination of the values the table lists for `k`'s CUDA constants.
     fn const_sets(k: &KernelDef) -> Vec<Vec<(&'static str, u32)>> {
         let mut sets = vec![Vec::new()];

@@ -926,11 +926,13 @@ pub const KERNELS: &[KernelDef] = &[
                 values: OFF_ON,
             },
             // Bytes of dynamic shared memory a block takes (0: static shared memory): the
-            // larger tiles of 32-bit pairs (the algorithm layer passes its tile's bytes).
+            // larger tiles of 32-bit pairs, whose bytes the algorithm layer passes (the
+            // variants it plans so are compiled by the NVRTC test of their own,
+            // `the_sorts_variants_in_dynamic_shared_memory_compile_with_nvrtc`).
             Const {
                 name: "DYNAMIC_SHARED",
                 on: On::Cuda,
-                values: &[0, 65536],
+                values: &[0],
             },
             // Words of a ballot that can hold lanes: 1 where subgroups have at most 32 lanes.
             Const {
