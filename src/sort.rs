@@ -584,23 +584,6 @@ impl TilePlan {
                 return Ok(plan);
             }
         }
-        // AB-TEMP: CUDA keys alone at another tile in dynamic shared memory from LARGE_SORT.
-        if let Some((block, items, _)) = ab_keys(info, key_bytes, value_bytes, n) {
-            let t = Tuning {
-                block: Some(block),
-                items,
-                items_wide: items,
-                stage_rounds: 1,
-                ..*tuning
-            };
-            return Self::within(
-                info,
-                &t,
-                key_bytes,
-                value_bytes,
-                info.max_shared_memory_bytes as u64,
-            );
-        }
         let mut t = *tuning;
         if t.stage_rounds == 0 && key_bytes == 8 && n < WIDE_TWO_ROUNDS_FROM {
             t.stage_rounds = 1;
@@ -1418,30 +1401,6 @@ fn histogram_parts(info: &DeviceInfo, key_bytes: usize, chosen: Option<u32>) -> 
     }
 }
 
-/// AB-TEMP: `XWARP_AB_KEYS32` / `XWARP_AB_KEYS64` = "block,items,min_blocks" for CUDA's keys
-/// alone from LARGE_SORT keys.
-fn ab_keys(
-    info: &DeviceInfo,
-    key_bytes: usize,
-    value_bytes: usize,
-    n: usize,
-) -> Option<(u32, u32, u32)> {
-    if info.backend != crate::device::BackendKind::Cuda || value_bytes != 0 || n < LARGE_SORT {
-        return None;
-    }
-    let var = if key_bytes == 8 {
-        "XWARP_AB_KEYS64"
-    } else {
-        "XWARP_AB_KEYS32"
-    };
-    let v: Vec<u32> = std::env::var(var)
-        .ok()?
-        .split(',')
-        .filter_map(|x| x.trim().parse().ok())
-        .collect();
-    (v.len() == 3).then(|| (v[0], v[1], v[2]))
-}
-
 /// Shared memory a workgroup of CUDA's 32-bit pairs may take for [`PAIRS_ITEMS`]' tile,
 /// bytes: the device's opt-in limit, or less where [`PAIRS_MIN_BLOCKS`] blocks of it (with the
 /// driver's own [`RESERVED_SHARED`] each) would not fit a multiprocessor's shared memory; never
@@ -1479,21 +1438,7 @@ pub(crate) fn onesweep_consts(
         consts.push(("MATCH_ANY", u32::from(tuning.match_any)));
         consts.push(("BLOCK", plan.block));
         let dynamic = plan.dynamic_shared && !whole;
-        // AB-TEMP: the switch's blocks for keys alone.
-        let ab = std::env::var(if key_bytes == 8 {
-            "XWARP_AB_KEYS64"
-        } else {
-            "XWARP_AB_KEYS32"
-        })
-        .ok()
-        .and_then(|v| {
-            v.split(',')
-                .nth(2)
-                .and_then(|m| m.trim().parse::<u32>().ok())
-        })
-        .filter(|_| value_words == 0 && !whole);
         let min_blocks = match tuning.min_blocks {
-            0 if ab.is_some() => ab.unwrap_or(0),
             0 if key_bytes == 8 && value_words == 2 => WIDE_PAIRS_MIN_BLOCKS,
             0 if dynamic => PAIRS_MIN_BLOCKS,
             m => m,
