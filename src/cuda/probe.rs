@@ -108,16 +108,18 @@ pub(super) fn probe(ordinal: usize, dev: sys::CUdevice) -> Result<Probe> {
     let integrated = attribute(dev, A::CU_DEVICE_ATTRIBUTE_INTEGRATED)?;
     let shared = attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
     // What a kernel may opt into with dynamic shared memory (never below the static limit).
+    // (A driver that cannot say keeps the static limit, and the unit's 0: unknown.)
     let opt_in = attribute(
         dev,
         A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-    )?
-    .max(shared);
+    )
+    .map_or(shared, |b| b.max(shared));
     let units = attribute(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
     let unit_shared = attribute(
         dev,
         A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-    )?;
+    )
+    .unwrap_or(0);
     let version = driver_version()?;
     let capability = u32::try_from(major.saturating_mul(10).saturating_add(minor)).unwrap_or(0);
     let info = DeviceInfo {
