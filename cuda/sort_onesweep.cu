@@ -39,7 +39,7 @@ struct SortOnesweepParams {
 
 #define TILE (BLOCK * ITEMS)
 // Places of the sorted tile the staging area holds at once, and the rounds that stage the
-// tile (1, or 2 or 4 for keys where the host divides STAGE_WORDS; see the Vulkan twin's scatter),
+// tile (1, or 2 for keys where the host halves STAGE_WORDS; see the Vulkan twin's scatter),
 // each taking PLACES / BLOCK of a thread's scatter steps.
 #define PLACES (STAGE_WORDS / KEY_WORDS)
 #define ROUNDS ((TILE + PLACES - 1u) / PLACES)
@@ -362,34 +362,6 @@ __device__ __forceinline__ void scatter_values(const SortShared& s, unsigned* __
     }
 }
 
-// Rounds ROUND .. ROUNDS - 1 of the sorted tile (keys only): each round's keys read again,
-// staged at their places less the round's first once the round before has left, and
-// scattered. Every thread calls it.
-template <bool FULL, unsigned ROUND>
-__device__ __forceinline__ void later_rounds(SortShared& s, const KEY* __restrict__ keys_in,
-                                             KEY* __restrict__ keys_out,
-                                             const SortOnesweepParams& p, unsigned valid,
-                                             const unsigned (&ranks)[RANK_WORDS],
-                                             unsigned tile_base, unsigned first,
-                                             unsigned (&digits)[DIGIT_WORDS]) {
-    if constexpr (ROUND < ROUNDS) {
-        __syncthreads();
-#pragma unroll
-        for (unsigned i = 0; i < ITEMS; ++i) {
-            const unsigned at = packed_rank(ranks, i);
-            if (at >= ROUND * PLACES && (ROUND + 1u == ROUNDS || at < (ROUND + 1u) * PLACES) &&
-                (FULL || first + i * XW_WARP < valid)) {
-                stage_key(s, at - ROUND * PLACES,
-                          xw_sort_map(keys_in[tile_base + first + i * XW_WARP], XW_KEY_KIND, XW_DESCENDING));
-            }
-        }
-        __syncthreads();
-        scatter_keys<FULL, ROUND>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
-        later_rounds<FULL, ROUND + 1u>(s, keys_in, keys_out, p, valid, ranks, tile_base, first,
-                                       digits);
-    }
-}
-
 // The tile's keys, then (pairs) its values, go out from the staging area (see scatter_keys).
 template <bool FULL>
 __device__ __forceinline__ void scatter(SortShared& s, const KEY* __restrict__ keys_in,
@@ -401,7 +373,21 @@ __device__ __forceinline__ void scatter(SortShared& s, const KEY* __restrict__ k
                                         unsigned first) {
     unsigned digits[DIGIT_WORDS] = {};
     scatter_keys<FULL, 0>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
-    later_rounds<FULL, 1>(s, keys_in, keys_out, p, valid, ranks, tile_base, first, digits);
+    if (ROUNDS > 1) {
+        // The second half of the sorted tile (keys only): its keys read again, staged at their
+        // places less PLACES once the first half has left.
+        __syncthreads();
+#pragma unroll
+        for (unsigned i = 0; i < ITEMS; ++i) {
+            const unsigned at = packed_rank(ranks, i);
+            if (at >= PLACES && (FULL || first + i * XW_WARP < valid)) {
+                stage_key(s, at - PLACES,
+                          xw_sort_map(keys_in[tile_base + first + i * XW_WARP], XW_KEY_KIND, XW_DESCENDING));
+            }
+        }
+        __syncthreads();
+        scatter_keys<FULL, 1>(s, keys_out, p, valid, (p.flags & FLAG_WRITE_KEYS) != 0, digits);
+    }
     if (VALUE_WORDS != 0) {
         // The values take the keys' places in the staging area once every key has left it.
         __syncthreads();
@@ -591,7 +577,7 @@ extern "C" __global__ XW_SORT_BOUNDS void sort_onesweep(
 #pragma unroll
     for (unsigned i = 0; i < ITEMS; ++i) {
         const unsigned at = rank_in_warp(xw_digit(keys[i], shift, mask), offsets, lane, lane_le);
-        // Several rounds: only the first round's keys now (a branch: the warp's next ballots
+        // Two rounds: only the first half's keys now (a branch: the warp's next ballots
         // reconverge it; the Vulkan twin writes spare places instead).
         if (!COUNTS_IN_STAGE && (ROUNDS == 1 || at < PLACES)) stage_key(s, at, keys[i]);
         ranks[i / 2] |= at << (16 * (i % 2));

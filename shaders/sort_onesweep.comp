@@ -47,15 +47,14 @@
 //
 // Scatter: each key goes to shared memory at its place in the sorted tile; then invocation t
 // takes places t, t + BLOCK, ... in turn, so that keys of one digit go out as runs of
-// consecutive stores. Where the staging area holds half or a quarter of the tile's keys
-// (STAGE_WORDS, keys only: ROUNDS = 2 or 4; src/sort.rs chooses it for 64-bit keys on Vulkan,
-// where a workgroup then needs 31 KiB (23 KiB) of shared memory instead of 47 and NVIDIA's
-// driver, which gives a multiprocessor about 100 KiB, runs three (four) workgroups instead of
-// two), the keys placed in the first round's places are staged as they are ranked (the others
-// write a spare place of their invocation, never read: a select, so the subgroup never diverges
-// there), scattered after the look-back, and then each later round's keys, read again from the
-// pass's input (the tile's own keys, just read), take the staging area at their places less
-// the round's first. Values (pairs, or the
+// consecutive stores. Where the staging area holds half the tile's keys (STAGE_WORDS, keys
+// only: ROUNDS = 2; src/sort.rs chooses it for 64-bit keys on Vulkan, where a workgroup then
+// needs 31 KiB of shared memory instead of 47 and NVIDIA's driver, which gives a
+// multiprocessor about 100 KiB, runs three workgroups instead of two), the keys placed in the
+// first half are staged as they are ranked (the others write a spare place of their invocation,
+// never read: a select, so the subgroup never diverges there), scattered after the look-back, and
+// then the second half's keys, read again from the pass's input (the tile's own keys, just
+// read), take the staging area at their places less half the tile. Values (pairs, or the
 // key's input index for argsort) are loaded once every key has left the staging area, go to
 // their keys' places there, and leave for their keys' destinations: the staging area needs the
 // wider of a key and a value per place, not both, so pairs get the tiles keys get.
@@ -116,8 +115,8 @@ layout(push_constant) uniform Params {
 const uint BLOCK = gl_WorkGroupSize.x;
 const uint TILE = BLOCK * ITEMS;
 // Places of the sorted tile the staging area holds at once, and the rounds that stage the
-// tile (1, or 2 or 4 for keys where the host divides STAGE_WORDS; its places then a multiple
-// of BLOCK), each taking PLACES / BLOCK of an invocation's scatter steps.
+// tile (1, or 2 for keys where the host halves STAGE_WORDS; its places then a multiple of
+// BLOCK), each taking PLACES / BLOCK of an invocation's scatter steps.
 const uint PLACES = STAGE_WORDS / KEY_WORDS;
 const uint ROUNDS = (TILE + PLACES - 1u) / PLACES;
 const uint ROUND_STEPS = PLACES / BLOCK;
@@ -125,8 +124,8 @@ const uint ROUND_STEPS = PLACES / BLOCK;
 // done; the digit counts of a tile counted here, the fallback) follow the staging area in
 // s_stage, at NEXT and FB: they are dead while the tile is ranked, so where ROUNDS > 1 they
 // give each invocation a spare place of its own (PLACES + local), which the ranking writes
-// for keys of the later rounds and nobody reads (see the scatter): the host takes several
-// rounds only where KEY_WORDS * BLOCK <= LOOK_WORDS.
+// for keys of the second half and nobody reads (see the scatter): the host takes two rounds
+// only where KEY_WORDS * BLOCK <= LOOK_WORDS.
 const uint NEXT = STAGE_WORDS;
 const uint FB = STAGE_WORDS + RADIX;
 const uint LOOK_WORDS = 2u * RADIX;
@@ -611,24 +610,23 @@ void main() {
     } else {
         scatter_keys(false, write_keys, valid, local, mask, 0u, digits);
     }
-    // The later rounds of the sorted tile (keys only): each round's keys read again, staged at
-    // their places less the round's first once the round before has left.
-    [[unroll]] for (uint round = 1u; round < ROUNDS; ++round) {
+    if (ROUNDS > 1u) {
+        // The second half of the sorted tile (keys only): its keys read again, staged at their
+        // places less PLACES once the first half has left.
         barrier();
         uint first = tile_base + run + lane;
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
             uint at = (ranks[i / 2u] >> (16u * (i % 2u))) & 0xffffu;
-            if (at >= round * PLACES && (round + 1u == ROUNDS || at < (round + 1u) * PLACES) &&
-                (full || run + i * gl_SubgroupSize + lane < valid)) {
-                stage_key(at - round * PLACES,
+            if (at >= PLACES && (full || run + i * gl_SubgroupSize + lane < valid)) {
+                stage_key(at - PLACES,
                           xw_sort_map(keys_in[first + i * gl_SubgroupSize], KEY_KIND, DESCENDING));
             }
         }
         barrier();
         if (full) {
-            scatter_keys(true, true, valid, local, mask, round, digits);
+            scatter_keys(true, true, valid, local, mask, 1u, digits);
         } else {
-            scatter_keys(false, write_keys, valid, local, mask, round, digits);
+            scatter_keys(false, write_keys, valid, local, mask, 1u, digits);
         }
     }
     if (VALUE_WORDS != 0u) {

@@ -323,10 +323,8 @@ pub struct Tuning {
     /// Rounds in which the digit pass of keys without values stages its sorted tile in shared
     /// memory: 1 (the whole tile at once), 2 (half the tile at a time, its second half read
     /// again from the pass's input: 16 KiB less shared memory for 32-bit keys at 8192 a tile,
-    /// so more workgroups fit a multiprocessor), 4 (a quarter at a time, the last three read
-    /// again), or 0 for the backend's default ([`DEFAULT_STAGE_ROUNDS`],
-    /// [`DEFAULT_STAGE_ROUNDS_WIDE`]). Where the keys per invocation are not a multiple of
-    /// the rounds, the most of 4 and 2 rounds that divide them. Pairs, odd keys per
+    /// so more workgroups fit a multiprocessor), or 0 for the backend's default
+    /// ([`DEFAULT_STAGE_ROUNDS`], [`DEFAULT_STAGE_ROUNDS_WIDE`]). Pairs, odd keys per
     /// invocation, workgroups of more than 512 invocations (256 for 8-byte keys) and sorts in
     /// one launch always take one round.
     pub stage_rounds: u32,
@@ -361,7 +359,7 @@ pub struct TilePlan {
     /// Shared words for the sorted tile's staged keys, later its staged values (the wider of
     /// the two per key), divided by [`TilePlan::stage_rounds`].
     pub stage_words: u32,
-    /// Rounds in which the tile passes through the staging area (1, 2 or 4; see
+    /// Rounds in which the tile passes through the staging area (1 or 2; see
     /// [`Tuning::stage_rounds`]).
     pub stage_rounds: u32,
     /// The most lanes a subgroup of the device may have (the largest subgroup size).
@@ -488,12 +486,12 @@ impl TilePlan {
         let rounds = match tuning.stage_rounds {
             0 if key_bytes == 8 => pick(DEFAULT_STAGE_ROUNDS_WIDE),
             0 => pick(DEFAULT_STAGE_ROUNDS),
-            r @ (1 | 2 | 4) => r,
+            r @ (1 | 2) => r,
             r => {
                 return Err(Error::invalid(
                     "stage_rounds",
                     r,
-                    "0 (the backend's default), 1, 2 or 4",
+                    "0 (the backend's default), 1 or 2",
                 ))
             }
         };
@@ -512,33 +510,26 @@ impl TilePlan {
                     dynamic_shared: false,
                 };
                 // The tile is the one a whole staging area fits (so a sort in one launch
-                // holds it too); r rounds then stage an r-th of it each: keys only, a
-                // multiple of r keys a thread (else the most rounds of r, r / 2, ... that
-                // divide them), at most 2 * RADIX words of keys a workgroup.
+                // holds it too); two rounds then stage half of it each: keys only, an even
+                // number a thread, at most 2 * RADIX words of keys a workgroup.
                 if plan.shared_bytes() <= shared {
                     let plan = TilePlan {
                         dynamic_shared: plan.shared_bytes() > info.shared_memory_bytes as u64,
                         ..plan
                     };
-                    let mut r = rounds;
-                    while !items.is_multiple_of(r) {
-                        r /= 2;
-                    }
+                    let halves = TilePlan {
+                        stage_words: plan.stage_words / 2,
+                        stage_rounds: 2,
+                        ..plan
+                    };
                     // The Vulkan kernel's spare place per invocation for the ranking's
-                    // keys of the later rounds lies in two of the per-digit arrays.
-                    let staged = r > 1
+                    // keys of the second half lies in two of the per-digit arrays.
+                    let two = rounds == 2
                         && !plan.dynamic_shared
                         && value_bytes == 0
+                        && items.is_multiple_of(2)
                         && key_words * block <= 2 * RADIX;
-                    return Ok(if staged {
-                        TilePlan {
-                            stage_words: plan.stage_words / r,
-                            stage_rounds: r,
-                            ..plan
-                        }
-                    } else {
-                        plan
-                    });
+                    return Ok(if two { halves } else { plan });
                 }
                 smallest = plan.shared_bytes();
             }
@@ -1611,7 +1602,7 @@ pub(crate) mod tests {
                     assert!(p.subgroups * sg_min >= p.block);
                     assert!((p.stage_words * p.stage_rounds) as usize >= p.tile() * kb.max(vb) / 4);
                     assert!(
-                        p.stage_rounds == 1 || (vb == 0 && p.items.is_multiple_of(p.stage_rounds)),
+                        p.stage_rounds == 1 || (vb == 0 && p.items.is_multiple_of(2)),
                         "{p:?}"
                     );
                 }
@@ -1656,20 +1647,7 @@ pub(crate) mod tests {
             let p = TilePlan::new(&i, &t, kb, 0).unwrap();
             assert_eq!(p.stage_rounds, want, "{p:?}");
         }
-        // Four rounds: a quarter each, where the keys a thread divide by four, else two.
-        let four = rounds(4, 32, 4, 0).unwrap();
-        assert_eq!((four.stage_rounds, four.stage_words), (4, 2048));
-        assert_eq!(four.tile(), one.tile());
-        assert_eq!(four.shared_bytes() + 24576, one.shared_bytes(), "{four:?}");
-        let wide = rounds(4, 16, 8, 0).unwrap();
-        assert_eq!(
-            (wide.stage_rounds, wide.stage_words, wide.tile()),
-            (4, 2048, 4096)
-        );
-        assert_eq!(rounds(4, 14, 8, 0).unwrap().stage_rounds, 2);
-        assert_eq!(rounds(4, 15, 4, 0).unwrap().stage_rounds, 1);
-        assert_eq!(rounds(4, 32, 4, 4).unwrap().stage_rounds, 1);
-        for bad in [3, 5, 8, u32::MAX] {
+        for bad in [3, 4, u32::MAX] {
             match rounds(bad, 32, 4, 0) {
                 Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, "stage_rounds"),
                 other => panic!("stage_rounds {bad}: {other:?}"),

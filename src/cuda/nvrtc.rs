@@ -448,41 +448,6 @@ mod tests {
         size.parse().ok()
     }
 
-    /// Compiles the digit pass `plan` gives keys of `elems` (with 32-bit values where
-    /// `value_words` is 1) in both orders; the failures, each named.
-    fn compile_sort_plan(
-        arch: u32,
-        plan: &crate::sort::TilePlan,
-        tuning: &crate::sort::Tuning,
-        elems: &[ElemKind],
-        value_words: u32,
-    ) -> Vec<String> {
-        let mut failures = Vec::new();
-        for &elem in elems {
-            for descending in [0, 1] {
-                let order = 2 * crate::sort::key_kind(elem) + descending;
-                let key = (elem.size(), value_words);
-                let consts = crate::sort::onesweep_consts(
-                    plan,
-                    key,
-                    order,
-                    tuning,
-                    crate::device::BackendKind::Cuda,
-                    false,
-                );
-                let variant = Kernel {
-                    name: "sort_onesweep",
-                    elem,
-                    consts: &consts,
-                };
-                if let Err(e) = compile(&variant, arch) {
-                    failures.push(format!("{variant}: {e}"));
-                }
-            }
-        }
-        failures
-    }
-
     /// The sort's digit passes in dynamic shared memory (CUDA's 32-bit pairs from
     /// `PAIRS_BLOCK_FROM` keys), whose byte counts the table does not list: every 32-bit key
     /// type in both orders, as the sort plans them on devices of compute capability 9.0 (384 ×
@@ -490,7 +455,7 @@ mod tests {
     /// (the kernel's static assertion).
     #[test]
     fn the_sorts_variants_in_dynamic_shared_memory_compile_with_nvrtc() {
-        use crate::sort::{TilePlan, Tuning, PAIRS_BLOCK_FROM};
+        use crate::sort::{onesweep_consts, TilePlan, Tuning, PAIRS_BLOCK_FROM};
         let Some(arch) = nvrtc_arch_for_tests() else {
             return;
         };
@@ -503,36 +468,20 @@ mod tests {
             info.unit_shared_memory_bytes = unit;
             let plan = TilePlan::for_len(&info, &tuning, 4, 4, PAIRS_BLOCK_FROM).unwrap();
             assert!(plan.dynamic_shared, "{plan:?}");
-            let elems = [ElemKind::U32, ElemKind::I32, ElemKind::F32];
-            failures.extend(compile_sort_plan(arch, &plan, &tuning, &elems, 1));
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-    }
-
-    /// The sort's digit passes of keys staged in two and four rounds
-    /// (`Tuning::stage_rounds`), as the sort plans them at size for 32- and 64-bit keys,
-    /// compile for CUDA (the rounds past the table's).
-    #[test]
-    fn the_sorts_staging_rounds_compile_with_nvrtc() {
-        use crate::sort::{TilePlan, Tuning};
-        let Some(arch) = nvrtc_arch_for_tests() else {
-            return;
-        };
-        let mut info = crate::sort::tests::info(32, 32, 32, true, 49152);
-        info.backend = crate::device::BackendKind::Cuda;
-        let mut failures = Vec::new();
-        for rounds in [2, 4] {
-            let tuning = Tuning {
-                stage_rounds: rounds,
-                ..Tuning::default()
-            };
-            for (bytes, elems) in [
-                (4, [ElemKind::U32, ElemKind::F32]),
-                (8, [ElemKind::U64, ElemKind::F64]),
-            ] {
-                let plan = TilePlan::for_len(&info, &tuning, bytes, 0, 1 << 24).unwrap();
-                assert_eq!(plan.stage_rounds, rounds, "{plan:?}");
-                failures.extend(compile_sort_plan(arch, &plan, &tuning, &elems, 0));
+            for elem in [ElemKind::U32, ElemKind::I32, ElemKind::F32] {
+                for descending in [0, 1] {
+                    let order = 2 * crate::sort::key_kind(elem) + descending;
+                    let consts =
+                        onesweep_consts(&plan, (4, 1), order, &tuning, info.backend, false);
+                    let variant = Kernel {
+                        name: "sort_onesweep",
+                        elem,
+                        consts: &consts,
+                    };
+                    if let Err(e) = compile(&variant, arch) {
+                        failures.push(format!("{variant}: {e}"));
+                    }
+                }
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));

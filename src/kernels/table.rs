@@ -894,7 +894,7 @@ pub const KERNELS: &[KernelDef] = &[
                 values: &[8, 16],
             },
             // Shared words for the sorted tile: its keys, then its values (2048 at 16 keys a
-            // thread: 32-bit keys staged in two rounds, 64-bit keys in four).
+            // thread: keys staged in two rounds).
             Const {
                 name: "STAGE_WORDS",
                 on: On::Both,
