@@ -366,6 +366,14 @@ pub(crate) fn compact_stable_items(
 pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
     match info.backend {
         BackendKind::Cuda if elem.size() == 4 && n <= LENGTHS_HALF_TILE_MAX => 8,
+        // Experiment (temporary switch): the same on Vulkan.
+        BackendKind::Vulkan
+            if std::env::var("XWARP_AB_LENGTHS8").is_ok_and(|v| v == "1")
+                && elem.size() == 4
+                && n <= LENGTHS_HALF_TILE_MAX =>
+        {
+            8
+        }
         _ => crate::compact::items_per_thread(elem.size()),
     }
 }
