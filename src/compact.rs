@@ -111,7 +111,8 @@ pub struct Tuning {
     /// device. The result never depends on it. Unique (the head predicate) takes it too; the
     /// unordered step and 8-byte elements keep [`items_per_thread`] and ignore it (the
     /// unordered order depends on the tile); run-length encoding ignores it and takes the
-    /// device's choice (on CUDA, tiles of 2048 4-byte elements to 2^19 elements).
+    /// device's choice (tiles of 2048 4-byte elements to 2^19 elements on CUDA, to 2^18 on
+    /// Vulkan).
     pub stable_items: Option<u32>,
     /// [`Order::Stable`]: the epoch at which the tile states' epochs ([`Device::epochs`]) start
     /// again from 0, [`crate::scan::MIN_EPOCH_WRAP`] to [`crate::scan::EPOCH_WRAP`] (as

@@ -357,30 +357,31 @@ pub(crate) fn compact_stable_items(
 }
 
 /// Run-length encoding ([`crate::run_length`]): elements a thread of its stable step for `n`
-/// elements of `elem`: on CUDA 8 for 4-byte elements to [`LENGTHS_HALF_TILE_MAX`] (tiles of
-/// 2048, twice the blocks of the default tile), else [`crate::compact::items_per_thread`].
+/// elements of `elem`: 8 for 4-byte elements to [`LENGTHS_HALF_TILE_MAX`] (tiles of 2048,
+/// twice the workgroups of the default tile), else [`crate::compact::items_per_thread`].
 ///
 /// H200 (NOTES.md, version 60), CUDA `i32` / `f32`, µs with tiles of 4096 → 2048: 2^10
 /// 7.5 → 6.3, 2^14 9.1 → 7.7, 2^16 9.3 → 8.2, 2^18 10.1 → 9.5, 2^19 11.2 → 10.8; but 2^20 13.2
 /// → 13.7 (512 tiles) and 2^21 - 1 17.0 → 20.0 (1024 tiles).
+///
+/// H200 (NOTES.md, version 64), Vulkan (whose pass closes the runs in its last tile), the same
+/// against 4096, two alternations: 2^10 0.88–0.90×, 2^12 0.93–0.98×, 2^14 0.89–0.91×, 2^16
+/// 0.87–0.88× (`i32` 10.8 → 9.5 µs), 2^18 0.94–0.96×; but 2^19 1.02–1.04×.
 pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
-    match info.backend {
-        BackendKind::Cuda if elem.size() == 4 && n <= LENGTHS_HALF_TILE_MAX => 8,
-        // Experiment (temporary switch): the same on Vulkan.
-        BackendKind::Vulkan
-            if std::env::var("XWARP_AB_LENGTHS8").is_ok_and(|v| v == "1")
-                && elem.size() == 4
-                && n <= LENGTHS_HALF_TILE_MAX =>
-        {
-            8
-        }
-        _ => crate::compact::items_per_thread(elem.size()),
+    let most = match info.backend {
+        BackendKind::Cuda => LENGTHS_HALF_TILE_MAX.0,
+        BackendKind::Vulkan => LENGTHS_HALF_TILE_MAX.1,
+    };
+    if elem.size() == 4 && n <= most {
+        8
+    } else {
+        crate::compact::items_per_thread(elem.size())
     }
 }
 
-/// The most elements of a CUDA run-length encoding of 4-byte elements in tiles of 2048
-/// ([`lengths_items`]).
-pub(crate) const LENGTHS_HALF_TILE_MAX: usize = 1 << 19;
+/// The most elements of a run-length encoding of 4-byte elements in tiles of 2048
+/// ([`lengths_items`]), on CUDA and on Vulkan.
+pub(crate) const LENGTHS_HALF_TILE_MAX: (usize, usize) = (1 << 19, 1 << 18);
 
 /// Stencil: layers per workgroup for `n` elements (`exact`: of a type whose subnormals the
 /// device keeps by the exact kernels). Vulkan: [`FEW_ROWS`] below 2^24 elements, [`ROWS`] from

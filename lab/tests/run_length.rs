@@ -185,7 +185,8 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
     // through its tile state, and a tile's first head closes the run before it from there
     // (crate::tuning::lengths_carry_max_tiles). Also, on CUDA, the most tiles that carry and one
     // more (the clearing and last launches), all keys equal and long runs, 4- and 8-byte keys,
-    // with and without the fallback, and sizes either side of 2^19 (4-byte tiles of 2048 to it).
+    // with and without the fallback, and sizes either side of 2^19 on CUDA and 2^18 on Vulkan
+    // (4-byte tiles of 2048 to them).
     use xwarp::BackendKind;
     use xwarp_lab::validate::runs::KeyPattern;
     let mut rng = xwarp::Rng::new(common::seed() ^ 0x5eed);
@@ -200,11 +201,14 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
                     (most, None),
                     (most + 1, None),
                     (most, Some(KeyPattern::AllEqual)),
-                    // Either side of the tile's change (crate::tuning::lengths_items).
-                    (1 << 19, None),
-                    ((1 << 19) + 1, None),
                 ]);
             }
+            // Either side of the tile's change (crate::tuning::lengths_items).
+            let half_tiles_max = match dev.info().backend {
+                BackendKind::Cuda => 1 << 19,
+                BackendKind::Vulkan => 1 << 18,
+            };
+            sizes.extend([(half_tiles_max, None), (half_tiles_max + 1, None)]);
             for (j, &(n, pattern)) in sizes.iter().enumerate() {
                 let tuning = xwarp::runs::Tuning {
                     spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
