@@ -101,6 +101,12 @@ layout(constant_id = 5) const uint EARLY = 0u;
 // 1 (OP_STABLE, XW_COUNT64, not with LENGTHS): the tile states tagged with epochs (see the top).
 layout(constant_id = 6) const uint EPOCHS = 0u;
 const bool EARLY_STAGE = EARLY != 0u && LENGTHS == 0u;
+#if defined(XW_COUNT64)
+// CARRY: compact_c64.comp's constant.
+const bool XW_CARRY = CARRY != 0u && LENGTHS != 0u && HEADS != 0u && EPOCHS != 0u;
+#else
+const bool XW_CARRY = false;
+#endif
 
 const uint OP_RESET = 0u;
 const uint OP_UNORDERED = 1u;
@@ -139,7 +145,8 @@ layout(std430, binding = 4) coherent volatile buffer States { uint states[]; };
 layout(std430, binding = 4) coherent buffer States64 { uint64_t states64[]; };
 #endif
 // LENGTHS: the run lengths (a window like dst's), and two words a tile (side[2 g], side[2 g + 1]:
-// the global rank and the position of tile g's first head, or NO_HEAD).
+// the global rank and the position of tile g's first head, or NO_HEAD); CARRY: one word a tile
+// (side[g]: the place of the last head at or before tile g, see look_back).
 // Coherent: a self-clearing pass's last tile reads what the others stored (close_runs).
 layout(std430, binding = 5) coherent buffer Lengths { uint lengths[]; };
 layout(std430, binding = 6) coherent buffer Side { uint side[]; };
@@ -177,6 +184,11 @@ shared uint s_eb;         // EPOCHS: the launch's epoch times 4
 shared uint s_scrub;      // EPOCHS: the last ticket's first state to zero, plus one
 // EPOCHS: this launch's epoch times 4, the tag of its states (from s_eb after the ticket).
 uint g_eb = 0u;
+// CARRY: the last head before this tile (look_back's, NO_HEAD before it), and a fallback's
+// count_tile's last head plus one (0: none; zero between its uses).
+uint g_before = 0xffffffffu;
+shared uint s_before;
+shared uint s_fallback_last;
 const uint SCRUB = 1024u;
 shared T out_stage[TILE];
 // LENGTHS: each subgroup's last head (its element in the chunk, or NO_HEAD).
@@ -276,17 +288,33 @@ uint run_first(uint t) {
 
 // The passing elements of tile t of this chunk (every invocation gets the count). Call it from
 // the whole workgroup in uniform control flow.
-uint count_tile(uint t) {
+// CARRY: invocation 0 gets the tile's last passing element in `last` (NO_HEAD: none).
+uint count_tile(uint t, out uint last) {
     uint first = run_first(t);
     uint count = 0u;
+    uint mine = 0u;  // CARRY: the subgroup's last passing element plus one (0: none)
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        count += ballot_count(subgroupBallot(passes(first + j * gl_SubgroupSize)));
+        uvec4 ballot = subgroupBallot(passes(first + j * gl_SubgroupSize));
+        count += ballot_count(ballot);
+        if (XW_CARRY && ballot != uvec4(0u)) {
+            mine = first - gl_SubgroupInvocationID + j * gl_SubgroupSize +
+                   subgroupBallotFindMSB(ballot) + 1u;
+        }
     }
     barrier();  // sg_counts may still be read by the caller's previous round
-    if (subgroupElect()) sg_counts[xw_subgroup_id()] = count;
+    if (subgroupElect()) {
+        sg_counts[xw_subgroup_id()] = count;
+        if (XW_CARRY && mine != 0u) atomicMax(s_fallback_last, mine);
+    }
     barrier();
     uint sum = 0u;
     for (uint s = 0u; s < xw_num_subgroups(); ++s) sum += sg_counts[s];
+    last = NO_HEAD;
+    if (XW_CARRY && gl_LocalInvocationIndex == 0u) {
+        // Read, then zeroed for the next fallback (two barriers away).
+        last = s_fallback_last - 1u;
+        s_fallback_last = 0u;
+    }
     return sum;
 }
 
@@ -349,9 +377,20 @@ void publish_for(uint t, uint state) {
 
 // The exclusive prefix of tile k > 0 of this chunk (every invocation gets it). Call it from
 // the whole workgroup in uniform control flow.
+//
+// CARRY (run-length encoding, one chunk, states tagged by epochs): side[g] is the place of the
+// last head at or before tile g, written before the state that says so: a tile with heads
+// writes its own last head before its aggregate, a tile without any the word it found here
+// before its inclusive prefix. So the nearest tile of the walk whose state counts a head (an
+// aggregate above zero, or the inclusive prefix, which counts tile 0's first element) holds
+// the last head before tile k in its word, read after the state is seen (acquire); g_before
+// gets it. Tile k's first head then closes the run before it (its length, the distance from
+// that head), and no launch after the pass is needed. A predecessor counted here for the
+// fallback gets its word too.
 uint look_back(uint k) {
     // Subgroup 0's running state: the values folded so far and the nearest tile not folded.
     uint folded = 0u;
+    uint found = NO_HEAD;  // CARRY: the last head before tile k, once a window had it
     int top = int(k) - 1;
     while (true) {
         if (gl_SubgroupID == 0u) {
@@ -376,23 +415,46 @@ uint look_back(uint k) {
                     stalled = top - int(subgroupBallotFindLSB(empty));
                     break;
                 }
-                folded += subgroup_sum(lane <= limit ? s & STATE_VALUE : 0u);
+                uint x = lane <= limit ? s & STATE_VALUE : 0u;
+                if (XW_CARRY) {
+                    uvec4 has = subgroupBallot(x != 0u);
+                    if (found == NO_HEAD && has != uvec4(0u)) {
+                        uint i = subgroupBallotFindLSB(has);
+                        uint w = 0u;
+                        if (lane == i) {
+                            // The state was seen: the word written before it.
+                            memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                          gl_SemanticsAcquire);
+                            w = side[p.state0 + uint(t)];
+                        }
+                        found = subgroupShuffle(w, i);
+                    }
+                }
+                folded += subgroup_sum(x);
                 if (any_inclusive) break;
                 top -= int(gl_SubgroupSize);
             }
             if (subgroupElect()) {
                 s_stalled = stalled;
                 s_word = folded;
+                s_before = found;
             }
         }
         barrier();
         int stalled = s_stalled;
         uint prefix = s_word;
+        g_before = s_before;
         barrier();
         if (stalled < 0) return prefix;
         // A predecessor that has published nothing after `spin` polls: count its tile here.
-        uint c = count_tile(uint(stalled));
+        uint tile_last;
+        uint c = count_tile(uint(stalled), tile_last);
         if (gl_LocalInvocationIndex == 0u) {
+            // CARRY: its last head, before its state (the tile writes the same word itself).
+            if (XW_CARRY && c != 0u) {
+                side[p.state0 + uint(stalled)] = tile_last;
+                memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+            }
             publish_for(p.state0 + uint(stalled), STATE_AGGREGATE | c);
             memoryBarrierBuffer();
         }
@@ -530,6 +592,7 @@ void main() {
     // while the ticket comes (devices that start workgroups in order hand out exactly that
     // one), and a workgroup with another ticket loads its tile again.
     load_tile(t, v);
+    if (XW_CARRY && local == 0u) s_fallback_last = 0u;  // read after two barriers at least
     if (OP == OP_STABLE) {
 #if defined(XW_COUNT64)
         if (EPOCHS != 0u) {
@@ -649,11 +712,25 @@ void main() {
 #endif
     } else {
         tile_base = 0u;
+        if (XW_CARRY && local == 0u && tile_count != 0u) {
+            // The tile's last head, released to whoever reads a state published after it.
+            uint tile_last = NO_HEAD;
+            for (uint s = 0u; s < xw_num_subgroups(); ++s) {
+                if (sg_last[s] != NO_HEAD) tile_last = sg_last[s];
+            }
+            side[p.state0 + t] = tile_last;
+            memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+        }
         if (t == 0u) {
             if (local == 0u) publish(p.state0, STATE_INCLUSIVE | tile_count, true);
         } else {
             if (local == 0u) publish(p.state0 + t, STATE_AGGREGATE | tile_count, true);
             tile_base = look_back(t);
+            if (XW_CARRY && local == 0u && tile_count == 0u) {
+                // No head here: the tile passes on the last one before it.
+                side[p.state0 + t] = g_before;
+                memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+            }
             if (local == 0u) publish(p.state0 + t, STATE_INCLUSIVE | (tile_base + tile_count), false);
         }
         // With self_clearing: the tile has published its last state and its invocations have
@@ -680,12 +757,17 @@ void main() {
     // the run before the tile's first head is OP_LENGTHS's (side). A step's passing lanes
     // write consecutive places, so these stores need no staging (a second staging area did
     // not fit 32 KiB of shared memory).
-    uint prev_head = NO_HEAD;
+    // CARRY: the head before the tile's first is g_before, and the tile's first head closes
+    // its run; the last tile closes the input's last run (no head there: the one before).
+    uint prev_head = XW_CARRY ? g_before : NO_HEAD;
     if (LENGTHS != 0u) {
         for (uint s = 0u; s < gl_SubgroupID; ++s) {
             if (sg_last[s] != NO_HEAD) prev_head = sg_last[s];
         }
-        if (tile_count == 0u && local == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
+        if (!XW_CARRY && tile_count == 0u && local == 0u) side[2u * (p.state0 + t)] = NO_HEAD;
+        if (XW_CARRY && tile_count == 0u && local == 0u && t + 1u == p.tiles && tile_base > 0u) {
+            lengths[out0 + tile_base - 1u] = p.n - g_before;
+        }
     }
     [[unroll]] for (uint j = 0u; j < (EARLY_STAGE ? 0u : ITEMS); ++j) {
         bool pass = ((kept >> j) & 1u) != 0u;
@@ -699,9 +781,13 @@ void main() {
                 uvec4 lower = ballot & gl_SubgroupLtMask;
                 uint before_head =
                     lower != uvec4(0u) ? step0 + subgroupBallotFindMSB(lower) : prev_head;
-                if (q > 0u) lengths[out_first + q - 1u] = pos - before_head;
-                if (q + 1u == tile_count) lengths[out_first + q] = pos;
-                if (q == 0u) {
+                if (XW_CARRY ? tile_base + q > 0u : q > 0u) {
+                    lengths[out_first + q - 1u] = pos - before_head;
+                }
+                if (q + 1u == tile_count && (!XW_CARRY || t + 1u == p.tiles)) {
+                    lengths[out_first + q] = XW_CARRY ? p.n - pos : pos;
+                }
+                if (!XW_CARRY && q == 0u) {
                     uint g = p.state0 + t;
                     side[2u * g] = base.x + tile_base;
                     side[2u * g + 1u] = pos;

@@ -859,6 +859,9 @@ impl Launcher<'_> {
             consts.push(("BLOCK", BLOCK));
             consts.push(("SELF_CLEARING", u32::from(self.self_clearing)));
             consts.push(("CARRY", u32::from(self.carry && step == Step::Stable)));
+        } else if self.carry {
+            // compact_c64 alone declares it (the carry's states are tagged by epochs).
+            consts.push(("CARRY", u32::from(step == Step::Stable)));
         }
         self.dev.launch(&Launch {
             kernel: Kernel {

@@ -293,7 +293,9 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// (version 53), carrying with epochs took 1.03-1.14x the time (2^24-2^26 keys), so the
 /// clearing and last launches stay there.
 pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
-    if info.backend == BackendKind::Cuda {
+    let carries = info.backend == BackendKind::Cuda
+        || (one_word_states(info) && std::env::var_os("XWARP_AB_CARRY").is_none());
+    if carries {
         compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         0
@@ -370,7 +372,10 @@ pub(crate) fn compact_stable_items(
 pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
     let most = match info.backend {
         BackendKind::Cuda => LENGTHS_HALF_TILE_MAX.0,
-        BackendKind::Vulkan => LENGTHS_HALF_TILE_MAX.1,
+        BackendKind::Vulkan => std::env::var("XWARP_AB_HALF")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .map_or(LENGTHS_HALF_TILE_MAX.1, |b| 1usize << b),
     };
     if elem.size() == 4 && n <= most {
         8

@@ -1236,7 +1236,10 @@ fn kernels_take_either_form_of_their_atomics() {
     // decides which: every device-scope scan case of the 32-bit types (fresh random inputs,
     // poisoned outputs, the look-back's fallback and several launches among them) and every
     // unordered compaction case of the quick set (every type, many chunks and windows among
-    // them) on a device with the feature where offered, then on one without it.
+    // them) on a device with the feature where offered, then on one without it. Run-length
+    // encoding likewise: with them each tile closes the run before its first head from one
+    // word a tile carried through the look-back (states tagged by epochs), without them the
+    // pass's last tile closes the runs (to CLOSE_IN_PASS_MAX_TILES) or a last launch does.
     let full = App::new(None);
     let req =
         VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
@@ -1264,8 +1267,46 @@ fn kernels_take_either_form_of_their_atomics() {
         {
             xwarp_lab::with_elem!(case.elem, compact_case(&xw, case, atomics, &mut rng));
         }
+        run_length_cases(&xw, atomics, &mut rng);
         drop(xw);
         close_and_check(app);
+    }
+}
+
+/// Run-length encodings on `xw` against the CPU reference (poisoned outputs): 4- and 8-byte
+/// keys from one key to one tile past the most tiles whose pass closes its runs, short runs and
+/// all keys equal, with and without the look-back's fallback.
+fn run_length_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
+    use xwarp_lab::validate::runs::{
+        expected_run_length, run_unique_or_rle, KeyPattern, UniqueWay,
+    };
+    for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
+        let tile = xwarp::compact::tile_elems(elem_bytes);
+        let closed = xwarp::compact::CLOSE_IN_PASS_MAX_TILES * tile;
+        let sizes = [1, 33, tile - 1, tile + 1, 31 * tile + 5, closed, closed + 1];
+        for (j, &n) in sizes.iter().enumerate() {
+            let tuning = xwarp::runs::Tuning {
+                spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
+            };
+            let pattern = if j % 3 == 2 {
+                KeyPattern::AllEqual
+            } else {
+                KeyPattern::Short
+            };
+            let at = format!(
+                "run-length {elem_bytes}-byte n={n} {pattern} {tuning:?}, 64-bit atomics {atomics}"
+            );
+            let (got, want) = if elem_bytes == 4 {
+                let keys: Vec<u32> = pattern.keys(n, rng);
+                let got = run_unique_or_rle(xw, true, &keys, 7, tuning, UniqueWay::Planned);
+                (got, expected_run_length(&keys, 7))
+            } else {
+                let keys: Vec<f64> = pattern.keys(n, rng);
+                let got = run_unique_or_rle(xw, true, &keys, 0.5, tuning, UniqueWay::Planned);
+                (got, expected_run_length(&keys, 0.5))
+            };
+            assert!(got.unwrap() == want, "{at}: wrong encoding");
+        }
     }
 }
 

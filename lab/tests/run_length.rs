@@ -181,10 +181,12 @@ fn encodings_of_one_pass_leave_the_device_counters_zero() {
 #[test]
 fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
     // Runs of up to three tiles between short ones, so that tiles without a head sit between
-    // tiles with heads: on CUDA each tile carries the place of the last head at or before it
-    // through its tile state, and a tile's first head closes the run before it from there
-    // (crate::tuning::lengths_carry_max_tiles). Also, on CUDA, the most tiles that carry and one
-    // more (the clearing and last launches), all keys equal and long runs, 4- and 8-byte keys,
+    // tiles with heads: on CUDA, and on Vulkan where the device has 64-bit buffer atomics,
+    // each tile carries the place of the last head at or before it through its tile state, and
+    // a tile's first head closes the run before it from there
+    // (crate::tuning::lengths_carry_max_tiles). Also, where it carries, the most tiles that
+    // carry and one more (the clearing and last launches), all keys equal and long runs, 4- and
+    // 8-byte keys,
     // with and without the fallback, and sizes either side of 2^19 on CUDA and 2^18 on Vulkan
     // (4-byte tiles of 2048 to them).
     use xwarp::BackendKind;
@@ -195,7 +197,8 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
         for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
             let tile = xwarp::compact::tile_elems(elem_bytes);
             let mut sizes = vec![(40 * tile + 3, None), (3 * tile, None)];
-            if dev.info().backend == BackendKind::Cuda {
+            // The twins carry where their states are tagged by epochs in one 64-bit word.
+            if dev.info().backend == BackendKind::Cuda || dev.info().int64_atomics {
                 let most = 2048 * tile;
                 sizes.extend([
                     (most, None),

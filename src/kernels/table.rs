@@ -521,7 +521,22 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "compact_c64",
         variants: ALL_TYPES,
-        consts: &COMPACT_CONSTS,
+        consts: &[
+            COMPACT_CONSTS[0],
+            COMPACT_CONSTS[1],
+            COMPACT_CONSTS[2],
+            COMPACT_CONSTS[3],
+            COMPACT_CONSTS[4],
+            COMPACT_CONSTS[5],
+            // 1 (with LENGTHS and EPOCHS, one chunk and window): each tile closes the run
+            // before its first head, from one word a tile carried through the look-back (no
+            // last launch); the twin of compact.cu's.
+            Const {
+                name: "CARRY",
+                on: On::Vulkan,
+                values: OFF_ON,
+            },
+        ],
         cuda: false,
         params: Some(&COMPACT_PARAMS),
     },
