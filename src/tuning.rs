@@ -296,13 +296,7 @@ pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     let carries = info.backend == BackendKind::Cuda
         || (one_word_states(info) && std::env::var_os("XWARP_AB_CARRY").is_none());
     if carries {
-        let cap = std::env::var("XWARP_AB_CARRYMAX")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
-        compact_epoch_max_tiles(info, true)
-            .min(crate::device::EPOCH_SIDE_WORDS as usize)
-            .min(cap)
+        compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         0
     }
