@@ -98,7 +98,8 @@ layout(constant_id = 4) const uint LENGTHS = 0u;
 // 1 (not with LENGTHS): the tile's passing elements go to shared memory before the tile's base
 // is known (the stable step's look-back then overlaps nothing of the tile's but its stores).
 layout(constant_id = 5) const uint EARLY = 0u;
-// 1 (OP_STABLE, XW_COUNT64, not with LENGTHS): the tile states tagged with epochs (see the top).
+// 1 (OP_STABLE, XW_COUNT64; with LENGTHS only with CARRY): the tile states tagged with epochs
+// (see the top).
 layout(constant_id = 6) const uint EPOCHS = 0u;
 const bool EARLY_STAGE = EARLY != 0u && LENGTHS == 0u;
 #if defined(XW_COUNT64)

@@ -49,8 +49,8 @@
 //! device keeps no such buffer (or a Vulkan device has no 64-bit buffer atomics), a stable call
 //! of up to [`SELF_CLEARING_MAX_TILES`] tiles keeps its states in the counters buffer and its
 //! last tile zeroes them. Run-length encoding's pass ([`crate::run_length`]) takes the epochs
-//! only on CUDA, to 2048 tiles, where each tile closes the run before its first head; else the
-//! other two paths.
+//! only to 2048 tiles, where each tile closes the run before its first head; else the other
+//! two paths.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -308,7 +308,7 @@ pub(crate) fn key_words(info: &DeviceInfo, key_bytes: usize) -> Option<ElemKind>
 /// before them. With `lengths` (`u32`, at least `n`; only for inputs that [`lengths_fit`]), each
 /// head's run length too, run-length encoding's kernel: in the scatter each head writes the
 /// length of the run before it. Where the device's twin carries one word a tile through the
-/// look-back (the CUDA kernel's `CARRY`, to 2048 tiles: `crate::tuning::lengths_carry_max_tiles`),
+/// look-back (the kernels' `CARRY`, to 2048 tiles: `crate::tuning::lengths_carry_max_tiles`),
 /// each tile's first head closes the run before it and the last tile the input's last run;
 /// elsewhere the tile's last head holds its position and the runs that end at a tile's first
 /// head are closed from two words a tile by the pass's last tile (up to
@@ -744,7 +744,7 @@ struct Launcher<'a> {
     lengths: Option<(Binding<'a>, Binding<'a>)>,
     /// `LENGTHS`: the pass's last tile closes the runs (no last launch).
     close: bool,
-    /// `LENGTHS` (CUDA): each tile closes the run before its first head (`CARRY`; one word a
+    /// `LENGTHS` (CUDA, `compact_c64`): each tile closes the run before its first head (`CARRY`; one word a
     /// tile, no last launch).
     carry: bool,
 }

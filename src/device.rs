@@ -635,7 +635,7 @@ pub const EPOCH_HEADER_BYTES: u64 = 256;
 
 /// 32-bit words after the tile states in the buffer [`Device::epochs`], one a tile, for a
 /// launch that writes each tile's word before the tile's state and reads a word only after its
-/// state (so no word needs zeroing): run-length encoding's tiles on CUDA ([`crate::run_length`]).
+/// state (so no word needs zeroing): run-length encoding's tiles ([`crate::run_length`]).
 pub const EPOCH_SIDE_WORDS: u64 = 2048;
 
 /// Bytes of the buffer [`Device::epochs`] returns.

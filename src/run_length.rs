@@ -5,8 +5,8 @@
 //! The pass is unique's ([`crate::unique`]: the stable compaction with the predicate "differs
 //! from the key before it"), which also stages each head's run length: the distance to the next
 //! head of its tile, found from the same ballots (the lowest passing lane above it, else the
-//! first head of a later step or subgroup). On CUDA, to 2048 tiles (2^23 4-byte keys), each
-//! tile also publishes the place of its last head (or of the last one before it) beside its
+//! first head of a later step or subgroup). On CUDA, and on Vulkan devices with 64-bit buffer
+//! atomics, to 2048 tiles (2^23 4-byte keys), each tile also publishes the place of its last head (or of the last one before it) beside its
 //! count, so the look-back gives a tile the head before its first, which then closes that run,
 //! and the last tile closes the input's: one launch, no clearing one. Elsewhere a tile's last
 //! head holds its position, and the pass's last tile (to 256 tiles) or one small launch

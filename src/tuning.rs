@@ -281,10 +281,11 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 }
 
 /// Run-length encoding by the stable compaction ([`crate::run_length`]): the most tiles whose
-/// pass closes each run in the tile of the next head (the CUDA kernel's `CARRY`: one word a
-/// tile carried through the look-back, held after the states in the epochs buffer, at most
-/// [`crate::device::EPOCH_SIDE_WORDS`]; no clearing launch, no last launch, no allocation); 0
-/// where the twin cannot. Past it the pass closes its runs in its last tile (to
+/// pass closes each run in the tile of the next head (the kernels' `CARRY`, CUDA's and
+/// `compact_c64`'s: one word a tile carried through the look-back, held after the states in
+/// the epochs buffer, at most [`crate::device::EPOCH_SIDE_WORDS`]; no clearing launch, no last
+/// launch, no allocation); 0 where the device's states are not one 64-bit word
+/// ([`one_word_states`]). Past it the pass closes its runs in its last tile (to
 /// [`crate::compact::CLOSE_IN_PASS_MAX_TILES`] tiles) or in a last launch after a clearing one.
 ///
 /// H200 (NOTES.md, version 59), CUDA, µs against those paths: `i32` keys 2^10-2^20 (one to 256
@@ -292,10 +293,12 @@ pub(crate) fn compact_epoch_max_tiles(info: &DeviceInfo, heads: bool) -> usize {
 /// launches); `u64` 0.82-0.95x to 2^22. Past 2048 tiles, where unique's epochs cost
 /// (version 53), carrying with epochs took 1.03-1.14x the time (2^24-2^26 keys), so the
 /// clearing and last launches stay there.
+///
+/// H200 (NOTES.md, version 65), Vulkan, the same: `i32` and `f32` 2^10-2^18 0.77-0.86x,
+/// 2^19-2^22 0.84-0.91x, 2^23 0.97-0.98x; past 2048 tiles (a word a tile state) 1.03 / 1.06 /
+/// 1.08-1.09x at 2^24 / 2^25 / 2^26, so the same bound.
 pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
-    let carries = info.backend == BackendKind::Cuda
-        || (one_word_states(info) && std::env::var_os("XWARP_AB_CARRY").is_none());
-    if carries {
+    if one_word_states(info) {
         compact_epoch_max_tiles(info, true).min(crate::device::EPOCH_SIDE_WORDS as usize)
     } else {
         0
@@ -366,16 +369,14 @@ pub(crate) fn compact_stable_items(
 /// 7.5 → 6.3, 2^14 9.1 → 7.7, 2^16 9.3 → 8.2, 2^18 10.1 → 9.5, 2^19 11.2 → 10.8; but 2^20 13.2
 /// → 13.7 (512 tiles) and 2^21 - 1 17.0 → 20.0 (1024 tiles).
 ///
-/// H200 (NOTES.md, version 64), Vulkan (whose pass closes the runs in its last tile), the same
-/// against 4096, two alternations: 2^10 0.88–0.90×, 2^12 0.93–0.98×, 2^14 0.89–0.91×, 2^16
-/// 0.87–0.88× (`i32` 10.8 → 9.5 µs), 2^18 0.94–0.96×; but 2^19 1.02–1.04×.
+/// H200 (NOTES.md, version 64), Vulkan (whose pass then closed the runs in its last tile), the
+/// same against 4096, two alternations: 2^10 0.88–0.90×, 2^12 0.93–0.98×, 2^14 0.89–0.91×, 2^16
+/// 0.87–0.88× (`i32` 10.8 → 9.5 µs), 2^18 0.94–0.96×; but 2^19 1.02–1.04×. With the carry
+/// (version 65) tiles of 2048 to 2^20 took 0.97–1.03× the time of this bound at 2^19–2^20.
 pub(crate) fn lengths_items(info: &DeviceInfo, elem: ElemKind, n: usize) -> u32 {
     let most = match info.backend {
         BackendKind::Cuda => LENGTHS_HALF_TILE_MAX.0,
-        BackendKind::Vulkan => std::env::var("XWARP_AB_HALF")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .map_or(LENGTHS_HALF_TILE_MAX.1, |b| 1usize << b),
+        BackendKind::Vulkan => LENGTHS_HALF_TILE_MAX.1,
     };
     if elem.size() == 4 && n <= most {
         8

@@ -429,7 +429,8 @@ const COMPACT_CONSTS: [Const; 6] = [
         on: On::Both,
         values: OFF_ON,
     },
-    // 1 (the stable step of one chunk and window, not with LENGTHS; CUDA and compact_c64):
+    // 1 (the stable step of one chunk and window, not with LENGTHS but with CARRY; CUDA and
+    // compact_c64):
     // the tile states in the device's epochs buffer, tagged with the call's epoch (no RESET,
     // nothing zeroed); a variant of its own, so that the others keep the code before it.
     Const {
@@ -506,7 +507,7 @@ pub const KERNELS: &[KernelDef] = &[
             },
             // 1 (with LENGTHS, one chunk and window): each tile closes the run before its
             // first head, from one word a tile carried through the look-back (no last launch);
-            // the CUDA twin's alone.
+            // the GLSL twin is compact_c64's (its states tagged by epochs in 64-bit words).
             Const {
                 name: "CARRY",
                 on: On::Cuda,
