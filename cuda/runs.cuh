@@ -283,18 +283,16 @@ __device__ __forceinline__ xw_vt xw_piece_trail(const Piece& pc) { return pc.v[I
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment: thread
 // r < pieces with a head (or r = 0) folds from its trail on through the threads after it until
 // the next head, writing C[q] (the value before q) for each q it passes; the last segment's
-// thread carries on to BLOCK and returns the tile's value (true), which no other thread reaches.
+// thread stops at `pieces` and returns the tile's value (true), which no other thread reaches.
 // Every C[q] is the serial fold's value, bit for bit, and no thread folds what another does.
+// (C[q] of a thread past `pieces` is never read: it has no elements.)
 __device__ __forceinline__ bool xw_segment_fold(RunsShared& s, unsigned int r,
                                                 unsigned int pieces, bool own, xw_vt* tile_v) {
     xw_vt acc = s.inv_trail[r];
-    unsigned int q = r + 1;
-    for (; q < BLOCK; ++q) {
+    for (unsigned int q = r + 1; q < pieces; ++q) {
         if (own) s.inv_carry[q] = acc;
-        if (q < pieces) {
-            if (s.inv_heads[q] > 0) return false;
-            acc = xw_vop(acc, s.inv_trail[q]);
-        }
+        if (s.inv_heads[q] > 0) return false;
+        acc = xw_vop(acc, s.inv_trail[q]);
     }
     *tile_v = acc;
     return true;

@@ -292,17 +292,16 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment:
 // invocation r < pieces with a head (or r = 0) folds from its trail on through the invocations
 // after it until the next head, writing C[q] (the value before q) for each q it passes; the
-// last segment's invocation carries on to BLOCK and writes the tile's value into s_carry.v,
+// last segment's invocation stops at `pieces` and writes the tile's value into s_carry.v,
 // which no other invocation reaches. Every C[q] is the serial fold's value, bit for bit, and
-// no invocation folds what another does.
+// no invocation folds what another does. (C[q] of an invocation past `pieces` is never read:
+// it has no elements.)
 void segment_fold(uint r, uint pieces, bool own) {
     VT acc = inv_trail[r];
-    for (uint q = r + 1u; q < BLOCK; ++q) {
+    for (uint q = r + 1u; q < pieces; ++q) {
         if (own) inv_carry[q] = acc;
-        if (q < pieces) {
-            if (inv_heads[q] > 0u) return;
-            acc = vop(acc, inv_trail[q]);
-        }
+        if (inv_heads[q] > 0u) return;
+        acc = vop(acc, inv_trail[q]);
     }
     s_carry.v = acc;
 }
