@@ -1275,37 +1275,23 @@ fn kernels_take_either_form_of_their_atomics() {
 
 /// Run-length encodings on `xw` against the CPU reference (poisoned outputs): 4- and 8-byte
 /// keys from one key to one tile past the most tiles whose pass closes its runs, short runs and
-/// all keys equal, with and without the look-back's fallback.
+/// all keys equal, with and without the look-back's fallback; the device's counters buffer zero
+/// after each.
 fn run_length_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
-    use xwarp_lab::validate::runs::{
-        expected_run_length, run_unique_or_rle, KeyPattern, UniqueWay,
-    };
+    use xwarp_lab::validate::runs::{planned_rle_matches, rotating_case};
     for (i, elem_bytes) in [4usize, 8].into_iter().enumerate() {
         let tile = xwarp::compact::tile_elems(elem_bytes);
         let closed = xwarp::compact::CLOSE_IN_PASS_MAX_TILES * tile;
         let sizes = [1, 33, tile - 1, tile + 1, 31 * tile + 5, closed, closed + 1];
         for (j, &n) in sizes.iter().enumerate() {
-            let tuning = xwarp::runs::Tuning {
-                spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
-            };
-            let pattern = if j % 3 == 2 {
-                KeyPattern::AllEqual
-            } else {
-                KeyPattern::Short
-            };
+            let (tuning, pattern) = rotating_case(i, j);
             let at = format!(
                 "run-length {elem_bytes}-byte n={n} {pattern} {tuning:?}, 64-bit atomics {atomics}"
             );
-            let (got, want) = if elem_bytes == 4 {
-                let keys: Vec<u32> = pattern.keys(n, rng);
-                let got = run_unique_or_rle(xw, true, &keys, 7, tuning, UniqueWay::Planned);
-                (got, expected_run_length(&keys, 7))
-            } else {
-                let keys: Vec<f64> = pattern.keys(n, rng);
-                let got = run_unique_or_rle(xw, true, &keys, 0.5, tuning, UniqueWay::Planned);
-                (got, expected_run_length(&keys, 0.5))
-            };
-            assert!(got.unwrap() == want, "{at}: wrong encoding");
+            let ok = planned_rle_matches(xw, elem_bytes, n, pattern, tuning, rng).unwrap();
+            assert!(ok, "{at}: wrong encoding");
+            // The pass's last tile zeroes what it kept in the counters buffer.
+            common::assert_counters_zero(xw, &at);
         }
     }
 }

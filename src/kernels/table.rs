@@ -440,6 +440,17 @@ const COMPACT_CONSTS: [Const; 6] = [
     },
 ];
 
+/// A compaction kernel's constants: [`COMPACT_CONSTS`], then those of its own.
+macro_rules! compact_consts {
+    ($($own:expr),* $(,)?) => {
+        &[
+            COMPACT_CONSTS[0], COMPACT_CONSTS[1], COMPACT_CONSTS[2],
+            COMPACT_CONSTS[3], COMPACT_CONSTS[4], COMPACT_CONSTS[5],
+            $($own),*
+        ]
+    };
+}
+
 /// The constants of the kernels over runs of equal keys, `OP` (reduce-by-key's) apart.
 const RUNS_CONSTS: [Const; 4] = [
     // 32-bit words per key.
@@ -485,13 +496,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "compact",
         variants: ALL_TYPES,
-        consts: &[
-            COMPACT_CONSTS[0],
-            COMPACT_CONSTS[1],
-            COMPACT_CONSTS[2],
-            COMPACT_CONSTS[3],
-            COMPACT_CONSTS[4],
-            COMPACT_CONSTS[5],
+        consts: compact_consts![
             Const {
                 name: "BLOCK",
                 on: On::Cuda,
@@ -522,13 +527,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "compact_c64",
         variants: ALL_TYPES,
-        consts: &[
-            COMPACT_CONSTS[0],
-            COMPACT_CONSTS[1],
-            COMPACT_CONSTS[2],
-            COMPACT_CONSTS[3],
-            COMPACT_CONSTS[4],
-            COMPACT_CONSTS[5],
+        consts: compact_consts![
             // 1 (with LENGTHS and EPOCHS, one chunk and window): each tile closes the run
             // before its first head, from one word a tile carried through the look-back (no
             // last launch); the twin of compact.cu's.

@@ -418,6 +418,41 @@ pub fn expected_run_length<K: Element>(keys: &[K], poison: K) -> Vec<u64> {
     )
 }
 
+/// Case `j` of a row `i` of sizes in the tests of run-length encoding's paths: the look-back's
+/// fallback forced (spin 0) every other case, all keys equal every third, else short runs.
+pub fn rotating_case(i: usize, j: usize) -> (Tuning, KeyPattern) {
+    let tuning = Tuning {
+        spin: if (i + j).is_multiple_of(2) { 0 } else { 1 << 12 },
+    };
+    let pattern = if j % 3 == 2 {
+        KeyPattern::AllEqual
+    } else {
+        KeyPattern::Short
+    };
+    (tuning, pattern)
+}
+
+/// Run-length encodes `n` fresh keys of `pattern` on `dev` by the planned path (4-byte keys as
+/// `u32`, 8-byte ones as `f64`), into poisoned outputs: whether it equals the CPU twin's.
+pub fn planned_rle_matches(
+    dev: &dyn Device,
+    elem_bytes: usize,
+    n: usize,
+    pattern: KeyPattern,
+    tuning: Tuning,
+    rng: &mut Rng,
+) -> Result<bool> {
+    if elem_bytes == 4 {
+        let keys: Vec<u32> = pattern.keys(n, rng);
+        let got = run_unique_or_rle(dev, true, &keys, 7, tuning, UniqueWay::Planned)?;
+        Ok(got == expected_run_length(&keys, 7))
+    } else {
+        let keys: Vec<f64> = pattern.keys(n, rng);
+        let got = run_unique_or_rle(dev, true, &keys, 0.5, tuning, UniqueWay::Planned)?;
+        Ok(got == expected_run_length(&keys, 0.5))
+    }
+}
+
 /// Whether `op`'s float results are compared with NaN as a class.
 fn nan_class<V: Element>(op: ReduceOp) -> bool {
     matches!(V::KIND, ElemKind::F32 | ElemKind::F64)
