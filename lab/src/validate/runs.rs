@@ -422,7 +422,11 @@ pub fn expected_run_length<K: Element>(keys: &[K], poison: K) -> Vec<u64> {
 /// fallback forced (spin 0) every other case, all keys equal every third, else short runs.
 pub fn rotating_case(i: usize, j: usize) -> (Tuning, KeyPattern) {
     let tuning = Tuning {
-        spin: if (i + j).is_multiple_of(2) { 0 } else { 1 << 12 },
+        spin: if (i + j).is_multiple_of(2) {
+            0
+        } else {
+            1 << 12
+        },
     };
     let pattern = if j % 3 == 2 {
         KeyPattern::AllEqual
