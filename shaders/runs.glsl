@@ -212,20 +212,19 @@ uvec2 stage_key(uint e) {
                            : uvec2(stage[stage_at(e)], 0u);
 }
 
-// One thread piece: which of its elements are heads and tails (bit j), how many of its
-// elements lie below n, and its *trail* (the fold of its values from its last head, or its
-// first element, to its end, in element order). Read through shared memory: the tile's keys
-// (then its values) are loaded by all invocations at once, consecutive invocations reading
+// One thread piece: its keys and values, which of its elements are heads and tails (bit j),
+// and how many of its elements lie below n. Read through shared memory: the tile's keys (then
+// its values) are loaded by all invocations at once, consecutive invocations reading
 // consecutive words, and each invocation then takes its ITEMS consecutive elements from
 // shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
-// the CUDA twin of an H100). The piece's keys and values are not kept: step 4 reads those of
-// its outputs again (piece_keys, piece_folds), so that nothing of ITEMS words stays live across
-// the summary and the look-back (NVIDIA's driver held the kernel at 73-77 registers with both
-// arrays kept, three workgroups an SM where the CUDA twin runs four). Uniform control flow.
+// the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
+// before j (or from its first element) through j, in element order, and past the piece's end
+// its trail: the only form in which the summary and the outputs use them. Uniform control flow.
 // (The CUDA twin specialises full tiles, without bounds checks: here that took NVIDIA's driver to
 // 79 registers for i32 and 86 for f32, two workgroups an SM, 1.24-1.27x the f32 kernel's time at
 // 2^24-2^26 on an H200.)
-void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, out VT trail) {
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+                out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
@@ -241,16 +240,17 @@ void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, ou
         stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
     }
     barrier();
-    // Heads as the keys are taken, against the key before (a running value, never an array
-    // indexed by j - 1: NVIDIA's Vulkan driver did not unroll a loop that indexed keys by j - 1
-    // and j + 1, and kept the whole array in local memory for it, 128 bytes an invocation).
-    // Element j < len - 1 is a tail where element j + 1 is a head; the last one where the piece
-    // ends the input or the next key differs.
+    // Heads as the keys are taken, against the key before (a running value, never k[j - 1]):
+    // NVIDIA's Vulkan driver did not unroll a loop that indexed k by j - 1 and j + 1, and kept
+    // the whole array in local memory for it (128 bytes an invocation, read back three times an
+    // element). Element j < len - 1 is a tail where element j + 1 is a head; the last one where
+    // the piece ends the input or the next key differs.
     uvec2 before = prev;
     uvec2 last = uvec2(0u);
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         uint e = l * ITEMS + j;
         uvec2 key = j < len ? stage_key(e) : uvec2(0u);
+        k[j] = key;
         if (j < len) {
             heads |= uint(first + j == 0u || key != before) << j;
             if (j + 1u == len) last = key;
@@ -285,29 +285,6 @@ void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, ou
 #endif
             acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
         }
-    }
-    trail = acc;
-}
-
-// Step 4's keys of the piece from `first` (len elements), read again from global memory (the
-// tile's keys were just read: cache hits), all at once; zero past len.
-void piece_keys(uint first, uint len, out uvec2 k[ITEMS]) {
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        k[j] = j < len ? key_at(first + j) : uvec2(0u);
-    }
-}
-
-// Step 4's folds of the piece from `first`: v[j] is the fold of the piece's values from its
-// last head at or before j (or from its first element) through j, in element order, the same
-// operations as load_piece's trail (past len: the trail). Values read again from global memory
-// (cache hits), all at once.
-void piece_folds(uint first, uint len, uint heads, out VT v[ITEMS]) {
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        v[j] = j < len ? value_at(first + j) : VT(0);
-    }
-    VT acc = VT(0);
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        if (j < len) acc = j == 0u || ((heads >> j) & 1u) != 0u ? v[j] : vop(acc, v[j]);
         v[j] = acc;
     }
 }
@@ -377,16 +354,10 @@ Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
     if (l < pieces && (l == 0u || inv_heads[l] > 0u)) segment_fold(l, pieces, own);
     barrier();
     if (own) {
-        // Unrolled, each read under a predicate: the reads are independent and issue together
-        // (loops to c and to l made a chain of dependent shared-memory round trips).
         uint h = 0u;
         uint c = l / CHUNK;
-        [[unroll]] for (uint i = 0u; i < BLOCK / CHUNK; ++i) {
-            if (i < c) h += inv_chunk[i];
-        }
-        [[unroll]] for (uint i = 0u; i < CHUNK; ++i) {
-            if (c * CHUNK + i < l) h += inv_heads[c * CHUNK + i];
-        }
+        for (uint i = 0u; i < c; ++i) h += inv_chunk[i];
+        for (uint r = c * CHUNK; r < l; ++r) h += inv_heads[r];
         inv_before[l] = h;
     }
     if (l == 0u) {
@@ -636,15 +607,8 @@ void zero_work_if_last(uint l) {
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
 // r - e.heads; returns the places it covers as [x, y) (y = 0: none).
-uvec2 stage_outputs(uint first, uint heads, uint tails, uint len, Carry e, uint before, VT carry,
-                    uint l, bool values) {
-    uvec2 k[ITEMS];
-    VT v[ITEMS];
-    if (values) {
-        piece_folds(first, len, heads, v);
-    } else {
-        piece_keys(first, len, k);
-    }
+uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
+                    uint before, VT carry, uint l, bool values) {
 #if defined(XW_RUNS_UNIQUE)
     uint outs = heads;
 #else
@@ -747,13 +711,12 @@ void main() {
         out_lo = TILE + 1u;
         out_hi = 0u;
     }
-    // The invocation's piece: its heads, tails and trail for the summary now; its outputs'
-    // keys and values are read again in step 4.
+    // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
+    uvec2 k[ITEMS];
+    VT v[ITEMS];
     uint heads, tails, len;
-    VT trail;
-    load_piece(t, l, heads, tails, len, trail);
-    uint first = t * TILE + l * ITEMS;
-    Carry agg = tile_summary(t, l, true, bitCount(heads), trail);
+    load_piece(t, l, k, v, heads, tails, len);
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
     Carry e;
@@ -767,7 +730,7 @@ void main() {
     // The keys' places do not depend on the look-back, so they are staged before it (while
     // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
     // stage before the summary's barriers.
-    uvec2 range = stage_outputs(first, heads, tails, len, e, before, carry, l, false);
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
         atomicMax(out_hi, range.y);
@@ -791,7 +754,7 @@ void main() {
     }
 #if !defined(XW_RUNS_UNIQUE)
     barrier();  // the keys are written out
-    stage_outputs(first, heads, tails, len, e, before, carry, l, true);
+    stage_outputs(k, v, heads, tails, len, e, before, carry, l, true);
     barrier();
     for (uint i = lo + l; i < hi; i += BLOCK) {
         values_out[e.heads + i - 1u] =
