@@ -132,11 +132,6 @@ shared uint inv_chunk[BLOCK / CHUNK];  // step 2: heads of each chunk of CHUNK i
 // A tile's keys, then its values, as words; one padding word after every 32 (stage_at), so that
 // the invocations of a subgroup reading words ITEMS * KEY_WORDS apart hit different banks.
 shared uint stage[STAGE_WORDS + STAGE_WORDS / 32u];
-#if defined(XW_RUNS_RBK)
-// The tile's values as words, padded as the stage: loaded with the keys and kept until step 4,
-// which folds each piece's values again from here (see load_piece).
-shared uint vstage[TILE * VALUE_WORDS + TILE * VALUE_WORDS / 32u];
-#endif
 shared uint out_lo;  // the tile's first output place
 shared uint out_hi;  // one past its last
 shared Carry lb_val[BLOCK];    // a window's values, read at once
@@ -217,47 +212,19 @@ uvec2 stage_key(uint e) {
                            : uvec2(stage[stage_at(e)], 0u);
 }
 
-// Element j of piece l (first: its index in the input), j < the piece's length: its value.
-VT piece_value(uint l, uint first, uint j) {
-#if defined(XW_RUNS_RBK)
-    uint e = l * ITEMS + j;
-    return vt_from(uvec2(vstage[stage_at(VALUE_WORDS * e)],
-                         VALUE_WORDS == 2u ? vstage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
-#else
-    return value_at(first + j);
-#endif
-}
-
-// The folds of piece l (len elements from `first`): v[j] is the fold of its values from its last
-// head at or before j (or from its first element) through j, in element order, and past the
-// piece's end its trail (zero for an empty piece). load_piece (for the trail) and step 4 (for
-// the outputs) compute them alike.
-void piece_folds(uint l, uint first, uint len, uint heads, out VT v[ITEMS]) {
-    VT acc = VT(0);
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        if (j < len) {
-            VT x = piece_value(l, first, j);
-            acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
-        }
-        v[j] = acc;
-    }
-}
-
-// One thread piece: its keys, which of its elements are heads and tails (bit j), how many of
-// its elements lie below n, and its trail (the fold of its values from its last head, or its
-// first element, to its end, in element order). Read through shared memory: the tile's keys
-// and values are loaded by all invocations at once, consecutive invocations reading
+// One thread piece: its keys and values, which of its elements are heads and tails (bit j),
+// and how many of its elements lie below n. Read through shared memory: the tile's keys (then
+// its values) are loaded by all invocations at once, consecutive invocations reading
 // consecutive words, and each invocation then takes its ITEMS consecutive elements from
 // shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
-// the CUDA twin of an H100). The values stay in vstage and are folded again in step 4
-// (piece_folds) rather than kept in registers across the summary and the look-back: with both
-// arrays live NVIDIA's driver held the kernel at 73-77 registers, three workgroups an SM where
-// the CUDA twin runs four. Uniform control flow.
+// the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
+// before j (or from its first element) through j, in element order, and past the piece's end
+// its trail: the only form in which the summary and the outputs use them. Uniform control flow.
 // (The CUDA twin specialises full tiles, without bounds checks: here that took NVIDIA's driver to
 // 79 registers for i32 and 86 for f32, two workgroups an SM, 1.24-1.27x the f32 kernel's time at
 // 2^24-2^26 on an H200.)
-void load_piece(uint t, uint l, out uvec2 k[ITEMS], out uint heads, out uint tails,
-                out uint len, out VT trail) {
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+                out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
@@ -272,16 +239,6 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out uint heads, out uint tai
     for (uint w = l; w < tile_len * KEY_WORDS; w += BLOCK) {
         stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
     }
-#if defined(XW_RUNS_RBK)
-    // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
-    // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
-    // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
-    for (uint e = l; e < tile_len; e += BLOCK) {
-        uvec2 b = vt_bits(values[tile_first + e]);
-        vstage[stage_at(VALUE_WORDS * e)] = b.x;
-        if (VALUE_WORDS == 2u) vstage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
-    }
-#endif
     barrier();
     // Heads as the keys are taken, against the key before (a running value, never k[j - 1]):
     // NVIDIA's Vulkan driver did not unroll a loop that indexed k by j - 1 and j + 1, and kept
@@ -304,9 +261,32 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out uint heads, out uint tai
         tails = (heads >> 1u) & ((1u << (len - 1u)) - 1u);
         tails |= uint(first + len == p.n || last != next) << (len - 1u);
     }
-    VT v[ITEMS];
-    piece_folds(l, first, len, heads, v);
-    trail = v[ITEMS - 1u];
+#if defined(XW_RUNS_RBK)
+    barrier();  // every invocation has read its keys
+    // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
+    // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
+    // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
+    for (uint e = l; e < tile_len; e += BLOCK) {
+        uvec2 b = vt_bits(values[tile_first + e]);
+        stage[stage_at(VALUE_WORDS * e)] = b.x;
+        if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
+    }
+    barrier();
+#endif
+    VT acc = VT(0);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+#if defined(XW_RUNS_RBK)
+            uint e = l * ITEMS + j;
+            VT x = vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
+                                 VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
+#else
+            VT x = value_at(first + j);
+#endif
+            acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
+        }
+        v[j] = acc;
+    }
 }
 
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment:
@@ -374,16 +354,10 @@ Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
     if (l < pieces && (l == 0u || inv_heads[l] > 0u)) segment_fold(l, pieces, own);
     barrier();
     if (own) {
-        // Unrolled, each read under a predicate: the reads are independent and issue together
-        // (loops to c and to l made a chain of dependent shared-memory round trips).
         uint h = 0u;
         uint c = l / CHUNK;
-        [[unroll]] for (uint i = 0u; i < BLOCK / CHUNK; ++i) {
-            if (i < c) h += inv_chunk[i];
-        }
-        [[unroll]] for (uint i = 0u; i < CHUNK; ++i) {
-            if (c * CHUNK + i < l) h += inv_heads[c * CHUNK + i];
-        }
+        for (uint i = 0u; i < c; ++i) h += inv_chunk[i];
+        for (uint r = c * CHUNK; r < l; ++r) h += inv_heads[r];
         inv_before[l] = h;
     }
     if (l == 0u) {
@@ -633,10 +607,8 @@ void zero_work_if_last(uint l) {
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
 // a key, or with `values` the run's value, at each tail) at its place in the tile's output,
 // r - e.heads; returns the places it covers as [x, y) (y = 0: none).
-uvec2 stage_outputs(uvec2 k[ITEMS], uint first, uint heads, uint tails, uint len, Carry e,
+uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
                     uint before, VT carry, uint l, bool values) {
-    VT v[ITEMS];
-    if (values) piece_folds(l, first, len, heads, v);
 #if defined(XW_RUNS_UNIQUE)
     uint outs = heads;
 #else
@@ -676,6 +648,7 @@ uvec2 stage_outputs(uvec2 k[ITEMS], uint first, uint heads, uint tails, uint len
         if (j < len) {
             bool head = ((heads >> j) & 1u) != 0u;
             seen += uint(head);
+            VT partial = v[j];
             uint at = before + seen;  // the run's index + 1 - e.heads
 #if defined(XW_RUNS_UNIQUE)
             bool emit = head;
@@ -689,7 +662,7 @@ uvec2 stage_outputs(uvec2 k[ITEMS], uint first, uint heads, uint tails, uint len
                 } else {
                     // The fold within the piece; a run that began before the piece is
                     // completed below.
-                    uvec2 b = vt_bits(v[j]);
+                    uvec2 b = vt_bits(partial);
                     stage[stage_at(VALUE_WORDS * at)] = b.x;
                     if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
                 }
@@ -738,14 +711,12 @@ void main() {
         out_lo = TILE + 1u;
         out_hi = 0u;
     }
-    // The invocation's piece: its keys, heads, tails and trail now; its values' folds again in
-    // step 4.
+    // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
     uvec2 k[ITEMS];
+    VT v[ITEMS];
     uint heads, tails, len;
-    VT trail;
-    load_piece(t, l, k, heads, tails, len, trail);
-    uint first = t * TILE + l * ITEMS;
-    Carry agg = tile_summary(t, l, true, bitCount(heads), trail);
+    load_piece(t, l, k, v, heads, tails, len);
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
     Carry e;
@@ -759,7 +730,7 @@ void main() {
     // The keys' places do not depend on the look-back, so they are staged before it (while
     // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
     // stage before the summary's barriers.
-    uvec2 range = stage_outputs(k, first, heads, tails, len, e, before, carry, l, false);
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
         atomicMax(out_hi, range.y);
@@ -783,7 +754,7 @@ void main() {
     }
 #if !defined(XW_RUNS_UNIQUE)
     barrier();  // the keys are written out
-    stage_outputs(k, first, heads, tails, len, e, before, carry, l, true);
+    stage_outputs(k, v, heads, tails, len, e, before, carry, l, true);
     barrier();
     for (uint i = lo + l; i < hi; i += BLOCK) {
         values_out[e.heads + i - 1u] =
