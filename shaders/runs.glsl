@@ -212,65 +212,19 @@ uvec2 stage_key(uint e) {
                            : uvec2(stage[stage_at(e)], 0u);
 }
 
-// Element j of piece l (first: its index in the input), j < the piece's length: its value
-// (reduce-by-key: from the stage, which stage_values filled).
-VT piece_value(uint l, uint first, uint j) {
-#if defined(XW_RUNS_RBK)
-    uint e = l * ITEMS + j;
-    return vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
-                         VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
-#else
-    return value_at(first + j);
-#endif
-}
-
-// The folds of piece l (len elements from `first`): v[j] is the fold of its values from its last
-// head at or before j (or from its first element) through j, in element order, and past the
-// piece's end its trail (zero for an empty piece): the only form in which the summary and the
-// outputs use the values. load_piece (for the trail) and step 4 compute them alike.
-void piece_folds(uint l, uint first, uint len, uint heads, out VT v[ITEMS]) {
-    VT acc = VT(0);
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
-        if (j < len) {
-            VT x = piece_value(l, first, j);
-            acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
-        }
-        v[j] = acc;
-    }
-}
-
-#if defined(XW_RUNS_RBK)
-// The tile's values into the stage, all invocations at once, consecutive invocations reading
-// consecutive words (the caller's barriers: none reads the stage meanwhile, all read it after).
-// (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
-// steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
-// against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
-void stage_values(uint t, uint l) {
-    uint tile_first = t * TILE;
-    uint tile_len = min(TILE, p.n - tile_first);
-    for (uint e = l; e < tile_len; e += BLOCK) {
-        uvec2 b = vt_bits(values[tile_first + e]);
-        stage[stage_at(VALUE_WORDS * e)] = b.x;
-        if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
-    }
-}
-#endif
-
-// One thread piece: which of its elements are heads and tails (bit j), how many of its elements
-// lie below n, and its trail (piece_folds). Read through shared memory: the tile's keys (then
+// One thread piece: its keys and values, which of its elements are heads and tails (bit j),
+// and how many of its elements lie below n. Read through shared memory: the tile's keys (then
 // its values) are loaded by all invocations at once, consecutive invocations reading
 // consecutive words, and each invocation then takes its ITEMS consecutive elements from
 // shared memory (each loading its own ITEMS elements used 4.5 of every 32 bytes fetched, on
-// the CUDA twin of an H100). Neither keys nor values are kept: step 4 writes the output keys
-// from the input by their elements' indices and stages the values again, so that no array of
-// ITEMS words stays live across the summary and the look-back (with both kept NVIDIA's driver
-// held reduce-by-key at 73-75 registers, three workgroups an SM where the CUDA twin runs four;
-// keeping either one, in registers or a second shared array, did not bring it lower, and a
-// second array's 16 KiB took the workgroups an SM to two). Uniform control flow.
+// the CUDA twin of an H100). v[j] is the fold of the piece's values from its last head at or
+// before j (or from its first element) through j, in element order, and past the piece's end
+// its trail: the only form in which the summary and the outputs use them. Uniform control flow.
 // (The CUDA twin specialises full tiles, without bounds checks: here that took NVIDIA's driver to
 // 79 registers for i32 and 86 for f32, two workgroups an SM, 1.24-1.27x the f32 kernel's time at
 // 2^24-2^26 on an H200.)
-void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, out VT trail) {
+void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint heads,
+                out uint tails, out uint len) {
     uint tile_first = t * TILE;
     uint tile_len = min(TILE, p.n - tile_first);
     uint first = tile_first + l * ITEMS;
@@ -296,6 +250,7 @@ void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, ou
     [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
         uint e = l * ITEMS + j;
         uvec2 key = j < len ? stage_key(e) : uvec2(0u);
+        k[j] = key;
         if (j < len) {
             heads |= uint(first + j == 0u || key != before) << j;
             if (j + 1u == len) last = key;
@@ -308,12 +263,30 @@ void load_piece(uint t, uint l, out uint heads, out uint tails, out uint len, ou
     }
 #if defined(XW_RUNS_RBK)
     barrier();  // every invocation has read its keys
-    stage_values(t, l);
+    // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
+    // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
+    // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
+    for (uint e = l; e < tile_len; e += BLOCK) {
+        uvec2 b = vt_bits(values[tile_first + e]);
+        stage[stage_at(VALUE_WORDS * e)] = b.x;
+        if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
+    }
     barrier();
 #endif
-    VT v[ITEMS];
-    piece_folds(l, first, len, heads, v);
-    trail = v[ITEMS - 1u];
+    VT acc = VT(0);
+    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) {
+        if (j < len) {
+#if defined(XW_RUNS_RBK)
+            uint e = l * ITEMS + j;
+            VT x = vt_from(uvec2(stage[stage_at(VALUE_WORDS * e)],
+                                 VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * e + 1u)] : 0u));
+#else
+            VT x = value_at(first + j);
+#endif
+            acc = j == 0u || ((heads >> j) & 1u) != 0u ? x : vop(acc, x);
+        }
+        v[j] = acc;
+    }
 }
 
 // Step 2's left fold of the trails, which a head restarts, run as one fold per segment:
@@ -632,12 +605,10 @@ void zero_work_if_last(uint l) {
 }
 
 // Step 4 for one piece: stages what the piece outputs (unique: a key at each head; the others:
-// a key, or with `values` the run's value v[j], at each tail) at its place in the tile's
-// output, r - e.heads: for a key the tile index of its element (one word a place; the write-out
-// reads the key from the input), for a value its bits; returns the places it covers as [x, y)
-// (y = 0: none).
-uvec2 stage_outputs(VT v[ITEMS], uint heads, uint tails, uint len, Carry e, uint before,
-                    VT carry, uint l, bool values) {
+// a key, or with `values` the run's value, at each tail) at its place in the tile's output,
+// r - e.heads; returns the places it covers as [x, y) (y = 0: none).
+uvec2 stage_outputs(uvec2 k[ITEMS], VT v[ITEMS], uint heads, uint tails, uint len, Carry e,
+                    uint before, VT carry, uint l, bool values) {
 #if defined(XW_RUNS_UNIQUE)
     uint outs = heads;
 #else
@@ -663,7 +634,8 @@ uvec2 stage_outputs(VT v[ITEMS], uint heads, uint tails, uint len, Carry e, uint
         bool emit = ((tails >> j) & 1u) != 0u;
         uint at = emit ? before + seen : TILE + 1u + l;  // the run's index + 1 - e.heads
         if (!values) {
-            stage[stage_at(at)] = l * ITEMS + j;
+            stage[stage_at(KEY_WORDS * at)] = k[j].x;
+            if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
         } else {
             // The fold within the piece; a run that began before the piece is completed below.
             uvec2 b = vt_bits(v[j]);
@@ -676,6 +648,7 @@ uvec2 stage_outputs(VT v[ITEMS], uint heads, uint tails, uint len, Carry e, uint
         if (j < len) {
             bool head = ((heads >> j) & 1u) != 0u;
             seen += uint(head);
+            VT partial = v[j];
             uint at = before + seen;  // the run's index + 1 - e.heads
 #if defined(XW_RUNS_UNIQUE)
             bool emit = head;
@@ -684,11 +657,12 @@ uvec2 stage_outputs(VT v[ITEMS], uint heads, uint tails, uint len, Carry e, uint
 #endif
             if (emit) {
                 if (!values) {
-                    stage[stage_at(at)] = l * ITEMS + j;
+                    stage[stage_at(KEY_WORDS * at)] = k[j].x;
+                    if (KEY_WORDS == 2u) stage[stage_at(KEY_WORDS * at + 1u)] = k[j].y;
                 } else {
                     // The fold within the piece; a run that began before the piece is
                     // completed below.
-                    uvec2 b = vt_bits(v[j]);
+                    uvec2 b = vt_bits(partial);
                     stage[stage_at(VALUE_WORDS * at)] = b.x;
                     if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * at + 1u)] = b.y;
                 }
@@ -737,13 +711,12 @@ void main() {
         out_lo = TILE + 1u;
         out_hi = 0u;
     }
-    // The invocation's piece: its heads, tails and trail for the summary; its outputs' keys and
-    // values are read again in step 4.
+    // The invocation's piece, loaded once: its summary now, its outputs after the look-back.
+    uvec2 k[ITEMS];
+    VT v[ITEMS];
     uint heads, tails, len;
-    VT trail;
-    load_piece(t, l, heads, tails, len, trail);
-    uint first = t * TILE + l * ITEMS;
-    Carry agg = tile_summary(t, l, true, bitCount(heads), trail);
+    load_piece(t, l, k, v, heads, tails, len);
+    Carry agg = tile_summary(t, l, true, bitCount(heads), len > 0u ? v[ITEMS - 1u] : VT(0));
     uint before = inv_before[l];
     VT carry = inv_carry[l];
     Carry e;
@@ -757,9 +730,7 @@ void main() {
     // The keys' places do not depend on the look-back, so they are staged before it (while
     // subgroup 0 looks back, the others stage theirs). Every invocation read its piece from the
     // stage before the summary's barriers.
-    VT v[ITEMS];
-    [[unroll]] for (uint j = 0u; j < ITEMS; ++j) v[j] = VT(0);  // keys: no values
-    uvec2 range = stage_outputs(v, heads, tails, len, e, before, carry, l, false);
+    uvec2 range = stage_outputs(k, v, heads, tails, len, e, before, carry, l, false);
     if (range.y > 0u) {
         atomicMin(out_lo, range.x);
         atomicMax(out_hi, range.y);
@@ -777,28 +748,13 @@ void main() {
     barrier();
     uint lo = out_lo;
     uint hi = out_hi;
-    // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0); its key
-    // is that of the tile's element the stage names (L2 hits: the tile's keys were just read;
-    // consecutive places name ascending elements, so a subgroup's reads share lines).
-    uint tile_words = t * TILE * KEY_WORDS;
+    // Place `at` of the tile is output e.heads + at - 1 (at >= 1 where e.heads is 0).
     for (uint w = lo * KEY_WORDS + l; w < hi * KEY_WORDS; w += BLOCK) {
-        uint at = KEY_WORDS == 2u ? w >> 1u : w;
-        uint word = w - at * KEY_WORDS;
-        keys_out[e.heads * KEY_WORDS + w - KEY_WORDS] =
-            keys[tile_words + stage[stage_at(at)] * KEY_WORDS + word];
+        keys_out[e.heads * KEY_WORDS + w - KEY_WORDS] = stage[stage_at(w)];
     }
 #if !defined(XW_RUNS_UNIQUE)
     barrier();  // the keys are written out
-#if defined(XW_RUNS_RBK)
-    // The values again, as load_piece staged them (L2 hits), and each piece's folds from them.
-    stage_values(t, l);
-    barrier();
-#endif
-    piece_folds(l, first, len, heads, v);
-#if defined(XW_RUNS_RBK)
-    barrier();  // every invocation has read its values
-#endif
-    stage_outputs(v, heads, tails, len, e, before, carry, l, true);
+    stage_outputs(k, v, heads, tails, len, e, before, carry, l, true);
     barrier();
     for (uint i = lo + l; i < hi; i += BLOCK) {
         values_out[e.heads + i - 1u] =
