@@ -236,12 +236,8 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     uvec2 prev = first > 0u && first < p.n ? key_at(first - 1u) : uvec2(0u);
     uvec2 next = len > 0u && first + len < p.n ? key_at(first + len) : uvec2(0u);
     // Called once a workgroup, after the ticket's barrier: no earlier reader of the stage.
-    // Unrolled, each load under a predicate, so that all ITEMS * KEY_WORDS loads of an
-    // invocation are in flight at once (a loop to tile_len: NVIDIA's driver unrolled it by four
-    // and waited on each group of four loads before the next, four round trips to memory).
-    [[unroll]] for (uint i = 0u; i < ITEMS * KEY_WORDS; ++i) {
-        uint w = l + i * BLOCK;
-        if (w < tile_len * KEY_WORDS) stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
+    for (uint w = l; w < tile_len * KEY_WORDS; w += BLOCK) {
+        stage[stage_at(w)] = keys[tile_first * KEY_WORDS + w];
     }
     barrier();
     // Heads as the keys are taken, against the key before (a running value, never k[j - 1]):
@@ -270,14 +266,10 @@ void load_piece(uint t, uint l, out uvec2 k[ITEMS], out VT v[ITEMS], out uint he
     // (The CUDA twin loads the values with the keys, into registers, and copies in unrolled
     // steps at constant offsets: here NVIDIA's driver took 90 and 89 registers for either
     // against 62, a workgroup an SM fewer, and 1.30-1.34x the time at 2^24 on an H200.)
-    // Unrolled as the keys' loads.
-    [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-        uint e = l + i * BLOCK;
-        if (e < tile_len) {
-            uvec2 b = vt_bits(values[tile_first + e]);
-            stage[stage_at(VALUE_WORDS * e)] = b.x;
-            if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
-        }
+    for (uint e = l; e < tile_len; e += BLOCK) {
+        uvec2 b = vt_bits(values[tile_first + e]);
+        stage[stage_at(VALUE_WORDS * e)] = b.x;
+        if (VALUE_WORDS == 2u) stage[stage_at(VALUE_WORDS * e + 1u)] = b.y;
     }
     barrier();
 #endif
