@@ -78,6 +78,11 @@ layout(std430, binding = 2) writeonly buffer KeysOut { uint keys_out[]; };
 layout(std430, binding = 3) writeonly buffer ValuesOut { VT values_out[]; };  // RLE, RBK
 layout(std430, binding = 4) writeonly buffer Runs { uint runs[]; };  // the u64 count, low first
 layout(std430, binding = 5) coherent buffer Work { uint work[]; };
+#if defined(XW_RUNS_PACKED)
+// The same words, two at a time: a tile's aggregate and inclusive prefix each one 64-bit word
+// (see publish).
+layout(std430, binding = 5) coherent buffer Work64 { uint64_t work64[]; };
+#endif
 layout(push_constant) uniform Params {
     uint n;      // elements
     uint tiles;  // tiles of the input
@@ -369,8 +374,51 @@ Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
     return s_carry;
 }
 
+uint state_at(uint tile, uint flag) {
+    return (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
+}
+
+#if defined(XW_RUNS_PACKED)
+// XW_RUNS_PACKED (reduce_by_key_p64.comp: 4-byte values, 64-bit buffer atomics): a state is one
+// 64-bit word, its high half the heads + 1 (at most 2^30 + 1: never zero once published), its low
+// half the value's bits, stored by one atomic and read by one, so neither side needs a buffer
+// barrier: NVIDIA's Vulkan driver (580) makes every device-scope barrier and every release or
+// acquire atomic a sequentially consistent fence (MEMBAR.SC.GPU); with one-word states the
+// kernel takes 0.90-0.96x the time of the two-word form at 2^14-2^26 on an H200 (NOTES.md,
+// version 68). The flag words stay zero; a tile's flag is the nonzero one of its two words.
 void publish(uint tile, uint flag, Carry c) {
-    uint at = (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
+    uint64_t w = (uint64_t(c.heads + 1u) << 32) | uint64_t(vt_bits(c.v).x);
+    // The owner's and a fallback's aggregate are the same bits: either order leaves them.
+    atomicMax(work64[state_at(tile, flag) / 2u], w);
+}
+
+uint64_t load_state(uint at) {
+    return atomicLoad(work64[at / 2u], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                      gl_SemanticsRelaxed);
+}
+
+uint poll_flag(uint tile) {
+    uint64_t a = load_state(state_at(tile, FLAG_AGGREGATE));
+    uint64_t i = load_state(state_at(tile, FLAG_INCLUSIVE));
+    return i != 0ul ? FLAG_INCLUSIVE : a != 0ul ? FLAG_AGGREGATE : 0u;
+}
+
+// The value `tile` published with `flag` (its own word: an inclusive prefix seen does not make
+// the aggregate's word visible, so it is polled until it is).
+Carry read_seen(uint tile, uint flag) {
+    uint at = state_at(tile, flag);
+    uint64_t w = load_state(at);
+    while (w == 0ul) w = load_state(at);
+    Carry c;
+    c.heads = uint(w >> 32) - 1u;
+    c.v = vt_from(uvec2(uint(w), 0u));
+    return c;
+}
+
+Carry read_published(uint tile, uint flag) { return read_seen(tile, flag); }
+#else
+void publish(uint tile, uint flag, Carry c) {
+    uint at = state_at(tile, flag);
     uvec2 b = vt_bits(c.v);
     work[at] = c.heads;
     work[at + 1u] = b.x;
@@ -387,7 +435,7 @@ uint poll_flag(uint tile) {
 // The value `tile` published with `flag`, once this invocation's poll has seen the flag and a
 // barrier has followed.
 Carry read_seen(uint tile, uint flag) {
-    uint at = (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
+    uint at = state_at(tile, flag);
     Carry c;
     c.heads = work[at];
     c.v = vt_from(uvec2(work[at + 1u], work[at + 2u]));
@@ -401,6 +449,7 @@ Carry read_published(uint tile, uint flag) {
     memoryBarrierBuffer();
     return read_seen(tile, flag);
 }
+#endif
 
 // The exclusive prefix E of tile k > 0 (every invocation gets it), whose aggregate is `agg`;
 // publishes the tile's inclusive prefix. Uniform control flow.
@@ -445,7 +494,9 @@ Carry look_back(uint k, Carry agg, uint l) {
         if (ok) {
             // The window's fold, from its nearest inclusive prefix down. Every lane up to m has
             // seen its tile's flag in the last poll.
+#if !defined(XW_RUNS_PACKED)
             memoryBarrierBuffer();
+#endif
             if (lane <= m) {
                 lb_val[lane] = read_seen(top - lane, lane == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
             }
@@ -692,7 +743,13 @@ void main() {
     uint l = gl_LocalInvocationIndex;
     if (p.clear == CLEAR_LAUNCH) {
         uint i = xw_group() * BLOCK + l;
+#if defined(XW_RUNS_PACKED)
+        // Every state word too (the flags tell nothing here), by a stride of the whole grid.
+        uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * BLOCK;
+        for (uint w = i; w < w_inclusives() + 4u * p.tiles; w += stride) work[w] = 0u;
+#else
         if (i < W_FLAGS + p.tiles) work[i] = 0u;
+#endif
         if (i == 0u) {
             runs[0] = 0u;
             runs[1] = 0u;

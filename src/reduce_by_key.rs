@@ -98,7 +98,7 @@ pub fn reduce_by_key_tuned<K: Element, V: Reduce>(
     runs::launch(
         dev,
         &RunsCall {
-            kernel: "reduce_by_key",
+            kernel: crate::tuning::reduce_by_key_kernel(dev.info(), V::KIND.size()),
             elem: V::KIND,
             key_bytes: K::KIND.size(),
             value_bytes: V::KIND.size(),

@@ -305,6 +305,22 @@ pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     }
 }
 
+/// Reduce-by-key: the kernel. Values of 4 bytes keep each tile state in one 64-bit word,
+/// published and read by single atomics, where the device has 64-bit buffer atomics
+/// (`reduce_by_key_p64`, Vulkan); else (`reduce_by_key`) a state's words are written before its
+/// flag with a buffer barrier between, and read after one.
+///
+/// H200 (NOTES.md, version 68): NVIDIA's Vulkan driver makes every device-scope barrier a
+/// sequentially consistent fence (`MEMBAR.SC.GPU`); with one-word states `i32` and `f32` took
+/// 0.90-0.96x the time of the two-word form at 2^14-2^26 (2^26 `i32` 422 → 392 µs).
+pub(crate) fn reduce_by_key_kernel(info: &DeviceInfo, value_bytes: usize) -> &'static str {
+    if info.backend == BackendKind::Vulkan && info.int64_atomics && value_bytes == 4 {
+        "reduce_by_key_p64"
+    } else {
+        "reduce_by_key"
+    }
+}
+
 /// Compaction: the kernel. The unordered step keeps a chunk's count and its tiles done in one
 /// 64-bit word, one atomic per tile, where the device has 64-bit buffer atomics
 /// (`compact_c64` on Vulkan; the CUDA twin always); else (`compact`) the tiles done are a

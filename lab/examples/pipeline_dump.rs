@@ -231,9 +231,24 @@ fn with_instance(instance: &ash::Instance, a: &Args, words: &[u32]) -> Res<()> {
         .pipeline_executable_info(true);
     let mut robust =
         vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default().pipeline_robustness(true);
+    // The Vulkan memory model where the device has it (the kernels may be compiled under it).
+    let mut has_vmm = vk::PhysicalDeviceVulkanMemoryModelFeatures::default();
+    {
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut has_vmm);
+        // SAFETY: a valid physical device of this instance; the chain lives for the call.
+        unsafe { instance.get_physical_device_features2(pd, &mut f2) };
+    }
+    let vmm_ok = has_vmm.vulkan_memory_model == vk::TRUE
+        && has_vmm.vulkan_memory_model_device_scope == vk::TRUE;
+    let mut vmm = vk::PhysicalDeviceVulkanMemoryModelFeatures::default()
+        .vulkan_memory_model(true)
+        .vulkan_memory_model_device_scope(true);
     let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_extension_names(&names);
+    if vmm_ok {
+        info = info.push_next(&mut vmm);
+    }
     if has_ext {
         info = info.push_next(&mut feat);
     }

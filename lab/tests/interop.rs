@@ -1236,7 +1236,9 @@ fn kernels_take_either_form_of_their_atomics() {
     // decides which: every device-scope scan case of the 32-bit types (fresh random inputs,
     // poisoned outputs, the look-back's fallback and several launches among them) and every
     // unordered compaction case of the quick set (every type, many chunks and windows among
-    // them) on a device with the feature where offered, then on one without it. Run-length
+    // them) on a device with the feature where offered, then on one without it. Reduce-by-key of
+    // 4-byte values keeps each tile state in one 64-bit word with them, without them in words
+    // written before a flag (reduce_by_key_cases). Run-length
     // encoding likewise: with them each tile closes the run before its first head from one
     // word a tile carried through the look-back (states tagged by epochs), without them the
     // pass's last tile closes the runs (to CLOSE_IN_PASS_MAX_TILES) or a last launch does.
@@ -1268,6 +1270,7 @@ fn kernels_take_either_form_of_their_atomics() {
             xwarp_lab::with_elem!(case.elem, compact_case(&xw, case, atomics, &mut rng));
         }
         run_length_cases(&xw, atomics, &mut rng);
+        reduce_by_key_cases(&xw, atomics, &mut rng);
         drop(xw);
         close_and_check(app);
     }
@@ -1292,6 +1295,50 @@ fn run_length_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
             assert!(ok, "{at}: wrong encoding");
             // The pass's last tile zeroes what it kept in the counters buffer.
             common::assert_counters_zero(xw, &at);
+        }
+    }
+}
+
+/// Reduce-by-key on `xw` against the CPU reference (fresh random values, poisoned outputs): 4-byte
+/// values keep each tile state in one 64-bit word where the device has 64-bit buffer atomics, else
+/// in words written before a flag. 4- and 8-byte keys, `i32` sums, `u32` maxima and `f32` sums
+/// (their canonical order), from one key to one tile past the most tiles of the device's counters
+/// buffer (beyond them a clearing launch zeroes the states), short runs and all keys equal, with
+/// and without the look-back's fallback; the device's counters buffer zero after each.
+fn reduce_by_key_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
+    use xwarp_lab::validate::runs::{expected_reduce_by_key, rotating_case, run_reduce_by_key};
+    fn one<K: Element, V: xwarp::cpu::reduce::Reduce>(
+        xw: &VulkanDevice,
+        op: ReduceOp,
+        n: usize,
+        (i, j): (usize, usize),
+        poisons: (K, V),
+        rng: &mut Rng,
+        at: &str,
+    ) {
+        let (tuning, pattern) = rotating_case(i, j);
+        let keys: Vec<K> = pattern.keys(n, rng);
+        let values: Vec<V> = (0..n).map(|_| V::random(rng)).collect();
+        let got = run_reduce_by_key(xw, op, &keys, &values, poisons, tuning).unwrap();
+        let want = expected_reduce_by_key(op, &keys, &values, poisons);
+        assert!(got == want, "{at} {pattern:?} {tuning:?}: wrong runs");
+        common::assert_counters_zero(xw, at);
+    }
+    for (i, key_bytes) in [4usize, 8].into_iter().enumerate() {
+        let tile = xwarp::runs::tile(key_bytes, 4);
+        let most = xwarp::runs::SELF_CLEARING_MAX_TILES * tile;
+        let sizes = [1, 33, tile - 1, tile + 1, 31 * tile + 5, most, most + 1];
+        for (j, &n) in sizes.iter().enumerate() {
+            let at = format!("reduce-by-key {key_bytes}-byte keys n={n}, 64-bit atomics {atomics}");
+            let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Sum];
+            match (key_bytes, j % 3) {
+                (4, 0) => one::<u32, i32>(xw, ops[0], n, (i, j), (7, -7), rng, &at),
+                (4, 1) => one::<u32, u32>(xw, ops[1], n, (i, j), (7, 9), rng, &at),
+                (4, _) => one::<u32, f32>(xw, ops[2], n, (i, j), (7, 0.5), rng, &at),
+                (_, 0) => one::<u64, i32>(xw, ops[0], n, (i, j), (7, -7), rng, &at),
+                (_, 1) => one::<u64, u32>(xw, ops[1], n, (i, j), (7, 9), rng, &at),
+                _ => one::<f64, f32>(xw, ops[2], n, (i, j), (0.5, 0.5), rng, &at),
+            }
         }
     }
 }

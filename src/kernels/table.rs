@@ -688,6 +688,26 @@ pub const KERNELS: &[KernelDef] = &[
         cuda: true,
         params: Some(&RUNS_PARAMS),
     },
+    // runs.glsl's reduce-by-key of 4-byte values with each tile state in one 64-bit word,
+    // published and read by single atomics (no buffer barriers); Vulkan only, where the device
+    // has 64-bit buffer atomics (src/tuning.rs).
+    KernelDef {
+        name: "reduce_by_key_p64",
+        variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
+        consts: &[
+            RUNS_CONSTS[0],
+            RUNS_CONSTS[1],
+            Const {
+                name: "OP",
+                on: On::Both,
+                values: REDUCE_OPS,
+            },
+            RUNS_CONSTS[2],
+            RUNS_CONSTS[3],
+        ],
+        cuda: false,
+        params: Some(&RUNS_PARAMS),
+    },
     KernelDef {
         name: "roofline",
         variants: &["u32"],
