@@ -759,8 +759,10 @@ void main() {
     // Whole workgroups leave together, so the barriers below stay uniform.
     if (xw_group() >= p.tiles) return;
     // Tiles are numbered in the order workgroups take a ticket, so a tile's predecessors have
-    // started.
-    if (l == 0u) s_word = atomicAdd(work[0], 1u);
+    // started. A call of one tile touches no work word: no ticket, no state (no tile reads it),
+    // no count of tiles done and nothing to zero; each of them costs a round trip, and every
+    // barrier around a state a fence on NVIDIA's Vulkan driver (see publish).
+    if (l == 0u) s_word = p.tiles == 1u ? 0u : atomicAdd(work[0], 1u);
     barrier();
     uint t = s_word;
     // The tile's output range, widened in step 4 (the summary's barriers publish these).
@@ -793,11 +795,11 @@ void main() {
         atomicMax(out_hi, range.y);
     }
     if (t == 0u) {
-        if (l == 0u) publish(0u, FLAG_INCLUSIVE, agg);
+        if (l == 0u && p.tiles > 1u) publish(0u, FLAG_INCLUSIVE, agg);
     } else {
         e = look_back(t, agg, l);
     }
-    if (SELF_CLEARING != 0u && l == 0u) count_tile_done();
+    if (SELF_CLEARING != 0u && p.tiles > 1u && l == 0u) count_tile_done();
     if (t + 1u == p.tiles && l == 0u) {
         runs[0] = e.heads + agg.heads;
         runs[1] = 0u;
@@ -819,5 +821,5 @@ void main() {
                           VALUE_WORDS == 2u ? stage[stage_at(VALUE_WORDS * i + 1u)] : 0u));
     }
 #endif
-    if (SELF_CLEARING != 0u) zero_work_if_last(l);
+    if (SELF_CLEARING != 0u && p.tiles > 1u) zero_work_if_last(l);
 }
