@@ -222,12 +222,6 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
         sg_counts[xw_subgroup_id()] = below;
         sg_all[xw_subgroup_id()] = all;
     }
-    // The count of tiles done reading the states: the last one zeroes them again.
-    if (local == 0u) {
-        uint before = atomicAdd(counts[p.tiles], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                                gl_SemanticsAcquireRelease);
-        s_last = before + 1u == p.tiles ? 1u : 0u;
-    }
     barrier();
     pre = 0u;
     selected = 0u;
@@ -235,6 +229,24 @@ void one_totals(uint t, uint local, out uint pre, out uint selected) {
         pre += sg_counts[s];
         selected += sg_all[s];
     }
+}
+
+// ONE, once the tile is scattered: the count of tiles done reading the states, the last of
+// which zeroes them again. After the scatter, so that the count's fence (every release or
+// acquire at device scope is a sequentially consistent fence on NVIDIA's Vulkan driver) is off
+// the scatter's path. A call of one tile counts nothing: invocation 0 alone wrote and read its
+// state. Uniform control flow.
+void one_done(uint local) {
+    if (p.tiles == 1u) {
+        if (local == 0u) counts[0] = 0u;
+        return;
+    }
+    if (local == 0u) {
+        uint before = atomicAdd(counts[p.tiles], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                                gl_SemanticsAcquireRelease);
+        s_last = before + 1u == p.tiles ? 1u : 0u;
+    }
+    barrier();
     if (s_last != 0u) {
         memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         for (uint i = local; i <= p.tiles; i += gl_WorkGroupSize.x) counts[i] = 0u;
@@ -382,4 +394,5 @@ void main() {
     for (uint i = local; i < len; i += gl_WorkGroupSize.x) {
         dst[i < tile_count ? pre + i : fail_first + (i - tile_count)] = stage[i];
     }
+    if (OP == OP_ONE) one_done(local);
 }
