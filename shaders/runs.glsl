@@ -40,7 +40,9 @@
 // nothing yet, 1 the aggregate, 2 the inclusive prefix; words only grow, by atomicMax), then four
 // words per tile of aggregate and four of inclusive prefix (heads, the value's two words). A
 // value is written before its flag, with a buffer barrier between; a reader polls the flag with
-// a relaxed atomic load, then reads the value after a barrier. The look-back polls a window of
+// a relaxed atomic load, then reads the value after a barrier (XW_RUNS_PACKED: the aggregate and
+// the inclusive prefix are each one 64-bit word, written and read by single atomics, without
+// barriers: see publish). The look-back polls a window of
 // up to BLOCK predecessors at once, one per invocation, until every tile above the window's
 // nearest inclusive prefix has published its aggregate. Tiles are numbered in the order
 // workgroups take a ticket, so a tile's predecessors have started. Vulkan promises no forward
