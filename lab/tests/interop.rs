@@ -1299,15 +1299,19 @@ fn run_length_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
     }
 }
 
-/// Reduce-by-key on `xw` against the CPU reference (fresh random values, poisoned outputs): 4-byte
+/// Reduce-by-key on `xw` against the CPU reference (fresh values as the suite draws them: for
+/// floats in every other case hard ones, subnormals, NaN payloads and extreme magnitudes among
+/// them; poisoned outputs): 4-byte
 /// values keep each tile state in one 64-bit word where the device has 64-bit buffer atomics, else
 /// in words written before a flag. 4- and 8-byte keys, `i32` sums, `u32` maxima and `f32` sums
 /// (their canonical order), from one key to one tile past the most tiles of the device's counters
 /// buffer (beyond them a clearing launch zeroes the states), short runs and all keys equal, with
 /// and without the look-back's fallback; the device's counters buffer zero after each.
 fn reduce_by_key_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
-    use xwarp_lab::validate::runs::{expected_reduce_by_key, rotating_case, run_reduce_by_key};
-    fn one<K: Element, V: xwarp::cpu::reduce::Reduce>(
+    use xwarp_lab::validate::runs::{
+        expected_reduce_by_key, rbk_values, rotating_case, run_reduce_by_key,
+    };
+    fn one<K: Element, V: ReduceInput>(
         xw: &VulkanDevice,
         op: ReduceOp,
         n: usize,
@@ -1318,7 +1322,7 @@ fn reduce_by_key_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
     ) {
         let (tuning, pattern) = rotating_case(i, j);
         let keys: Vec<K> = pattern.keys(n, rng);
-        let values: Vec<V> = (0..n).map(|_| V::random(rng)).collect();
+        let values: Vec<V> = rbk_values(&[("vulkan".into(), xw as &dyn Device)], op, n, rng);
         let got = run_reduce_by_key(xw, op, &keys, &values, poisons, tuning).unwrap();
         let want = expected_reduce_by_key(op, &keys, &values, poisons);
         assert!(got == want, "{at} {pattern:?} {tuning:?}: wrong runs");

@@ -479,6 +479,19 @@ const RUNS_CONSTS: [Const; 4] = [
     },
 ];
 
+/// Reduce-by-key's constants (both state forms): the runs kernels' with the operator.
+const RBK_CONSTS: [Const; 5] = [
+    RUNS_CONSTS[0],
+    RUNS_CONSTS[1],
+    Const {
+        name: "OP",
+        on: On::Both,
+        values: REDUCE_OPS,
+    },
+    RUNS_CONSTS[2],
+    RUNS_CONSTS[3],
+];
+
 /// Every kernel, in the order of `shaders/`.
 pub const KERNELS: &[KernelDef] = &[
     KernelDef {
@@ -674,17 +687,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "reduce_by_key",
         variants: ALL_TYPES,
-        consts: &[
-            RUNS_CONSTS[0],
-            RUNS_CONSTS[1],
-            Const {
-                name: "OP",
-                on: On::Both,
-                values: REDUCE_OPS,
-            },
-            RUNS_CONSTS[2],
-            RUNS_CONSTS[3],
-        ],
+        consts: &RBK_CONSTS,
         cuda: true,
         params: Some(&RUNS_PARAMS),
     },
@@ -694,17 +697,7 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "reduce_by_key_p64",
         variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
-        consts: &[
-            RUNS_CONSTS[0],
-            RUNS_CONSTS[1],
-            Const {
-                name: "OP",
-                on: On::Both,
-                values: REDUCE_OPS,
-            },
-            RUNS_CONSTS[2],
-            RUNS_CONSTS[3],
-        ],
+        consts: &RBK_CONSTS,
         cuda: false,
         params: Some(&RUNS_PARAMS),
     },
