@@ -21,6 +21,8 @@ struct PartitionParams {
     unsigned int scan;   // SCATTER's offsets: XW_SCAN_LAUNCH or XW_SCAN_SUMS
     unsigned int spin;   // ONE: polls of unpublished states per thread before counting tiles here
     unsigned int group_bits;  // COUNT and XW_SCAN_SUMS: log2 of the tiles a group
+    unsigned int epoch_wrap;   // the GLSL twin's XW_EPOCHS alone (partition_e64.comp)
+    unsigned int epoch_tiles;  // likewise
 };
 
 #include "predicate.cuh"

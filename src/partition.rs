@@ -29,7 +29,12 @@
 //! count in the device's counters buffer, stages its elements, reads every tile's count for its
 //! offset and the total, and writes its tile out. A tile that waits for a count longer than
 //! [`ONE_LAUNCH_SPIN`] polls counts that tile's input itself, so the launch also ends where its
-//! workgroups do not all run at once, only later.
+//! workgroups do not all run at once, only later. Where the device keeps a tile state in one
+//! 64-bit word (Vulkan devices with 64-bit buffer atomics: `partition_e64`), the states lie in
+//! the device's epochs buffer ([`Device::epochs`]) tagged with the call's epoch, as a scan's
+//! ([`crate::scan`]): nothing counts the tiles done and nothing is zeroed after the call; else
+//! they lie in the device's counters buffer and the last tile done zeroes them. A call of one
+//! tile reads no state.
 //!
 //! ```no_run
 //! # fn main() -> xwarp::Result<()> {
@@ -47,7 +52,10 @@
 //! At most [`plan::MAX_LAUNCH_ELEMS`] elements, and no more than one kernel binding spans. Every
 //! check happens before anything is launched, so a refused call leaves its outputs untouched.
 
-use crate::device::{BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures};
+use crate::device::{
+    BackendKind, Binding, Device, DeviceVec, Kernel, Launch, SubgroupFeatures, EPOCH_HEADER_BYTES,
+    EPOCH_TILES,
+};
 use crate::error::{Error, Result};
 use crate::kernels::PartitionParams;
 use crate::plan;
@@ -140,6 +148,11 @@ pub struct Tuning {
     /// The one-launch path's polls before counting a waited-for tile itself
     /// ([`ONE_LAUNCH_SPIN`]; 0 counts every unpublished tile at once, what tests use).
     pub spin: u32,
+    /// Where the one-launch path tags its tile states with epochs (see the module's
+    /// documentation): the epoch at which the device's epochs start again from 0,
+    /// [`scan::MIN_EPOCH_WRAP`] to [`scan::EPOCH_WRAP`] (as [`scan::Tuning::epoch_wrap`]: the
+    /// device's epochs are shared); `None`: [`scan::EPOCH_WRAP`].
+    pub epoch_wrap: Option<u32>,
 }
 
 impl Default for Tuning {
@@ -149,6 +162,7 @@ impl Default for Tuning {
             group_max_tiles: None,
             one_launch_max_tiles: None,
             spin: ONE_LAUNCH_SPIN,
+            epoch_wrap: None,
         }
     }
 }
@@ -171,6 +185,7 @@ pub fn partition_tuned<T: PredicateElement>(
     tuning: Tuning,
 ) -> Result<()> {
     validate(dev, pred, input, output, count)?;
+    let epoch_wrap = scan::epoch_wrap(tuning.epoch_wrap)?;
     let info = dev.info();
     let n = input.len();
     let tile = tile_elems(T::KIND.size());
@@ -192,13 +207,19 @@ pub fn partition_tuned<T: PredicateElement>(
         scan: 0,
         spin,
         group_bits: 0,
+        epoch_wrap,
+        epoch_tiles: EPOCH_TILES as u32,
     };
-    let launch = |step: Step, params: PartitionParams, groups: usize, bindings: &[Binding]| {
+    let launch_named = |name: &'static str,
+                        step: Step,
+                        params: PartitionParams,
+                        groups: usize,
+                        bindings: &[Binding]| {
         let mut consts = consts.clone();
         consts[0].1 = step as u32;
         dev.launch(&Launch {
             kernel: Kernel {
-                name: "partition",
+                name,
                 elem: T::KIND,
                 consts: &consts,
             },
@@ -209,8 +230,43 @@ pub fn partition_tuned<T: PredicateElement>(
             params: bytemuck::bytes_of(&params),
         })
     };
+    let launch = |step: Step, params: PartitionParams, groups: usize, bindings: &[Binding]| {
+        launch_named("partition", step, params, groups, bindings)
+    };
+    let one_launch = tiles > 0 && tiles <= one_launch_max_tiles(info, tuning);
+    // One launch of several tiles where the device's states can be tagged by epochs: the
+    // states in its epochs buffer, the third binding that buffer's header (the ticket and the
+    // epoch, the place of the next zeroing).
+    let epochs = (one_launch && tiles > 1 && crate::tuning::partition_epochs(info))
+        .then(|| dev.epochs())
+        .flatten();
+    if let Some(e) = epochs {
+        let states = Binding {
+            buffer: e,
+            offset: EPOCH_HEADER_BYTES,
+            bytes: 8 * EPOCH_TILES,
+        };
+        let header = Binding {
+            buffer: e,
+            offset: 0,
+            bytes: 16,
+        };
+        return launch_named(
+            "partition_e64",
+            Step::One,
+            params(tuning.spin),
+            tiles,
+            &[
+                input.binding(0, n),
+                output.binding(0, n),
+                states,
+                header,
+                count.binding(0, 1),
+            ],
+        );
+    }
     // One launch: the tile states and the count of tiles done in the counters buffer.
-    let one = (tiles > 0 && tiles <= one_launch_max_tiles(info, tuning))
+    let one = one_launch
         .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
         .flatten();
     if let Some(states) = one {

@@ -765,7 +765,8 @@ fn scan_states<'a, T: Reduce>(
 }
 
 /// The wrap of the device's epochs a call takes: `wrap` ([`Tuning::epoch_wrap`], also
-/// [`crate::compact::Tuning::epoch_wrap`]) checked, or [`EPOCH_WRAP`].
+/// [`crate::compact::Tuning::epoch_wrap`] and [`crate::partition::Tuning::epoch_wrap`])
+/// checked, or [`EPOCH_WRAP`].
 pub(crate) fn epoch_wrap(wrap: Option<u32>) -> Result<u32> {
     let wrap = wrap.unwrap_or(EPOCH_WRAP);
     if !(MIN_EPOCH_WRAP..=EPOCH_WRAP).contains(&wrap) {

@@ -305,6 +305,14 @@ pub(crate) fn lengths_carry_max_tiles(info: &DeviceInfo) -> usize {
     }
 }
 
+/// The stable partition's one-launch step of several tiles: its tile states tagged by epochs
+/// in the device's epochs buffer (`partition_e64`), where the Vulkan device has 64-bit buffer
+/// atomics; else in the device's counters buffer, counted done and zeroed by the last tile
+/// (`partition`, and the CUDA twin, whose count fences with acquire-release).
+pub(crate) fn partition_epochs(info: &DeviceInfo) -> bool {
+    info.backend == BackendKind::Vulkan && info.int64_atomics
+}
+
 /// Reduce-by-key: the kernel. Values of 4 bytes keep each tile state in one 64-bit word,
 /// published and read by single atomics, where the device has 64-bit buffer atomics
 /// (`reduce_by_key_p64`, Vulkan); else (`reduce_by_key`) a state's words are written before its

@@ -1238,7 +1238,9 @@ fn kernels_take_either_form_of_their_atomics() {
     // unordered compaction case of the quick set (every type, many chunks and windows among
     // them) on a device with the feature where offered, then on one without it. Reduce-by-key of
     // 4-byte values keeps each tile state in one 64-bit word with them, without them in words
-    // written before a flag (reduce_by_key_cases). Run-length
+    // written before a flag (reduce_by_key_cases). The partition's one launch of several tiles
+    // tags its tile states by epochs with them, without them counts its tiles done and zeroes
+    // the states (partition_cases). Run-length
     // encoding likewise: with them each tile closes the run before its first head from one
     // word a tile carried through the look-back (states tagged by epochs), without them the
     // pass's last tile closes the runs (to CLOSE_IN_PASS_MAX_TILES) or a last launch does.
@@ -1271,6 +1273,7 @@ fn kernels_take_either_form_of_their_atomics() {
         }
         run_length_cases(&xw, atomics, &mut rng);
         reduce_by_key_cases(&xw, atomics, &mut rng);
+        partition_cases(&xw, atomics, &mut rng);
         drop(xw);
         close_and_check(app);
     }
@@ -1343,6 +1346,60 @@ fn reduce_by_key_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
                 (_, 1) => one::<u64, u32>(xw, ops[1], n, (i, j), (7, 9), rng, &at),
                 _ => one::<f64, f32>(xw, ops[2], n, (i, j), (0.5, 0.5), rng, &at),
             }
+        }
+    }
+}
+
+/// One-launch partitions on `xw` against the CPU reference (poisoned outputs): with 64-bit
+/// buffer atomics the tile states of a call of several tiles are tagged by epochs in the
+/// device's epochs buffer, without them they lie in its counters buffer and the last tile done
+/// zeroes them; every type, every predicate, one tile to the path's most, with and without the
+/// fallback; the counters buffer zero after each.
+fn partition_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
+    use xwarp::partition::{self, ONE_LAUNCH_MAX_TILES, ONE_LAUNCH_SPIN};
+    use xwarp::vote::PredicateElement;
+    use xwarp_lab::validate::partition::{expected, run_partition_tuned};
+    use xwarp_lab::validate::poison_value;
+    use xwarp_lab::validate::vote::{case_input, PredSpec};
+    fn one<T: PredicateElement>(
+        xw: &VulkanDevice,
+        atomics: bool,
+        i: usize,
+        n: usize,
+        rng: &mut Rng,
+        at: &str,
+    ) {
+        let spec = PredSpec::ALL[i % PredSpec::ALL.len()];
+        let (input, pred) = case_input::<T>(spec, n, rng);
+        let poison = poison_value(&input);
+        let tuning = partition::Tuning {
+            one_launch_max_tiles: Some(ONE_LAUNCH_MAX_TILES),
+            spin: if i.is_multiple_of(2) {
+                0
+            } else {
+                ONE_LAUNCH_SPIN
+            },
+            ..Default::default()
+        };
+        let epoch = || common::epoch_words(xw).map(|w| w[1]);
+        let before = epoch();
+        let got = run_partition_tuned(xw, pred, &input, poison, tuning).unwrap();
+        assert!(
+            got == expected(pred, &input, poison),
+            "{at} {} {pred}: wrong partition",
+            T::KIND
+        );
+        common::assert_counters_zero(xw, at);
+        // The tagged states' call takes an epoch; the others leave the epochs alone.
+        let tagged = atomics && n > partition::tile_elems(T::KIND.size());
+        assert_eq!(epoch() != before, tagged, "{at}: tagged states {tagged}");
+    }
+    for (i, elem) in xwarp::ElemKind::ALL.into_iter().enumerate() {
+        let tile = partition::tile_elems(elem.size());
+        let sizes = [1, tile + 1, 7 * tile - 5, ONE_LAUNCH_MAX_TILES * tile];
+        for (j, &n) in sizes.iter().enumerate() {
+            let at = format!("partition n={n}, 64-bit atomics {atomics}");
+            xwarp_lab::with_elem!(elem, one(xw, atomics, i + j, n, rng, &at));
         }
     }
 }

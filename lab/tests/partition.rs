@@ -249,7 +249,8 @@ fn offsets_summed_in_the_scatter_or_scanned_by_a_launch_agree() {
 /// where they do not, tiles count the tiles they wait for themselves) against the CPU twin, for
 /// every type and predicate, at one tile, a partial one, several, a million elements and its
 /// limit; with the default spin and with none (every unpublished tile counted at once). Each
-/// case runs twice: the tile states in the device's counters must be zero again after a call.
+/// case runs twice: the states a call leaves (zeroed in the device's counters buffer, or tagged
+/// with its epoch in the epochs buffer) must not disturb the next.
 #[test]
 fn one_launch_path_agrees_with_the_reference() {
     fn run<T: PredicateElement>(n: usize, rng: &mut Rng) {
@@ -331,6 +332,150 @@ fn one_launch_limit_by_the_device() {
     );
 }
 
+/// One checked one-launch partition of `n` elements (`i`: the call, which picks the type, the
+/// predicate and the spin) under epoch wrap `wrap`; returns the device's epochs buffer after it
+/// and the call's tiles.
+fn epoch_partition(
+    dev: &dyn xwarp::Device,
+    label: &str,
+    i: usize,
+    n: usize,
+    wrap: u32,
+    rng: &mut Rng,
+) -> (Vec<u32>, usize) {
+    fn run<T: PredicateElement>(
+        dev: &dyn xwarp::Device,
+        label: &str,
+        i: usize,
+        n: usize,
+        wrap: u32,
+        rng: &mut Rng,
+    ) -> usize {
+        let spec = PredSpec::ALL[i % PredSpec::ALL.len()];
+        let (input, pred) = case_input::<T>(spec, n, rng);
+        let poison = poison_value(&input);
+        let tuning = partition::Tuning {
+            one_launch_max_tiles: Some(ONE_LAUNCH_MAX_TILES),
+            spin: if i.is_multiple_of(2) {
+                0
+            } else {
+                ONE_LAUNCH_SPIN
+            },
+            epoch_wrap: Some(wrap),
+            ..Default::default()
+        };
+        let got = run_partition_tuned(dev, pred, &input, poison, tuning).unwrap();
+        if let Some(m) = first_mismatch(&expected(pred, &input, poison), &got) {
+            panic!("{label}: call {i}, {} {pred} of {n}: {m}", T::KIND);
+        }
+        n.div_ceil(partition::tile_elems(T::KIND.size()))
+    }
+    let tiles = match i % 3 {
+        0 => run::<i32>(dev, label, i, n, wrap, rng),
+        1 => run::<f32>(dev, label, i, n, wrap, rng),
+        _ => run::<u64>(dev, label, i, n, wrap, rng),
+    };
+    (common::epoch_words(dev).unwrap(), tiles)
+}
+
+/// Where the device keeps a tile state in one 64-bit word and its partition tags them (Vulkan
+/// with 64-bit buffer atomics), the one-launch path of several tiles keeps its states in the
+/// device's epochs buffer, each tagged with the call's epoch and holding its tile's count, none
+/// zeroed for the call; a call of one tile reads none and leaves the epochs as they were. Calls
+/// of many tiles and of fewer in turn (`i32`, `f32`, `u64`; with and without the fallback; a
+/// scan between them: the device's epochs are shared) read the states the earlier left, of
+/// older epochs, each against the CPU with its output poisoned. With the least wrap, a call of
+/// the path's most tiles, as many one-tile scans as bring its tag back (its states then all
+/// zeroed) and a call of many tiles again. Devices of their own.
+#[test]
+fn one_launch_path_tags_its_states_with_epochs() {
+    let mut rng = Rng::new(seed());
+    common::on_epoch_devices(|label, dev, track| {
+        if dev.info().backend == xwarp::BackendKind::Cuda {
+            eprintln!("{label}: the CUDA partition counts its tiles done (no epochs)");
+            return;
+        }
+        let tile = partition::tile_elems(4);
+        let most = ONE_LAUNCH_MAX_TILES * tile;
+        let wrap = xwarp::scan::EPOCH_WRAP;
+        for (i, &n) in [
+            tile + 1,
+            5 * tile - 3,
+            1,
+            most,
+            33,
+            2 * tile,
+            1_000_003,
+            most - 1,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let before = common::epoch_words(dev).unwrap();
+            let (words, tiles) = epoch_partition(dev, label, i, n, wrap, &mut rng);
+            if tiles == 1 {
+                assert_eq!(words, before, "{label}: call {i} of one tile");
+            } else {
+                track.step(&words, tiles, wrap, label);
+            }
+            if i == 3 {
+                let a: Vec<f32> = (0..100).map(|k| k as f32 * 0.5 - 7.0).collect();
+                let want = cpu::scan::device_scan(
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &a,
+                );
+                let got = xwarp::scan::device_scan_host(
+                    dev,
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &a,
+                )
+                .unwrap();
+                assert_eq!(got, want, "{label}: the scan between partitions");
+                track.step(&common::epoch_words(dev).unwrap(), 1, wrap, label);
+            }
+        }
+        // The scans' tile of `f32` is 4096 elements, as the partition's of 4-byte ones.
+        track.wrap_round(label, most, tile, |i, n, wrap| {
+            if n > tile {
+                epoch_partition(dev, label, 3 * i, n, wrap, &mut rng)
+            } else {
+                let a: Vec<f32> = (0..n).map(|_| rng.next_u64() as u16 as f32 - 3e4).collect();
+                let want = cpu::scan::device_scan(
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &a,
+                );
+                let src = DeviceVec::from_slice(dev, &a).unwrap();
+                let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
+                dst.fill(dev, f32::NAN).unwrap();
+                let tuning = xwarp::scan::Tuning {
+                    epoch_wrap: Some(wrap),
+                    ..Default::default()
+                };
+                xwarp::scan::device_scan_tuned(
+                    dev,
+                    xwarp::reduce::ReduceOp::Sum,
+                    xwarp::scan::ScanKind::Inclusive,
+                    &src,
+                    &mut dst,
+                    tuning,
+                )
+                .unwrap();
+                let got = dst.to_vec(dev).unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "{label}: scan {i} of {n} between partitions"
+                );
+                (common::epoch_words(dev).unwrap(), 1)
+            }
+        });
+    });
+}
+
 #[test]
 fn bad_parameters_are_typed_errors_before_any_gpu_work() {
     for_each_device(|d| {
@@ -378,6 +523,34 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
             partition(dev, Predicate::Odd, &src, &mut out, &mut count_alias),
             Err(Error::InvalidParameter { name: "count", .. })
         ));
+        // An epoch wrap out of range (the device's epochs are shared with the scans').
+        for wrap in [
+            0,
+            xwarp::scan::MIN_EPOCH_WRAP - 1,
+            xwarp::scan::EPOCH_WRAP + 1,
+        ] {
+            let tuning = partition::Tuning {
+                epoch_wrap: Some(wrap),
+                ..Default::default()
+            };
+            match partition::partition_tuned(
+                dev,
+                Predicate::Odd,
+                &src,
+                &mut out,
+                &mut count,
+                tuning,
+            ) {
+                Err(Error::InvalidParameter { name, allowed, .. }) => {
+                    assert_eq!(name, "epoch_wrap");
+                    assert!(allowed.contains("..="), "{allowed}");
+                }
+                other => panic!(
+                    "{}: expected InvalidParameter(epoch_wrap), got {other:?}",
+                    d.label
+                ),
+            }
+        }
         // Nothing was written, and the device keeps working.
         assert_eq!(short.to_vec(dev).unwrap(), vec![-7; 39], "{}", d.label);
         assert_eq!(out.to_vec(dev).unwrap(), vec![-7; 40], "{}", d.label);

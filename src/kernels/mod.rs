@@ -340,6 +340,10 @@ param_blocks! {
         pub spin: u32,
         /// The group count step and its scatter (`OP` 3 and 4): log2 of the tiles a group.
         pub group_bits: u32,
+        /// `partition_e64`'s one-launch step: the number of epochs (after the last comes 0).
+        pub epoch_wrap: u32,
+        /// `partition_e64`'s one-launch step: the states the device's epochs buffer holds.
+        pub epoch_tiles: u32,
     }
 
     /// The even-bin histogram's block (`histogram`).

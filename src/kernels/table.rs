@@ -255,6 +255,8 @@ pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
         "scan",
         "spin",
         "group_bits",
+        "epoch_wrap",
+        "epoch_tiles",
     ],
 };
 /// The block of the kernels over runs of equal keys (`unique`, `run_length`,
@@ -492,6 +494,28 @@ const RBK_CONSTS: [Const; 5] = [
     RUNS_CONSTS[3],
 ];
 
+/// The stable partition's constants (`partition`, `partition_e64`).
+const PARTITION_CONSTS: [Const; 3] = [
+    // The step: 0 count, 1 scatter, 2 the whole partition in one launch, 3 count by groups of
+    // tiles, 4 the scatter after it (partition_e64: the one launch alone differs).
+    Const {
+        name: "OP",
+        on: On::Both,
+        values: &[0, 1, 2, 3, 4],
+    },
+    // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
+    Const {
+        name: "ITEMS",
+        on: On::Both,
+        values: &[16, 8],
+    },
+    Const {
+        name: "BLOCK",
+        on: On::Cuda,
+        values: &[256],
+    },
+];
+
 /// Every kernel, in the order of `shaders/`.
 pub const KERNELS: &[KernelDef] = &[
     KernelDef {
@@ -592,27 +616,18 @@ pub const KERNELS: &[KernelDef] = &[
     KernelDef {
         name: "partition",
         variants: ALL_TYPES,
-        consts: &[
-            // The step: 0 count, 1 scatter, 2 the whole partition in one launch, 3 count by
-            // groups of tiles, 4 the scatter after it.
-            Const {
-                name: "OP",
-                on: On::Both,
-                values: &[0, 1, 2, 3, 4],
-            },
-            // Items per thread: 16 for 4-byte elements, 8 for 8-byte ones.
-            Const {
-                name: "ITEMS",
-                on: On::Both,
-                values: &[16, 8],
-            },
-            Const {
-                name: "BLOCK",
-                on: On::Cuda,
-                values: &[256],
-            },
-        ],
+        consts: &PARTITION_CONSTS,
         cuda: true,
+        params: Some(&PARTITION_PARAMS),
+    },
+    // partition.glsl with the one-launch step's tile states tagged by epochs in the device's
+    // epochs buffer (64-bit words); Vulkan only, where the device has 64-bit buffer atomics
+    // (src/tuning.rs).
+    KernelDef {
+        name: "partition_e64",
+        variants: ALL_TYPES,
+        consts: &PARTITION_CONSTS,
+        cuda: false,
         params: Some(&PARTITION_PARAMS),
     },
     KernelDef {
