@@ -58,42 +58,24 @@ void main() {
         // Invocation t of the tile holds op(id, x[t]) (t < m) or id; the butterfly's lane 0
         // ends with the pairwise tree over all 256 of them, neighbours first.
         T v[SMALL];
+        [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
+            v[t] = t < m ? xw_op(xw_identity(), src[first + t]) : xw_identity();
+        }
 #if defined(XW_SUBNORMALS_EXACT)
         if (OP == 0u) {
             // Exact sums: a pair whose upper subtree starts at or past m (identities, -0.0,
             // only) is its lower value as it is (x + -0.0 is x for every x), as are the
             // levels above SMALL: no exact sum, whose test fails on zeros, for the padding.
-            // The driver's sums first, each tested beside the tree (xw_sum_fast: xw_add's
-            // test, no branch); the tree again with xw_add, from the input, only where a test
-            // failed. The bits are xw_add's either way.
-            bool slow = false;
-            [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
-                v[t] = t < m ? xw_sum_fast(xw_identity(), src[first + t], slow) : xw_identity();
-            }
             [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
                 uint d = 1u << level;
                 [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) {
-                    if (t + d < m) v[t] = xw_sum_fast(v[t], v[t + d], slow);
-                }
-            }
-            if (slow) {
-                [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
-                    v[t] = t < m ? xw_op(xw_identity(), src[first + t]) : xw_identity();
-                }
-                [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
-                    uint d = 1u << level;
-                    [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) {
-                        if (t + d < m) v[t] = xw_op(v[t], v[t + d]);
-                    }
+                    if (t + d < m) v[t] = xw_op(v[t], v[t + d]);
                 }
             }
             dst[s] = v[0];
             return;
         }
 #endif
-        [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
-            v[t] = t < m ? xw_op(xw_identity(), src[first + t]) : xw_identity();
-        }
         [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
             uint d = 1u << level;
             [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) v[t] = xw_op(v[t], v[t + d]);
