@@ -48,12 +48,6 @@ shared T stage[gl_WorkGroupSize.x];
 #include "reduce_op.glsl"
 #include "reduce_tile.glsl"
 
-#if defined(XW_SUBNORMALS_EXACT)
-// xw_op(xw_identity(), x) of an exact sum without its test: x itself but for a NaN (x + -0.0
-// is x for every other x, subnormals and zeros included).
-T sum_input(T x) { return isnan(x) ? xw_op(xw_identity(), x) : x; }
-#endif
-
 void main() {
     if (STEP == STEP_SMALL) {
         uint i = xw_group() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
@@ -63,15 +57,12 @@ void main() {
         uint m = offsets[s + 1u] - first;
         // Invocation t of the tile holds op(id, x[t]) (t < m) or id; the butterfly's lane 0
         // ends with the pairwise tree over all 256 of them, neighbours first.
-        // The loads first, each only predicated: behind an operator's branch (an exact sum's
-        // test of its result) each would wait for the one before it to return.
         T v[SMALL];
-        [[unroll]] for (uint t = 0u; t < SMALL; ++t) v[t] = t < m ? src[first + t] : xw_identity();
+        [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
+            v[t] = t < m ? xw_op(xw_identity(), src[first + t]) : xw_identity();
+        }
 #if defined(XW_SUBNORMALS_EXACT)
         if (OP == 0u) {
-            [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
-                if (t < m) v[t] = sum_input(v[t]);
-            }
             // Exact sums: a pair whose upper subtree starts at or past m (identities, -0.0,
             // only) is its lower value as it is (x + -0.0 is x for every x), as are the
             // levels above SMALL: no exact sum, whose test fails on zeros, for the padding.
@@ -85,9 +76,6 @@ void main() {
             return;
         }
 #endif
-        [[unroll]] for (uint t = 0u; t < SMALL; ++t) {
-            if (t < m) v[t] = xw_op(xw_identity(), v[t]);
-        }
         [[unroll]] for (uint level = 0u; level < TREE_LEVELS; ++level) {
             uint d = 1u << level;
             [[unroll]] for (uint t = 0u; t < SMALL; t += 2u * d) v[t] = xw_op(v[t], v[t + d]);
