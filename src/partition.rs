@@ -240,54 +240,43 @@ pub fn partition_tuned<T: PredicateElement>(
     let epochs = (one_launch && tiles > 1 && crate::tuning::partition_epochs(info))
         .then(|| dev.epochs())
         .flatten();
-    if let Some(e) = epochs {
-        let states = Binding {
-            buffer: e,
-            offset: EPOCH_HEADER_BYTES,
-            bytes: 8 * EPOCH_TILES,
-        };
-        let header = Binding {
-            buffer: e,
-            offset: 0,
-            bytes: 16,
-        };
-        return launch_named(
+    // Else one launch with the tile states and the count of tiles done in the counters buffer
+    // (the third binding one the step does not read).
+    let one = match epochs {
+        Some(e) => Some((
             "partition_e64",
-            Step::One,
-            params(tuning.spin),
-            tiles,
-            &[
-                input.binding(0, n),
-                output.binding(0, n),
-                states,
-                header,
-                count.binding(0, 1),
-            ],
-        );
-    }
-    // One launch: the tile states and the count of tiles done in the counters buffer.
-    let one = one_launch
-        .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
-        .flatten();
-    if let Some(states) = one {
-        let states = Binding {
-            buffer: states,
-            offset: 0,
-            bytes: 4 * (tiles as u64 + 1),
-        };
-        return launch(
-            Step::One,
-            params(tuning.spin),
-            tiles,
-            &[
-                input.binding(0, n),
-                output.binding(0, n),
-                states,
-                // A binding the step does not read.
-                states,
-                count.binding(0, 1),
-            ],
-        );
+            Binding {
+                buffer: e,
+                offset: EPOCH_HEADER_BYTES,
+                bytes: 8 * EPOCH_TILES,
+            },
+            Binding {
+                buffer: e,
+                offset: 0,
+                bytes: 16,
+            },
+        )),
+        None => one_launch
+            .then(|| dev.counter_slot(4 * (tiles as u64 + 1)))
+            .flatten()
+            .map(|c| {
+                let states = Binding {
+                    buffer: c,
+                    offset: 0,
+                    bytes: 4 * (tiles as u64 + 1),
+                };
+                ("partition", states, states)
+            }),
+    };
+    if let Some((name, states, third)) = one {
+        let bindings = [
+            input.binding(0, n),
+            output.binding(0, n),
+            states,
+            third,
+            count.binding(0, 1),
+        ];
+        return launch_named(name, Step::One, params(tuning.spin), tiles, &bindings);
     }
     let counts = DeviceVec::<u32>::alloc(dev, tiles)?;
     let most_a_group = tuning

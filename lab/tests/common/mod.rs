@@ -472,6 +472,41 @@ pub fn epoch_words(dev: &dyn Device) -> Option<Vec<u32>> {
     Some(view.to_vec(dev).unwrap())
 }
 
+/// An inclusive `f32` sum scan of `a` under epoch wrap `wrap` into a poisoned output, checked
+/// bit for bit against the CPU twin (`what` names it); returns [`epoch_words`] after it: a scan
+/// between other calls that tag their states, taking the next epoch.
+pub fn epoch_scan(dev: &dyn Device, what: &str, a: &[f32], wrap: u32) -> Vec<u32> {
+    use xwarp::reduce::ReduceOp;
+    use xwarp::scan::ScanKind;
+    let want = xwarp::cpu::scan::device_scan(ReduceOp::Sum, ScanKind::Inclusive, a);
+    let src = xwarp::DeviceVec::from_slice(dev, a).unwrap();
+    let mut dst = xwarp::DeviceVec::<f32>::alloc(dev, a.len()).unwrap();
+    dst.fill(dev, f32::NAN).unwrap();
+    let tuning = xwarp::scan::Tuning {
+        epoch_wrap: Some(wrap),
+        ..Default::default()
+    };
+    xwarp::scan::device_scan_tuned(
+        dev,
+        ReduceOp::Sum,
+        ScanKind::Inclusive,
+        &src,
+        &mut dst,
+        tuning,
+    )
+    .unwrap();
+    let got = dst.to_vec(dev).unwrap();
+    assert!(
+        got.len() == want.len()
+            && got
+                .iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits()),
+        "{what}: the scan"
+    );
+    epoch_words(dev).unwrap()
+}
+
 /// The high word of state `t` in [`epoch_words`].
 pub fn epoch_state(words: &[u32], t: usize) -> u32 {
     words[(xwarp::device::EPOCH_HEADER_BYTES / 4) as usize + 2 * t + 1]
