@@ -14,6 +14,8 @@ struct RunsParams {
     unsigned int tiles;  // tiles of the input
     unsigned int spin;   // polls of unpublished predecessors per look-back before computing them here
     unsigned int clear;  // XW_CLEAR_LAUNCH, XW_SELF_CLEARING or 0 (see the Vulkan twin)
+    unsigned int epoch_wrap;   // the Vulkan twin's reduce_by_key_e64 only
+    unsigned int epoch_tiles;  // the Vulkan twin's reduce_by_key_e64 only
 };
 
 #define XW_CLEAR_LAUNCH 1u   // only zero the ticket, the done count, the flags and the run count

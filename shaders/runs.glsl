@@ -42,7 +42,8 @@
 // value is written before its flag, with a buffer barrier between; a reader polls the flag with
 // a relaxed atomic load, then reads the value after a barrier (XW_RUNS_PACKED: the aggregate and
 // the inclusive prefix are each one 64-bit word, written and read by single atomics, without
-// barriers: see publish). The look-back polls a window of
+// barriers: see publish; XW_RUNS_EPOCHS: the states tagged with the call's epoch in the device's
+// epochs buffer, see there). The look-back polls a window of
 // up to BLOCK predecessors at once, one per invocation, until every tile above the window's
 // nearest inclusive prefix has published its aggregate. Tiles are numbered in the order
 // workgroups take a ticket, so a tile's predecessors have started. Vulkan promises no forward
@@ -90,6 +91,8 @@ layout(push_constant) uniform Params {
     uint tiles;  // tiles of the input
     uint spin;   // polls of unpublished predecessors per look-back before computing them here
     uint clear;  // CLEAR_LAUNCH, SELF_CLEARING_LAUNCH or 0
+    uint epoch_wrap;   // XW_RUNS_EPOCHS: the number of epochs (after the last comes 0)
+    uint epoch_tiles;  // XW_RUNS_EPOCHS: the states the epochs buffer holds (a multiple of SCRUB)
 } p;
 
 // p.clear: only zero the ticket, the done count, the flags and the run count (the clearing
@@ -150,6 +153,10 @@ shared uint lb_ok;             // the near look-back found the prefix
 shared uint lb_polls;          // polls the near look-back spent
 shared uint s_word;
 shared uint s_last;  // SELF_CLEARING: this tile was the last to count itself done
+#if defined(XW_RUNS_EPOCHS)
+shared uint s_tag;    // the high word of the call's states: its epoch times 4 plus 2
+shared uint s_scrub;  // the last ticket's first state to zero, plus one; else 0
+#endif
 shared Carry s_carry;
 // The near look-back's prefix: not in s_carry, which subgroups still leaving the tile's own
 // summary may be reading as its aggregate while subgroup 0 looks back.
@@ -376,11 +383,85 @@ Carry tile_summary(uint t, uint l, bool own, uint heads_l, VT trail_l) {
     return s_carry;
 }
 
+#if defined(XW_RUNS_EPOCHS)
+// XW_RUNS_EPOCHS (reduce_by_key_e64.comp: 4-byte values, 64-bit buffer atomics, a launch of more
+// than one tile): `work` is the device's epochs buffer (src/device.rs, Device::epochs; the scans'
+// scheme, scan_device.glsl): its header's 64-bit word 0 the ticket (low) and the epoch (high),
+// its 32-bit word 2 the first state the last ticket zeroes, then 64-bit states from EPOCH_BASE. A tile's
+// aggregate and inclusive prefix are two states each, the value's bits and the heads, each with
+// the call's tag (its epoch times 4 plus 2) in its high word: a state of another call reads as
+// unpublished, so nothing is zeroed after the call and nothing counts the tiles done (that
+// count's acquire-release is a MEMBAR.SC.GPU on NVIDIA's Vulkan driver: NOTES.md, version 68).
+// Each state is stored by one relaxed atomic and read by one; a reader polls a state until it
+// bears the tag (the two states of a pair need no order between them). Every state of the
+// call's tiles is written (tile 0 publishes its aggregate too), so each is renewed or zeroed
+// within the epochs' wrap.
+const uint EPOCH_BASE = 32u;  // 64-bit words of the header (src/device.rs, EPOCH_HEADER_BYTES)
+const uint SCRUB = 1024u;     // the states the last ticket zeroes (xwarp::scan::EPOCH_SCRUB)
+
+uint state_at(uint tile, uint flag) {
+    return EPOCH_BASE + 4u * tile + (flag == FLAG_INCLUSIVE ? 2u : 0u);
+}
+
+void publish(uint tile, uint flag, Carry c) {
+    uint at = state_at(tile, flag);
+    uint64_t tag = uint64_t(s_tag) << 32;
+    atomicStore(work64[at], tag | uint64_t(vt_bits(c.v).x), gl_ScopeDevice,
+                gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+    atomicStore(work64[at + 1u], tag | uint64_t(c.heads), gl_ScopeDevice,
+                gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+
+uint64_t load_state(uint at) {
+    return atomicLoad(work64[at], gl_ScopeDevice, gl_StorageSemanticsBuffer,
+                      gl_SemanticsRelaxed);
+}
+
+bool tagged(uint64_t w) { return uint(w >> 32) == s_tag; }
+
+// By the heads' states (a value state may arrive later: read_seen polls it).
+uint poll_flag(uint tile) {
+    uint64_t a = load_state(state_at(tile, FLAG_AGGREGATE) + 1u);
+    uint64_t i = load_state(state_at(tile, FLAG_INCLUSIVE) + 1u);
+    return tagged(i) ? FLAG_INCLUSIVE : tagged(a) ? FLAG_AGGREGATE : 0u;
+}
+
+Carry read_seen(uint tile, uint flag) {
+    uint at = state_at(tile, flag);
+    uint64_t v = load_state(at);
+    uint64_t h = load_state(at + 1u);
+    while (!tagged(v)) v = load_state(at);
+    while (!tagged(h)) h = load_state(at + 1u);
+    Carry c;
+    c.heads = uint(h);
+    c.v = vt_from(uvec2(uint(v), 0u));
+    return c;
+}
+
+Carry read_published(uint tile, uint flag) { return read_seen(tile, flag); }
+
+// The near look-back's poll: a tile's four states in one round trip; its inclusive prefix
+// where both of its states bear the tag, else its aggregate where both of those do (into c),
+// else 0 (a pair seen in part is polled again).
+uint read_state(uint tile, out Carry c) {
+    uint at = state_at(tile, FLAG_AGGREGATE);
+    uint64_t av = load_state(at);
+    uint64_t ah = load_state(at + 1u);
+    uint64_t iv = load_state(at + 2u);
+    uint64_t ih = load_state(at + 3u);
+    bool inclusive = tagged(iv) && tagged(ih);
+    c.heads = uint(inclusive ? ih : ah);
+    c.v = vt_from(uvec2(uint(inclusive ? iv : av), 0u));
+    return inclusive ? FLAG_INCLUSIVE : tagged(av) && tagged(ah) ? FLAG_AGGREGATE : 0u;
+}
+#else
 uint state_at(uint tile, uint flag) {
     return (flag == FLAG_INCLUSIVE ? w_inclusives() : w_aggregates()) + 4u * tile;
 }
+#endif
 
-#if defined(XW_RUNS_PACKED)
+#if defined(XW_RUNS_EPOCHS)
+#elif defined(XW_RUNS_PACKED)
 // XW_RUNS_PACKED (reduce_by_key_p64.comp: 4-byte values, 64-bit buffer atomics): a state is one
 // 64-bit word, its high half the heads + 1 (at most 2^30 + 1: never zero once published), its low
 // half the value's bits, stored by one atomic and read by one, so neither side needs a buffer
@@ -465,6 +546,44 @@ Carry look_back(uint k, Carry agg, uint l) {
     // without an inclusive prefix, or a budget run out, leaves the look-back to the window path
     // below (with the polls left): walking down a subgroup's window at a time (integers) took
     // 1.07-1.14x the time of leaving at once on the CUDA twin (H200, 2^20-2^24).
+#if defined(XW_RUNS_EPOCHS)
+    // XW_RUNS_EPOCHS: each poll reads a tile's four states at once and keeps the nearest
+    // complete pair (read_state), so the window's values need no second round trip; the window's
+    // nearest inclusive prefix and its gaps by ballots (the kernel's device has them).
+    if (gl_SubgroupID == 0u) {
+        uint lane = xw_bound(gl_SubgroupInvocationID);
+        uint count = min(min(gl_SubgroupSize, BLOCK), k);
+        uint top = k - 1u;
+        uint polls = 0u;
+        uint m;
+        bool gap;
+        Carry c;
+        while (true) {
+            uint f = lane < count ? read_state(top - lane, c) : 0u;
+            uvec4 inclusive = subgroupBallot(f == FLAG_INCLUSIVE);
+            m = inclusive == uvec4(0u) ? count : subgroupBallotFindLSB(inclusive);
+            gap = subgroupAny(lane < m && f == 0u);
+            if (!gap || polls >= p.spin) break;
+            ++polls;
+        }
+        bool ok = !gap && m < count;
+        if (ok) {
+            if (lane <= m) lb_val[lane] = c;
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            if (lane == 0u) {
+                Carry w = lb_val[m];
+                for (int i = int(m) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
+                lb_near = w;
+                publish(k, FLAG_INCLUSIVE, carry_op(w, agg));
+            }
+        }
+        if (lane == 0u) {
+            lb_ok = uint(ok);
+            lb_polls = polls;
+        }
+    }
+#else
     if (gl_SubgroupID == 0u) {
         uint lane = xw_bound(gl_SubgroupInvocationID);
         uint count = min(min(gl_SubgroupSize, BLOCK), k);
@@ -516,6 +635,7 @@ Carry look_back(uint k, Carry agg, uint l) {
             lb_polls = polls;
         }
     }
+#endif
     barrier();
     if (lb_ok != 0u) return lb_near;
     int hi = int(k) - 1;
@@ -764,7 +884,27 @@ void main() {
     // started. A call of one tile touches no work word: no ticket, no state (no tile reads it),
     // no count of tiles done and nothing to zero; each of them costs a round trip, and every
     // barrier around a state a fence on NVIDIA's Vulkan driver (see publish).
+#if defined(XW_RUNS_EPOCHS)
+    // The ticket and the epoch in one atomic; the last ticket sets the next epoch (no tile of
+    // the launch takes a ticket after it) and moves the zeroing on (the states it zeroes at the
+    // tile's end).
+    if (l == 0u) {
+        uint64_t ticket = atomicAdd(work64[0], uint64_t(1));
+        uint epoch = uint(ticket >> 32);
+        s_word = uint(ticket);
+        s_tag = (epoch << 2u) + 2u;
+        s_scrub = 0u;
+        if (uint(ticket) + 1u == p.tiles) {
+            uint next = epoch + 1u >= p.epoch_wrap ? 0u : epoch + 1u;
+            atomicExchange(work64[0], uint64_t(next) << 32);
+            uint at = work[2];
+            work[2] = at + SCRUB >= p.epoch_tiles ? 0u : at + SCRUB;
+            s_scrub = at + 1u;
+        }
+    }
+#else
     if (l == 0u) s_word = p.tiles == 1u ? 0u : atomicAdd(work[0], 1u);
+#endif
     barrier();
     uint t = s_word;
     // The tile's output range, widened in step 4 (the summary's barriers publish these).
@@ -783,7 +923,11 @@ void main() {
     Carry e;
     e.heads = 0u;
     e.v = VT(0);
+#if defined(XW_RUNS_EPOCHS)
+    if (l == 0u) publish(t, FLAG_AGGREGATE, agg);  // tile 0's too: every state renewed
+#else
     if (t > 0u && l == 0u) publish(t, FLAG_AGGREGATE, agg);
+#endif
     // Step 4: the tile's outputs take consecutive places from e.heads - 1 on; each is staged in
     // shared memory at its place in the tile's range (r - e.heads, 0 to TILE) and the range is
     // then written by all invocations at once, consecutive invocations writing consecutive
@@ -824,4 +968,14 @@ void main() {
     }
 #endif
     if (SELF_CLEARING != 0u && p.tiles > 1u) zero_work_if_last(l);
+#if defined(XW_RUNS_EPOCHS)
+    // The last ticket's tile zeroes SCRUB states from the zeroing's place, but for the call's
+    // own (each written with its tag above).
+    if (s_scrub != 0u) {
+        for (uint i = l; i < SCRUB; i += BLOCK) {
+            uint at = s_scrub - 1u + i;
+            if (at >= 4u * p.tiles) work64[EPOCH_BASE + at] = uint64_t(0);
+        }
+    }
+#endif
 }

@@ -99,6 +99,8 @@ pub fn reduce_by_key_tuned<K: Element, V: Reduce>(
         dev,
         &RunsCall {
             kernel: crate::tuning::reduce_by_key_kernel(dev.info(), V::KIND.size()),
+            epochs: crate::tuning::reduce_by_key_epochs(dev.info(), V::KIND.size())
+                .then_some("reduce_by_key_e64"),
             elem: V::KIND,
             key_bytes: K::KIND.size(),
             value_bytes: V::KIND.size(),

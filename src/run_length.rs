@@ -64,7 +64,10 @@ pub fn encode_tuned<K: Element>(
             crate::compact::heads(dev, words, n, input, output, lengths, num_runs, tuning)
         }
         _ => {
-            let tuning = runs::Tuning { spin: tuning.spin };
+            let tuning = runs::Tuning {
+                spin: tuning.spin,
+                ..Default::default()
+            };
             encode_runs_kernel(dev, keys, keys_out, lengths, num_runs, tuning)
         }
     }
@@ -111,6 +114,7 @@ pub fn encode_runs_kernel<K: Element>(
         dev,
         &RunsCall {
             kernel: "run_length",
+            epochs: None,
             elem: ElemKind::U32,
             key_bytes: K::KIND.size(),
             value_bytes: 0,

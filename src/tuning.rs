@@ -313,6 +313,20 @@ pub(crate) fn partition_epochs(info: &DeviceInfo) -> bool {
     info.backend == BackendKind::Vulkan && info.int64_atomics
 }
 
+/// Reduce-by-key: whether a launch of 2 to [`crate::runs::Tuning::epoch_max_tiles`] tiles keeps its
+/// tile states in the device's epochs buffer, tagged with the call's epoch
+/// (`reduce_by_key_e64`): where `reduce_by_key_p64` is the kernel and the device has the
+/// subgroup ballot and vote operations (its near look-back's). No count of tiles done (an
+/// acquire-release pair, each a `MEMBAR.SC.GPU` on NVIDIA's Vulkan driver) and no zeroing after
+/// the call.
+pub(crate) fn reduce_by_key_epochs(info: &DeviceInfo, value_bytes: usize) -> bool {
+    use crate::device::SubgroupFeatures;
+    reduce_by_key_kernel(info, value_bytes) == "reduce_by_key_p64"
+        && info
+            .subgroup_features
+            .contains(SubgroupFeatures::BALLOT | SubgroupFeatures::VOTE)
+}
+
 /// Reduce-by-key: the kernel. Values of 4 bytes keep each tile state in one 64-bit word,
 /// published and read by single atomics, where the device has 64-bit buffer atomics
 /// (`reduce_by_key_p64`, Vulkan); else (`reduce_by_key`) a state's words are written before its

@@ -53,7 +53,10 @@ pub fn unique_tuned<K: Element>(
     check(dev, keys, keys_out, num_runs)?;
     let n = keys.len();
     let Some(words) = crate::compact::key_words(dev.info(), K::KIND.size()) else {
-        let tuning = runs::Tuning { spin: tuning.spin };
+        let tuning = runs::Tuning {
+            spin: tuning.spin,
+            ..Default::default()
+        };
         return unique_runs_kernel(dev, keys, keys_out, num_runs, tuning);
     };
     let (input, output) = (keys.raw(), keys_out.raw());
@@ -94,6 +97,7 @@ pub fn unique_runs_kernel<K: Element>(
         dev,
         &RunsCall {
             kernel: "unique",
+            epochs: None,
             elem: ElemKind::U32,
             key_bytes: bytes,
             value_bytes: 0,

@@ -15,7 +15,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::{Arc, Mutex};
 use xwarp::compact::{compact, Order};
 use xwarp::cpu::ladder::{self as cpu_ladder, LadderElem};
-use xwarp::device::RawBuffer;
+use xwarp::device::{RawBuffer, SubgroupFeatures};
 use xwarp::ladder::{self, LadderKernel};
 use xwarp::reduce::{device_reduce, ReduceOp};
 use xwarp::scan::{device_scan, device_scan_in_place, ScanKind};
@@ -1238,7 +1238,8 @@ fn kernels_take_either_form_of_their_atomics() {
     // unordered compaction case of the quick set (every type, many chunks and windows among
     // them) on a device with the feature where offered, then on one without it. Reduce-by-key of
     // 4-byte values keeps each tile state in one 64-bit word with them, without them in words
-    // written before a flag (reduce_by_key_cases). The partition's one launch of several tiles
+    // written before a flag (reduce_by_key_cases; with them a call of several tiles tags its
+    // states by epochs). The partition's one launch of several tiles
     // tags its tile states by epochs with them, without them counts its tiles done and zeroes
     // the states (partition_cases). Run-length
     // encoding likewise: with them each tile closes the run before its first head from one
@@ -1305,8 +1306,9 @@ fn run_length_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
 /// Reduce-by-key on `xw` against the CPU reference (fresh values as the suite draws them: for
 /// floats in every other case hard ones, subnormals, NaN payloads and extreme magnitudes among
 /// them; poisoned outputs): 4-byte
-/// values keep each tile state in one 64-bit word where the device has 64-bit buffer atomics, else
-/// in words written before a flag. 4- and 8-byte keys, `i32` sums, `u32` maxima and `f32` sums
+/// values keep each tile state in 64-bit words where the device has 64-bit buffer atomics (a call
+/// of several tiles in the device's epochs buffer, tagged with the call's epoch, but for every
+/// other case, which keeps them in the counters buffer), else in words written before a flag. 4- and 8-byte keys, `i32` sums, `u32` maxima and `f32` sums
 /// (their canonical order), from one key to one tile past the most tiles of the device's counters
 /// buffer (beyond them a clearing launch zeroes the states), short runs and all keys equal, with
 /// and without the look-back's fallback; the device's counters buffer zero after each.
@@ -1323,13 +1325,33 @@ fn reduce_by_key_cases(xw: &VulkanDevice, atomics: bool, rng: &mut Rng) {
         rng: &mut Rng,
         at: &str,
     ) {
-        let (tuning, pattern) = rotating_case(i, j);
+        let (mut tuning, pattern) = rotating_case(i, j);
+        // Every other case without epochs: the 64-bit states in the counters buffer.
+        if j % 2 == 1 {
+            tuning.epoch_max_tiles = Some(0);
+        }
         let keys: Vec<K> = pattern.keys(n, rng);
         let values: Vec<V> = rbk_values(&[("vulkan".into(), xw as &dyn Device)], op, n, rng);
+        let epoch = || common::epoch_words(xw).map(|w| w[1]);
+        let before = epoch();
         let got = run_reduce_by_key(xw, op, &keys, &values, poisons, tuning).unwrap();
         let want = expected_reduce_by_key(op, &keys, &values, poisons);
         assert!(got == want, "{at} {pattern:?} {tuning:?}: wrong runs");
         common::assert_counters_zero(xw, at);
+        // A call of several tiles tags its states by epochs where the device has 64-bit
+        // atomics and ballots and the tuning lets it (taking an epoch); the others leave the
+        // epochs alone.
+        let info = xw.info();
+        let tiles = n.div_ceil(xwarp::runs::tile(K::KIND.size(), 4));
+        let ops = SubgroupFeatures::BALLOT | SubgroupFeatures::VOTE;
+        let tagged = info.int64_atomics
+            && info.subgroup_features.contains(ops)
+            && tiles > 1
+            && tiles
+                <= tuning
+                    .epoch_max_tiles
+                    .unwrap_or(xwarp::runs::EPOCH_MAX_TILES);
+        assert_eq!(epoch() != before, tagged, "{at}: tagged states {tagged}");
     }
     for (i, key_bytes) in [4usize, 8].into_iter().enumerate() {
         let tile = xwarp::runs::tile(key_bytes, 4);

@@ -610,8 +610,18 @@ fn unique_rle_prop<T: Arb>() {
             } else {
                 expected_unique(&keys, poison)
             };
-            let got = run_unique_or_rle(dev, rle, &keys, poison, RunsTuning { spin }, way)
-                .map_err(|e| format!("{what}: {e}"))?;
+            let got = run_unique_or_rle(
+                dev,
+                rle,
+                &keys,
+                poison,
+                RunsTuning {
+                    spin,
+                    ..Default::default()
+                },
+                way,
+            )
+            .map_err(|e| format!("{what}: {e}"))?;
             // Index 0 is the run count; then the keys output, then the lengths.
             exact(&what, &want, &got)
         },
@@ -670,7 +680,10 @@ fn reduce_by_key_prop<T: Arb>() {
                 T::KIND,
                 values.len()
             );
-            let tuning = RunsTuning { spin };
+            let tuning = RunsTuning {
+                spin,
+                ..Default::default()
+            };
             let poison = poison_value(&values);
             let (want, got) = if wide.is_empty() {
                 let poisons = (poison_value(&narrow), poison);

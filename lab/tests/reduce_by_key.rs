@@ -96,6 +96,7 @@ fn float_sums_are_the_same_bits_whatever_the_look_back_finds() {
                 } else {
                     Tuning::default().spin
                 },
+                ..Default::default()
             };
             v_out.fill(dev, f32::from_bits(0x7fcd_cdcd)).unwrap();
             reduce_by_key_tuned(
@@ -128,7 +129,9 @@ fn float_sums_are_the_same_bits_whatever_the_look_back_finds() {
 }
 
 /// Calls of up to `xwarp::runs::SELF_CLEARING_MAX_TILES` tiles keep their work words in the
-/// device's counters buffer, and the last tile done zeroes them: each result must equal the
+/// device's counters buffer (with no tiles tagged by epochs: `Tuning::epoch_max_tiles` 0; the
+/// tagged path is `calls_of_several_tiles_tag_their_states_with_epochs`'), and the last tile
+/// done zeroes them: each result must equal the
 /// CPU's and the buffer be zero again after each call; sizes from one element to the most tiles
 /// kept there and one tile more (fresh memory and a clearing launch), 4- and 8-byte keys and
 /// values, short runs and all keys equal (one run through every tile's look-back), with and
@@ -164,6 +167,8 @@ fn calls_of_one_launch_leave_the_device_counters_zero() {
                     } else {
                         Tuning::default().spin
                     },
+                    epoch_max_tiles: Some(0),
+                    ..Default::default()
                 };
                 let pattern = if j % 3 == 1 {
                     KeyPattern::AllEqual
@@ -209,6 +214,7 @@ fn calls_of_one_launch_leave_the_device_counters_zero() {
             let keys: Vec<u32> = KeyPattern::Short.keys(n, &mut rng);
             let tuning = Tuning {
                 spin: if j == 0 { 0 } else { Tuning::default().spin },
+                ..Default::default()
             };
             let label = format!("{}: n={n} {tuning:?}", d.label);
             let got = run_unique_or_rle(dev, false, &keys, 7, tuning, UniqueWay::RunsKernel);
@@ -224,6 +230,126 @@ fn calls_of_one_launch_leave_the_device_counters_zero() {
             );
             common::assert_counters_zero(dev, &label);
         }
+    });
+}
+
+/// One checked reduce-by-key of `n` elements (4-byte values: the form that tags its states
+/// with epochs where the device can) under epoch wrap `wrap` and at most `most` tiles tagged
+/// (`Tuning::epoch_max_tiles`); call `i` picks the key and value
+/// types, the operator, the key pattern and whether the look-back falls back at once. Returns
+/// the device's epochs buffer after it and the states the call tags: four a tile.
+fn epoch_reduce_by_key(
+    dev: &dyn xwarp::Device,
+    label: &str,
+    i: usize,
+    n: usize,
+    (wrap, most): (u32, Option<usize>),
+    rng: &mut Rng,
+) -> (Vec<u32>, usize) {
+    use xwarp_lab::validate::runs::{expected_reduce_by_key, run_reduce_by_key, KeyPattern};
+    let tuning = Tuning {
+        spin: if i.is_multiple_of(2) {
+            0
+        } else {
+            Tuning::default().spin
+        },
+        epoch_wrap: Some(wrap),
+        epoch_max_tiles: most,
+    };
+    let pattern = [KeyPattern::Short, KeyPattern::AllEqual, KeyPattern::Long][i % 3];
+    let what = format!("{label}: call {i}, n={n} {pattern} {tuning:?}");
+    let key_bytes = if i % 4 == 3 { 8 } else { 4 };
+    let ok = match i % 4 {
+        0 | 2 => {
+            let keys: Vec<u32> = pattern.keys(n, rng);
+            let values: Vec<f32> = (0..n)
+                .map(|_| (rng.next_u64() as i32 as f32) * 2f32.powi(-(rng.below(30) as i32)))
+                .collect();
+            let poisons = (7u32, f32::from_bits(0x7fcd_cdcd));
+            run_reduce_by_key(dev, ReduceOp::Sum, &keys, &values, poisons, tuning).unwrap()
+                == expected_reduce_by_key(ReduceOp::Sum, &keys, &values, poisons)
+        }
+        1 => {
+            let keys: Vec<i32> = pattern.keys(n, rng);
+            let values: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+            let poisons = (-9i32, 5i32);
+            run_reduce_by_key(dev, ReduceOp::Max, &keys, &values, poisons, tuning).unwrap()
+                == expected_reduce_by_key(ReduceOp::Max, &keys, &values, poisons)
+        }
+        _ => {
+            let keys: Vec<f64> = pattern.keys(n, rng);
+            let values: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+            let poisons = (0.5f64, 3u32);
+            run_reduce_by_key(dev, ReduceOp::Xor, &keys, &values, poisons, tuning).unwrap()
+                == expected_reduce_by_key(ReduceOp::Xor, &keys, &values, poisons)
+        }
+    };
+    assert!(ok, "{what}: wrong reduction");
+    let tiles = n.div_ceil(xwarp::runs::tile(key_bytes, 4));
+    (common::epoch_words(dev).unwrap(), 4 * tiles)
+}
+
+/// Where reduce-by-key of 4-byte values keeps a tile state in 64-bit words (Vulkan with 64-bit
+/// buffer atomics), a call of several tiles keeps its states in the device's epochs buffer: four
+/// a tile, each tagged with the call's epoch (`common::EpochTrack::step`: the tile counter back
+/// at 0, the epoch advanced, the next states zeroed and the zeroing moved on), and nothing else
+/// of the buffer changed by a call of one tile; the results checked against the CPU, with and
+/// without the fallback, 4- and 8-byte keys, short and long runs and one run through every tile;
+/// a scan between the calls (the epochs are shared); then a wrap at the least epoch wrap: a big
+/// call, calls of one tile (scans) until its tag comes back, its states zeroed before that, and
+/// the big call again.
+#[test]
+fn calls_of_several_tiles_tag_their_states_with_epochs() {
+    let mut rng = Rng::new(seed());
+    common::on_epoch_devices(|label, dev, track| {
+        if dev.info().backend == xwarp::BackendKind::Cuda {
+            eprintln!("{label}: the CUDA reduce-by-key counts its tiles done (no epochs)");
+            return;
+        }
+        let tile = xwarp::runs::tile(4, 4);
+        let wrap = xwarp::scan::EPOCH_WRAP;
+        let mut sizes = vec![
+            tile + 1,
+            5 * tile - 3,
+            1,
+            300 * tile,
+            33,
+            2 * tile,
+            1_000_003,
+            2049,
+        ];
+        if std::env::var("XWARP_LARGE").is_ok_and(|v| v == "1") {
+            // The most tiles the epochs hold (4-byte keys: calls 8 and 9), and one more (the
+            // clearing launch's path: the epochs as they were).
+            let most = xwarp::runs::EPOCH_MAX_TILES * tile;
+            sizes.extend([most, most + 1]);
+        }
+        for (i, &n) in sizes.iter().enumerate() {
+            let before = common::epoch_words(dev).unwrap();
+            // Call 5 (2 tiles) beyond its tuning's most tiles tagged: the counters' path.
+            let most = (i == 5).then_some(1);
+            let (words, states) = epoch_reduce_by_key(dev, label, i, n, (wrap, most), &mut rng);
+            let tagged_most = most.unwrap_or(xwarp::runs::EPOCH_MAX_TILES);
+            if states == 4 || states / 4 > tagged_most {
+                assert_eq!(words, before, "{label}: call {i} without epochs (n={n})");
+            } else {
+                track.step(&words, states, wrap, label);
+            }
+            if i == 3 {
+                let a: Vec<f32> = (0..100).map(|k| k as f32 * 0.5 - 7.0).collect();
+                let what = format!("{label}: between reductions");
+                track.step(&common::epoch_scan(dev, &what, &a, wrap), 1, wrap, label);
+            }
+        }
+        track.wrap_round(label, 40 * tile + 7, tile, |i, n, wrap| {
+            if n > tile {
+                epoch_reduce_by_key(dev, label, 4 * i, n, (wrap, None), &mut rng)
+            } else {
+                let a: Vec<f32> = (0..n).map(|_| rng.next_u64() as u16 as f32 - 3e4).collect();
+                let what = format!("{label}: scan {i} of {n} between reductions");
+                (common::epoch_scan(dev, &what, &a, wrap), 1)
+            }
+        });
     });
 }
 
@@ -316,6 +442,53 @@ fn bad_parameters_are_typed_errors_before_any_gpu_work() {
                 ..
             })
         ));
+        // Epoch tunings out of range, on every device (a call checks them wherever its states
+        // lie).
+        let bad_tunings = [
+            (
+                "epoch_wrap",
+                Tuning {
+                    epoch_wrap: Some(xwarp::scan::MIN_EPOCH_WRAP - 1),
+                    ..Default::default()
+                },
+            ),
+            (
+                "epoch_wrap",
+                Tuning {
+                    epoch_wrap: Some(xwarp::scan::EPOCH_WRAP + 1),
+                    ..Default::default()
+                },
+            ),
+            (
+                "epoch_max_tiles",
+                Tuning {
+                    epoch_max_tiles: Some(xwarp::runs::EPOCH_CAPACITY_TILES + 1),
+                    ..Default::default()
+                },
+            ),
+        ];
+        for (want, tuning) in bad_tunings {
+            let got = reduce_by_key_tuned(
+                dev,
+                ReduceOp::Sum,
+                &keys,
+                &values,
+                &mut k_out,
+                &mut v_out,
+                &mut count,
+                tuning,
+            );
+            match got {
+                Err(Error::InvalidParameter { name, allowed, .. }) => {
+                    assert_eq!(name, want, "{}", d.label);
+                    assert!(allowed.contains("..="), "{}: {allowed}", d.label);
+                }
+                other => panic!(
+                    "{}: expected InvalidParameter({want}), got {other:?}",
+                    d.label
+                ),
+            }
+        }
         assert_eq!(k_out.to_vec(dev).unwrap(), [7, 7, 7], "{}", d.label);
         assert_eq!(v_out.to_vec(dev).unwrap(), [8.0; 3], "{}", d.label);
         assert_eq!(short.to_vec(dev).unwrap(), [8.0; 2], "{}", d.label);

@@ -200,6 +200,7 @@ fn runs_longer_than_a_tile_close_in_the_tile_of_the_next_head() {
             for (j, &(n, pattern)) in sizes.iter().enumerate() {
                 let tuning = xwarp::runs::Tuning {
                     spin: if (i + j) % 2 == 0 { 0 } else { 1 << 12 },
+                    ..Default::default()
                 };
                 let label = format!(
                     "{}: {elem_bytes}-byte n={n} {pattern:?} {tuning:?}",

@@ -433,6 +433,10 @@ param_blocks! {
         pub spin: u32,
         /// Nonzero: only zero the tile ticket, the tile flags and the run count.
         pub clear: u32,
+        /// `reduce_by_key_e64`: the number of epochs (after the last comes 0).
+        pub epoch_wrap: u32,
+        /// `reduce_by_key_e64`: the states the device's epochs buffer holds.
+        pub epoch_tiles: u32,
     }
 }
 

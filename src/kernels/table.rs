@@ -263,7 +263,7 @@ pub const PARTITION_PARAMS: ParamBlock = ParamBlock {
 /// `reduce_by_key`).
 pub const RUNS_PARAMS: ParamBlock = ParamBlock {
     name: "RunsParams",
-    fields: &["n", "tiles", "spin", "clear"],
+    fields: &["n", "tiles", "spin", "clear", "epoch_wrap", "epoch_tiles"],
 };
 /// The even-bin histogram's block.
 pub const HISTOGRAM_PARAMS: ParamBlock = ParamBlock {
@@ -711,6 +711,16 @@ pub const KERNELS: &[KernelDef] = &[
     // has 64-bit buffer atomics (src/tuning.rs).
     KernelDef {
         name: "reduce_by_key_p64",
+        variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
+        consts: &RBK_CONSTS,
+        cuda: false,
+        params: Some(&RUNS_PARAMS),
+    },
+    // reduce_by_key_p64 with the tile states of a launch of several tiles tagged by epochs in
+    // the device's epochs buffer (no count of tiles done); Vulkan only, where the device has
+    // 64-bit buffer atomics (src/tuning.rs).
+    KernelDef {
+        name: "reduce_by_key_e64",
         variants: &["i32", "u32", "f32", "f32_exact", "f32_flush"],
         consts: &RBK_CONSTS,
         cuda: false,

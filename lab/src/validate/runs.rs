@@ -235,7 +235,10 @@ pub fn runs_cases(family: &str, quick: bool, large: bool) -> Vec<RunsCase> {
     } else {
         &KeyPattern::ALL
     };
-    let spin0 = Tuning { spin: 0 };
+    let spin0 = Tuning {
+        spin: 0,
+        ..Default::default()
+    };
     let mut cases = Vec::new();
     let mut add = |op: RunsOp, key: ElemKind, every_length: bool| {
         for &pattern in patterns {
@@ -427,6 +430,7 @@ pub fn rotating_case(i: usize, j: usize) -> (Tuning, KeyPattern) {
         } else {
             1 << 12
         },
+        ..Default::default()
     };
     let pattern = if j % 3 == 2 {
         KeyPattern::AllEqual
