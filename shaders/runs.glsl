@@ -546,10 +546,6 @@ Carry look_back(uint k, Carry agg, uint l) {
     // without an inclusive prefix, or a budget run out, leaves the look-back to the window path
     // below (with the polls left): walking down a subgroup's window at a time (integers) took
     // 1.07-1.14x the time of leaving at once on the CUDA twin (H200, 2^20-2^24).
-#if defined(XW_RUNS_EPOCHS)
-    // XW_RUNS_EPOCHS: each poll reads a tile's four states at once and keeps the nearest
-    // complete pair (read_state), so the window's values need no second round trip; the window's
-    // nearest inclusive prefix and its gaps by ballots (the kernel's device has them).
     if (gl_SubgroupID == 0u) {
         uint lane = xw_bound(gl_SubgroupInvocationID);
         uint count = min(min(gl_SubgroupSize, BLOCK), k);
@@ -557,6 +553,11 @@ Carry look_back(uint k, Carry agg, uint l) {
         uint polls = 0u;
         uint m;
         bool gap;
+#if defined(XW_RUNS_EPOCHS)
+        // XW_RUNS_EPOCHS: each poll reads a tile's four states at once and keeps the nearest
+        // complete pair (read_state), so the window's values need no second round trip; the
+        // window's nearest inclusive prefix and its gaps by ballots (the kernel's device has
+        // them).
         Carry c;
         while (true) {
             uint f = lane < count ? read_state(top - lane, c) : 0u;
@@ -566,31 +567,7 @@ Carry look_back(uint k, Carry agg, uint l) {
             if (!gap || polls >= p.spin) break;
             ++polls;
         }
-        bool ok = !gap && m < count;
-        if (ok) {
-            if (lane <= m) lb_val[lane] = c;
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
-            if (lane == 0u) {
-                Carry w = lb_val[m];
-                for (int i = int(m) - 1; i >= 0; --i) w = carry_op(w, lb_val[i]);
-                lb_near = w;
-                publish(k, FLAG_INCLUSIVE, carry_op(w, agg));
-            }
-        }
-        if (lane == 0u) {
-            lb_ok = uint(ok);
-            lb_polls = polls;
-        }
-    }
 #else
-    if (gl_SubgroupID == 0u) {
-        uint lane = xw_bound(gl_SubgroupInvocationID);
-        uint count = min(min(gl_SubgroupSize, BLOCK), k);
-        uint top = k - 1u;
-        uint polls = 0u;
-        uint m;
-        bool gap;
         while (true) {
             if (lane == 0u) {
                 lb_m = count;
@@ -611,16 +588,21 @@ Carry look_back(uint k, Carry agg, uint l) {
             if (!gap || polls >= p.spin) break;
             ++polls;
         }
+#endif
         bool ok = !gap && m < count;
         if (ok) {
             // The window's fold, from its nearest inclusive prefix down. Every lane up to m has
-            // seen its tile's flag in the last poll.
+            // seen its tile's flag in the last poll (XW_RUNS_EPOCHS: read its value with it).
+#if defined(XW_RUNS_EPOCHS)
+            if (lane <= m) lb_val[lane] = c;
+#else
 #if !defined(XW_RUNS_PACKED)
             memoryBarrierBuffer();
 #endif
             if (lane <= m) {
                 lb_val[lane] = read_seen(top - lane, lane == m ? FLAG_INCLUSIVE : FLAG_AGGREGATE);
             }
+#endif
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             if (lane == 0u) {
@@ -635,7 +617,6 @@ Carry look_back(uint k, Carry agg, uint l) {
             lb_polls = polls;
         }
     }
-#endif
     barrier();
     if (lb_ok != 0u) return lb_near;
     int hi = int(k) - 1;
