@@ -485,6 +485,17 @@ void look_back_near(uint k, T total) {
         bool gap;
         T v = xw_identity();
         while (true) {
+#if defined(XW_VEC) && defined(XW_T_FLOAT)
+            // f32 in the kernel with the subgroup arithmetic operations: the nearest inclusive
+            // prefix and the gaps above it by two subgroup reductions (the CUDA twin's
+            // ballots), no shared memory and no barrier a poll. H200 (NOTES.md version 71):
+            // 0.96-0.99x the time at 2^18-2^26; integers took 1.04-1.08x from 2^25 (their
+            // tiles of 8192) and keep the loop below.
+            v = xw_identity();
+            uint f = lane < count ? read_state(uint(top) - lane, v) : 0u;
+            m = subgroupMin(f == FLAG_INCLUSIVE ? lane : count);
+            gap = subgroupMax(lane < m && f == 0u ? 1u : 0u) != 0u;
+#else
             if (lane == 0u) {
                 lb_m[0] = count;
                 lb_gap[0] = 0u;
@@ -502,6 +513,7 @@ void look_back_near(uint k, T total) {
             subgroupBarrier();
             gap = lb_gap[0] != 0u;
             subgroupBarrier();  // every lane has read lb_m and lb_gap
+#endif
             if (!gap || polls >= min(p.spin, NEAR_POLLS - 1u)) break;
             ++polls;
         }
