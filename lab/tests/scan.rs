@@ -541,6 +541,97 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
     });
 }
 
+#[test]
+fn float_min_max_look_backs_keep_the_left_folds_bits() {
+    // f32 min and max scans whose near look-back folds a window by one reduction of order keys
+    // (any association; NaN payloads, -0.0 against +0.0 and subnormals decide which bits win):
+    // tiles of all NaN (payloads and signs of their own, so a window of NaN aggregates must
+    // give the last one's bits), of zeros of both signs, of subnormals, of infinities, of mixed
+    // values, in runs of tiles, against the CPU's left fold bit for bit, on both kernels,
+    // both kinds, the fallback (spin 0) and several launches.
+    use xwarp_lab::validate::flushes_subnormals;
+    let mut rng = Rng::new(seed());
+    for_each_device(|d| {
+        let dev = &*d.dev;
+        let info = dev.info();
+        let subnormals = !flushes_subnormals(info, ElemKind::F32);
+        let possible = info.backend == xwarp::BackendKind::Cuda || vulkan_register_tile(info);
+        let n = 97 * TILE + 13;
+        for round in 0..8usize {
+            let op = [ReduceOp::Min, ReduceOp::Max][round % 2];
+            let kind = [ScanKind::Inclusive, ScanKind::Exclusive][(round / 2) % 2];
+            let registers = possible && round % 4 < 2;
+            let (spin, launch) = match round {
+                6 => (0, None),
+                7 => (scan::DEFAULT_SPIN, Some(32 * TILE)),
+                _ => (scan::DEFAULT_SPIN, None),
+            };
+            // Each tile one class; a class holds for a run of 1 to 12 tiles (the first, NaN,
+            // of 3 to 14).
+            let mut a = Vec::with_capacity(n);
+            let mut class = 0u64;
+            let mut left = 0u64;
+            while a.len() < n {
+                if left == 0 {
+                    // The input opens with NaN tiles: only there is a whole window NaN.
+                    class = if a.is_empty() {
+                        0
+                    } else {
+                        rng.next_u64() % if subnormals { 6 } else { 5 }
+                    };
+                    left = if a.is_empty() { 3 } else { 1 } + rng.next_u64() % 12;
+                }
+                left -= 1;
+                for _ in 0..TILE.min(n - a.len()) {
+                    let r = rng.next_u64();
+                    let sign = ((r >> 40) as u32 & 1) << 31;
+                    let bits = match class {
+                        // NaN, a payload and a sign of its own
+                        0 | 1 => sign | 0x7f80_0000 | (1 + (r as u32 % 0x7f_ffff)),
+                        // zeros of both signs
+                        2 => sign,
+                        // infinities, and now and then a NaN
+                        3 => {
+                            sign | if r % 7 == 0 {
+                                0x7fc0_0000 | (r >> 8) as u32 & 0xffff
+                            } else {
+                                0x7f80_0000
+                            }
+                        }
+                        // any finite value
+                        4 => sign | (r as u32 % 0x7f80_0000),
+                        // subnormals
+                        _ => sign | (r as u32 % 0x0080_0000),
+                    };
+                    a.push(f32::from_bits(bits));
+                }
+            }
+            let label = format!(
+                "{}: {op:?} {kind:?} f32 n={n} registers={registers} spin={spin} launch={launch:?}",
+                d.label
+            );
+            let want = xwarp::cpu::scan::device_scan(op, kind, &a);
+            let poison = poison_value(&want);
+            let src = DeviceVec::from_slice(dev, &a).unwrap();
+            let mut dst = DeviceVec::<f32>::alloc(dev, n).unwrap();
+            dst.fill(dev, poison).unwrap();
+            let tuning = Tuning {
+                spin,
+                max_launch_elems: launch,
+                registers: Some(registers),
+                ..Tuning::default()
+            };
+            scan::device_scan_tuned(dev, op, kind, &src, &mut dst, tuning)
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            let got = dst.to_vec(dev).unwrap();
+            if let Some(m) = first_mismatch(&want, &got) {
+                panic!("{label}: {m}");
+            }
+            assert_counters_zero(dev, &label);
+        }
+    });
+}
+
 /// A scan of `n` fresh elements of `T` (`op`, `kind`, `tuning`) into an output poisoned with
 /// `poison`: at a tile the device holds, the CPU's bits; at one it does not, an error naming
 /// `items` and the output still all `poison`.
