@@ -463,14 +463,9 @@ T vec_reduce(T x) {
 }
 #endif
 shared uint near_ok;
-// Whether the walk may fold each window as soon as it has read it (any association): integers,
-// and f32 min and max (minNum and maxNum with -0.0 below +0.0 are associative: a window's left
-// fold by lane 0, onto the carry of the windows above, gives the left fold's bits), so their
-// walk is not bounded by LB_WINDOW. H200 (NOTES.md version 71): the f32 max scan of 2^26 in
-// 471 µs where the walk bounded by LB_WINDOW took 1059.
 const bool XW_NEAR_ASSOC =
 #if defined(XW_T_FLOAT)
-    OP == 2u || OP == 3u;
+    false;
 #else
     true;
 #endif
