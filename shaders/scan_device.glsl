@@ -489,7 +489,7 @@ void look_back_near(uint k, T total) {
             // f32 in the kernel with the subgroup arithmetic operations: the nearest inclusive
             // prefix and the gaps above it by two subgroup reductions (the CUDA twin's
             // ballots), no shared memory and no barrier a poll. H200 (NOTES.md version 71):
-            // 0.96-0.99x the time at 2^18-2^26; integers took 1.04-1.08x from 2^25 (their
+            // 0.96-1.00x the time at 2^18-2^28; integers took 1.04-1.08x from 2^25 (their
             // tiles of 8192) and keep the loop below.
             v = xw_identity();
             uint f = lane < count ? read_state(uint(top) - lane, v) : 0u;
