@@ -592,7 +592,7 @@ fn float_min_max_look_backs_keep_the_left_folds_bits() {
                         2 => sign,
                         // infinities, and now and then a NaN
                         3 => {
-                            sign | if r % 7 == 0 {
+                            sign | if r.is_multiple_of(7) {
                                 0x7fc0_0000 | (r >> 8) as u32 & 0xffff
                             } else {
                                 0x7f80_0000
