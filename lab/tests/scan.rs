@@ -543,10 +543,11 @@ fn float_tiles_in_registers_and_staged_agree_with_the_cpu() {
 
 #[test]
 fn float_min_max_look_backs_keep_the_left_folds_bits() {
-    // f32 min and max scans whose near look-back folds a window by one reduction of order keys
-    // (any association; NaN payloads, -0.0 against +0.0 and subnormals decide which bits win):
-    // tiles of all NaN (payloads and signs of their own, so a window of NaN aggregates must
-    // give the last one's bits), of zeros of both signs, of subnormals, of infinities, of mixed
+    // f32 min and max scans across many look-back windows, where NaN payloads, -0.0 against
+    // +0.0 and subnormals decide which bits win (and where a look-back that folded its windows
+    // in another association than the documented left fold would have to keep those bits):
+    // tiles of all NaN (payloads and signs of their own; two of the six classes, and the
+    // input's opening run), of zeros of both signs, of subnormals, of infinities, of mixed
     // values, in runs of tiles, against the CPU's left fold bit for bit, on both kernels,
     // both kinds, the fallback (spin 0) and several launches.
     use xwarp_lab::validate::flushes_subnormals;
