@@ -463,8 +463,15 @@ T vec_reduce(T x) {
 }
 #endif
 shared uint near_ok;
+// Whether the walk folds each window as soon as it has read it (any association), so that it
+// is not bounded by LB_WINDOW: integers, and f32 min and max in the kernel with the subgroup
+// arithmetic operations (minNum and maxNum with -0.0 below +0.0 are associative: a window's
+// left fold, onto the carry of the windows above, gives the left fold's bits). H200 (NOTES.md
+// version 72): the f32 max scan of 2^26 in 0.45x the time of the walk bounded by LB_WINDOW.
 const bool XW_NEAR_ASSOC =
-#if defined(XW_T_FLOAT)
+#if defined(XW_VEC) && defined(XW_T_FLOAT)
+    OP == 2u || OP == 3u;
+#elif defined(XW_T_FLOAT)
     false;
 #else
     true;
@@ -545,6 +552,29 @@ void look_back_near(uint k, T total) {
         // version 44: 3-6% off the i32 scan at 2^22-2^24 on an H200).
         {
             T w = vec_reduce(lane <= last ? v : xw_identity());
+            carry = have ? xw_op(w, carry) : w;
+            have = true;
+            if (incl) {
+                ok = true;
+                break;
+            }
+            top -= int(size);
+            if (++polls >= NEAR_POLLS) break;
+            continue;
+        }
+#elif defined(XW_VEC)
+        // f32 min and max: every lane folds the window from shared memory (the same reads, the
+        // same bits) and lane 0's fold is taken by a shuffle, so that no lane folds alone in
+        // the walk: with lane 0 folding alone in a branch, the next window's poll by subgroup
+        // reductions without a barrier gave wrong bits on NVIDIA's driver (NOTES.md version
+        // 71, D).
+        {
+            if (lane <= last) lb_values[lane] = v;
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            T w = fold_window(lb_values[last], int(last) - 1, int(last), -1);
+            subgroupBarrier();  // every lane has read lb_values
+            w = subgroupShuffle(w, 0u);
             carry = have ? xw_op(w, carry) : w;
             have = true;
             if (incl) {
