@@ -91,11 +91,14 @@ __device__ __forceinline__ void scrub_states(unsigned* flags, unsigned tiles, un
 // version 40). f32 keeps the documented order (XW_VEC_ORDERED; the twin's vec_cin): the
 // tile's thread 8r + i of warp w's run lies in round r, lanes 4i .. 4i + 3, which fold their
 // vectors in sequence, each handing its fold up one lane; thread 32w + l's total is gathered
-// to lane l for block_prefix, and its prefix goes back after the look-back.
+// to lane l for block_prefix, and its prefix goes back after the look-back. f32 min and max
+// take the integers' layout: minNum and maxNum with -0.0 below +0.0 are associative, and every
+// step of that layout folds in order (no operand swapped), so it gives the documented left
+// fold's bits with shorter chains of xw_op (H200, NOTES.md version 72).
 constexpr bool XW_INTEGER = T(1) / T(2) == T(0);
 constexpr bool XW_VEC =
     VEC && sizeof(T) == 4 && ITEMS % 4 == 0 && (XW_INTEGER || ITEMS == 16);
-constexpr bool XW_VEC_ORDERED = XW_VEC && !XW_INTEGER;
+constexpr bool XW_VEC_ORDERED = XW_VEC && !XW_INTEGER && OP != 2 && OP != 3;
 
 // An element of the register tile on its way out: integers with their prefix q before them;
 // XW_VEC_ORDERED's elements are final already.
@@ -684,7 +687,10 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
             y[2] = xw_op(y[1], y[2]);
             y[3] = xw_op(y[2], y[3]);
             const T incl = warp_inclusive(y[3]);
-            const T pre = xw_op(carry, warp_shift_up_one(incl));
+            // Floats: lane 0 takes the carry alone, as the NaN identity is not neutral on the
+            // right of min and max (xw_op(a, NaN) is that NaN where `a` is a NaN).
+            const T up = warp_shift_up_one(incl);
+            const T pre = !XW_INTEGER && threadIdx.x % XW_WARP == 0 ? carry : xw_op(carry, up);
             carry = xw_op(carry, __shfl_sync(XW_FULL_MASK, incl, XW_WARP - 1));
             if (EXCLUSIVE) {
                 y[3] = xw_op(pre, y[2]);
@@ -776,7 +782,7 @@ extern "C" __global__ XW_SCAN_BOUNDS void scan_device(
                 }
             }
         }
-        // Integers: each element with the tile's and the run's prefix before it.
+        // Integers, f32 min and max: each element with the tile's and the run's prefix before it.
         const T q = XW_VEC_ORDERED ? xw_identity(T(0)) : pre;
         if (whole) {
             uint4* __restrict__ d4 = reinterpret_cast<uint4*>(dst + tile_base);

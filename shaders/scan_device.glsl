@@ -1040,6 +1040,84 @@ void vec_store(uint tile_base, T pre) {
 #endif
 #endif
 
+#if defined(XW_VEC) && defined(XW_T_FLOAT)
+// f32 min and max in the integers' layout (vec_load_and_scan): minNum and maxNum with -0.0
+// below +0.0 are associative, so any association of the documented left fold gives its bits,
+// and the subgroup's scan may run on order keys (float_ops.glsl) with one unsigned min. Keys:
+// min's key, or the complement of max's, so that for both operators the least key wins and
+// every NaN's key is at least XW_MIN_KEY_NAN. A fold of keys whose least key is a NaN's was a
+// run of NaNs only: its value is the run's last element ("a NaN `a` yields `b`"), so the fold
+// of keys a then b is mm_op. The flushing variant (SUBNORMALS 2) flushes each input first, as
+// its xw_op does. H200 (NOTES.md version 72): the documented layout's chains of xw_op (several
+// integer operations each) took 2-3x the time of this path.
+bool vec_minmax() { return OP == 2u || OP == 3u; }
+uint mm_key(T v) {
+    if (SUBNORMALS == 2u) v = xw_flush(v);
+    return OP == 2u ? xw_min_key(v) : ~xw_max_key(v);
+}
+T mm_value(uint k) { return OP == 2u ? xw_from_min_key(k) : xw_from_max_key(~k); }
+uint mm_op(uint a, uint b) { return a >= XW_MIN_KEY_NAN && b >= XW_MIN_KEY_NAN ? b : min(a, b); }
+
+// vec_load_and_scan's twin for min and max: vec_x keeps each element's key (its bits as a
+// float, moved only) with its run's prefix before it.
+void vec_load_and_scan_minmax(uint tile_base, out T run_prefix, out T total) {
+    uint lane = gl_SubgroupInvocationID;
+    uint sg = xw_subgroup_id();
+    vec_load(tile_base);
+    uint id = mm_key(xw_identity());
+    uint carry = id;
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        TV x = vec_x[r];
+        uvec4 y = uvec4(mm_key(x.x), mm_key(x.y), mm_key(x.z), mm_key(x.w));
+        y.y = mm_op(y.x, y.y);
+        y.z = mm_op(y.y, y.z);
+        y.w = mm_op(y.z, y.w);
+        uint least = subgroupInclusiveMin(y.w);
+        uint incl = least >= XW_MIN_KEY_NAN ? y.w : least;
+        uint up = subgroupShuffleUp(incl, 1u);
+        uint pre = lane == 0u ? carry : mm_op(carry, up);  // round 0's lane 0: nothing yet
+        carry = mm_op(carry, subgroupShuffle(incl, gl_SubgroupSize - 1u));
+        uvec4 o = EXCLUSIVE != 0u ? uvec4(pre, mm_op(pre, y.x), mm_op(pre, y.y), mm_op(pre, y.z))
+                                  : uvec4(mm_op(pre, y.x), mm_op(pre, y.y), mm_op(pre, y.z),
+                                          mm_op(pre, y.w));
+        vec_x[r] = uintBitsToFloat(o);
+    }
+    if (lane == 0u) stage[sg] = mm_value(carry);
+    barrier();
+    run_prefix = xw_identity();
+    total = xw_identity();
+    uint groups = xw_num_subgroups();
+    for (uint g = 0u; g < groups; ++g) {
+        if (g == sg) run_prefix = total;
+        total = xw_op(total, stage[g]);
+    }
+    barrier();  // stage is the fallback's (tile_total) in the look-back
+}
+
+// Stores the tile of vec_load_and_scan_minmax, each element with the fold of the tile's
+// exclusive prefix `e` and the run's `prefix` before it. The identity (NaN) is not neutral on
+// its right: xw_op(a, NaN) is the NaN where `a` is a NaN. So the folds here leave out the
+// identities that stand for nothing (tile 0's `e`, subgroup 0's prefix, the run's first
+// exclusive element) and put back the one the documented order has: an exclusive element that
+// opens one of the tile's warps of XW_WARP threads (every ITEMS * XW_WARP elements) takes
+// xw_op(e, xw_op(w, NaN)), w the fold of the tile's elements before it, which is the identity
+// wherever everything before it is NaN.
+void vec_store_minmax(uint tile_base, T e, T prefix) {
+    uint lane = gl_SubgroupInvocationID;
+    uint kp = mm_key(xw_subgroup_id() == 0u ? e : xw_op(e, prefix));
+    uint id = mm_key(xw_identity());
+    [[unroll]] for (uint r = 0u; r < VECS; ++r) {
+        uvec4 y = floatBitsToUint(vec_x[r]);
+        uvec4 o = uvec4(mm_op(kp, y.x), mm_op(kp, y.y), mm_op(kp, y.z), mm_op(kp, y.w));
+        if (EXCLUSIVE != 0u) {
+            if (r == 0u && lane == 0u) o.x = kp;
+            if (vec_at(r) % (ITEMS * XW_WARP / 4u) == 0u && o.x >= XW_MIN_KEY_NAN) o.x = id;
+        }
+        vec_store_round(tile_base, r, TV(mm_value(o.x), mm_value(o.y), mm_value(o.z), mm_value(o.w)));
+    }
+}
+#endif
+
 void main() {
     uint local = xw_local();
     if (p.clear == CLEAR_LAUNCH) {
@@ -1098,7 +1176,14 @@ void main() {
     vec_load_and_scan(tile_base, prefix, total);
 #else
 #if defined(XW_VEC)
-    T acc = vec_load_and_fold(tile_base);
+    T prefix;
+    T total;
+    T acc = xw_identity();
+    if (vec_minmax()) {
+        vec_load_and_scan_minmax(tile_base, prefix, total);
+    } else {
+        acc = vec_load_and_fold(tile_base);
+    }
 #else
     T acc = xw_identity();
 #if defined(XW_TRANSPOSE)
@@ -1152,19 +1237,25 @@ void main() {
     }
 #endif
 #endif
+#if defined(XW_VEC)
+    if (!vec_minmax()) {
+#else
     T prefix;
     T total;
-#if defined(XW_SUBNORMALS_EXACT)
-    // A partial tile (the input's last) tells the exact sums which invocations hold input;
-    // the fallback's tile_total, for full tiles, must not see it.
-    if (tile_base + gl_WorkGroupSize.x * ITEMS > p.n) {
-        xw_live = (p.n - tile_base + ITEMS - 1u) / ITEMS;
-    }
-    block_prefix(acc, local, prefix, total);
-    xw_live = 0xffffffffu;
-#else
-    block_prefix(acc, local, prefix, total);
+    {
 #endif
+#if defined(XW_SUBNORMALS_EXACT)
+        // A partial tile (the input's last) tells the exact sums which invocations hold
+        // input; the fallback's tile_total, for full tiles, must not see it.
+        if (tile_base + gl_WorkGroupSize.x * ITEMS > p.n) {
+            xw_live = (p.n - tile_base + ITEMS - 1u) / ITEMS;
+        }
+        block_prefix(acc, local, prefix, total);
+        xw_live = 0xffffffffu;
+#else
+        block_prefix(acc, local, prefix, total);
+#endif
+    }
 #endif
 
     T e = xw_identity();
@@ -1177,7 +1268,13 @@ void main() {
     if (p.clear == SELF_CLEARING && local == 0u) count_tile_done();
 
     T pre = xw_op(e, prefix);
-#if defined(XW_VEC)
+#if defined(XW_VEC) && defined(XW_T_FLOAT)
+    if (vec_minmax()) {
+        vec_store_minmax(tile_base, e, prefix);
+    } else {
+        vec_store(tile_base, pre);
+    }
+#elif defined(XW_VEC)
     vec_store(tile_base, pre);
 #elif defined(XW_TRANSPOSE)
     // Each invocation rewrites only its own elements, in place; where an exact float sum's

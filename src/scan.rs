@@ -225,7 +225,9 @@ pub const REGISTER_TILE_FROM: (usize, usize) = (0, 1 << 20);
 /// sequence: the same order and bits as the staging kernel), on CUDA and on Vulkan, where the
 /// device has the register tile ([`REGISTER_TILE_FROM`]'s conditions): on CUDA below 2^24
 /// elements (from there the staging kernel, at eight blocks an SM against five, was as fast
-/// or faster), on Vulkan at every length (H200, NOTES.md version 43).
+/// or faster), on Vulkan at every length (H200, NOTES.md version 43). Sums; `f32` min and max
+/// scans take the register tile at every length on both backends (their register tile folds
+/// in the integers' layout, the same bits: H200, NOTES.md version 72).
 pub const FLOAT_REGISTER_TILE: (std::ops::Range<usize>, std::ops::Range<usize>) =
     (0..1 << 24, 0..usize::MAX);
 
@@ -257,7 +259,14 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
     let registers = |i: u32| {
         dev.info().backend == BackendKind::Vulkan
             && match tuning.registers {
-                None => crate::tuning::scan_tile_in_registers(dev.info(), T::KIND, i, len),
+                // (Only integers reach this: the operator does not choose their tile.)
+                None => crate::tuning::scan_tile_in_registers(
+                    dev.info(),
+                    T::KIND,
+                    ReduceOp::Sum,
+                    i,
+                    len,
+                ),
                 Some(r) => r && crate::tuning::scan_registers_possible(dev.info(), T::KIND, i),
             }
     };
@@ -287,6 +296,7 @@ pub(crate) fn tile_items<T: Reduce>(dev: &dyn Device, tuning: &Tuning, len: usiz
 /// in registers: [`Tuning::registers`] checked, or the device's choice.
 fn tile_in_registers<T: Reduce>(
     dev: &dyn Device,
+    op: ReduceOp,
     tuning: &Tuning,
     items: u32,
     len: usize,
@@ -296,6 +306,7 @@ fn tile_in_registers<T: Reduce>(
         None => Ok(crate::tuning::scan_tile_in_registers(
             info,
             T::KIND,
+            op,
             items,
             len,
         )),
@@ -475,7 +486,7 @@ pub(crate) fn scan_segments<T: Reduce>(
             items = ITEMS;
         }
     }
-    let registers = tile_in_registers::<T>(dev, &tuning, items, total)?;
+    let registers = tile_in_registers::<T>(dev, op, &tuning, items, total)?;
     let tile = (BLOCK * items) as usize;
     for (input, _) in &segments[..segments.len() - 1] {
         if input.len() % tile != 0 {

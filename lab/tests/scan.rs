@@ -558,13 +558,15 @@ fn float_min_max_look_backs_keep_the_left_folds_bits() {
         let subnormals = !flushes_subnormals(info, ElemKind::F32);
         let possible = info.backend == xwarp::BackendKind::Cuda || vulkan_register_tile(info);
         let n = 97 * TILE + 13;
-        for round in 0..8usize {
+        // Rounds 0-3 and 8-11 on the register tile (where the device has it), 4-7 staged: each
+        // operator and kind on both, the fallback and several launches too.
+        for round in 0..12usize {
             let op = [ReduceOp::Min, ReduceOp::Max][round % 2];
             let kind = [ScanKind::Inclusive, ScanKind::Exclusive][(round / 2) % 2];
-            let registers = possible && round % 4 < 2;
-            let (spin, launch) = match round {
-                6 => (0, None),
-                7 => (scan::DEFAULT_SPIN, Some(32 * TILE)),
+            let registers = possible && (round / 4) % 2 == 0;
+            let (spin, launch) = match round % 8 {
+                2 | 6 => (0, None),
+                3 | 7 => (scan::DEFAULT_SPIN, Some(32 * TILE)),
                 _ => (scan::DEFAULT_SPIN, None),
             };
             // Each tile one class; a class holds for a run of 1 to 12 tiles (the first, NaN,
