@@ -159,8 +159,8 @@ pub struct Tuning {
     /// documented order and stays [`ITEMS`] (any other value is refused).
     pub items: Option<u32>,
     /// Whether the tile lives in registers, moved by 16-byte loads and stores (`Some(true)`),
-    /// or is staged in shared memory (`Some(false)`); `None`: the device and the length choose
-    /// ([`REGISTER_TILE_FROM`], [`FLOAT_REGISTER_TILE`]). The register tile takes 4-byte
+    /// or is staged in shared memory (`Some(false)`); `None`: the device, the operator and the
+    /// length choose ([`REGISTER_TILE_FROM`], [`FLOAT_REGISTER_TILE`]). The register tile takes 4-byte
     /// integers at a multiple of 4 elements per thread and `f32`, on CUDA and on Vulkan devices
     /// with 64-bit buffer atomics and the subgroup arithmetic operations; `Some(true)`
     /// elsewhere is refused. Both give the same bits.
