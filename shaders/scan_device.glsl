@@ -546,35 +546,26 @@ void look_back_near(uint k, T total) {
             if (++polls >= NEAR_POLLS) break;
             continue;
         }
-#if defined(XW_VEC) && !defined(XW_T_FLOAT)
-        // The kernel with the subgroup arithmetic operations: the window's fold by one, in any
-        // association (integers): no shared memory and no lane folding alone (NOTES.md
-        // version 44: 3-6% off the i32 scan at 2^22-2^24 on an H200).
+#if defined(XW_VEC)
+        // The kernel with the subgroup arithmetic operations: each window folded as it is read,
+        // with no lane folding alone.
         {
+#if !defined(XW_T_FLOAT)
+            // Integers: the window's fold by one subgroup operation, in any association
+            // (NOTES.md version 44: 3-6% off the i32 scan at 2^22-2^24 on an H200).
             T w = vec_reduce(lane <= last ? v : xw_identity());
-            carry = have ? xw_op(w, carry) : w;
-            have = true;
-            if (incl) {
-                ok = true;
-                break;
-            }
-            top -= int(size);
-            if (++polls >= NEAR_POLLS) break;
-            continue;
-        }
-#elif defined(XW_VEC)
-        // f32 min and max: every lane folds the window from shared memory (the same reads, the
-        // same bits) and lane 0's fold is taken by a shuffle, so that no lane folds alone in
-        // the walk: with lane 0 folding alone in a branch, the next window's poll by subgroup
-        // reductions without a barrier gave wrong bits on NVIDIA's driver (NOTES.md version
-        // 71, D).
-        {
+#else
+            // f32 min and max: every lane folds the window from shared memory (the same reads,
+            // the same bits) and lane 0's fold is taken by a shuffle: with lane 0 folding alone
+            // in a branch, the next window's poll by subgroup reductions without a barrier gave
+            // wrong bits on NVIDIA's driver (NOTES.md version 71, D).
             if (lane <= last) lb_values[lane] = v;
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             T w = fold_window(lb_values[last], int(last) - 1, int(last), -1);
             subgroupBarrier();  // every lane has read lb_values
             w = subgroupShuffle(w, 0u);
+#endif
             carry = have ? xw_op(w, carry) : w;
             have = true;
             if (incl) {
