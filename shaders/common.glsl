@@ -4,7 +4,12 @@
 #extension GL_EXT_control_flow_attributes : require
 
 // Bit containers for kernels that only move data: 64-bit values travel as two 32-bit halves,
-// as CUDA moves them through __shfl_*_sync.
+// as CUDA moves them through __shfl_*_sync. The variant b64_int64 (devices with shaderInt64) is
+// b64 whose kernels may also take 64-bit integer arithmetic on them (XW_BITS_INT64).
+#if defined(XW_TYPE_B64_INT64)
+#define XW_TYPE_B64 1
+#define XW_BITS_INT64 1
+#endif
 #if defined(XW_TYPE_B32)
 #define WORD uint
 #define WORD_ZERO 0u

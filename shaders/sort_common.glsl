@@ -9,7 +9,9 @@
 // mapping on every store, so every buffer between passes holds keys as the caller wrote them.
 //
 // 64-bit keys are two 32-bit words (uvec2: x the low word, y the high one), so no kernel needs
-// 64-bit integer arithmetic in the shader; the CUDA twin uses unsigned long long.
+// 64-bit integer arithmetic in the shader; the CUDA twin uses unsigned long long. Where the
+// device has shaderInt64 the kernels' b64_int64 variant takes a key's digit by one 64-bit shift
+// (xw_digit), the same bits.
 //
 // The work buffer (32-bit words) holds the digit histograms, one row of RADIX words per digit
 // pass, the tile counters of the passes, and the tile states of two passes: see
@@ -62,10 +64,18 @@ KEY xw_sort_unmap(KEY m, uint kind, bool descending) {
 
 // Bits shift .. shift + log2(mask + 1) of the mapped key (a digit may straddle the two words).
 uint xw_digit(KEY m, uint shift, uint mask) {
+#if defined(XW_BITS_INT64)
+    // One 64-bit shift (a funnel shift on NVIDIA): no branch on the shift, which the ranking
+    // reads from shared memory, so that NVIDIA's driver took it for a divergent one and
+    // recomputed the active invocations (MATCH.ANY) before each step's ballots (H200, 64-bit
+    // keys: the digit pass 0.93-0.94x the time, the histogram 0.77x; NOTES.md version 73).
+    return uint(pack64(m) >> shift) & mask;
+#else
     if (shift >= 32u) return (m.y >> (shift - 32u)) & mask;
     // A shift by 32 is undefined, so the high word joins only when it contributes.
     uint high = shift == 0u ? 0u : m.y << (32u - shift);
     return ((m.x >> shift) | high) & mask;
+#endif
 }
 #else
 #define KEY uint

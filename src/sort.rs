@@ -697,7 +697,8 @@ pub fn max_len<K: Element>(info: &DeviceInfo, value_bytes: usize, tile: usize) -
 }
 
 /// Checks that the device runs the sort kernels. They treat 64-bit keys and values as pairs
-/// of 32-bit words: no 64-bit shader arithmetic is needed, whatever the key type.
+/// of 32-bit words: no 64-bit shader arithmetic is needed, whatever the key type (a Vulkan
+/// device with `shaderInt64` takes a 64-bit key's digit by one 64-bit shift, the same bits).
 pub(crate) fn check_device(info: &DeviceInfo) -> Result<()> {
     plan::require(info, ElemKind::U32, SORT_OPS)
 }

@@ -1280,6 +1280,135 @@ fn kernels_take_either_form_of_their_atomics() {
     }
 }
 
+#[test]
+fn sorts_take_either_form_of_the_64_bit_digit() {
+    let _serial = serial();
+    // With shaderInt64 the sort's and top-k's 64-bit kernels take a key's digit by one 64-bit
+    // shift (their `b64_int64` variant), without it by shifting and joining two 32-bit words
+    // (`b64`): the same bits. Keys, pairs and argsort of every 64-bit key type over bit ranges
+    // whose digits straddle the two words (3..29 has none; 28..36, 1..64 and 29..61 do), at
+    // one, 33, one tile and one key more, and many tiles (the look-back), outputs poisoned, and
+    // top-k; on a device with the feature where offered, then on one without it.
+    let full = App::new(None);
+    let req =
+        VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
+    let offered = req.optional.shader_int64;
+    if !offered {
+        eprintln!("the device has no shaderInt64: only the two-word digit runs");
+    }
+    let without = VulkanFeatures {
+        shader_int64: false,
+        ..req.features()
+    };
+    let mut rng = Rng::new(common::seed());
+    for (app, int64) in [(full, offered), (App::new(Some(without)), false)] {
+        let xw = app.xwarp(None);
+        assert_eq!(xw.info().int64, int64);
+        sort64_cases::<u64>(&xw, &mut rng);
+        sort64_cases::<i64>(&xw, &mut rng);
+        sort64_cases::<f64>(&xw, &mut rng);
+        drop(xw);
+        close_and_check(app);
+    }
+}
+
+/// [`sorts_take_either_form_of_the_64_bit_digit`]'s cases of key type `K` on `xw`, each
+/// against the CPU's stable sort.
+fn sort64_cases<K: Element>(xw: &VulkanDevice, rng: &mut Rng) {
+    use xwarp::cpu::{sort as cpu_sort, top_k as cpu_top_k};
+    use xwarp::sort::{SortOrder, Sorter};
+    let ranges = [0..64, 28..36, 1..64, 29..61, 3..29, 32..64, 63..64];
+    for (i, bits) in ranges.into_iter().enumerate() {
+        for n in [1usize, 33, 4096, 4097, 70_001] {
+            let order = [SortOrder::Ascending, SortOrder::Descending][(i + n) % 2];
+            let keys: Vec<K> = (0..n)
+                .map(|j| {
+                    if j % 3 == 0 {
+                        K::random_hard(rng, xwarp::HardValues::ALL)
+                    } else {
+                        K::random(rng)
+                    }
+                })
+                .collect();
+            let case = format!("{} bits {bits:?} n={n} {order:?}", K::KIND);
+            let values: Vec<u32> = (0..n as u32).collect();
+            let (want_keys, want_values) =
+                cpu_sort::sort_pairs(&keys, &values, order, bits.clone());
+            let input = DeviceVec::from_slice(xw, &keys).unwrap();
+            let key_poison = poison_value(&keys);
+            let mut sorter = Sorter::<K>::new(xw, n).unwrap();
+            let mut out = DeviceVec::from_slice(xw, &vec![key_poison; n]).unwrap();
+            sorter
+                .sort_keys(xw, &input, &mut out, order, bits.clone())
+                .unwrap();
+            expect(
+                xw,
+                &format!("keys {case}"),
+                &want_keys,
+                &out.to_vec(xw).unwrap(),
+            );
+            let values_in = DeviceVec::from_slice(xw, &values).unwrap();
+            let mut out = DeviceVec::from_slice(xw, &vec![key_poison; n]).unwrap();
+            let mut values_out = DeviceVec::from_slice(xw, &vec![u32::MAX; n]).unwrap();
+            sorter
+                .sort_pairs(
+                    xw,
+                    &input,
+                    &mut out,
+                    &values_in,
+                    &mut values_out,
+                    order,
+                    bits.clone(),
+                )
+                .unwrap();
+            expect(
+                xw,
+                &format!("pair keys {case}"),
+                &want_keys,
+                &out.to_vec(xw).unwrap(),
+            );
+            expect(
+                xw,
+                &format!("pair values {case}"),
+                &want_values,
+                &values_out.to_vec(xw).unwrap(),
+            );
+            let mut indices = DeviceVec::from_slice(xw, &vec![u32::MAX; n]).unwrap();
+            sorter
+                .argsort(xw, &input, &mut indices, order, bits.clone())
+                .unwrap();
+            expect(
+                xw,
+                &format!("argsort {case}"),
+                &want_values,
+                &indices.to_vec(xw).unwrap(),
+            );
+            if bits == (0..64) && n > 1 {
+                let k = n.min(1024) - 1;
+                let mut top = DeviceVec::from_slice(xw, &vec![key_poison; k]).unwrap();
+                xwarp::top_k::top_k(xw, &input, k, order, &mut top).unwrap();
+                let want = cpu_top_k::top_k(&keys, k, order);
+                expect(
+                    xw,
+                    &format!("top-k {k} {case}"),
+                    &want,
+                    &top.to_vec(xw).unwrap(),
+                );
+            }
+        }
+    }
+}
+
+/// Fails with `case` where `got` differs from `want` on the application's device `xw`.
+fn expect<T: Element>(xw: &VulkanDevice, case: &str, want: &[T], got: &[T]) {
+    if let Some(m) = first_mismatch(want, got) {
+        panic!(
+            "vulkan:{} (application device): {case}: {m}",
+            xw.info().name
+        );
+    }
+}
+
 /// Run-length encodings on `xw` against the CPU reference (poisoned outputs): 4- and 8-byte
 /// keys from one key to one tile past the most tiles whose pass closes its runs, short runs and
 /// all keys equal, with and without the look-back's fallback; the device's counters buffer zero

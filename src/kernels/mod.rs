@@ -19,8 +19,8 @@ mod table;
 mod source;
 
 pub use table::{
-    field_words, kernel, Const, KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS,
-    MEMORY_MODEL_VARIANTS, PARAM_BLOCKS, SUBNORMAL_VARIANTS,
+    field_words, kernel, Const, KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS,
+    INT64_BIT_VARIANTS, KERNELS, MEMORY_MODEL_VARIANTS, PARAM_BLOCKS, SUBNORMAL_VARIANTS,
 };
 
 use crate::error::{Error, Result};

@@ -8,8 +8,8 @@
 //! so a declaration inside `#if` counts as declared.
 
 use super::table::{
-    KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, KERNELS, MEMORY_MODEL_VARIANTS,
-    SUBNORMAL_VARIANTS,
+    KernelDef, On, ParamBlock, BIT_VARIANTS, ELEMENT_VARIANTS, INT64_BIT_VARIANTS, KERNELS,
+    MEMORY_MODEL_VARIANTS, SUBNORMAL_VARIANTS,
 };
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -644,6 +644,7 @@ pub fn check_table(comps: &[(String, String)], cus: &[String]) -> Vec<String> {
                 && !BIT_VARIANTS.contains(v)
                 && !SUBNORMAL_VARIANTS.contains(v)
                 && !MEMORY_MODEL_VARIANTS.contains(v)
+                && !INT64_BIT_VARIANTS.contains(v)
             {
                 errors.push(format!(
                     "src/kernels/table.rs: kernel `{}`: unknown variant `{v}`",

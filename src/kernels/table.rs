@@ -117,6 +117,10 @@ pub const SUBNORMAL_VARIANTS: &[&str] = &["f32_exact", "f64_exact", "f32_flush",
 /// ladder's in-place rungs, whose scratch buffer is then `workgroupcoherent` where the GLSL
 /// memory model can only say `coherent` (device scope).
 pub const MEMORY_MODEL_VARIANTS: &[&str] = &["i32_vmm", "u32_vmm", "i64_vmm", "u64_vmm"];
+/// A bit container's variant for devices with `shaderInt64`: `b64_int64` moves 64-bit keys as
+/// `b64` does but takes a digit of one by a 64-bit shift (`shaders/sort_common.glsl`), where
+/// `b64` shifts and joins two 32-bit words.
+pub const INT64_BIT_VARIANTS: &[&str] = &["b64_int64"];
 
 const INTEGERS: &[&str] = &["i32", "u32", "i64", "u64"];
 /// Every element type, with the float types' subnormal variants: kernels that compute on
@@ -905,7 +909,7 @@ pub const KERNELS: &[KernelDef] = &[
     },
     KernelDef {
         name: "sort_histogram",
-        variants: &["b32", "b64"],
+        variants: &["b32", "b64", "b64_int64"],
         consts: &[
             // Copies of every counter in shared memory (a power of two; 1 for the clearing
             // launch).
@@ -926,7 +930,7 @@ pub const KERNELS: &[KernelDef] = &[
     },
     KernelDef {
         name: "sort_onesweep",
-        variants: &["b32", "b64"],
+        variants: &["b32", "b64", "b64_int64"],
         consts: &[
             // Keys per invocation: 16 for 4-byte keys and values, 8 where either is 8 bytes.
             Const {
@@ -1030,7 +1034,7 @@ pub const KERNELS: &[KernelDef] = &[
     },
     KernelDef {
         name: "top_k",
-        variants: &["b32", "b64"],
+        variants: &["b32", "b64", "b64_int64"],
         consts: &[
             // The step: 0 histogram (its last workgroup selects the digit and scans the
             // workgroups' counts), 1 scatter, 2 clear.

@@ -53,6 +53,12 @@ fn memory_model_variant(elem: ElemKind) -> Option<&'static str> {
     }
 }
 
+/// The variant of a bit-container kernel for devices with `shaderInt64` (see
+/// `INT64_BIT_VARIANTS` in `crate::kernels`).
+fn int64_bits_variant(elem: ElemKind) -> Option<&'static str> {
+    (elem.size() == 8).then_some("b64_int64")
+}
+
 impl VulkanDevice {
     fn layout(&self, bindings: u32) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
         let mut layouts = lock(&self.layouts);
@@ -111,7 +117,8 @@ impl VulkanDevice {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
         // variant for the element type where the kernel has one. Under the Vulkan memory
-        // model, a kernel's `_vmm` variant where it has one.
+        // model, a kernel's `_vmm` variant where it has one; with `shaderInt64`, a bit
+        // container's `_int64` variant where it has one.
         let (variant, spirv) = self
             .float_variant(k.elem)
             .and_then(|v| find_shader(k.name, v))
@@ -121,6 +128,11 @@ impl VulkanDevice {
                     .and_then(|v| find_shader(k.name, v))
             })
             .or_else(|| find_shader(k.name, k.elem.name()))
+            .or_else(|| {
+                int64_bits_variant(k.elem)
+                    .filter(|_| self.info.int64)
+                    .and_then(|v| find_shader(k.name, v))
+            })
             .or_else(|| find_shader(k.name, k.elem.bits_name()))
             .ok_or_else(|| Error::MissingKernel {
                 kernel: k.name.to_string(),
