@@ -77,6 +77,16 @@ uint xw_digit(KEY m, uint shift, uint mask) {
     return ((m.x >> shift) | high) & mask;
 #endif
 }
+
+#if defined(XW_BITS_INT64)
+// The same bits by 32-bit shifts of the two words (xw_digit without shaderInt64): the one-launch
+// sort of pairs keeps it (sort_onesweep.comp, whole_digit).
+uint xw_digit_words(KEY m, uint shift, uint mask) {
+    if (shift >= 32u) return (m.y >> (shift - 32u)) & mask;
+    uint high = shift == 0u ? 0u : m.y << (32u - shift);
+    return ((m.x >> shift) | high) & mask;
+}
+#endif
 #else
 #define KEY uint
 const uint KEY_WORDS = 1u;

@@ -425,6 +425,18 @@ void scatter_values(bool full, uint valid, uint local, uint digits[DIGIT_WORDS])
 // one launch for a sort of up to a tile of keys; each pass writes its digit's histogram row
 // (the padding left out), as the histogram launch would. Values follow their keys through the
 // staging area after them. Uniform control flow.
+// The digit of a key in sort_whole. Pairs of 64-bit keys take it by 32-bit shifts even where
+// the device has shaderInt64: with the 64-bit shift NVIDIA's driver ran the one-launch sort of
+// 2^10-2^12 u64 pairs 1.08-1.14x slower (H200, NOTES.md version 73), its keys 0.74-0.97x.
+#if defined(XW_BITS_INT64)
+uint whole_digit(KEY m, uint shift, uint mask) {
+    if (VALUE_WORDS != 0u) return xw_digit_words(m, shift, mask);
+    return xw_digit(m, shift, mask);
+}
+#else
+#define whole_digit xw_digit
+#endif
+
 void sort_whole(uint local) {
     uint sg = min(xw_subgroup_id(), HIST_SG - 1u);
     uint lane = gl_SubgroupInvocationID;
@@ -448,7 +460,7 @@ void sort_whole(uint local) {
         for (uint i = local; i < HIST_SG * RADIX; i += BLOCK) s_offsets[i] = 0u;
         barrier();
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            atomicAdd(s_offsets[offsets + xw_digit(keys[i], shift, mask)], 1u);
+            atomicAdd(s_offsets[offsets + whole_digit(keys[i], shift, mask)], 1u);
         }
         barrier();
         for (uint b = local; b < RADIX; b += BLOCK) {
@@ -463,7 +475,7 @@ void sort_whole(uint local) {
         uint after[RANK_LAG];  // see the digit pass's ranking
         [[unroll]] for (uint j = 0u; j < RANK_LAG; ++j) after[j] = 0u;
         [[unroll]] for (uint i = 0u; i < ITEMS; ++i) {
-            uint d = xw_digit(keys[i], shift, mask) | after[i % RANK_LAG];
+            uint d = whole_digit(keys[i], shift, mask) | after[i % RANK_LAG];
             ranks[i] = rank_in_subgroup(d, offsets);
             after[i % RANK_LAG] = ranks[i] >> 16u;
             stage_key(ranks[i], keys[i]);
