@@ -1245,36 +1245,56 @@ fn kernels_take_either_form_of_their_atomics() {
     // encoding likewise: with them each tile closes the run before its first head from one
     // word a tile carried through the look-back (states tagged by epochs), without them the
     // pass's last tile closes the runs (to CLOSE_IN_PASS_MAX_TILES) or a last launch does.
+    let mut rng = Rng::new(common::seed());
+    with_and_without(
+        "64-bit buffer atomics",
+        |f| f.shader_buffer_int64_atomics,
+        |f| VulkanFeatures {
+            shader_buffer_int64_atomics: false,
+            ..f
+        },
+        |xw, atomics| {
+            assert_eq!(xw.info().int64_atomics, atomics);
+            for case in scan_cases(false, false)
+                .iter()
+                .filter(|c| matches!(c.scope, Scope::Device(_)) && c.elem.size() == 4)
+            {
+                xwarp_lab::with_elem!(case.elem, scan_case(xw, case, atomics, &mut rng));
+            }
+            for case in compact_cases(true, false)
+                .iter()
+                .filter(|c| c.order == Order::Unordered)
+            {
+                xwarp_lab::with_elem!(case.elem, compact_case(xw, case, atomics, &mut rng));
+            }
+            run_length_cases(xw, atomics, &mut rng);
+            reduce_by_key_cases(xw, atomics, &mut rng);
+            partition_cases(xw, atomics, &mut rng);
+        },
+    );
+}
+
+/// Runs `cases` on an application's device with the optional feature `name` enabled where the
+/// device offers it (`offered` of its optional features), then on one whose application left
+/// it out (`without` of the features it enables); `cases` gets xwarp's device and whether the
+/// feature is on. Each device is closed and checked for validation messages after its cases.
+fn with_and_without(
+    name: &str,
+    offered: fn(&VulkanFeatures) -> bool,
+    without: fn(VulkanFeatures) -> VulkanFeatures,
+    mut cases: impl FnMut(&VulkanDevice, bool),
+) {
     let full = App::new(None);
     let req =
         VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
-    let offered = req.optional.shader_buffer_int64_atomics;
-    if !offered {
-        eprintln!("the device has no 64-bit buffer atomics: only the two-word state runs");
+    let on = offered(&req.optional);
+    if !on {
+        eprintln!("the device has no {name}: only the form without it runs");
     }
-    let without = VulkanFeatures {
-        shader_buffer_int64_atomics: false,
-        ..req.features()
-    };
-    let mut rng = Rng::new(common::seed());
-    for (app, atomics) in [(full, offered), (App::new(Some(without)), false)] {
+    let less = without(req.features());
+    for (app, with) in [(full, on), (App::new(Some(less)), false)] {
         let xw = app.xwarp(None);
-        assert_eq!(xw.info().int64_atomics, atomics);
-        for case in scan_cases(false, false)
-            .iter()
-            .filter(|c| matches!(c.scope, Scope::Device(_)) && c.elem.size() == 4)
-        {
-            xwarp_lab::with_elem!(case.elem, scan_case(&xw, case, atomics, &mut rng));
-        }
-        for case in compact_cases(true, false)
-            .iter()
-            .filter(|c| c.order == Order::Unordered)
-        {
-            xwarp_lab::with_elem!(case.elem, compact_case(&xw, case, atomics, &mut rng));
-        }
-        run_length_cases(&xw, atomics, &mut rng);
-        reduce_by_key_cases(&xw, atomics, &mut rng);
-        partition_cases(&xw, atomics, &mut rng);
+        cases(&xw, with);
         drop(xw);
         close_and_check(app);
     }
@@ -1289,27 +1309,21 @@ fn sorts_take_either_form_of_the_64_bit_digit() {
     // whose digits straddle the two words (3..29 has none; 28..36, 1..64 and 29..61 do), at
     // one, 33, one tile and one key more, and many tiles (the look-back), outputs poisoned, and
     // top-k; on a device with the feature where offered, then on one without it.
-    let full = App::new(None);
-    let req =
-        VulkanDevice::requirements(&full.instance, full.api_version, full.physical_device).unwrap();
-    let offered = req.optional.shader_int64;
-    if !offered {
-        eprintln!("the device has no shaderInt64: only the two-word digit runs");
-    }
-    let without = VulkanFeatures {
-        shader_int64: false,
-        ..req.features()
-    };
     let mut rng = Rng::new(common::seed());
-    for (app, int64) in [(full, offered), (App::new(Some(without)), false)] {
-        let xw = app.xwarp(None);
-        assert_eq!(xw.info().int64, int64);
-        sort64_cases::<u64>(&xw, &mut rng);
-        sort64_cases::<i64>(&xw, &mut rng);
-        sort64_cases::<f64>(&xw, &mut rng);
-        drop(xw);
-        close_and_check(app);
-    }
+    with_and_without(
+        "shaderInt64",
+        |f| f.shader_int64,
+        |f| VulkanFeatures {
+            shader_int64: false,
+            ..f
+        },
+        |xw, int64| {
+            assert_eq!(xw.info().int64, int64);
+            sort64_cases::<u64>(xw, &mut rng);
+            sort64_cases::<i64>(xw, &mut rng);
+            sort64_cases::<f64>(xw, &mut rng);
+        },
+    );
 }
 
 /// [`sorts_take_either_form_of_the_64_bit_digit`]'s cases of key type `K` on `xw`, each
