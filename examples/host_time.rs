@@ -19,7 +19,10 @@
 //! turn, on the same input), the host time of three forms: `sync` (each operation waited
 //! for: `Device::synchronize`), `async` (all ten queued, one `Device::submit` and one
 //! `Device::wait`), `replay` (recorded once by `Device::record`, each time one
-//! `Device::replay` and one wait). Every form's results are checked against the host's.
+//! `Device::replay` and one wait). Every form's results are checked against the host's. Beside
+//! them, `record`: the host time of recording the ten by `Device::record` alone (Vulkan: the
+//! commands written into a command buffer; CUDA: a graph captured and instantiated), per
+//! operation.
 
 use std::time::Instant;
 use xwarp::compact::{compact, Order};
@@ -176,18 +179,14 @@ fn main() -> xwarp::Result<()> {
             count.fill(dev, u64::MAX)?;
             dev.synchronize()
         };
-        let rec = dev.record(&mut || {
-            ten(
-                dev,
-                &input,
-                &mut sum,
-                &mut scan,
-                &mut kept,
-                &mut count,
-                &mut || Ok(()),
-            )
-        })?;
-        let (mut sync, mut queued, mut replayed) = (vec![], vec![], vec![]);
+        let record = |sum: &mut DeviceVec<i32>,
+                      scan: &mut DeviceVec<i32>,
+                      kept: &mut DeviceVec<i32>,
+                      count: &mut DeviceVec<u64>| {
+            dev.record(&mut || ten(dev, &input, sum, scan, kept, count, &mut || Ok(())))
+        };
+        let rec = record(&mut sum, &mut scan, &mut kept, &mut count)?;
+        let (mut sync, mut queued, mut replayed, mut recorded) = (vec![], vec![], vec![], vec![]);
         let reps = calls.div_ceil(10).max(20);
         for _ in 0..reps {
             poison(&mut sum, &mut scan, &mut kept, &mut count)?;
@@ -225,6 +224,11 @@ fn main() -> xwarp::Result<()> {
             dev.wait(ticket)?;
             replayed.push(t.elapsed().as_secs_f64() / 10.0);
             verify(&sum, &scan, &kept, &count)?;
+
+            let t = Instant::now();
+            let again = record(&mut sum, &mut scan, &mut kept, &mut count)?;
+            recorded.push(t.elapsed().as_secs_f64() / 10.0);
+            drop(again);
         }
         let barriers = rec
             .barriers()
@@ -239,15 +243,16 @@ fn main() -> xwarp::Result<()> {
             us(sync),
             us(queued),
             us(replayed),
+            us(recorded),
         ));
     }
     println!("\nper operation of a sequence of 10 (reduce, scan, compaction), medians in µs");
     println!(
-        "{:<48} {:>8} {:>8} {:>8}",
-        "device", "sync", "async", "replay"
+        "{:<48} {:>8} {:>8} {:>8} {:>8}",
+        "device", "sync", "async", "replay", "record"
     );
-    for (name, sync, queued, replayed) in sequences {
-        println!("{name:<48} {sync:>8.1} {queued:>8.1} {replayed:>8.1}");
+    for (name, sync, queued, replayed, recorded) in sequences {
+        println!("{name:<48} {sync:>8.1} {queued:>8.1} {replayed:>8.1} {recorded:>8.2}");
     }
     Ok(())
 }

@@ -267,9 +267,14 @@ pub struct VulkanDevice {
     /// Signalled when a recording ends ([`Device::record`]), for the threads waiting for it.
     stream_turn: std::sync::Condvar,
     layouts: Mutex<HashMap<u32, Layout>>,
-    /// Shader modules, each with how it uses its bindings (what the stream's barriers follow).
-    modules: Mutex<HashMap<ModuleKey, (vk::ShaderModule, spirv::BindingUse)>>,
-    pipelines: Mutex<HashMap<PipelineKey, (vk::Pipeline, spirv::BindingUse)>>,
+    /// Shader modules, each with how it uses its bindings (what the stream's barriers follow)
+    /// and the bytes of push constants it declares.
+    modules: Mutex<HashMap<ModuleKey, (vk::ShaderModule, spirv::BindingUse, u32)>>,
+    /// Pipelines by variant, with the same two facts as their module.
+    pipelines: Mutex<HashMap<PipelineKey, (vk::Pipeline, spirv::BindingUse, u32)>>,
+    /// The pipelines of the launches seen so far, by what the launch names (the same
+    /// pipelines as `pipelines`, which owns them).
+    launches: Mutex<pipeline::KnownLaunches>,
     /// `VK_KHR_pipeline_executable_properties`, where enabled: pipelines capture the
     /// compiler's statistics, which [`Device::kernel_stats`] reads through it.
     /// Queries reset from the host (`hostQueryReset` enabled at creation).
@@ -360,6 +365,7 @@ impl VulkanDevice {
             layouts: Mutex::new(HashMap::new()),
             modules: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
+            launches: Mutex::new(Default::default()),
             host_query_reset: p.host_query_reset,
             no_robustness: p.pipeline_robustness,
             executable_properties: p.executable_stats.then(|| {
@@ -450,7 +456,7 @@ impl VulkanDevice {
             _ => Subnormals::Flushed,
         };
         let arith = mode.arith(kept);
-        self.float_arith[slot] = arith;
+        self.set_float_arith(slot, arith);
         Ok(match arith {
             FloatArith::Native => native,
             FloatArith::Flush => Subnormals::Flushed,
@@ -458,11 +464,18 @@ impl VulkanDevice {
                 if selftest::emulation_holds(self, key, elem)? {
                     Subnormals::Emulated
                 } else {
-                    self.float_arith[slot] = FloatArith::Native;
+                    self.set_float_arith(slot, FloatArith::Native);
                     native
                 }
             }
         })
+    }
+
+    /// Sets what the float kernels of one width compute with; the launches seen so far
+    /// choose their variant again.
+    fn set_float_arith(&mut self, slot: usize, arith: FloatArith) {
+        self.float_arith[slot] = arith;
+        lock(&self.launches).clear();
     }
 
     /// The SPIR-V variant the float kernels of `elem` run on this device where it is not the
@@ -639,10 +652,11 @@ impl Drop for VulkanDevice {
             if !self.external {
                 let _ = d.device_wait_idle();
             }
-            for (_, (p, _)) in lock(&self.pipelines).drain() {
+            lock(&self.launches).clear();
+            for (_, (p, _, _)) in lock(&self.pipelines).drain() {
                 d.destroy_pipeline(p, None);
             }
-            for (_, (m, _)) in lock(&self.modules).drain() {
+            for (_, (m, _, _)) in lock(&self.modules).drain() {
                 d.destroy_shader_module(m, None);
             }
             for (_, l) in lock(&self.layouts).drain() {

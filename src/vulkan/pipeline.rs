@@ -36,6 +36,85 @@ pub(super) struct PipelineKey {
     consts: Vec<(&'static str, u32)>,
 }
 
+/// What recording a launch needs of its kernel: the pipeline, its layouts, the bindings it
+/// uses and the bytes of push constants it declares.
+#[derive(Clone, Copy)]
+pub(super) struct Pipeline {
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    uses: spirv::BindingUse,
+    /// What a launch pushes: the kernel's push constants ([`spirv::push_constant_bytes`]),
+    /// or [`MAX_PARAMS`] where the module's block was not read.
+    push_bytes: u32,
+}
+
+/// A launch's kernel as the launch names it (before its SPIR-V variant is chosen), and the
+/// pipeline it was found to run: the launches after the first of each find it here without
+/// choosing the variant, checking the constants or building a key again.
+pub(super) struct KnownLaunch {
+    name: &'static str,
+    elem: ElemKind,
+    block: u32,
+    consts: Box<[(&'static str, u32)]>,
+    pipeline: Pipeline,
+}
+
+impl KnownLaunch {
+    fn matches(&self, launch: &Launch<'_>) -> bool {
+        let k = &launch.kernel;
+        self.name == k.name
+            && self.elem == k.elem
+            && self.block == launch.block
+            && *self.consts == *k.consts
+    }
+}
+
+/// [`KnownLaunch`]es by [`launch_hash`] (a list each, for the rare hashes two launches share).
+pub(super) type KnownLaunches =
+    std::collections::HashMap<u64, Vec<KnownLaunch>, std::hash::BuildHasherDefault<PassThrough>>;
+
+/// The hasher of [`KnownLaunches`], whose keys are hashes already: it keeps the one `u64`.
+#[derive(Default)]
+pub(super) struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8)) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+/// A hash of what names a launch's kernel (name, element type, workgroup size, constants),
+/// FNV-1a over words: the names by where they lie (their `&'static str`'s address and length),
+/// not their text. The same name at another address hashes apart and is found again by
+/// [`KnownLaunch::matches`], which compares text: a second entry, never a wrong pipeline.
+fn launch_hash(launch: &Launch<'_>) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |word: u64| h = (h ^ word).wrapping_mul(PRIME);
+    let mut eat_str = |s: &str| {
+        eat(s.as_ptr() as u64);
+        eat(s.len() as u64);
+    };
+    let k = &launch.kernel;
+    eat_str(k.name);
+    eat(k.elem as u64);
+    eat(u64::from(launch.block));
+    for (name, value) in k.consts {
+        eat(name.as_ptr() as u64 ^ (name.len() as u64) << 48);
+        eat(u64::from(*value));
+    }
+    h
+}
+
 pub(super) struct Layout {
     pub(super) set: vk::DescriptorSetLayout,
     pub(super) pipeline: vk::PipelineLayout,
@@ -105,15 +184,32 @@ impl VulkanDevice {
         }
     }
 
-    fn pipeline(
-        &self,
-        launch: &Launch<'_>,
-    ) -> Result<(
-        vk::Pipeline,
-        vk::PipelineLayout,
-        vk::DescriptorSetLayout,
-        spirv::BindingUse,
-    )> {
+    fn pipeline(&self, launch: &Launch<'_>) -> Result<Pipeline> {
+        let hash = launch_hash(launch);
+        if let Some(known) = lock(&self.launches)
+            .get(&hash)
+            .and_then(|list| list.iter().find(|l| l.matches(launch)))
+        {
+            return Ok(known.pipeline);
+        }
+        let pipeline = self.build_pipeline(launch)?;
+        let k = &launch.kernel;
+        lock(&self.launches)
+            .entry(hash)
+            .or_default()
+            .push(KnownLaunch {
+                name: k.name,
+                elem: k.elem,
+                block: launch.block,
+                consts: k.consts.into(),
+                pipeline,
+            });
+        Ok(pipeline)
+    }
+
+    /// [`Self::pipeline`] of a launch not seen before: its variant chosen, its module and
+    /// pipeline found or created.
+    fn build_pipeline(&self, launch: &Launch<'_>) -> Result<Pipeline> {
         let k = &launch.kernel;
         // A float kernel's treatment of subnormals is the device's, chosen at open: its
         // variant for the element type where the kernel has one. Under the Vulkan memory
@@ -146,11 +242,17 @@ impl VulkanDevice {
             consts: k.consts.to_vec(),
         };
         let mut pipelines = lock(&self.pipelines);
-        if let Some(&(p, uses)) = pipelines.get(&key) {
-            return Ok((p, layout, set_layout, uses));
+        if let Some(&(pipeline, uses, push_bytes)) = pipelines.get(&key) {
+            return Ok(Pipeline {
+                pipeline,
+                layout,
+                set_layout,
+                uses,
+                push_bytes,
+            });
         }
         let d = &self.core.device;
-        let (module, uses) = {
+        let (module, uses, push_bytes) = {
             let mut modules = lock(&self.modules);
             match modules.get(&(k.name, variant)) {
                 Some(&m) => m,
@@ -174,7 +276,10 @@ impl VulkanDevice {
                         )
                     }
                     .map_err(Error::vk("vkCreateShaderModule"))?;
-                    let entry = (m, spirv::binding_use(&words));
+                    let push_bytes = spirv::push_constant_bytes(&words)
+                        .filter(|&b| b as usize <= MAX_PARAMS)
+                        .unwrap_or(MAX_PARAMS as u32);
+                    let entry = (m, spirv::binding_use(&words), push_bytes);
                     modules.insert((k.name, variant), entry);
                     entry
                 }
@@ -245,8 +350,14 @@ impl VulkanDevice {
         // SAFETY: module, layout and specialization data are alive for the call.
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
-        pipelines.insert(key, (p, uses));
-        Ok((p, layout, set_layout, uses))
+        pipelines.insert(key, (p, uses, push_bytes));
+        Ok(Pipeline {
+            pipeline: p,
+            layout,
+            set_layout,
+            uses,
+            push_bytes,
+        })
     }
 
     fn descriptor_set(
@@ -360,11 +471,10 @@ impl VulkanDevice {
                 Ok((target, a.offset, a.buffer.keep_alive()))
             })
             .transpose()?;
-        let buffers = launch
-            .bindings
-            .iter()
-            .map(|b| self.target(b.buffer))
-            .collect::<Result<Vec<_>>>()?;
+        let mut buffers = [None; MAX_BINDINGS as usize];
+        for (slot, b) in buffers.iter_mut().zip(launch.bindings) {
+            *slot = Some(self.target(b.buffer)?);
+        }
         Ok(Prepared {
             args,
             buffers,
@@ -377,63 +487,75 @@ impl VulkanDevice {
         let Prepared {
             args,
             buffers,
-            pipeline: (pipeline, layout, set_layout, uses),
+            pipeline: pipe,
         } = p;
-        let set = self.descriptor_set(s, set_layout)?;
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = launch
-            .bindings
-            .iter()
-            .zip(&buffers)
-            .map(|(b, vb)| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(vb.buffer)
-                    .offset(vb.base + b.offset)
-                    .range(b.bytes)]
-            })
-            .collect();
-        let writes: Vec<_> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
+        // At most MAX_BINDINGS bindings (`check_launch`), each with its target.
+        let bound = || {
+            launch
+                .bindings
+                .iter()
+                .zip(buffers.iter().flatten())
+                .enumerate()
+        };
+        let set = self.descriptor_set(s, pipe.set_layout)?;
+        let mut infos = [vk::DescriptorBufferInfo::default(); MAX_BINDINGS as usize];
+        for (i, (b, vb)) in bound() {
+            infos[i] = vk::DescriptorBufferInfo::default()
+                .buffer(vb.buffer)
+                .offset(vb.base + b.offset)
+                .range(b.bytes);
+        }
+        let n = launch.bindings.len();
+        let mut writes = [vk::WriteDescriptorSet::default(); MAX_BINDINGS as usize];
+        for (i, w) in writes[..n].iter_mut().enumerate() {
+            *w = vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(i as u32)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(std::slice::from_ref(&infos[i]));
+        }
         let mut params = [0u8; MAX_PARAMS];
         params[..launch.params.len()].copy_from_slice(launch.params);
-        let mut accesses: Vec<Access> = launch
-            .bindings
-            .iter()
-            .zip(&buffers)
-            .enumerate()
-            .filter(|(i, _)| uses.uses(*i))
-            .map(|(i, (b, vb))| Access::new(vb.buffer, vb.base + b.offset, b.bytes, uses.writes(i)))
-            .collect();
+        // The bindings the kernel uses, and the indirect launch's counts.
+        let mut accesses =
+            [Access::new(vk::Buffer::null(), 0, 0, false); MAX_BINDINGS as usize + 1];
+        let mut used = 0;
+        for (i, (b, vb)) in bound().filter(|(i, _)| pipe.uses.uses(*i)) {
+            accesses[used] =
+                Access::new(vb.buffer, vb.base + b.offset, b.bytes, pipe.uses.writes(i));
+            used += 1;
+        }
         match &args {
             Some((vb, offset, _)) => {
-                accesses.push(Access::new(vb.buffer, vb.base + offset, 12, false));
-                self.begin_indirect(s, &accesses)?;
+                accesses[used] = Access::new(vb.buffer, vb.base + offset, 12, false);
+                self.begin_indirect(s, &accesses[..used + 1])?;
             }
-            None => self.begin(s, &accesses)?,
+            None => self.begin(s, &accesses[..used])?,
         }
         // SAFETY: the set is unused by pending work (freshly allocated); pipeline, layout and
-        // buffers are alive until the submit finishes; ranges and limits were checked above.
+        // buffers are alive until the submit finishes; ranges and limits were checked above;
+        // the push constants pushed lie within the layout's range (at most MAX_PARAMS bytes).
         unsafe {
             let d = &self.core.device;
-            d.update_descriptor_sets(&writes, &[]);
-            d.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.update_descriptor_sets(&writes[..n], &[]);
+            d.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipe.pipeline);
             d.cmd_bind_descriptor_sets(
                 s.cmd,
                 vk::PipelineBindPoint::COMPUTE,
-                layout,
+                pipe.layout,
                 0,
                 &[set],
                 &[],
             );
-            d.cmd_push_constants(s.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &params);
+            if pipe.push_bytes > 0 {
+                d.cmd_push_constants(
+                    s.cmd,
+                    pipe.layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    &params[..pipe.push_bytes as usize],
+                );
+            }
             match &args {
                 Some((vb, offset, _)) => {
                     d.cmd_dispatch_indirect(s.cmd, vb.buffer, vb.base + offset)
@@ -522,7 +644,7 @@ impl VulkanDevice {
         // they are queried.
         let mut pipelines: Vec<(PipelineKey, vk::Pipeline)> = lock(&self.pipelines)
             .iter()
-            .map(|(k, &(p, _))| (k.clone(), p))
+            .map(|(k, &(p, _, _))| (k.clone(), p))
             .collect();
         pipelines.sort_by(|(a, _), (b, _)| {
             (a.name, a.variant, a.block, &a.consts).cmp(&(b.name, b.variant, b.block, &b.consts))
@@ -563,14 +685,10 @@ fn statistic_value(s: &vk::PipelineExecutableStatisticKHR<'_>) -> String {
 struct Prepared {
     /// The indirect launch's workgroup counts: their buffer, offset, and what keeps it alive.
     args: Option<(Target, u64, Arc<dyn Any + Send + Sync>)>,
-    buffers: Vec<Target>,
-    /// The pipeline, its layout, its set's layout and the bindings it uses ([`VulkanDevice::pipeline`]).
-    pipeline: (
-        vk::Pipeline,
-        vk::PipelineLayout,
-        vk::DescriptorSetLayout,
-        spirv::BindingUse,
-    ),
+    /// The targets of the launch's bindings, in order.
+    buffers: [Option<Target>; MAX_BINDINGS as usize],
+    /// What the kernel needs ([`VulkanDevice::pipeline`]).
+    pipeline: Pipeline,
 }
 
 #[cfg(test)]
@@ -591,6 +709,96 @@ mod tests {
             *dst = src as std::ffi::c_char;
         }
         s
+    }
+
+    /// A known launch is found only by a launch naming the same kernel, element type,
+    /// workgroup size and constants, in order; each of those changes the hash too.
+    #[test]
+    fn known_launches_match_every_part_of_the_name() {
+        use crate::device::Kernel;
+        let launch = |name, elem, block, consts| Launch {
+            kernel: Kernel { name, elem, consts },
+            block,
+            groups: [1, 1],
+            bindings: &[],
+            params: &[],
+        };
+        // One name and one list of constants for the launch and its copy: the hash takes
+        // names by their address.
+        let name = "scan_device";
+        let consts: &[(&str, u32)] = &[("ITEMS", 8), ("PARTS", 2)];
+        let base = launch(name, ElemKind::I32, 256, consts);
+        let known = KnownLaunch {
+            name,
+            elem: ElemKind::I32,
+            block: 256,
+            consts: consts.into(),
+            pipeline: Pipeline {
+                pipeline: vk::Pipeline::null(),
+                layout: vk::PipelineLayout::null(),
+                set_layout: vk::DescriptorSetLayout::null(),
+                uses: spirv::BindingUse::ALL,
+                push_bytes: 0,
+            },
+        };
+        assert!(known.matches(&base));
+        assert_eq!(
+            launch_hash(&base),
+            launch_hash(&launch(name, ElemKind::I32, 256, consts))
+        );
+        // The same text elsewhere is still found by `matches`.
+        let elsewhere: &'static str = Box::leak(String::from(name).into_boxed_str());
+        let same_consts = [("ITEMS", 8), ("PARTS", 2)];
+        assert!(known.matches(&launch(elsewhere, ElemKind::I32, 256, &same_consts)));
+        let others = [
+            launch("scan_devic", ElemKind::I32, 256, consts),
+            launch("scan_device", ElemKind::U32, 256, consts),
+            launch("scan_device", ElemKind::I32, 512, consts),
+            launch(
+                "scan_device",
+                ElemKind::I32,
+                256,
+                &[("ITEMS", 8), ("PARTS", 3)],
+            ),
+            launch(
+                "scan_device",
+                ElemKind::I32,
+                256,
+                &[("PARTS", 2), ("ITEMS", 8)],
+            ),
+            launch("scan_device", ElemKind::I32, 256, &[("ITEMS", 8)]),
+            launch("scan_device", ElemKind::I32, 256, &[]),
+        ];
+        for other in &others {
+            assert!(!known.matches(other), "{}", other.kernel);
+            assert_ne!(launch_hash(other), launch_hash(&base), "{}", other.kernel);
+        }
+    }
+
+    /// Every shader the build compiled has its push constants read (a launch pushes only
+    /// those), within what a launch may carry; a few by their declared members.
+    #[test]
+    fn push_constants_of_real_shaders_are_read() {
+        for (name, variant, bytes) in SHADERS {
+            let words = ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap();
+            let pushed = spirv::push_constant_bytes(&words);
+            assert!(
+                pushed.is_some_and(|b| b as usize <= MAX_PARAMS),
+                "{name} {variant}: {pushed:?}"
+            );
+        }
+        let pushed = |name: &str, variant: &str| {
+            let (_, bytes) = find_shader(name, variant).unwrap();
+            spirv::push_constant_bytes(
+                &ash::util::read_spv(&mut std::io::Cursor::new(bytes)).unwrap(),
+            )
+        };
+        // reduce_device: n, groups, dst_index; scan_device: ten words (n ... gate_y); top_k:
+        // twelve (n ... digit).
+        assert_eq!(pushed("reduce_device", "i32"), Some(12));
+        assert_eq!(pushed("reduce_device", "f64_exact"), Some(12));
+        assert_eq!(pushed("scan_device", "u64"), Some(40));
+        assert_eq!(pushed("top_k", "b32"), Some(48));
     }
 
     /// Every shader the build compiled: its bindings as `BindingUse` reads them.

@@ -41,6 +41,20 @@ const DECORATION_NON_WRITABLE: u32 = 24;
 const STORAGE_UNIFORM: u32 = 2;
 /// Storage class `StorageBuffer`.
 const STORAGE_STORAGE_BUFFER: u32 = 12;
+/// Storage class `PushConstant`.
+const STORAGE_PUSH_CONSTANT: u32 = 9;
+/// `OpTypeInt`.
+const OP_TYPE_INT: u32 = 21;
+/// `OpTypeVector`.
+const OP_TYPE_VECTOR: u32 = 23;
+/// Decoration `Offset`.
+const DECORATION_OFFSET: u32 = 35;
+/// Decoration `ArrayStride`.
+const DECORATION_ARRAY_STRIDE: u32 = 6;
+/// `OpTypeArray`.
+const OP_TYPE_ARRAY: u32 = 28;
+/// `OpConstant`.
+const OP_CONSTANT: u32 = 43;
 /// Words of the module header.
 const HEADER: usize = 5;
 const FLOAT_CONTROLS: &str = "SPV_KHR_float_controls";
@@ -181,6 +195,77 @@ fn binding_use_of(words: &[u32]) -> Option<BindingUse> {
         }
     }
     Some(out)
+}
+
+/// The bytes of push constants `words` declares: the end of the last member of its push
+/// constant block, in whole words (0 without one). `None` where the reader does not follow the
+/// block (a member that is not a scalar, vector or array of them of 8 to 64 bits, an array
+/// without a stride, a member without an offset, more than one block, a module it cannot
+/// parse): the caller then pushes all it has.
+pub(crate) fn push_constant_bytes(words: &[u32]) -> Option<u32> {
+    use std::collections::HashMap;
+    let list = instructions(words)?;
+    // Per type: its size in bytes (scalars, vectors, arrays of them).
+    let mut size: HashMap<u32, u32> = HashMap::new();
+    let mut constant: HashMap<u32, u32> = HashMap::new();
+    let mut stride: HashMap<u32, u32> = HashMap::new();
+    let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut offsets: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut pointee: HashMap<u32, u32> = HashMap::new();
+    let mut blocks = Vec::new();
+    for &(at, op, count) in &list {
+        let w = &words[at + 1..at + count];
+        match op {
+            OP_TYPE_INT | OP_TYPE_FLOAT if w.len() >= 2 && matches!(w[1], 8 | 16 | 32 | 64) => {
+                size.insert(w[0], w[1] / 8);
+            }
+            OP_TYPE_VECTOR if w.len() >= 3 => {
+                if let Some(&s) = size.get(&w[1]) {
+                    size.insert(w[0], s.checked_mul(w[2])?);
+                }
+            }
+            OP_CONSTANT if w.len() >= 3 => {
+                constant.insert(w[1], w[2]);
+            }
+            OP_DECORATE if w.len() >= 3 && w[1] == DECORATION_ARRAY_STRIDE => {
+                stride.insert(w[0], w[2]);
+            }
+            // Decorations come before types: the stride is known here.
+            OP_TYPE_ARRAY if w.len() >= 3 => {
+                if let (Some(_), Some(&len), Some(&step)) =
+                    (size.get(&w[1]), constant.get(&w[2]), stride.get(&w[0]))
+                {
+                    size.insert(w[0], len.checked_mul(step)?);
+                }
+            }
+            OP_TYPE_STRUCT if !w.is_empty() => {
+                members.insert(w[0], w[1..].to_vec());
+            }
+            OP_MEMBER_DECORATE if w.len() >= 4 && w[2] == DECORATION_OFFSET => {
+                offsets.insert((w[0], w[1]), w[3]);
+            }
+            OP_TYPE_POINTER if w.len() >= 3 => {
+                pointee.insert(w[0], w[2]);
+            }
+            OP_VARIABLE if w.len() >= 3 && w[2] == STORAGE_PUSH_CONSTANT => {
+                blocks.push(w[0]);
+            }
+            _ => {}
+        }
+    }
+    match blocks[..] {
+        [] => Some(0),
+        [ty] => {
+            let block = *pointee.get(&ty)?;
+            let mut end = 0u32;
+            for (i, ty) in members.get(&block)?.iter().enumerate() {
+                let at = *offsets.get(&(block, i as u32))?;
+                end = end.max(at.checked_add(*size.get(ty)?)?);
+            }
+            Some(end.div_ceil(4).checked_mul(4)?)
+        }
+        _ => None,
+    }
 }
 
 /// The words of a nul-terminated literal string, padded to whole words.
@@ -361,6 +446,76 @@ mod tests {
         let mut bad = w;
         bad[5] = 0;
         assert_eq!(binding_use(&bad), BindingUse::ALL);
+    }
+
+    #[test]
+    fn push_constants_end_at_the_last_member() {
+        // A block of a u32 at 0, a vec2 of f32 at 8 and a u8 at 16: 17 bytes, 20 pushed.
+        let mut w = module();
+        w.extend([4 << 16 | OP_TYPE_INT, 4, 32, 0]);
+        w.extend([4 << 16 | OP_TYPE_INT, 5, 8, 0]);
+        w.extend([4 << 16 | OP_TYPE_VECTOR, 6, 2, 2]); // vec2 of the 32-bit float %2
+        for (member, offset) in [(0, 0), (1, 8), (2, 16)] {
+            w.extend([
+                5 << 16 | OP_MEMBER_DECORATE,
+                10,
+                member,
+                DECORATION_OFFSET,
+                offset,
+            ]);
+        }
+        // Members listed out of offset order: the end is the furthest one's.
+        w.extend([5 << 16 | OP_TYPE_STRUCT, 10, 4, 6, 5]);
+        w.extend([4 << 16 | OP_TYPE_POINTER, 11, STORAGE_PUSH_CONSTANT, 10]);
+        assert_eq!(
+            push_constant_bytes(&w),
+            Some(0),
+            "a pointer type alone declares none"
+        );
+        let mut one = w.clone();
+        one.extend([4 << 16 | OP_VARIABLE, 11, 12, STORAGE_PUSH_CONSTANT]);
+        assert_eq!(push_constant_bytes(&one), Some(20));
+        // A block ending in an array of three u32 (stride 4) at 20: 32 bytes; without its
+        // stride: unknown.
+        let mut array = module();
+        array.extend([4 << 16 | OP_DECORATE, 7, DECORATION_ARRAY_STRIDE, 4]);
+        array.extend([5 << 16 | OP_MEMBER_DECORATE, 10, 0, DECORATION_OFFSET, 0]);
+        array.extend([5 << 16 | OP_MEMBER_DECORATE, 10, 1, DECORATION_OFFSET, 20]);
+        array.extend([4 << 16 | OP_TYPE_INT, 4, 32, 0]);
+        array.extend([4 << 16 | OP_CONSTANT, 4, 8, 3]);
+        array.extend([4 << 16 | OP_TYPE_ARRAY, 7, 4, 8]);
+        array.extend([4 << 16 | OP_TYPE_STRUCT, 10, 4, 7]);
+        array.extend([4 << 16 | OP_TYPE_POINTER, 11, STORAGE_PUSH_CONSTANT, 10]);
+        array.extend([4 << 16 | OP_VARIABLE, 11, 12, STORAGE_PUSH_CONSTANT]);
+        assert_eq!(push_constant_bytes(&array), Some(32));
+        let mut no_stride = array.clone();
+        let at = no_stride
+            .windows(3)
+            .position(|x| x == [7, DECORATION_ARRAY_STRIDE, 4])
+            .unwrap();
+        no_stride[at + 1] = DECORATION_NON_WRITABLE;
+        assert_eq!(push_constant_bytes(&no_stride), None);
+        // A member without an offset, a member of a type it does not size, two blocks, or
+        // garbage: unknown.
+        let mut no_offset = one.clone();
+        let at = no_offset
+            .windows(4)
+            .position(|x| x == [10, 2, DECORATION_OFFSET, 16])
+            .unwrap();
+        no_offset[at + 2] = DECORATION_BINDING;
+        assert_eq!(push_constant_bytes(&no_offset), None);
+        let mut unsized_member = w.clone();
+        unsized_member.extend([3 << 16 | OP_TYPE_STRUCT, 13, 10]);
+        unsized_member.extend([5 << 16 | OP_MEMBER_DECORATE, 13, 0, DECORATION_OFFSET, 0]);
+        unsized_member.extend([4 << 16 | OP_TYPE_POINTER, 14, STORAGE_PUSH_CONSTANT, 13]);
+        unsized_member.extend([4 << 16 | OP_VARIABLE, 14, 15, STORAGE_PUSH_CONSTANT]);
+        assert_eq!(push_constant_bytes(&unsized_member), None);
+        let mut two = one.clone();
+        two.extend([4 << 16 | OP_VARIABLE, 11, 16, STORAGE_PUSH_CONSTANT]);
+        assert_eq!(push_constant_bytes(&two), None);
+        let mut bad = one;
+        bad[5] = 0;
+        assert_eq!(push_constant_bytes(&bad), None);
     }
 
     #[test]
