@@ -270,8 +270,8 @@ pub struct VulkanDevice {
     /// Shader modules, each with how it uses its bindings (what the stream's barriers follow)
     /// and the bytes of push constants it declares.
     modules: Mutex<HashMap<ModuleKey, (vk::ShaderModule, spirv::BindingUse, u32)>>,
-    /// Pipelines by variant, with the same two facts as their module.
-    pipelines: Mutex<HashMap<PipelineKey, (vk::Pipeline, spirv::BindingUse, u32)>>,
+    /// Pipelines by variant, with their layouts and their module's two facts.
+    pipelines: Mutex<HashMap<PipelineKey, pipeline::Pipeline>>,
     /// The pipelines of the launches seen so far, by what the launch names (the same
     /// pipelines as `pipelines`, which owns them).
     launches: Mutex<pipeline::KnownLaunches>,
@@ -653,8 +653,8 @@ impl Drop for VulkanDevice {
                 let _ = d.device_wait_idle();
             }
             lock(&self.launches).clear();
-            for (_, (p, _, _)) in lock(&self.pipelines).drain() {
-                d.destroy_pipeline(p, None);
+            for (_, p) in lock(&self.pipelines).drain() {
+                d.destroy_pipeline(p.pipeline, None);
             }
             for (_, (m, _, _)) in lock(&self.modules).drain() {
                 d.destroy_shader_module(m, None);

@@ -40,7 +40,7 @@ pub(super) struct PipelineKey {
 /// uses and the bytes of push constants it declares.
 #[derive(Clone, Copy)]
 pub(super) struct Pipeline {
-    pipeline: vk::Pipeline,
+    pub(super) pipeline: vk::Pipeline,
     layout: vk::PipelineLayout,
     set_layout: vk::DescriptorSetLayout,
     uses: spirv::BindingUse,
@@ -242,14 +242,8 @@ impl VulkanDevice {
             consts: k.consts.to_vec(),
         };
         let mut pipelines = lock(&self.pipelines);
-        if let Some(&(pipeline, uses, push_bytes)) = pipelines.get(&key) {
-            return Ok(Pipeline {
-                pipeline,
-                layout,
-                set_layout,
-                uses,
-                push_bytes,
-            });
+        if let Some(&known) = pipelines.get(&key) {
+            return Ok(known);
         }
         let d = &self.core.device;
         let (module, uses, push_bytes) = {
@@ -350,14 +344,15 @@ impl VulkanDevice {
         // SAFETY: module, layout and specialization data are alive for the call.
         let p = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
             .map_err(|(_, e)| Error::vk("vkCreateComputePipelines")(e))?[0];
-        pipelines.insert(key, (p, uses, push_bytes));
-        Ok(Pipeline {
+        let made = Pipeline {
             pipeline: p,
             layout,
             set_layout,
             uses,
             push_bytes,
-        })
+        };
+        pipelines.insert(key, made);
+        Ok(made)
     }
 
     fn descriptor_set(
@@ -644,7 +639,7 @@ impl VulkanDevice {
         // they are queried.
         let mut pipelines: Vec<(PipelineKey, vk::Pipeline)> = lock(&self.pipelines)
             .iter()
-            .map(|(k, &(p, _, _))| (k.clone(), p))
+            .map(|(k, p)| (k.clone(), p.pipeline))
             .collect();
         pipelines.sort_by(|(a, _), (b, _)| {
             (a.name, a.variant, a.block, &a.consts).cmp(&(b.name, b.variant, b.block, &b.consts))
