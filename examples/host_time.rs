@@ -13,7 +13,9 @@
 //! - `read`: then reading the value back (a copy and a wait of its own);
 //! - `gpu`: the reduce on the GPU's timer;
 //! - `floor`: the least a synchronous call with GPU work costs on the backend: a fill of one
-//!   element (Vulkan `vkCmdFillBuffer`, CUDA a memset) and `Device::synchronize`.
+//!   element (Vulkan `vkCmdFillBuffer`, CUDA a memset), `Device::submit` and `Device::wait`
+//!   (what `Device::synchronize` does); split into `submit` (the fill and the submit returning:
+//!   Vulkan's `vkQueueSubmit`) and `wait` (then the wait for its ticket: Vulkan's fence).
 //!
 //! Then, per operation of a sequence of 10 (reduce, inclusive scan, stable compaction, in
 //! turn, on the same input), the host time of three forms: `sync` (each operation waited
@@ -82,8 +84,8 @@ fn main() -> xwarp::Result<()> {
         .collect();
     println!("n = {n}, {calls} calls, medians in µs");
     println!(
-        "{:<48} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "device", "call", "enqueue", "sync", "read", "gpu", "floor"
+        "{:<48} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "device", "call", "enqueue", "sync", "read", "gpu", "floor", "submit", "wait"
     );
     let mut sequences = Vec::new();
     for dev in &devices {
@@ -96,8 +98,9 @@ fn main() -> xwarp::Result<()> {
             device_reduce(dev, ReduceOp::Sum, &input, &mut out, 0)?;
             check(out.to_vec(dev)?);
         }
-        let (mut call, mut enqueue, mut sync, mut read, mut gpu, mut floor) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut call, mut enqueue, mut sync, mut read, mut gpu) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut floor, mut submit, mut wait) = (vec![], vec![], vec![]);
         let mut one = DeviceVec::<i32>::alloc(dev, 1)?;
         for _ in 0..calls {
             let t = Instant::now();
@@ -121,10 +124,15 @@ fn main() -> xwarp::Result<()> {
             let d = dev.time(&mut || device_reduce(dev, ReduceOp::Sum, &input, &mut out, 0))?;
             gpu.push(d.as_secs_f64());
 
-            let t = Instant::now();
+            let t0 = Instant::now();
             one.fill(dev, expected)?;
-            dev.synchronize()?;
-            floor.push(t.elapsed().as_secs_f64());
+            let ticket = dev.submit()?;
+            let t1 = Instant::now();
+            dev.wait(ticket)?;
+            let t2 = Instant::now();
+            floor.push((t2 - t0).as_secs_f64());
+            submit.push((t1 - t0).as_secs_f64());
+            wait.push((t2 - t1).as_secs_f64());
         }
         assert_eq!(
             one.to_vec(dev)?,
@@ -134,14 +142,16 @@ fn main() -> xwarp::Result<()> {
         );
         let us = |v: Vec<f64>| median(v) * 1e6;
         println!(
-            "{:<48} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:<48} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             format!("{} {}", dev.info().backend, dev.info().name),
             us(call),
             us(enqueue),
             us(sync),
             us(read),
             us(gpu),
-            us(floor)
+            us(floor),
+            us(submit),
+            us(wait)
         );
 
         // The sequence of ten, in three forms.

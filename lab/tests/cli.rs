@@ -251,14 +251,37 @@ fn bench_quick_prints_tables_and_reasons() {
         // A few bytes in tens of µs on a CPU device round to 0.00 GB/s.
         assert!(us > 0.0 && gbs >= 0.0 && r[3].ends_with('%'), "{table}");
     }
-    // CUB's absence always comes with its reason; CUDA's where this machine has none.
-    assert!(stdout.contains("cub: unavailable: "), "{stdout}");
+    // CUB's line names its version where nvcc built it, else the reason it is absent.
+    let cub = stdout
+        .lines()
+        .find(|l| l.starts_with("cub: "))
+        .unwrap_or_else(|| panic!("no `cub:` line in:\n{stdout}"));
+    assert!(
+        cub.starts_with("cub: unavailable: ") || cub.starts_with("cub: CUB "),
+        "{cub}"
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let records = report["records"].as_array().unwrap();
+    let (cub_records, records): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = report
+        ["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .partition(|r| r["backend"] == "cub");
     // 3 sizes x (copy, read, reduce_sum, scan_exclusive, 2 compactions, 2 sorts) x (i32, u32,
     // f32), plus the f32 stencil at 3 sizes.
     assert_eq!(records.len(), 3 * 8 * 3 + 3, "{report}");
+    // Where CUB ran: 3 sizes x (reduce_sum, scan_exclusive, select_if, 2 sorts) x 3 types, each
+    // timed; else none.
+    let cub_ran = report["cub"]["available"] == true;
+    assert_eq!(
+        cub_records.len(),
+        if cub_ran { 3 * 5 * 3 } else { 0 },
+        "{report}"
+    );
+    for r in &cub_records {
+        assert!(r["gpu"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
     for r in records {
         let g = &r["gpu"];
         let (min, med, max) = (
